@@ -1,0 +1,33 @@
+# Shared CMake helpers: warnings for our own targets, and one way to add a Qt Test to ctest.
+
+# Turns on strict warnings (as errors) for a target of ours; third-party headers stay SYSTEM.
+function(lossbound_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wno-error=deprecated-declarations>)
+endfunction()
+
+# lossbound_add_test(NAME core/interval SOURCES a.cpp b.cpp LIBS lib... [LABELS l...]
+#                    [TIMEOUT s] [COMPILE_OPTIONS ...])
+# Adds a Qt Test executable, registers it with ctest and runs it offscreen.
+function(lossbound_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS" ${ARGN})
+  string(REPLACE "/" "_" exe "test_${T_NAME}")
+  add_executable(${exe} ${T_SOURCES})
+  target_link_libraries(${exe} PRIVATE Qt6::Test ${T_LIBS})
+  target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_definitions(${exe} PRIVATE
+    LOSSBOUND_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    LOSSBOUND_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(T_COMPILE_OPTIONS)
+    target_compile_options(${exe} PRIVATE ${T_COMPILE_OPTIONS})
+  endif()
+  lossbound_warnings(${exe})
+  add_test(NAME ${T_NAME} COMMAND ${exe})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;LOSSBOUND_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    TIMEOUT ${T_TIMEOUT}
+    LABELS "${T_LABELS}")
+endfunction()

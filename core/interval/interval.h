@@ -1,0 +1,238 @@
+#pragma once
+// Closed real intervals with binary64 endpoints and the basic operations on them, each returning
+// the tightest binary64 interval that contains every exact result (the endpoints are computed with
+// the directed-rounding table of rounding.h). Conventions, following IEEE 1788 set semantics:
+// - the empty set is {+inf, -inf} (lo > hi); the entire line is {-inf, +inf};
+// - an endpoint that is NaN makes the operand "unknown": it is treated as the entire line, so a
+//   result never has a NaN endpoint;
+// - operations return only the part of the result inside the function's domain (sqrt of [-1, 4]
+//   is [0, 2]); an operand wholly outside the domain gives the empty set;
+// - division by an interval that contains zero returns the hull of the result set, which is
+//   usually unbounded; division by exactly [0, 0] is empty.
+// Everything here is LB_HD: the same bodies run in CUDA kernels.
+
+#include "core/interval/hd.h"
+#include "core/interval/rounding.h"
+
+namespace lossbound {
+
+/// A closed interval [lo, hi] of reals; an aggregate, so `Interval{1.0, 2.0}` works.
+struct Interval {
+  double lo;
+  double hi;
+};
+
+namespace interval_detail {
+LB_HD inline double inf() { return __builtin_huge_val(); }
+LB_HD inline bool isNan(double x) { return x != x; }
+LB_HD inline double fmin2(double a, double b) { return a < b ? a : b; }
+LB_HD inline double fmax2(double a, double b) { return a > b ? a : b; }
+/// Product of endpoints where 0 * inf counts as 0 (an unbounded endpoint is never attained).
+LB_HD inline double mulDownEnd(double a, double b) {
+  return (a == 0.0 || b == 0.0) ? 0.0 : mul_down(a, b);
+}
+LB_HD inline double mulUpEnd(double a, double b) {
+  return (a == 0.0 || b == 0.0) ? 0.0 : mul_up(a, b);
+}
+}  // namespace interval_detail
+
+/// Returns the empty interval {+inf, -inf}.
+LB_HD inline Interval emptyInterval() { return {interval_detail::inf(), -interval_detail::inf()}; }
+/// Returns the entire real line [-inf, +inf].
+LB_HD inline Interval entireInterval() { return {-interval_detail::inf(), interval_detail::inf()}; }
+/// Returns the degenerate interval [x, x]; NaN gives the entire line (nothing is known).
+LB_HD inline Interval point(double x) {
+  return interval_detail::isNan(x) ? entireInterval() : Interval{x, x};
+}
+/// Returns true when x is the empty set (lo > hi); NaN endpoints are not empty but unknown.
+LB_HD inline bool isEmpty(Interval x) { return x.lo > x.hi; }
+/// Returns true when an endpoint is NaN (the operand is then treated as the entire line).
+LB_HD inline bool hasNan(Interval x) {
+  return interval_detail::isNan(x.lo) || interval_detail::isNan(x.hi);
+}
+/// Returns x with NaN endpoints replaced by the entire line; other intervals unchanged.
+LB_HD inline Interval sanitize(Interval x) { return hasNan(x) ? entireInterval() : x; }
+/// Returns true when the real v lies in x.
+LB_HD inline bool contains(Interval x, double v) { return x.lo <= v && v <= x.hi; }
+/// Returns true when y is a subset of x (the empty set is a subset of everything).
+LB_HD inline bool contains(Interval x, Interval y) {
+  return isEmpty(y) || (x.lo <= y.lo && y.hi <= x.hi);
+}
+/// Returns hi - lo rounded up (0 for a point, +inf when unbounded, 0 for empty).
+LB_HD inline double width(Interval x) { return isEmpty(x) ? 0.0 : sub_up(x.hi, x.lo); }
+/// Returns the midpoint, rounded to nearest (finite for finite intervals; 0 for the entire line).
+LB_HD inline double midpoint(Interval x) {
+  if (x.lo == -interval_detail::inf() && x.hi == interval_detail::inf()) return 0.0;
+  return 0.5 * x.lo + 0.5 * x.hi;
+}
+/// Returns the smallest interval containing x and y.
+LB_HD inline Interval hull(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x)) return y;
+  if (isEmpty(y)) return x;
+  return {interval_detail::fmin2(x.lo, y.lo), interval_detail::fmax2(x.hi, y.hi)};
+}
+/// Returns the intersection of x and y (possibly empty).
+LB_HD inline Interval intersect(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  const Interval r{interval_detail::fmax2(x.lo, y.lo), interval_detail::fmin2(x.hi, y.hi)};
+  return isEmpty(r) ? emptyInterval() : r;
+}
+
+/// Returns {-v : v in x}.
+LB_HD inline Interval neg(Interval x) {
+  x = sanitize(x);
+  return isEmpty(x) ? x : Interval{-x.hi, -x.lo};
+}
+/// Returns the tightest enclosure of {a + b}.
+LB_HD inline Interval add(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  return {add_down(x.lo, y.lo), add_up(x.hi, y.hi)};
+}
+/// Returns the tightest enclosure of {a - b}.
+LB_HD inline Interval sub(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  return {sub_down(x.lo, y.hi), sub_up(x.hi, y.lo)};
+}
+/// Returns the tightest enclosure of {a * b}.
+LB_HD inline Interval mul(Interval x, Interval y) {
+  using namespace interval_detail;
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  const double lo = fmin2(fmin2(mulDownEnd(x.lo, y.lo), mulDownEnd(x.lo, y.hi)),
+                          fmin2(mulDownEnd(x.hi, y.lo), mulDownEnd(x.hi, y.hi)));
+  const double hi = fmax2(fmax2(mulUpEnd(x.lo, y.lo), mulUpEnd(x.lo, y.hi)),
+                          fmax2(mulUpEnd(x.hi, y.lo), mulUpEnd(x.hi, y.hi)));
+  return {lo == 0.0 ? -0.0 : lo, hi == 0.0 ? 0.0 : hi};
+}
+/// Returns the tightest enclosure of {a * a} (tighter than mul(x, x): the result is >= 0).
+LB_HD inline Interval sqr(Interval x) {
+  using namespace interval_detail;
+  x = sanitize(x);
+  if (isEmpty(x)) return x;
+  if (x.lo >= 0.0) return {mulDownEnd(x.lo, x.lo), mulUpEnd(x.hi, x.hi)};
+  if (x.hi <= 0.0) return {mulDownEnd(x.hi, x.hi), mulUpEnd(x.lo, x.lo)};
+  const double m = fmax2(-x.lo, x.hi);
+  return {0.0, mulUpEnd(m, m)};
+}
+/// Returns {|a|}.
+LB_HD inline Interval abs(Interval x) {
+  x = sanitize(x);
+  if (isEmpty(x)) return x;
+  if (x.lo >= 0.0) return x;
+  if (x.hi <= 0.0) return neg(x);
+  return {0.0, interval_detail::fmax2(-x.lo, x.hi)};
+}
+
+namespace interval_detail {
+/// Quotient endpoint where finite / inf = 0 and inf / inf (degenerate operands) widens to inf.
+LB_HD inline double divDownEnd(double a, double b) {
+  if (a == 0.0) return 0.0;
+  const bool ai = a == inf() || a == -inf(), bi = b == inf() || b == -inf();
+  if (bi) return ai ? -inf() : 0.0;
+  return div_down(a, b);
+}
+LB_HD inline double divUpEnd(double a, double b) {
+  if (a == 0.0) return 0.0;
+  const bool ai = a == inf() || a == -inf(), bi = b == inf() || b == -inf();
+  if (bi) return ai ? inf() : 0.0;
+  return div_up(a, b);
+}
+}  // namespace interval_detail
+
+/// Returns the tightest enclosure of {a / b : b != 0}: unbounded when y contains zero inside,
+/// half-unbounded when zero is an endpoint of y, empty when y is [0, 0].
+LB_HD inline Interval div(Interval x, Interval y) {
+  using namespace interval_detail;
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y) || (y.lo == 0.0 && y.hi == 0.0)) return emptyInterval();
+  if (x.lo == 0.0 && x.hi == 0.0) return {-0.0, 0.0};
+  if (y.lo > 0.0) {  // positive divisor
+    if (x.lo >= 0.0) return {divDownEnd(x.lo, y.hi), divUpEnd(x.hi, y.lo)};
+    if (x.hi <= 0.0) return {divDownEnd(x.lo, y.lo), divUpEnd(x.hi, y.hi)};
+    return {divDownEnd(x.lo, y.lo), divUpEnd(x.hi, y.lo)};
+  }
+  if (y.hi < 0.0) {  // negative divisor
+    if (x.lo >= 0.0) return {divDownEnd(x.hi, y.hi), divUpEnd(x.lo, y.lo)};
+    if (x.hi <= 0.0) return {divDownEnd(x.hi, y.lo), divUpEnd(x.lo, y.hi)};
+    return {divDownEnd(x.hi, y.hi), divUpEnd(x.lo, y.hi)};
+  }
+  // Zero is in y. Zero endpoints: the quotient set is a half line; zero inside: everything (the
+  // set is a union of two half lines whose hull is the entire line) unless x contains 0 too.
+  if (x.lo < 0.0 && x.hi > 0.0) return entireInterval();
+  if (y.lo == 0.0) {  // y = [0, d], d > 0
+    if (x.lo >= 0.0) return {divDownEnd(x.lo, y.hi), inf()};
+    return {-inf(), divUpEnd(x.hi, y.hi)};
+  }
+  if (y.hi == 0.0) {  // y = [c, 0], c < 0
+    if (x.lo >= 0.0) return {-inf(), divUpEnd(x.lo, y.lo)};
+    return {divDownEnd(x.hi, y.lo), inf()};
+  }
+  return entireInterval();
+}
+/// Returns the tightest enclosure of {sqrt(a) : a >= 0}; empty when x < 0 entirely.
+LB_HD inline Interval sqrt(Interval x) {
+  x = sanitize(x);
+  if (isEmpty(x) || x.hi < 0.0) return emptyInterval();
+  const double lo = x.lo <= 0.0 ? 0.0 : sqrt_down(x.lo);
+  return {lo, sqrt_up(x.hi)};
+}
+/// Returns the tightest enclosure of {min(a, b)}.
+LB_HD inline Interval min(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  return {interval_detail::fmin2(x.lo, y.lo), interval_detail::fmin2(x.hi, y.hi)};
+}
+/// Returns the tightest enclosure of {max(a, b)}.
+LB_HD inline Interval max(Interval x, Interval y) {
+  x = sanitize(x);
+  y = sanitize(y);
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  return {interval_detail::fmax2(x.lo, y.lo), interval_detail::fmax2(x.hi, y.hi)};
+}
+
+namespace interval_detail {
+/// Returns a^n for a >= 0 and n >= 0 rounded down (or up): a product of n directed-rounded
+/// factors of non-negative numbers is monotone, so rounding each step the same way is sound.
+LB_HD inline double powNonNeg(double a, int n, bool down) {
+  double r = 1.0;
+  double base = a;
+  // Square-and-multiply: every intermediate is >= 0, so directed rounding stays one-sided.
+  while (n > 0) {
+    if (n & 1) r = down ? mul_down(r, base) : mul_up(r, base);
+    n >>= 1;
+    if (n > 0) base = down ? mul_down(base, base) : mul_up(base, base);
+  }
+  return r;
+}
+}  // namespace interval_detail
+
+/// Returns an enclosure of {a^n} for an integer n (x^0 = [1, 1]; negative n is 1 / x^-n).
+/// Not always the tightest binary64 interval: square-and-multiply rounds once per step.
+LB_HD inline Interval pow(Interval x, int n) {
+  using namespace interval_detail;
+  x = sanitize(x);
+  if (isEmpty(x)) return x;
+  if (n == 0) return {1.0, 1.0};
+  if (n < 0) return div(Interval{1.0, 1.0}, pow(x, -n));
+  if (n % 2 == 0) {
+    const Interval a = abs(x);
+    return {powNonNeg(a.lo, n, true), powNonNeg(a.hi, n, false)};
+  }
+  // Odd n: monotone increasing; negative endpoints use (-a)^n = -(a^n).
+  const double lo = x.lo >= 0.0 ? powNonNeg(x.lo, n, true) : -powNonNeg(-x.lo, n, false);
+  const double hi = x.hi >= 0.0 ? powNonNeg(x.hi, n, false) : -powNonNeg(-x.hi, n, true);
+  return {lo, hi};
+}
+
+}  // namespace lossbound

@@ -1,0 +1,34 @@
+// Device discovery for the CUDA firewall: asks the runtime for a device and explains a failure.
+#include "gpu/cuda_device.h"
+
+#include <cuda_runtime.h>
+
+namespace lossbound::gpu {
+
+bool cudaDeviceAvailable(QString* reason) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (reason)
+      *reason = QStringLiteral("no CUDA device: cudaGetDeviceCount failed (%1: %2)")
+                    .arg(QString::fromLatin1(cudaGetErrorName(err)),
+                         QString::fromLatin1(cudaGetErrorString(err)));
+    return false;
+  }
+  if (count == 0) {
+    if (reason) *reason = QStringLiteral("no CUDA device: the driver reports 0 devices");
+    return false;
+  }
+  return true;
+}
+
+QString cudaDeviceName() {
+  if (!cudaDeviceAvailable(nullptr)) return {};
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {};
+  return QString::fromLatin1(prop.name);
+}
+
+bool builtWithCuda() { return true; }
+
+}  // namespace lossbound::gpu

@@ -1,0 +1,54 @@
+# Shared by the two quick-start commands: install what is missing (Debian packages only), then
+# configure and build. Sourced, not run.
+set -euo pipefail
+
+LOSSBOUND_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${LOSSBOUND_BUILD_DIR:-$LOSSBOUND_ROOT/build}"
+
+# Debian 12 packages Lossbound needs to build, test and regenerate its samples.
+LOSSBOUND_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev
+  libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev
+  python3 python3-torch python3-h5py python3-numpy
+  clang libclang-rt-14-dev
+)
+
+lb_log() { printf '\033[1m[lossbound]\033[0m %s\n' "$*" >&2; }
+
+lb_install_missing() {
+  local missing=()
+  for p in "${LOSSBOUND_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    lb_log "all Debian packages are installed"
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    lb_log "missing Debian packages: ${missing[*]}"
+    lb_log "run this as root (or with sudo), then run this command again:"
+    echo "  apt-get update && apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+  lb_log "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+lb_configure() {
+  local extra=()
+  # CUDA is optional; it is not a Debian package here, so use the toolkit where it is installed.
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    extra+=("-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc")
+  fi
+  cmake -S "$LOSSBOUND_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "${extra[@]}" "$@"
+}
+
+lb_build() {
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)" "$@"
+}

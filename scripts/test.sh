@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick-start command 2: install what is missing, build everything, run the whole test suite.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lb_install_missing
+lb_configure
+lb_build
+lb_log "running the test suite (ctest)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$(nproc)"
