@@ -1,0 +1,81 @@
+#pragma once
+// The results of an analysis, as plain data: what the CLI prints, the cache stores and the
+// widgets draw. Produced by core/analysis (step replay, envelope methods, verdicts).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/interval/precision.h"
+
+namespace lossbound {
+
+/// How the envelope of a step is computed (ARCHITECTURE §1).
+enum class EnvelopeMethod { Interval, FirstOrder, Probabilistic, Ensemble };
+
+/// The classification of one analysed step.
+enum class StepVerdict {
+  Rounding,       ///< the reference loss is inside the envelope: rounding explains it (Type-I)
+  BugLikely,      ///< outside a non-rigorous envelope (first-order, probabilistic, ensemble)
+  BugCertain,     ///< outside the rigorous interval envelope (Type-II for sure)
+  Untrustworthy,  ///< the self-check failed: the envelope does not hold the candidate's own loss
+  NotBounded,     ///< the step could not be bounded (unsupported op, missing checkpoint, ...)
+};
+
+/// Returns "interval", "first-order", "probabilistic" or "ensemble".
+std::string_view methodName(EnvelopeMethod m);
+/// Returns the method for a name as written on the command line, or nothing.
+std::optional<EnvelopeMethod> parseMethod(std::string_view name);
+/// Returns one plain sentence saying what the method guarantees.
+std::string_view methodGuarantee(EnvelopeMethod m);
+/// Returns "rounding", "bug (likely)", "bug (certain)", "untrustworthy" or "not bounded".
+std::string_view verdictName(StepVerdict v);
+
+/// One op's share of the rounding budget at a step (first-order terms |g_k|·r_k summed per node).
+struct BudgetShare {
+  std::string node;  ///< trace node name, e.g. "mm_7"
+  std::string op;    ///< aten op, e.g. "aten.mm.default"
+  double bound = 0;  ///< this node's contribution to the bound (absolute loss units)
+  double share = 0;  ///< bound / total, in [0, 1]
+};
+
+/// The settings that produced a result; the cache is keyed by them.
+struct AnalysisSettings {
+  EnvelopeMethod method = EnvelopeMethod::FirstOrder;
+  std::optional<Format> precision;  ///< nothing = as recorded in the trace
+  double confidence = 1.0 - 1e-6;   ///< probabilistic method: 1 − δ
+  int ensembleSize = 32;            ///< ensemble method: number of randomized executions
+  std::string startNode;            ///< interval method: start bounds here ("" = at the inputs)
+  std::string backend = "auto";     ///< "auto", "cpu" or "cuda"
+  std::uint64_t seed = 0x5eed;      ///< ensemble randomization
+};
+
+/// The outcome at one analysed step.
+struct StepResult {
+  std::int64_t step = 0;
+  double referenceLoss = 0;  ///< logged by the reference run
+  double candidateLoss = 0;  ///< logged by the candidate run
+  double lo = 0, hi = 0;     ///< envelope of the candidate program on the reference's state
+  bool inside = true;        ///< lo <= referenceLoss <= hi
+  double margin = 0;         ///< (referenceLoss − centre) / half-width; |margin| > 1 is outside
+  StepVerdict verdict = StepVerdict::Rounding;
+  EnvelopeMethod method = EnvelopeMethod::FirstOrder;
+  bool selfCheckPassed = true;  ///< candidate program on candidate state holds its own loss
+  double selfLo = 0, selfHi = 0;
+  std::string note;  ///< why a step is untrustworthy or not bounded; upstream-rounding caveats
+  std::vector<BudgetShare> budget;  ///< top ops by share of the bound (first-order terms)
+  double seconds = 0;               ///< compute time of this step
+};
+
+/// A whole analysis of a run pair.
+struct AnalysisReport {
+  std::string referenceName, candidateName;
+  AnalysisSettings settings;
+  std::vector<StepResult> steps;         ///< in increasing step order
+  std::optional<std::int64_t> firstExit;  ///< earliest analysed step outside (bug verdicts)
+  std::string backendDescription;        ///< e.g. "CPU — no CUDA device: ..."
+};
+
+}  // namespace lossbound

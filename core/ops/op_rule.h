@@ -1,0 +1,136 @@
+#pragma once
+// The contract of one aten op in every evaluation domain. One OpRule per op (or op family) lives
+// in core/ops/<family>_ops.cpp and is listed in the explicit registry (registry.cpp).
+//
+// The interval contract, for every op: the result encloses every value that an implementation of
+// this op in the modelled precision could return, for any inputs inside their enclosures, in any
+// reduction order and bracketing.
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ops/precision_model.h"
+#include "core/program/ir.h"
+#include "core/tensor/tensor.h"
+
+namespace lossbound {
+
+class Backend;
+
+/// Thrown by op rules for inputs they cannot handle (bad arguments, shape mismatch); the message
+/// names the node and op (the evaluator adds them if missing) and what was expected and found.
+class OpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The arguments of one node with references resolved to tensors.
+class OpArgs {
+ public:
+  /// Resolves `node`'s references through `lookup` (a ValueRef → Tensor function).
+  template <typename Lookup>
+  OpArgs(const Node& node, Lookup&& lookup) : mNode(&node) {
+    collect(node.args, lookup);
+    for (const auto& [k, v] : node.kwargs) collect(std::vector<IrValue>{v}, lookup);
+  }
+
+  /// Returns the node being evaluated.
+  const Node& node() const { return *mNode; }
+  /// Returns the number of positional arguments.
+  std::size_t size() const { return mNode->args.size(); }
+  /// Returns positional argument i, or a None value when i is past the end.
+  const IrValue& arg(std::size_t i) const;
+  /// Returns keyword argument `name`, or nullptr.
+  const IrValue* kwarg(std::string_view name) const;
+  /// Returns the tensor referenced by positional argument i; throws OpError if it is not a ref.
+  const Tensor& tensor(std::size_t i) const;
+  /// Returns true when positional argument i exists and is a tensor reference.
+  bool isTensor(std::size_t i) const;
+  /// Returns the tensors referenced by a list argument i (for cat, stack, ...).
+  std::vector<const Tensor*> tensorList(std::size_t i) const;
+  /// Returns an integer argument (positional i, else keyword `name`, else `fallback`).
+  std::int64_t intArg(std::size_t i, std::string_view name,
+                      std::optional<std::int64_t> fallback = std::nullopt) const;
+  /// Returns a number argument (int or float constant).
+  double numberArg(std::size_t i, std::string_view name,
+                   std::optional<double> fallback = std::nullopt) const;
+  /// Returns a bool argument.
+  bool boolArg(std::size_t i, std::string_view name, std::optional<bool> fallback = std::nullopt) const;
+  /// Returns a list-of-ints argument (a bare int counts as a one-element list).
+  std::vector<std::int64_t> intListArg(std::size_t i, std::string_view name,
+                                       std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
+  /// Returns the spec of output k as traced.
+  const TensorSpec& outSpec(std::size_t k = 0) const { return mNode->outputs.at(k); }
+
+  /// Every tensor input in order of appearance (positional, lists flattened, then keywords);
+  /// vjp() returns one gradient per entry.
+  const std::vector<const Tensor*>& tensorInputs() const { return mTensors; }
+  /// The reference each tensorInputs() entry came from.
+  const std::vector<ValueRef>& tensorRefs() const { return mRefs; }
+
+  /// Throws OpError("node <name> (<op>): <message>").
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  template <typename Lookup>
+  void collect(const std::vector<IrValue>& values, Lookup& lookup) {
+    for (const IrValue& v : values) {
+      if (v.kind == IrValue::Kind::Ref) {
+        mTensors.push_back(&lookup(v.ref));
+        mRefs.push_back(v.ref);
+      } else if (v.kind == IrValue::Kind::List) {
+        collect(v.list, lookup);
+      }
+    }
+  }
+  const IrValue* find(std::size_t i, std::string_view name) const;
+
+  const Node* mNode;
+  std::vector<const Tensor*> mTensors;
+  std::vector<ValueRef> mRefs;
+};
+
+/// What an op evaluation may use besides its arguments.
+struct OpContext {
+  const PrecisionModel& precision;
+  Backend& backend;
+  std::mt19937_64* rng = nullptr;  // set in the randomized domain only
+};
+
+/// The rules of one op in every domain.
+class OpRule {
+ public:
+  virtual ~OpRule() = default;
+
+  /// Computes the outputs in binary64 point arithmetic (the "exact" reference evaluation).
+  virtual std::vector<Tensor> point(const OpArgs& args, OpContext& ctx) const = 0;
+
+  /// Encloses every output an implementation in the modelled precision could return, for inputs
+  /// anywhere in their (point or interval) enclosures and any reduction order and bracketing.
+  virtual std::vector<Tensor> interval(const OpArgs& args, OpContext& ctx) const = 0;
+
+  /// Executes once in the modelled precision, emulated exactly, with random reduction orders and
+  /// bracketings, split-K blocking, FMA on/off and libm results perturbed within the ulp table.
+  virtual std::vector<Tensor> random(const OpArgs& args, OpContext& ctx) const = 0;
+
+  /// Returns the vector-Jacobian product: for each tensorInputs() entry, d(outputs)/d(input)
+  /// contracted with `outGrads` (one per output; zero tensors where unused), or nullopt for
+  /// non-differentiable inputs (ids, masks). Point arithmetic.
+  virtual std::vector<std::optional<Tensor>> vjp(const OpArgs& args, std::span<const Tensor> outputs,
+                                                 std::span<const Tensor> outGrads,
+                                                 OpContext& ctx) const = 0;
+
+  /// Bounds, per output element, |computed - exact| of this op alone under the precision model
+  /// when its inputs are exact (the local rounding term r_k of the first-order method), including
+  /// the rounding of the result to its storage format.
+  virtual std::vector<Tensor> localError(const OpArgs& args, std::span<const Tensor> outputs,
+                                         OpContext& ctx) const = 0;
+};
+
+}  // namespace lossbound
