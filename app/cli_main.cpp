@@ -4,6 +4,7 @@
 #include <QTextStream>
 
 #include "app/backend_status.h"
+#include "app/cli_analyze.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     usage(out);
     return 0;
   }
+  if (first == QLatin1String("analyze")) return lossbound::app::runAnalyze(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }

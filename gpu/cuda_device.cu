@@ -3,6 +3,10 @@
 
 #include <cuda_runtime.h>
 
+#include <exception>
+
+#include "gpu/cuda_backend.h"
+
 namespace lossbound::gpu {
 
 bool cudaDeviceAvailable(QString* reason) {
@@ -30,5 +34,18 @@ QString cudaDeviceName() {
 }
 
 bool builtWithCuda() { return true; }
+
+std::unique_ptr<Backend> createCudaBackend(QString* reason) {
+  if (!cudaDeviceAvailable(reason)) return nullptr;
+  try {
+    return std::make_unique<CudaBackend>(0);
+  } catch (const std::exception& e) {
+    // E.g. no code for this architecture (the probe launch), out of memory, cuBLAS init failure.
+    if (reason)
+      *reason = QStringLiteral("no CUDA device: the CUDA backend could not start on %1: %2")
+                    .arg(cudaDeviceName(), QString::fromUtf8(e.what()));
+    return nullptr;
+  }
+}
 
 }  // namespace lossbound::gpu

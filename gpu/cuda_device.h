@@ -4,6 +4,10 @@
 
 #include <QString>
 
+#include <memory>
+
+#include "core/backend.h"
+
 namespace lossbound::gpu {
 
 /// Returns true when this build has CUDA support and a usable device exists; otherwise false and,
@@ -15,5 +19,10 @@ QString cudaDeviceName();
 
 /// Returns true when the library was compiled with nvcc (whether or not a device is present).
 bool builtWithCuda();
+
+/// Returns the CUDA backend on device 0, or nullptr and, if `reason` is non-null, a sentence
+/// starting "no CUDA device: " that says what is missing (CUDA support in this build, the driver,
+/// a device, code for the device's architecture) or which CUDA/cuBLAS call failed.
+std::unique_ptr<Backend> createCudaBackend(QString* reason);
 
 }  // namespace lossbound::gpu

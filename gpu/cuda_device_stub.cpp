@@ -5,13 +5,18 @@ namespace lossbound::gpu {
 
 bool cudaDeviceAvailable(QString* reason) {
   if (reason)
-    *reason = QStringLiteral("this build of Lossbound has no CUDA support (no CUDA compiler "
-                             "was found at build time)");
+    *reason = QStringLiteral("no CUDA device: this build of Lossbound has no CUDA support (no "
+                             "CUDA compiler was found at build time)");
   return false;
 }
 
 QString cudaDeviceName() { return {}; }
 
 bool builtWithCuda() { return false; }
+
+std::unique_ptr<Backend> createCudaBackend(QString* reason) {
+  cudaDeviceAvailable(reason);
+  return nullptr;
+}
 
 }  // namespace lossbound::gpu

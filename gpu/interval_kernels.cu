@@ -1,46 +1,247 @@
-// Elementwise interval kernels. The bodies are the shared LB_HD rules of core/interval, so the
-// device runs exactly the code that the host tests check (with the rounding table mapped to the
-// CUDA directed-rounding intrinsics).
-#include <cuda_runtime.h>
+// Elementwise, matmul-finishing and reduction interval kernels. The per-element work is the
+// shared LB_HD bodies of gpu/kernel_bodies.h (the rules of core/interval), so the device runs
+// exactly the code that tests/gpu checks on the host, with the rounding table mapped to the CUDA
+// directed-rounding intrinsics (core/interval/rounding.h under __CUDA_ARCH__).
+#include "gpu/interval_kernels.cuh"
 
-#include "core/interval/elementary.h"
-#include "core/interval/interval.h"
-#include "core/interval/precision.h"
+#include <algorithm>
+
+#include "gpu/cuda_check.cuh"
 
 namespace lossbound::gpu {
+namespace {
 
-/// Binary interval operations available as kernels.
-enum class BinaryOp { Add, Sub, Mul, Div };
+constexpr int kBlock = 256;
+// Grid-stride loops: a capped grid covers any n (int64) without overflowing gridDim.
+constexpr std::int64_t kMaxBlocks = 4096;
 
-__global__ void binaryIntervalKernel(BinaryOp op, const Interval* x, const Interval* y,
-                                     Interval* out, long n) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  switch (op) {
-    case BinaryOp::Add: out[i] = add(x[i], y[i]); break;
-    case BinaryOp::Sub: out[i] = sub(x[i], y[i]); break;
-    case BinaryOp::Mul: out[i] = mul(x[i], y[i]); break;
-    case BinaryOp::Div: out[i] = div(x[i], y[i]); break;
+unsigned gridFor(std::int64_t n) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>((n + kBlock - 1) / kBlock, 1, kMaxBlocks));
+}
+
+__device__ inline std::int64_t firstIndex() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t strideOf() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+__global__ void absKernel(const double* x, double* y, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) y[i] = ::fabs(x[i]);
+}
+
+__global__ void unaryKernel(UnaryOp op, ElementwiseModel model, const double* xlo,
+                            const double* xhi, double* olo, double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const Interval r = unaryBody(op, Interval{xlo[i], xhi[i]}, model);
+    olo[i] = r.lo;
+    ohi[i] = r.hi;
   }
 }
 
-__global__ void unaryIntervalKernel(Elementary f, const Interval* x, Interval* out, long n) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  switch (f) {
-    case Elementary::Exp: out[i] = exp(x[i]); break;
-    case Elementary::Expm1: out[i] = expm1(x[i]); break;
-    case Elementary::Log: out[i] = log(x[i]); break;
-    case Elementary::Log1p: out[i] = log1p(x[i]); break;
-    case Elementary::Tanh: out[i] = tanh(x[i]); break;
-    case Elementary::Erf: out[i] = erf(x[i]); break;
+__global__ void binaryKernel(BinaryOp op, ElementwiseModel model, const double* xlo,
+                             const double* xhi, const double* ylo, const double* yhi, bool yScalar,
+                             double* olo, double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const std::int64_t j = yScalar ? 0 : i;
+    const Interval r = binaryBody(op, Interval{xlo[i], xhi[i]}, Interval{ylo[j], yhi[j]}, model);
+    olo[i] = r.lo;
+    ohi[i] = r.hi;
   }
 }
 
-__global__ void roundOutwardKernel(Format f, const Interval* x, Interval* out, long n) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  out[i] = roundOutward(x[i], f);
+__global__ void storeKernel(Format format, const double* xlo, const double* xhi, double* olo,
+                            double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const Interval r = storeBody(Interval{xlo[i], xhi[i]}, format);
+    olo[i] = r.lo;
+    ohi[i] = r.hi;
+  }
+}
+
+__global__ void splitLeftKernel(const double* lo, const double* hi, Format input, std::int64_t m,
+                                std::int64_t k, double* mid, double* left, double* mag) {
+  for (std::int64_t i = firstIndex(); i < m * k; i += strideOf()) {
+    double c = 0.0, r = 0.0;
+    midRad(lo[i], hi[i], input, &c, &r);
+    const std::int64_t row = i / k, col = i % k;
+    mid[i] = c;
+    left[row * 2 * k + col] = ::fabs(c);
+    left[row * 2 * k + k + col] = r;
+    mag[i] = magnitudeUp(c, r);
+  }
+}
+
+__global__ void splitRightKernel(const double* lo, const double* hi, Format input, std::int64_t k,
+                                 std::int64_t n, double* mid, double* right) {
+  for (std::int64_t i = firstIndex(); i < k * n; i += strideOf()) {
+    double c = 0.0, r = 0.0;
+    midRad(lo[i], hi[i], input, &c, &r);
+    mid[i] = c;
+    right[i] = r;                     // rows 0..k-1: rB
+    right[k * n + i] = magnitudeUp(c, r);  // rows k..2k-1: |mB| + rB
+  }
+}
+
+__global__ void matmulFinishKernel(const double* c, const double* r, const double* p,
+                                   MatmulBound bound, Format storage, double* olo, double* ohi,
+                                   std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const Interval v = matmulFinish(c[i], r[i], p[i], bound, storage);
+    olo[i] = v.lo;
+    ohi[i] = v.hi;
+  }
+}
+
+// One block per row (grid-stride over rows); each thread folds a strided slice of the columns,
+// then a shared-memory tree folds the threads. The order differs from the CPU's, which is sound:
+// any order of add_down (add_up) is a lower (upper) bound.
+__global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t rows,
+                             std::int64_t cols, Format accumulation, Format storage,
+                             bool truncating, double* olo, double* ohi) {
+  // Plain arrays: __shared__ variables must not have constructors (SumState has initialisers).
+  __shared__ double pLo[kBlock], pHi[kBlock], pAbs[kBlock];
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    SumState acc;
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      accumulate(acc, Interval{xlo[row * cols + j], xhi[row * cols + j]});
+    pLo[threadIdx.x] = acc.sum.lo;
+    pHi[threadIdx.x] = acc.sum.hi;
+    pAbs[threadIdx.x] = acc.absSumUp;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        const SumState m = merge(SumState{{pLo[threadIdx.x], pHi[threadIdx.x]}, pAbs[threadIdx.x]},
+                                 SumState{{pLo[threadIdx.x + s], pHi[threadIdx.x + s]},
+                                          pAbs[threadIdx.x + s]});
+        pLo[threadIdx.x] = m.sum.lo;
+        pHi[threadIdx.x] = m.sum.hi;
+        pAbs[threadIdx.x] = m.absSumUp;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      const Interval v = sumFinish(SumState{{pLo[0], pHi[0]}, pAbs[0]}, static_cast<double>(cols),
+                                   accumulation, storage, truncating);
+      olo[row] = v.lo;
+      ohi[row] = v.hi;
+    }
+    __syncthreads();  // the next row reuses the shared arrays
+  }
+}
+
+__global__ void rowMaxKernel(const double* xlo, const double* xhi, std::int64_t rows,
+                             std::int64_t cols, double* olo, double* ohi) {
+  __shared__ double sLo[kBlock], sHi[kBlock];
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const double inf = interval_detail::inf();
+    double aLo = -inf, aHi = -inf;
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      const Interval x = sanitize(Interval{xlo[row * cols + j], xhi[row * cols + j]});
+      aLo = interval_detail::fmax2(aLo, x.lo);
+      aHi = interval_detail::fmax2(aHi, x.hi);
+    }
+    sLo[threadIdx.x] = aLo;
+    sHi[threadIdx.x] = aHi;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        sLo[threadIdx.x] = interval_detail::fmax2(sLo[threadIdx.x], sLo[threadIdx.x + s]);
+        sHi[threadIdx.x] = interval_detail::fmax2(sHi[threadIdx.x], sHi[threadIdx.x + s]);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      olo[row] = sLo[0];
+      ohi[row] = sHi[0];
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void probeKernel(int* flag) { *flag = 1; }
+
+}  // namespace
+
+void launchAbs(const double* x, double* y, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  absKernel<<<gridFor(n), kBlock, 0, stream>>>(x, y, n);
+  LB_CUDA_CHECK_LAUNCH(absKernel);
+}
+
+void launchUnary(UnaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
+                 double* olo, double* ohi, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  unaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(unaryKernel);
+}
+
+void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
+                  const double* ylo, const double* yhi, bool yScalar, double* olo, double* ohi,
+                  std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  binaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, ylo, yhi, yScalar, olo,
+                                                  ohi, n);
+  LB_CUDA_CHECK_LAUNCH(binaryKernel);
+}
+
+void launchStore(Format format, const double* xlo, const double* xhi, double* olo, double* ohi,
+                 std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  storeKernel<<<gridFor(n), kBlock, 0, stream>>>(format, xlo, xhi, olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(storeKernel);
+}
+
+void launchSplitLeft(const double* lo, const double* hi, Format input, std::int64_t m,
+                     std::int64_t k, double* mid, double* left, double* mag, cudaStream_t stream) {
+  if (m * k <= 0) return;
+  splitLeftKernel<<<gridFor(m * k), kBlock, 0, stream>>>(lo, hi, input, m, k, mid, left, mag);
+  LB_CUDA_CHECK_LAUNCH(splitLeftKernel);
+}
+
+void launchSplitRight(const double* lo, const double* hi, Format input, std::int64_t k,
+                      std::int64_t n, double* mid, double* right, cudaStream_t stream) {
+  if (k * n <= 0) return;
+  splitRightKernel<<<gridFor(k * n), kBlock, 0, stream>>>(lo, hi, input, k, n, mid, right);
+  LB_CUDA_CHECK_LAUNCH(splitRightKernel);
+}
+
+void launchMatmulFinish(const double* c, const double* r, const double* p, MatmulBound bound,
+                        Format storage, double* olo, double* ohi, std::int64_t n,
+                        cudaStream_t stream) {
+  if (n <= 0) return;
+  matmulFinishKernel<<<gridFor(n), kBlock, 0, stream>>>(c, r, p, bound, storage, olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(matmulFinishKernel);
+}
+
+void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
+                  Format accumulation, Format storage, bool truncating, double* olo, double* ohi,
+                  cudaStream_t stream) {
+  if (rows <= 0) return;
+  const auto grid = static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
+  rowSumKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, accumulation, storage,
+                                            truncating, olo, ohi);
+  LB_CUDA_CHECK_LAUNCH(rowSumKernel);
+}
+
+void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
+                  double* olo, double* ohi, cudaStream_t stream) {
+  if (rows <= 0) return;
+  const auto grid = static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
+  rowMaxKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, olo, ohi);
+  LB_CUDA_CHECK_LAUNCH(rowMaxKernel);
+}
+
+void probeDevice(cudaStream_t stream) {
+  int* flag = nullptr;
+  LB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flag), sizeof(int)));
+  probeKernel<<<1, 1, 0, stream>>>(flag);
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  const cudaError_t freeErr = cudaFree(flag);
+  checkCuda(err, "launch of probeKernel (does this binary contain code for the device?)",
+            __FILE__, __LINE__);
+  checkCuda(freeErr, "cudaFree(flag)", __FILE__, __LINE__);
 }
 
 }  // namespace lossbound::gpu

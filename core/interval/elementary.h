@@ -161,15 +161,19 @@ LB_HD inline Interval log1p(Interval x) {
   return {lo, elementaryUp(Elementary::Log1p, x.hi)};
 }
 
-/// Returns a value <= 1 / (1 + e^-a) (from exp rounded up and directed division).
+/// Returns a value <= 1 / (1 + e^-a). For a > 0 it is 1 / (1 + e^-a) from e^-a rounded up; for
+/// a <= 0 it is t / (1 + t) with t = e^a rounded down (t / (1 + t) increases with t), which keeps
+/// the bound relatively tight where the result is tiny and e^-a would overflow.
 LB_HD inline double sigmoidDown(double a) {
-  const double e = elementaryUp(Elementary::Exp, -a);
-  return div_down(1.0, add_up(1.0, e));
+  if (a > 0.0) return div_down(1.0, add_up(1.0, elementaryUp(Elementary::Exp, -a)));
+  const double t = elementaryDown(Elementary::Exp, a);
+  return div_down(t, add_up(1.0, t));
 }
-/// Returns a value >= 1 / (1 + e^-a).
+/// Returns a value >= 1 / (1 + e^-a) (the mirror image of sigmoidDown).
 LB_HD inline double sigmoidUp(double a) {
-  const double e = elementaryDown(Elementary::Exp, -a);
-  return div_up(1.0, add_down(1.0, e));
+  if (a > 0.0) return div_up(1.0, add_down(1.0, elementaryDown(Elementary::Exp, -a)));
+  const double t = elementaryUp(Elementary::Exp, a);
+  return div_up(t, add_down(1.0, t));
 }
 /// Returns an enclosure of {1 / (1 + e^-a)} (monotone increasing).
 LB_HD inline Interval sigmoid(Interval x) {

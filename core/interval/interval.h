@@ -5,6 +5,8 @@
 // - the empty set is {+inf, -inf} (lo > hi); the entire line is {-inf, +inf};
 // - an endpoint that is NaN makes the operand "unknown": it is treated as the entire line, so a
 //   result never has a NaN endpoint;
+// - a point at infinity, [+inf, +inf] (a value that overflowed), stands for every real beyond the
+//   largest double, [DBL_MAX, +inf] (likewise for -inf), so inf - inf never makes a NaN endpoint;
 // - operations return only the part of the result inside the function's domain (sqrt of [-1, 4]
 //   is [0, 2]); an operand wholly outside the domain gives the empty set;
 // - division by an interval that contains zero returns the hull of the result set, which is
@@ -24,6 +26,7 @@ struct Interval {
 
 namespace interval_detail {
 LB_HD inline double inf() { return __builtin_huge_val(); }
+LB_HD inline double maxFinite() { return 0x1.fffffffffffffp+1023; }
 LB_HD inline bool isNan(double x) { return x != x; }
 LB_HD inline double fmin2(double a, double b) { return a < b ? a : b; }
 LB_HD inline double fmax2(double a, double b) { return a > b ? a : b; }
@@ -50,18 +53,38 @@ LB_HD inline bool isEmpty(Interval x) { return x.lo > x.hi; }
 LB_HD inline bool hasNan(Interval x) {
   return interval_detail::isNan(x.lo) || interval_detail::isNan(x.hi);
 }
-/// Returns x with NaN endpoints replaced by the entire line; other intervals unchanged.
-LB_HD inline Interval sanitize(Interval x) { return hasNan(x) ? entireInterval() : x; }
+namespace interval_detail {
+LB_HD inline Interval sanitizeRare(Interval x) {
+  if (hasNan(x)) return entireInterval();
+  if (x.lo == inf() && x.hi == inf()) return {maxFinite(), inf()};
+  if (x.lo == -inf() && x.hi == -inf()) return {-inf(), -maxFinite()};
+  return x;  // empty
+}
+}  // namespace interval_detail
+/// Returns x with NaN endpoints replaced by the entire line, and a point at infinity (an overflowed
+/// value, [+inf, +inf]) replaced by every real beyond the largest double, [DBL_MAX, +inf] (and
+/// likewise for -inf); other intervals unchanged. Every operation sanitizes its operands, so
+/// inf - inf never makes a NaN endpoint.
+LB_HD inline Interval sanitize(Interval x) {
+  // One test for the common case: both comparisons fail for NaN, empty and infinite points.
+  if (x.lo < interval_detail::inf() && x.hi > -interval_detail::inf()) return x;
+  return interval_detail::sanitizeRare(x);
+}
 /// Returns true when the real v lies in x.
 LB_HD inline bool contains(Interval x, double v) { return x.lo <= v && v <= x.hi; }
 /// Returns true when y is a subset of x (the empty set is a subset of everything).
 LB_HD inline bool contains(Interval x, Interval y) {
   return isEmpty(y) || (x.lo <= y.lo && y.hi <= x.hi);
 }
-/// Returns hi - lo rounded up (0 for a point, +inf when unbounded, 0 for empty).
-LB_HD inline double width(Interval x) { return isEmpty(x) ? 0.0 : sub_up(x.hi, x.lo); }
-/// Returns the midpoint, rounded to nearest (finite for finite intervals; 0 for the entire line).
+/// Returns hi - lo rounded up (0 for a point, +inf when unbounded or NaN, 0 for empty).
+LB_HD inline double width(Interval x) {
+  x = sanitize(x);
+  return isEmpty(x) ? 0.0 : sub_up(x.hi, x.lo);
+}
+/// Returns the midpoint, rounded to nearest (finite for finite intervals; 0 for the entire line
+/// and for NaN endpoints).
 LB_HD inline double midpoint(Interval x) {
+  x = sanitize(x);
   if (x.lo == -interval_detail::inf() && x.hi == interval_detail::inf()) return 0.0;
   return 0.5 * x.lo + 0.5 * x.hi;
 }
@@ -184,7 +207,7 @@ LB_HD inline Interval sqrt(Interval x) {
   x = sanitize(x);
   if (isEmpty(x) || x.hi < 0.0) return emptyInterval();
   const double lo = x.lo <= 0.0 ? 0.0 : sqrt_down(x.lo);
-  return {lo, sqrt_up(x.hi)};
+  return {lo, x.hi <= 0.0 ? 0.0 : sqrt_up(x.hi)};
 }
 /// Returns the tightest enclosure of {min(a, b)}.
 LB_HD inline Interval min(Interval x, Interval y) {
@@ -202,29 +225,21 @@ LB_HD inline Interval max(Interval x, Interval y) {
 }
 
 namespace interval_detail {
-/// Returns a^n for a >= 0 and n >= 0 rounded down (or up): a product of n directed-rounded
-/// factors of non-negative numbers is monotone, so rounding each step the same way is sound.
-LB_HD inline double powNonNeg(double a, int n, bool down) {
+/// Returns a^n for a >= 0 rounded down (or up): a product of directed-rounded factors of
+/// non-negative numbers is monotone in each factor, so rounding each step the same way is sound.
+LB_HD inline double powNonNeg(double a, unsigned n, bool down) {
   double r = 1.0;
   double base = a;
   // Square-and-multiply: every intermediate is >= 0, so directed rounding stays one-sided.
   while (n > 0) {
-    if (n & 1) r = down ? mul_down(r, base) : mul_up(r, base);
+    if (n & 1u) r = down ? mul_down(r, base) : mul_up(r, base);
     n >>= 1;
     if (n > 0) base = down ? mul_down(base, base) : mul_up(base, base);
   }
   return r;
 }
-}  // namespace interval_detail
-
-/// Returns an enclosure of {a^n} for an integer n (x^0 = [1, 1]; negative n is 1 / x^-n).
-/// Not always the tightest binary64 interval: square-and-multiply rounds once per step.
-LB_HD inline Interval pow(Interval x, int n) {
-  using namespace interval_detail;
-  x = sanitize(x);
-  if (isEmpty(x)) return x;
-  if (n == 0) return {1.0, 1.0};
-  if (n < 0) return div(Interval{1.0, 1.0}, pow(x, -n));
+/// Returns an enclosure of {a^n} for n >= 1 (x sanitized and not empty).
+LB_HD inline Interval powPositive(Interval x, unsigned n) {
   if (n % 2 == 0) {
     const Interval a = abs(x);
     return {powNonNeg(a.lo, n, true), powNonNeg(a.hi, n, false)};
@@ -233,6 +248,20 @@ LB_HD inline Interval pow(Interval x, int n) {
   const double lo = x.lo >= 0.0 ? powNonNeg(x.lo, n, true) : -powNonNeg(-x.lo, n, false);
   const double hi = x.hi >= 0.0 ? powNonNeg(x.hi, n, false) : -powNonNeg(-x.hi, n, true);
   return {lo, hi};
+}
+}  // namespace interval_detail
+
+/// Returns an enclosure of {a^n} for an integer n (x^0 = [1, 1]; negative n is 1 / x^-n, so
+/// [0, 0]^-n is empty). Not always the tightest binary64 interval: square-and-multiply rounds
+/// once per step.
+LB_HD inline Interval pow(Interval x, int n) {
+  x = sanitize(x);
+  if (isEmpty(x)) return x;
+  if (n == 0) return {1.0, 1.0};
+  // |n| as unsigned: -INT_MIN does not fit in an int.
+  const unsigned m = n < 0 ? 0u - static_cast<unsigned>(n) : static_cast<unsigned>(n);
+  const Interval p = interval_detail::powPositive(x, m);
+  return n < 0 ? div(Interval{1.0, 1.0}, p) : p;
 }
 
 }  // namespace lossbound

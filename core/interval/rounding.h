@@ -11,6 +11,7 @@
 #include "core/interval/hd.h"
 
 #if !defined(__CUDA_ARCH__)
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -75,8 +76,9 @@ inline double overflowed(double rn, bool down) {
 /// caller guarantees no intermediate overflow).
 inline int exactSumSign(double a, double b, double c, double d) {
   double h[4] = {a, 0.0, 0.0, 0.0};
+  const double rest[3] = {b, c, d};
   int m = 1;
-  for (double t : {b, c, d}) {
+  for (double t : rest) {
     double q = t;
     for (int i = 0; i < m; ++i) {
       const double s = q + h[i];

@@ -1,10 +1,355 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Activation ops: relu threshold_backward gelu gelu_backward silu silu_backward sigmoid
+// sigmoid_backward tanh tanh_backward.
+//
+// Error model ("any reasonable implementation", PyTorch 1.13 CPU and CUDA kernels as the
+// reference), per element:
+// - inputs are the stored values; arithmetic is done in the opmath format c (fp32 for
+//   fp32/bf16/fp16 storage, fp64 for fp64), each + − × ÷ correctly rounded in c (Higham 2002,
+//   §2.2, the standard model fl(a op b) = (a op b)(1 + δ), |δ| ≤ u_c, here enclosed exactly by
+//   rounding the binary64 enclosure outward to c);
+// - exp, tanh, erf are the candidate's libm in c: within modelUlps (published + 1) ulps of the
+//   exact value (op_support.h table: CUDA 13 and glibc 2.36, measured, not proven);
+// - constants (1/√2, √(2/π), 0.044715, ...) are the binary64 values PyTorch uses rounded to c;
+// - the formulas are PyTorch's, with the bracketing variants listed at each op (the interval
+//   rule encloses the hull of the variants, the random rule picks one per execution);
+// - the result is rounded to nearest in the output's storage format s.
+// relu and threshold_backward are exact (selections), up to the storage rounding.
+// Cancellations are real and enclosed, not assumed away: gelu through 1 + erf(x/√2) for x ≪ 0
+// has an absolute error of a few ulps of 1 in c (the interval is then wide relative to the
+// tiny exact value), as the fp32 kernels do.
+
+#include <cmath>
+#include <string>
+
 #include "core/ops/families.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerActivationOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+using namespace ops::nn;
+
+// PyTorch's constants (aten/src/ATen/native/cpu/Activation.cpp, 1.13).
+const Const kSqrt1_2 = nearConst(M_SQRT1_2, 1);                         // 1/√2
+const Const kGeluBetaNone = nearConst(M_2_SQRTPI * M_SQRT1_2 * 0.5, 4);  // 1/√(2π)
+const Const kGeluBetaTanh = nearConst(M_SQRT2 * M_2_SQRTPI * 0.5, 4);    // √(2/π)
+const Const kKappa = nearConst(0.044715, 1);
+const Const kKappa3 = nearConst(3 * 0.044715, 2);
+
+enum class Unary { Sigmoid, Tanh, Silu, GeluNone, GeluTanh };
+enum class Binary { SigmoidBackward, TanhBackward, SiluBackward, GeluBackwardNone, GeluBackwardTanh };
+
+int variants(Unary op) { return op == Unary::Silu ? 2 : 1; }
+int variants(Binary) { return 1; }
+
+/// The forward formulas; variant selects a bracketing.
+template <class D>
+typename D::V unaryF(const D& d, Unary op, typename D::V x, int variant) {
+  using V = typename D::V;
+  const V one = d.lit(1.0), half = d.lit(0.5);
+  switch (op) {
+    case Unary::Sigmoid:  // 1 / (1 + exp(-x))
+      return d.div(one, d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x))));
+    case Unary::Tanh: return d.fn(Fn::Tanh, x);
+    case Unary::Silu: {
+      const V e = d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x)));
+      // CPU and CUDA: x / (1 + exp(-x)); variant: x * sigmoid(x).
+      return variant == 0 ? d.div(x, e) : d.mul(x, d.div(one, e));
+    }
+    case Unary::GeluNone:  // x * 0.5 * (1 + erf(x * M_SQRT1_2))
+      return d.mul(d.mul(x, half), d.add(one, d.fn(Fn::Erf, d.mul(x, d.k(kSqrt1_2)))));
+    case Unary::GeluTanh: {  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3)))
+      const V cube = d.mul(d.mul(x, x), x);
+      const V inner = d.mul(d.k(kGeluBetaTanh), d.add(x, d.mul(d.k(kKappa), cube)));
+      return d.mul(d.mul(half, x), d.add(one, d.fn(Fn::Tanh, inner)));
+    }
+  }
+  return x;
+}
+
+/// The backward formulas f(grad, v) where v is the forward input (silu, gelu) or output
+/// (sigmoid, tanh).
+template <class D>
+typename D::V binaryF(const D& d, Binary op, typename D::V g, typename D::V x, int /*variant*/) {
+  using V = typename D::V;
+  const V one = d.lit(1.0), half = d.lit(0.5);
+  switch (op) {
+    case Binary::SigmoidBackward:  // a * (1 - b) * b
+      return d.mul(d.mul(g, d.sub(one, x)), x);
+    case Binary::TanhBackward:  // a * (1 - b * b)
+      return d.mul(g, d.sub(one, d.sqr(x)));
+    case Binary::SiluBackward: {  // s = 1/(1+exp(-x)); dy * s * (1 + x * (1 - s))
+      const V s = d.div(one, d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x))));
+      return d.mul(d.mul(g, s), d.add(one, d.mul(x, d.sub(one, s))));
+    }
+    case Binary::GeluBackwardNone: {
+      const V cdf = d.mul(half, d.add(one, d.fn(Fn::Erf, d.mul(x, d.k(kSqrt1_2)))));
+      const V pdf = d.mul(d.k(kGeluBetaNone), d.fn(Fn::Exp, d.mul(d.sqr(x), d.lit(-0.5))));
+      return d.mul(g, d.add(cdf, d.mul(x, pdf)));
+    }
+    case Binary::GeluBackwardTanh: {
+      const V xsq = d.sqr(x);
+      const V cube = d.mul(xsq, x);
+      const V inner = d.mul(d.k(kGeluBetaTanh), d.add(x, d.mul(d.k(kKappa), cube)));
+      const V t = d.fn(Fn::Tanh, inner);
+      const V left = d.mul(half, x);
+      const V right = d.add(one, t);
+      const V leftDerivative = d.mul(half, right);
+      const V tanhDerivative = d.sub(one, d.mul(t, t));
+      const V innerDerivative = d.mul(d.k(kGeluBetaTanh), d.add(one, d.mul(d.k(kKappa3), xsq)));
+      const V rightDerivative = d.mul(tanhDerivative, innerDerivative);
+      return d.mul(g, d.add(leftDerivative, d.mul(left, rightDerivative)));
+    }
+  }
+  return g;
+}
+
+std::string approximateArg(const OpArgs& args, std::size_t pos) {
+  if (args.arg(pos).kind == IrValue::Kind::String) return args.arg(pos).stringValue;
+  if (const IrValue* v = args.kwarg("approximate"); v && v->kind == IrValue::Kind::String)
+    return v->stringValue;
+  return "none";
+}
+
+Unary geluKind(const OpArgs& args) {
+  const std::string a = approximateArg(args, 1);
+  if (a == "none") return Unary::GeluNone;
+  if (a == "tanh") return Unary::GeluTanh;
+  args.fail("approximate should be 'none' or 'tanh', found '" + a + "'");
+}
+
+Binary geluBackwardKind(const OpArgs& args) {
+  const std::string a = approximateArg(args, 2);
+  if (a == "none") return Binary::GeluBackwardNone;
+  if (a == "tanh") return Binary::GeluBackwardTanh;
+  args.fail("approximate should be 'none' or 'tanh', found '" + a + "'");
+}
+
+void requireFloating(const OpArgs& args, const Tensor& t) {
+  if (!isFloating(t.dtype())) args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
+}
+
+/// A rule for y = f(x), elementwise.
+std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind) {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [kind](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    requireFloating(a, x);
+    const Unary op = kind(a);
+    const PointDomain d;
+    return std::vector<Tensor>{mapPoint(x, a.outSpec(0).dtype, [&](double v) { return unaryF(d, op, v, 0); })};
+  };
+  fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
+    const Tensor& x = a.tensor(0);
+    requireFloating(a, x);
+    const Unary op = kind(a);
+    const DType t = a.outSpec(0).dtype;
+    const IntervalDomain d{opmathFormat(ctx.precision, t)};
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval(x, t, [&](Interval v) {
+      Interval r = unaryF(d, op, v, 0);
+      for (int k = 1; k < variants(op); ++k) r = hull(r, unaryF(d, op, v, k));
+      return roundOutward(r, s);
+    })};
+  };
+  fns->random = [kind](const OpArgs& a, OpContext& ctx) {
+    const Tensor& x = a.tensor(0);
+    requireFloating(a, x);
+    const Unary op = kind(a);
+    const DType t = a.outSpec(0).dtype;
+    const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
+    const Format s = outFormat(a, ctx);
+    const int variant = static_cast<int>((*ctx.rng)() % static_cast<unsigned>(variants(op)));
+    return std::vector<Tensor>{
+        mapPoint(x, t, [&](double v) { return roundNearest(unaryF(d, op, v, variant), s); })};
+  };
+  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    const Unary op = kind(a);
+    Tape tape;
+    const AdDomain d{&tape};
+    std::vector<double> out(static_cast<std::size_t>(x.numel()));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      tape.clear();
+      const Var xv = d.leaf(x.values()[i]);
+      const Var y = unaryF(d, op, xv, 0);
+      out[i] = tape.backward({{y.id, g[0].values()[i]}})[static_cast<std::size_t>(xv.id)];
+    }
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+/// A rule for z = f(grad, v), elementwise with broadcasting.
+std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> kind) {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [kind](const OpArgs& a, OpContext&) {
+    const Binary op = kind(a);
+    const PointDomain d;
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                                         [&](double g, double v) { return binaryF(d, op, g, v, 0); })};
+  };
+  fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
+    const Binary op = kind(a);
+    const DType t = a.outSpec(0).dtype;
+    const IntervalDomain d{opmathFormat(ctx.precision, t)};
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval g, Interval v) {
+      Interval r = binaryF(d, op, g, v, 0);
+      for (int k = 1; k < variants(op); ++k) r = hull(r, binaryF(d, op, g, v, k));
+      return roundOutward(r, s);
+    })};
+  };
+  fns->random = [kind](const OpArgs& a, OpContext& ctx) {
+    const Binary op = kind(a);
+    const DType t = a.outSpec(0).dtype;
+    const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
+    const Format s = outFormat(a, ctx);
+    const int variant = static_cast<int>((*ctx.rng)() % static_cast<unsigned>(variants(op)));
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), t, [&](double g, double v) {
+      return roundNearest(binaryF(d, op, g, v, variant), s);
+    })};
+  };
+  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+    const Binary op = kind(a);
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Shape s = broadcastAll(a, {g.shape(), x.shape()});
+    const BroadcastIndex ix(s, {g.shape(), x.shape()});
+    std::vector<double> dg(static_cast<std::size_t>(ix.size())), dx(dg.size());
+    Tape tape;
+    const AdDomain d{&tape};
+    std::int64_t off[2];
+    for (std::int64_t i = 0; i < ix.size(); ++i) {
+      ix.offsets(i, off);
+      tape.clear();
+      const Var gv = d.leaf(g.values()[static_cast<std::size_t>(off[0])]);
+      const Var xv = d.leaf(x.values()[static_cast<std::size_t>(off[1])]);
+      const Var z = binaryF(d, op, gv, xv, 0);
+      const auto adj = tape.backward({{z.id, h[0].values()[static_cast<std::size_t>(i)]}});
+      dg[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(gv.id)];
+      dx[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(xv.id)];
+    }
+    return std::vector<std::optional<Tensor>>{
+        sumToShape(Tensor::point(s, g.dtype(), std::move(dg)), g.shape()).withDtype(g.dtype()),
+        sumToShape(Tensor::point(s, x.dtype(), std::move(dx)), x.shape()).withDtype(x.dtype())};
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+// relu(x) = max(x, 0): exact; storage rounding only.
+std::shared_ptr<const OpRule> reluRule() {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [](const OpArgs& a, OpContext&) {
+    return std::vector<Tensor>{
+        mapPoint(a.tensor(0), a.outSpec(0).dtype, [](double v) { return v > 0.0 ? v : 0.0; })};
+  };
+  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval(a.tensor(0), a.outSpec(0).dtype, [s](Interval v) {
+      return roundOutward(lossbound::max(v, Interval{0.0, 0.0}), s);
+    })};
+  };
+  fns->random = [](const OpArgs& a, OpContext& ctx) {
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapPoint(a.tensor(0), a.outSpec(0).dtype, [s](double v) {
+      return roundNearest(v > 0.0 ? v : 0.0, s);
+    })};
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    std::vector<double> out(static_cast<std::size_t>(x.numel()));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = x.values()[i] > 0.0 ? g[0].values()[i] : 0.0;
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+// threshold_backward(grad, self, threshold) = self <= threshold ? 0 : grad (exact selection).
+std::shared_ptr<const OpRule> thresholdBackwardRule() {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [](const OpArgs& a, OpContext&) {
+    const double th = a.numberArg(2, "threshold");
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                                         [th](double g, double v) { return v <= th ? 0.0 : g; })};
+  };
+  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+    const double th = a.numberArg(2, "threshold");
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                                            [th, s](Interval g, Interval v) {
+                                              Interval r;
+                                              if (v.hi <= th) r = {0.0, 0.0};
+                                              else if (v.lo > th) r = g;
+                                              else r = hull(g, Interval{0.0, 0.0});
+                                              return roundOutward(r, s);
+                                            })};
+  };
+  fns->random = [](const OpArgs& a, OpContext& ctx) {
+    const double th = a.numberArg(2, "threshold");
+    const Format s = outFormat(a, ctx);
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                                         [th, s](double g, double v) { return roundNearest(v <= th ? 0.0 : g, s); })};
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+    const double th = a.numberArg(2, "threshold");
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Shape s = broadcastAll(a, {g.shape(), x.shape()});
+    const BroadcastIndex ix(s, {g.shape(), x.shape()});
+    std::vector<double> dg(static_cast<std::size_t>(ix.size()));
+    std::int64_t off[2];
+    for (std::int64_t i = 0; i < ix.size(); ++i) {
+      ix.offsets(i, off);
+      dg[static_cast<std::size_t>(i)] =
+          x.values()[static_cast<std::size_t>(off[1])] <= th ? 0.0 : h[0].values()[static_cast<std::size_t>(i)];
+    }
+    // The selection is locally constant in self: zero gradient (almost everywhere).
+    return std::vector<std::optional<Tensor>>{
+        sumToShape(Tensor::point(s, g.dtype(), std::move(dg)), g.shape()).withDtype(g.dtype()),
+        zerosLike(x, x.dtype())};
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+template <Unary U>
+Unary fixedUnary(const OpArgs&) {
+  return U;
+}
+template <Binary B>
+Binary fixedBinary(const OpArgs&) {
+  return B;
+}
+
+}  // namespace
+
+void registerActivationOps(OpRegistry& r) {
+  r.add("aten.relu", reluRule());
+  r.add("aten.threshold_backward", thresholdBackwardRule());
+  r.add("aten.gelu", unaryRule(geluKind));
+  r.add("aten.gelu_backward", binaryRule(geluBackwardKind));
+  r.add("aten.silu", unaryRule(fixedUnary<Unary::Silu>));
+  r.add("aten.silu_backward", binaryRule(fixedBinary<Binary::SiluBackward>));
+  r.add("aten.sigmoid", unaryRule(fixedUnary<Unary::Sigmoid>));
+  r.add("aten.sigmoid_backward", binaryRule(fixedBinary<Binary::SigmoidBackward>));
+  r.add("aten.tanh", unaryRule(fixedUnary<Unary::Tanh>));
+  r.add("aten.tanh_backward", binaryRule(fixedBinary<Binary::TanhBackward>));
+}
 
 }  // namespace lossbound

@@ -1,10 +1,819 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Elementwise ops: arithmetic (tensor and scalar forms, alpha, in-place variants), exp log sqrt
+// rsqrt pow reciprocal abs neg, comparisons, logical ops, where, masked_fill, clamp.
+//
+// Error model of "any reasonable implementation" (PyTorch CPU/CUDA kernels):
+// - + − × ÷ sqrt are correctly rounded in the compute format C (fp32 "opmath" for bf16/fp16/fp32
+//   storage, fp64 for fp64), then rounded to nearest in the storage format F (IEEE 754-2019 §5.4);
+//   since F-values are C-values, RO_F (outward rounding to F) encloses both C-then-F and direct-F
+//   results, so interval rules round intermediates and results outward to F.
+// - a Python scalar operand is used as s, RN_fp32(s) or RN_F(s) (cast to opmath or to the dtype);
+// - alpha·b + a may be fused (FMA) or rounded twice; division by a 0-d divisor may be computed as
+//   a · RN(1/b) (PyTorch's CUDA div_true kernel does this for CPU scalars): the hull is taken;
+// - exp, log, rsqrt, pow use the candidate's libm ulp table (op_support.h: publishedUlps + 1).
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "core/interval/elementary.h"
 #include "core/ops/families.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerElementwiseOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+
+constexpr double kInf = __builtin_huge_val();
+
+/// An operand that is either a tensor argument or a Python scalar.
+struct Operand {
+  Tensor t;             // the tensor (a 0-d float64 tensor for scalars)
+  bool scalar = false;  // a Python number: converted to the compute type by the candidate
+  double value = 0.0;   // the number, for scalars
+};
+
+Operand operand(const OpArgs& a, std::size_t i) {
+  Operand o;
+  if (a.isTensor(i)) {
+    o.t = a.tensor(i);
+  } else {
+    o.scalar = true;
+    o.value = a.numberArg(i, i == 1 ? "other" : "");
+    o.t = Tensor::scalar(o.value, DType::Float64);
+  }
+  return o;
+}
+
+/// The interval rounding step RO_F (identity for integral outputs).
+Interval ro(Interval x, Format f, bool integral) { return integral ? x : roundOutward(x, f); }
+
+/// Operand enclosure for interval rules: scalars become scalarEnclosure(s, F).
+Tensor enclosureOf(const Operand& o, Format f, bool integral) {
+  if (!o.scalar || integral) return o.t;
+  const Interval e = scalarEnclosure(o.value, f);
+  return Tensor::interval({}, DType::Float64, {e.lo}, {e.hi});
+}
+/// Operand value for random rules: scalars become s, RN_fp32(s) or RN_F(s) at random.
+Tensor randomOf(const Operand& o, Format f, bool integral, std::mt19937_64& rng) {
+  if (!o.scalar || integral) return o.t;
+  return Tensor::scalar(randomScalar(o.value, f, rng), DType::Float64);
+}
+
+/// Picks the compute format of one random execution: opmath then F, or F directly.
+Format randomCompute(Format f, std::mt19937_64& rng) {
+  if (f == Format::Fp64) return f;
+  return (rng() & 1) ? Format::Fp32 : f;
+}
+
+std::optional<Tensor> gradFor(const Tensor& input, Tensor g) {
+  if (!isFloating(input.dtype())) return std::nullopt;
+  return sumToShape(g, input.shape()).withDtype(input.dtype());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary arithmetic
+
+enum class Arith { Add, Sub, Rsub, Mul, Div };
+
+struct ArithRule {
+  Arith op;
+
+  double alphaOf(const OpArgs& a) const {
+    if (op == Arith::Mul || op == Arith::Div) return 1.0;
+    return a.numberArg(2, "alpha", 1.0);
+  }
+  bool divisorIsScalar(const Operand& b) const {
+    return op == Arith::Div && (b.scalar || b.t.rank() == 0);
+  }
+  void checkMode(const OpArgs& a) const {
+    if (op != Arith::Div) return;
+    const IrValue* m = a.kwarg("rounding_mode");
+    if (m && m->kind == IrValue::Kind::String)
+      a.fail("rounding_mode '" + m->stringValue + "' is not supported (only true division)");
+  }
+
+  double exact(double x, double y, double alpha) const {
+    switch (op) {
+      case Arith::Add: return x + alpha * y;
+      case Arith::Sub: return x - alpha * y;
+      case Arith::Rsub: return y - alpha * x;
+      case Arith::Mul: return x * y;
+      case Arith::Div: return x / y;
+    }
+    return x;
+  }
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+    checkMode(a);
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    const double alpha = alphaOf(a);
+    const DType t = a.outSpec().dtype;
+    return {mapPoint2(a, x.t, y.t, t, [&](double p, double q) { return exact(p, q, alpha); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+    checkMode(a);
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Operand ox = operand(a, 0), oy = operand(a, 1);
+    const Tensor x = enclosureOf(ox, f, integral), y = enclosureOf(oy, f, integral);
+    const double alpha = alphaOf(a);
+    const Interval al = integral ? lossbound::point(alpha) : scalarEnclosure(alpha, f);
+    const bool recip = divisorIsScalar(oy) && !integral;
+    return {mapInterval2(a, x, y, t, [&](Interval p, Interval q) -> Interval {
+      switch (op) {
+        case Arith::Add:
+          return ro(add(p, alpha == 1.0 ? q : ro(mul(al, q), f, integral)), f, integral);
+        case Arith::Sub:
+          return ro(sub(p, alpha == 1.0 ? q : ro(mul(al, q), f, integral)), f, integral);
+        case Arith::Rsub:
+          return ro(sub(q, alpha == 1.0 ? p : ro(mul(al, p), f, integral)), f, integral);
+        case Arith::Mul: return ro(mul(p, q), f, integral);
+        case Arith::Div: {
+          const Interval d = ro(div(p, q), f, integral);
+          if (!recip) return d;
+          return hull(d, ro(mul(p, ro(div(Interval{1.0, 1.0}, q), f, false)), f, false));
+        }
+      }
+      return entireInterval();
+    })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+    checkMode(a);
+    std::mt19937_64& rng = *ctx.rng;
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Operand ox = operand(a, 0), oy = operand(a, 1);
+    const Tensor x = randomOf(ox, f, integral, rng), y = randomOf(oy, f, integral, rng);
+    const double alpha = integral ? alphaOf(a) : randomScalar(alphaOf(a), f, rng);
+    const Format c = randomCompute(f, rng);
+    const bool fused = (rng() & 1) != 0;
+    const bool recip = divisorIsScalar(oy) && !integral && (rng() & 1);
+    return {mapPoint2(a, x, y, t, [&](double p, double q) -> double {
+      if (integral) return exact(p, q, alpha);
+      double r = 0.0;
+      switch (op) {
+        case Arith::Add:
+        case Arith::Sub:
+        case Arith::Rsub: {
+          const double base = op == Arith::Rsub ? q : p, other = op == Arith::Rsub ? p : q;
+          const double sa = op == Arith::Add ? alpha : -alpha;
+          if (alpha == 1.0) r = addIn(base, sa * other, c);
+          else if (fused) r = fmaIn(sa, other, base, c);
+          else r = addIn(base, mulIn(sa, other, c), c);
+          break;
+        }
+        case Arith::Mul: r = mulIn(p, q, c); break;
+        case Arith::Div:
+          r = recip ? mulIn(p, roundNearest(1.0 / q, c), c) : roundNearest(p / q, c);
+          break;
+      }
+      return roundNearest(r, f);
+    })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    const double alpha = alphaOf(a);
+    const Tensor& go = g[0];
+    std::vector<std::optional<Tensor>> out;
+    auto scaled = [&](double s) { return mapPoint(go, go.dtype(), [s](double v) { return s * v; }); };
+    std::optional<Tensor> gx, gy;
+    switch (op) {
+      case Arith::Add:
+        gx = gradFor(x.t, go);
+        gy = gradFor(y.t, scaled(alpha));
+        break;
+      case Arith::Sub:
+        gx = gradFor(x.t, go);
+        gy = gradFor(y.t, scaled(-alpha));
+        break;
+      case Arith::Rsub:
+        gx = gradFor(x.t, scaled(-alpha));
+        gy = gradFor(y.t, go);
+        break;
+      case Arith::Mul:
+        gx = gradFor(x.t, mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv * q; }));
+        gy = gradFor(y.t, mapPoint2(a, go, x.t, go.dtype(), [](double gv, double p) { return gv * p; }));
+        break;
+      case Arith::Div: {
+        gx = gradFor(x.t, mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv / q; }));
+        const Tensor q2 = mapPoint2(a, x.t, y.t, go.dtype(), [](double p, double q) { return -p / (q * q); });
+        gy = gradFor(y.t, mapPoint2(a, go, q2, go.dtype(), [](double gv, double d) { return gv * d; }));
+        break;
+      }
+    }
+    if (!x.scalar) out.push_back(gx);
+    if (!y.scalar) out.push_back(gy);
+    return out;
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t)) return zeroLocalError(outs);
+    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    const double alpha = alphaOf(a);
+    const bool recip = divisorIsScalar(y);
+    // A scalar s is used as s' in {s, RN_fp32(s), RN_F(s)}: relative change <= eps(s), computed
+    // exactly (subnormal scalars in fp16/bf16 have large relative errors).
+    auto eps = [&](double v) {
+      if (v == 0.0) return 0.0;
+      double e = 0.0;
+      for (double w : {roundNearest(v, Format::Fp32), roundNearest(v, f)})
+        if (w != 0.0) e = std::max(e, std::fabs(w - v) / std::min(std::fabs(v), std::fabs(w)));
+        else e = kInf;
+      return e;
+    };
+    const double ex = x.scalar ? eps(x.value) : 0.0, ey = y.scalar ? eps(y.value) : 0.0;
+    // Intermediates may round in opmath or directly in F (the coarser): u_F bounds both.
+    const double ea = eps(alpha), uc = unitRoundoff(f);
+    const Tensor ys = mapPoint2(a, outs[0], mapPoint2(a, x.t, y.t, t, [&](double p, double q) {
+      double extra = 0.0;
+      if (op == Arith::Add || op == Arith::Sub || op == Arith::Rsub) {
+        const double other = op == Arith::Rsub ? p : q;
+        const double eo = op == Arith::Rsub ? ex : ey, eb = op == Arith::Rsub ? ey : ex;
+        const double base = op == Arith::Rsub ? q : p;
+        // alpha·other: alpha's conversion, other's conversion, and its rounding when not fused
+        extra += ((1 + ea) * (1 + eo) * (1 + uc) - 1) * std::fabs(alpha * other);
+        extra += eb * std::fabs(base);
+      } else {
+        const double e1 = (1 + ex) * (1 + ey) - 1;
+        extra += (recip ? (e1 + 2 * uc) * (1 + 2 * uc) : e1) * std::fabs(exact(p, q, 1.0));
+      }
+      return extra;
+    }), t, [&](double yv, double extra) { return add_up(roundingError(yv, c, f), extra * (1 + 4 * uc)); });
+    return {ys};
+  }
+};
+
+std::shared_ptr<const OpRule> arithRule(Arith op) {
+  auto r = std::make_shared<ArithRule>(ArithRule{op});
+  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
+                       OpContext& c) { return r->vjp(a, o, g, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
+                     return r->localError(a, o, c);
+                   }});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unary functions
+
+enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, PowScalar };
+
+struct UnaryRule {
+  Unary op;
+
+  double exponent(const OpArgs& a) const { return op == Unary::PowScalar ? a.numberArg(1, "exponent") : 0.0; }
+
+  static double exactValue(Unary op, double x, double p) {
+    switch (op) {
+      case Unary::Neg: return -x;
+      case Unary::Abs: return std::fabs(x);
+      case Unary::Reciprocal: return 1.0 / x;
+      case Unary::Sqrt: return std::sqrt(x);
+      case Unary::Rsqrt: return 1.0 / std::sqrt(x);
+      case Unary::Exp: return std::exp(x);
+      case Unary::Log: return std::log(x);
+      case Unary::PowScalar: return std::pow(x, p);
+    }
+    return x;
+  }
+
+  /// How the candidate computes: exact (neg/abs), one correctly rounded op, or a libm function.
+  static std::optional<LibmFn> libmOf(Unary op, double p) {
+    switch (op) {
+      case Unary::Rsqrt: return LibmFn::Rsqrt;
+      case Unary::Exp: return LibmFn::Exp;
+      case Unary::Log: return LibmFn::Log;
+      case Unary::PowScalar:
+        // PyTorch special-cases 0.5 (sqrt), 1, 2 (x·x), -1 (reciprocal): correctly rounded.
+        if (p == 0.5 || p == 1.0 || p == 2.0 || p == -1.0 || p == 0.0) return std::nullopt;
+        return LibmFn::Pow;
+      default: return std::nullopt;
+    }
+  }
+
+  /// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only).
+  static Interval powExact(Interval x, double p) {
+    if (p == std::floor(p) && std::fabs(p) < 1 << 20) return pow(x, static_cast<int>(p));
+    if (p == 0.5) return lossbound::sqrt(x);
+    // x^p = exp(p·log x) on x > 0 (monotone in x, direction given by the sign of p).
+    const Interval l = log(x);
+    if (isEmpty(l)) return l;
+    Interval e = exp(mul(lossbound::point(p), l));
+    if (x.lo <= 0.0) e = hull(e, p > 0 ? Interval{0.0, 0.0} : Interval{kInf, kInf});
+    return e;
+  }
+
+  static Interval exactEnclosure(Unary op, Interval x, double p) {
+    switch (op) {
+      case Unary::Neg: return neg(x);
+      case Unary::Abs: return abs(x);
+      case Unary::Reciprocal: return div(Interval{1.0, 1.0}, x);
+      case Unary::Sqrt: return lossbound::sqrt(x);
+      case Unary::Rsqrt: return div(Interval{1.0, 1.0}, lossbound::sqrt(x));
+      case Unary::Exp: return exp(x);
+      case Unary::Log: return log(x);
+      case Unary::PowScalar: return powExact(x, p);
+    }
+    return x;
+  }
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+    const double p = exponent(a);
+    return {mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(op, x, p); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    const double p = exponent(a);
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const auto fn = libmOf(op, p);
+    return {mapInterval(a.tensor(0), t, [&](Interval x) {
+      const Interval e = exactEnclosure(op, x, p);
+      if (integral) return e;
+      if (fn) return libmEnclosure(e, *fn, c, f);
+      return roundOutward(e, f);
+    })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+    std::mt19937_64& rng = *ctx.rng;
+    const DType t = a.outSpec().dtype;
+    const double p = exponent(a);
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Format c = randomCompute(f, rng) == Format::Fp64 ? Format::Fp64 : Format::Fp32;
+    const auto fn = libmOf(op, p);
+    return {mapPoint(a.tensor(0), t, [&](double x) {
+      const double v = exactValue(op, x, p);
+      if (integral) return v;
+      if (fn) return libmRandom(v, *fn, c, f, rng);
+      if (op == Unary::PowScalar && p == 2.0) return roundNearest(mulIn(x, x, c), f);
+      return roundNearest(roundNearest(v, c), f);
+    })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
+                                         std::span<const Tensor> g, OpContext&) const {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return {std::nullopt};
+    const double p = exponent(a);
+    const Tensor& y = outs[0];
+    const Tensor d = mapPoint2(a, x, y, x.dtype(), [&](double xv, double yv) -> double {
+      switch (op) {
+        case Unary::Neg: return -1.0;
+        case Unary::Abs: return xv > 0 ? 1.0 : (xv < 0 ? -1.0 : 0.0);
+        case Unary::Reciprocal: return -yv * yv;
+        case Unary::Sqrt: return 0.5 / yv;
+        case Unary::Rsqrt: return -0.5 * yv * yv * yv;
+        case Unary::Exp: return yv;
+        case Unary::Log: return 1.0 / xv;
+        case Unary::PowScalar: return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
+      }
+      return 0.0;
+    });
+    return {mapPoint2(a, g[0], d, x.dtype(), [](double gv, double dv) { return gv * dv; })};
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t) || op == Unary::Neg || op == Unary::Abs) return zeroLocalError(outs);
+    const double p = exponent(a);
+    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const auto fn = libmOf(op, p);
+    return {mapPoint(outs[0], t, [&](double y) {
+      return fn ? libmLocalError(y, *fn, c, f) : roundingError(y, c, f);
+    })};
+  }
+};
+
+std::shared_ptr<const OpRule> unaryRule(Unary op) {
+  auto r = std::make_shared<UnaryRule>(UnaryRule{op});
+  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
+                       OpContext& c) { return r->vjp(a, o, g, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
+                     return r->localError(a, o, c);
+                   }});
+}
+
+// pow.Tensor_Tensor: x^y with the libm pow error (x > 0 expected).
+std::shared_ptr<const OpRule> powTensorTensorRule() {
+  RuleFns f;
+  f.point = [](const OpArgs& a, OpContext&) {
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype,
+                                         [](double x, double y) { return std::pow(x, y); })};
+  };
+  f.interval = [](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
+      if (y.lo == y.hi && y.lo == std::floor(y.lo)) {
+        const Interval e = UnaryRule::powExact(x, y.lo);
+        return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
+      }
+      // exp(y · log x): monotone pieces are covered by interval arithmetic on x > 0.
+      const Interval l = log(x);
+      if (isEmpty(l)) return l;
+      Interval e = exp(mul(y, l));
+      if (x.lo <= 0.0) return entireInterval();
+      return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
+    })};
+  };
+  f.random = [](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    const Format c = opmathFormat(ctx.precision, t);
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), t, [&](double x, double y) {
+      const double v = std::pow(x, y);
+      return isIntegral(t) ? v : libmRandom(v, LibmFn::Pow, c, fo, *ctx.rng);
+    })};
+  };
+  f.vjp = [](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g, OpContext&) {
+    const Tensor &x = a.tensor(0), &y = a.tensor(1);
+    const DType t = o[0].dtype();
+    const Tensor dx = mapPoint3(a, g[0], x, y, t, [](double gv, double xv, double yv) {
+      return yv == 0.0 ? 0.0 : gv * yv * std::pow(xv, yv - 1.0);
+    });
+    const Tensor dy = mapPoint3(a, g[0], x, y, t, [](double gv, double xv, double yv) {
+      return xv > 0 ? gv * std::pow(xv, yv) * std::log(xv) : 0.0;
+    });
+    return std::vector<std::optional<Tensor>>{gradFor(x, dx), gradFor(y, dy)};
+  };
+  f.localError = [](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t)) return zeroLocalError(o);
+    const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    return std::vector<Tensor>{mapPoint(o[0], t, [&](double y) { return libmLocalError(y, LibmFn::Pow, c, fo); })};
+  };
+  return makeRule(std::move(f));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparisons and logical ops (exact; uncertain outcomes are [0, 1])
+
+enum class Cmp { Eq, Ne, Lt, Gt, Le, Ge };
+
+double cmpPoint(Cmp c, double x, double y) {
+  switch (c) {
+    case Cmp::Eq: return x == y;
+    case Cmp::Ne: return x != y;
+    case Cmp::Lt: return x < y;
+    case Cmp::Gt: return x > y;
+    case Cmp::Le: return x <= y;
+    case Cmp::Ge: return x >= y;
+  }
+  return 0.0;
+}
+
+Interval cmpInterval(Cmp c, Interval x, Interval y) {
+  const Interval yes{1.0, 1.0}, no{0.0, 0.0}, maybe{0.0, 1.0};
+  switch (c) {
+    case Cmp::Eq:
+      if (x.lo == x.hi && y.lo == y.hi && x.lo == y.lo) return yes;
+      return (x.hi < y.lo || y.hi < x.lo) ? no : maybe;
+    case Cmp::Ne: {
+      const Interval e = cmpInterval(Cmp::Eq, x, y);
+      return {1.0 - e.hi, 1.0 - e.lo};
+    }
+    case Cmp::Lt: return x.hi < y.lo ? yes : (x.lo >= y.hi ? no : maybe);
+    case Cmp::Gt: return cmpInterval(Cmp::Lt, y, x);
+    case Cmp::Le: return x.hi <= y.lo ? yes : (x.lo > y.hi ? no : maybe);
+    case Cmp::Ge: return cmpInterval(Cmp::Le, y, x);
+  }
+  return maybe;
+}
+
+std::shared_ptr<const OpRule> cmpRule(Cmp cmp) {
+  // A scalar other is converted to the tensor's format before comparing (RN), in some kernels
+  // compared in opmath: enclosure scalarEnclosure(s, F of the tensor).
+  auto tensorFormat = [](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.tensor(0).dtype();
+    return isFloating(t) ? ctx.precision.storageFor(t) : Format::Fp64;
+  };
+  RuleFns f;
+  f.point = [cmp](const OpArgs& a, OpContext&) {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    return std::vector<Tensor>{mapPoint2(a, x.t, y.t, a.outSpec().dtype,
+                                         [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
+  };
+  f.interval = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    const Format fmt = tensorFormat(a, ctx);
+    const Tensor yt = enclosureOf(y, fmt, false);
+    return std::vector<Tensor>{mapInterval2(a, x.t, yt, a.outSpec().dtype,
+                                            [cmp](Interval p, Interval q) { return cmpInterval(cmp, p, q); })};
+  };
+  f.random = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    const Tensor yt = randomOf(y, tensorFormat(a, ctx), false, *ctx.rng);
+    return std::vector<Tensor>{mapPoint2(a, x.t, yt, a.outSpec().dtype,
+                                         [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
+  };
+  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
+    std::vector<std::optional<Tensor>> out(a.tensorInputs().size());
+    return out;
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+enum class Logic { BitwiseNot, LogicalNot };
+
+double logicPoint(Logic op, double x, DType t) {
+  if (op == Logic::LogicalNot || t == DType::Bool) return x == 0.0 ? 1.0 : 0.0;
+  return -x - 1.0;  // two's complement ~x
+}
+
+std::shared_ptr<const OpRule> logicRule(Logic op) {
+  RuleFns f;
+  auto pointImpl = [op](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    if (op == Logic::BitwiseNot && isFloating(x.dtype()))
+      a.fail("bitwise_not needs an integer or bool tensor, found " + std::string(dtypeName(x.dtype())));
+    return std::vector<Tensor>{mapPoint(x, a.outSpec().dtype, [&](double v) { return logicPoint(op, v, x.dtype()); })};
+  };
+  f.point = pointImpl;
+  f.random = pointImpl;
+  f.interval = [op](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    if (op == Logic::BitwiseNot && isFloating(x.dtype()))
+      a.fail("bitwise_not needs an integer or bool tensor, found " + std::string(dtypeName(x.dtype())));
+    return std::vector<Tensor>{mapInterval(x, a.outSpec().dtype, [&](Interval v) -> Interval {
+      if (op == Logic::BitwiseNot && x.dtype() != DType::Bool) return {-v.hi - 1.0, -v.lo - 1.0};
+      if (v.lo == v.hi) return point(v.lo == 0.0 ? 1.0 : 0.0);
+      return contains(v, 0.0) ? Interval{0.0, 1.0} : Interval{0.0, 0.0};
+    })};
+  };
+  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
+    return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection: where, masked_fill (a condition that may be either selects the hull)
+
+/// Returns true / false / nothing (uncertain) for a condition enclosure.
+std::optional<bool> truth(Interval c) {
+  if (c.lo == 0.0 && c.hi == 0.0) return false;
+  if (!contains(c, 0.0)) return true;
+  return std::nullopt;
+}
+
+/// where(cond, a, b) with operand positions; scalars take the output format's enclosure.
+struct SelectRule {
+  std::size_t condIdx, aIdx, bIdx;  // masked_fill(self, mask, value) = where(mask, value, self)
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+    const Tensor& c = a.tensor(condIdx);
+    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    return {mapPoint3(a, c, x.t, y.t, a.outSpec().dtype,
+                      [](double cv, double p, double q) { return cv != 0.0 ? p : q; })};
+  }
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    const Tensor xt = enclosureOf(x, f, integral), yt = enclosureOf(y, f, integral);
+    return {mapInterval3(a, a.tensor(condIdx), xt, yt, t, [&](Interval c, Interval p, Interval q) {
+      const auto tv = truth(c);
+      const Interval r = tv ? (*tv ? p : q) : hull(p, q);
+      return ro(r, f, integral);
+    })};
+  }
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    const Tensor xt = randomOf(x, f, integral, *ctx.rng), yt = randomOf(y, f, integral, *ctx.rng);
+    return {mapPoint3(a, a.tensor(condIdx), xt, yt, t, [&](double cv, double p, double q) {
+      const double r = cv != 0.0 ? p : q;
+      return integral ? r : roundNearest(r, f);
+    })};
+  }
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const {
+    const Tensor& c = a.tensor(condIdx);
+    // tensorInputs() order follows the positional order of the tensor arguments.
+    std::vector<std::pair<std::size_t, std::optional<Tensor>>> byPos;
+    for (std::size_t i : {condIdx, aIdx, bIdx}) {
+      if (!a.isTensor(i)) continue;
+      std::optional<Tensor> gi;
+      if (i != condIdx) {
+        const bool takeWhenTrue = i == aIdx;
+        const Tensor masked = mapPoint2(a, g[0], c, g[0].dtype(), [&](double gv, double cv) {
+          return (cv != 0.0) == takeWhenTrue ? gv : 0.0;
+        });
+        gi = gradFor(a.tensor(i), masked);
+      }
+      byPos.emplace_back(i, gi);
+    }
+    std::sort(byPos.begin(), byPos.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
+    std::vector<std::optional<Tensor>> out;
+    for (auto& [i, gi] : byPos) out.push_back(gi);
+    return out;
+  }
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    if (isIntegral(t) || (!x.scalar && !y.scalar)) return zeroLocalError(o);
+    const Format f = outFormat(a, ctx);
+    return {mapPoint(o[0], t, [&](double v) { return roundingError(v, f, f); })};
+  }
+};
+
+std::shared_ptr<const OpRule> selectRule(std::size_t condIdx, std::size_t aIdx, std::size_t bIdx) {
+  auto r = std::make_shared<SelectRule>(SelectRule{condIdx, aIdx, bIdx});
+  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
+                       OpContext& c) { return r->vjp(a, o, g, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
+                     return r->localError(a, o, c);
+                   }});
+}
+
+// ---------------------------------------------------------------------------------------------
+// clamp / clamp_min / clamp_max (scalar bounds) and maximum / minimum (tensors): exact.
+
+enum class Clamp { Both, Min, Max };
+
+std::shared_ptr<const OpRule> clampRule(Clamp kind) {
+  auto bounds = [kind](const OpArgs& a) {
+    std::optional<double> lo, hi;
+    if (kind == Clamp::Min) lo = a.numberArg(1, "min");
+    else if (kind == Clamp::Max) hi = a.numberArg(1, "max");
+    else {
+      if (isNumber(a, 1) || (a.kwarg("min") && a.kwarg("min")->kind != IrValue::Kind::None))
+        lo = a.numberArg(1, "min");
+      if (isNumber(a, 2) || (a.kwarg("max") && a.kwarg("max")->kind != IrValue::Kind::None))
+        hi = a.numberArg(2, "max");
+    }
+    return std::pair{lo, hi};
+  };
+  RuleFns f;
+  f.point = [bounds](const OpArgs& a, OpContext&) {
+    const auto [lo, hi] = bounds(a);
+    return std::vector<Tensor>{mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) {
+      if (lo && x < *lo) x = *lo;
+      if (hi && x > *hi) x = *hi;
+      return x;
+    })};
+  };
+  f.interval = [bounds](const OpArgs& a, OpContext& ctx) {
+    const auto [lo, hi] = bounds(a);
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format fo = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval(a.tensor(0), t, [&](Interval x) {
+      if (lo) x = max(x, integral ? point(*lo) : scalarEnclosure(*lo, fo));
+      if (hi) x = min(x, integral ? point(*hi) : scalarEnclosure(*hi, fo));
+      return ro(x, fo, integral);
+    })};
+  };
+  f.random = [bounds](const OpArgs& a, OpContext& ctx) {
+    const auto [lo, hi] = bounds(a);
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format fo = outFormat(a, ctx);
+    const double l = lo ? (integral ? *lo : randomScalar(*lo, fo, *ctx.rng)) : 0.0;
+    const double h = hi ? (integral ? *hi : randomScalar(*hi, fo, *ctx.rng)) : 0.0;
+    return std::vector<Tensor>{mapPoint(a.tensor(0), t, [&](double x) {
+      if (lo && x < l) x = l;
+      if (hi && x > h) x = h;
+      return integral ? x : roundNearest(x, fo);
+    })};
+  };
+  f.vjp = [bounds](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const auto [lo, hi] = bounds(a);
+    const Tensor& x = a.tensor(0);
+    const Tensor d = mapPoint2(a, g[0], x, g[0].dtype(), [&](double gv, double xv) {
+      return ((lo && xv < *lo) || (hi && xv > *hi)) ? 0.0 : gv;
+    });
+    return std::vector<std::optional<Tensor>>{gradFor(x, d)};
+  };
+  f.localError = [bounds](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    const Format fo = outFormat(a, ctx);
+    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
+    return std::vector<Tensor>{mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+  };
+  return makeRule(std::move(f));
+}
+
+std::shared_ptr<const OpRule> extremumRule(bool isMax) {
+  RuleFns f;
+  f.point = [isMax](const OpArgs& a, OpContext&) {
+    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype,
+                                         [isMax](double x, double y) {
+                                           if (std::isnan(x) || std::isnan(y)) return x + y;
+                                           return isMax ? std::max(x, y) : std::min(x, y);
+                                         })};
+  };
+  f.random = f.point;
+  f.interval = [isMax](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
+      return ro(isMax ? max(x, y) : min(x, y), fo, isIntegral(t));
+    })};
+  };
+  f.vjp = [isMax](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor &x = a.tensor(0), &y = a.tensor(1);
+    // Ties split the gradient evenly (as PyTorch does for maximum/minimum).
+    const Tensor gx = mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
+      if (p == q) return gv / 2;
+      return (isMax ? p > q : p < q) ? gv : 0.0;
+    });
+    const Tensor gy = mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
+      if (p == q) return gv / 2;
+      return (isMax ? q > p : q < p) ? gv : 0.0;
+    });
+    return std::vector<std::optional<Tensor>>{gradFor(x, gx), gradFor(y, gy)};
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+}  // namespace
+
+void registerElementwiseOps(OpRegistry& r) {
+  const std::pair<const char*, Arith> arith[] = {
+      {"add", Arith::Add}, {"sub", Arith::Sub}, {"mul", Arith::Mul}, {"div", Arith::Div}};
+  for (const auto& [name, op] : arith) {
+    const auto rule = arithRule(op);
+    for (const char* suffix : {".Tensor", ".Scalar"}) {
+      r.add(std::string("aten.") + name + suffix, rule);
+      r.add(std::string("aten.") + name + "_" + suffix, rule);
+    }
+    if (op == Arith::Div) {
+      r.add("aten.div.Tensor_mode", rule);
+      r.add("aten.div_.Tensor_mode", rule);
+    }
+  }
+  r.add("aten.rsub.Tensor", arithRule(Arith::Rsub));
+  r.add("aten.rsub.Scalar", arithRule(Arith::Rsub));
+
+  const std::pair<const char*, Unary> unary[] = {
+      {"neg", Unary::Neg},   {"abs", Unary::Abs},     {"reciprocal", Unary::Reciprocal},
+      {"sqrt", Unary::Sqrt}, {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
+      {"log", Unary::Log}};
+  for (const auto& [name, op] : unary) {
+    const auto rule = unaryRule(op);
+    r.add(std::string("aten.") + name + ".default", rule);
+    r.add(std::string("aten.") + name + "_.default", rule);
+  }
+  r.add("aten.pow.Tensor_Scalar", unaryRule(Unary::PowScalar));
+  r.add("aten.pow_.Scalar", unaryRule(Unary::PowScalar));
+  r.add("aten.pow.Tensor_Tensor", powTensorTensorRule());
+
+  const std::pair<const char*, Cmp> cmps[] = {{"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt},
+                                              {"gt", Cmp::Gt}, {"le", Cmp::Le}, {"ge", Cmp::Ge}};
+  for (const auto& [name, op] : cmps) {
+    const auto rule = cmpRule(op);
+    r.add(std::string("aten.") + name + ".Tensor", rule);
+    r.add(std::string("aten.") + name + ".Scalar", rule);
+  }
+  r.add("aten.bitwise_not.default", logicRule(Logic::BitwiseNot));
+  r.add("aten.logical_not.default", logicRule(Logic::LogicalNot));
+
+  const auto where = selectRule(0, 1, 2);
+  r.add("aten.where.self", where);
+  r.add("aten.where.ScalarSelf", where);
+  r.add("aten.where.ScalarOther", where);
+  r.add("aten.where.Scalar", where);
+  const auto maskedFill = selectRule(1, 2, 0);
+  r.add("aten.masked_fill.Scalar", maskedFill);
+  r.add("aten.masked_fill.Tensor", maskedFill);
+  r.add("aten.masked_fill_.Scalar", maskedFill);
+  r.add("aten.masked_fill_.Tensor", maskedFill);
+
+  r.add("aten.clamp.default", clampRule(Clamp::Both));
+  r.add("aten.clamp_.default", clampRule(Clamp::Both));
+  r.add("aten.clamp_min.default", clampRule(Clamp::Min));
+  r.add("aten.clamp_min_.default", clampRule(Clamp::Min));
+  r.add("aten.clamp_max.default", clampRule(Clamp::Max));
+  r.add("aten.clamp_max_.default", clampRule(Clamp::Max));
+  r.add("aten.maximum.default", extremumRule(true));
+  r.add("aten.minimum.default", extremumRule(false));
+}
 
 }  // namespace lossbound

@@ -1,10 +1,345 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Loss ops: nll_loss_forward nll_loss_backward nll_loss2d_forward nll_loss2d_backward.
+// Input (C) with a 0-d target, (N, C) with target (N), or (N, C, d1, ...) with target
+// (N, d1, ...) (nll_loss2d); reduction 0 = none, 1 = mean, 2 = sum; ignore_index; weight None or
+// a (C) tensor. Outputs of the forward op: (output, total_weight).
+//
+// Error model ("any reasonable implementation", PyTorch 1.13 CPU/CUDA kernels), in the
+// accumulation format c (fp32 for fp32/bf16/fp16, fp64 for fp64), stored in s:
+//  - each kept term is −w_t·x[n, t] (one rounding in c when a weight is given, exact without);
+//  - output (sum) = Σ terms in any order and bracketing: |error| ≤ γ_m Σ|w x| + m·η_c
+//    (Higham 2002, eq. 3.5; without weights γ_{m−1}Σ|x|, eq. 4.4), m = number of kept terms;
+//  - total_weight = Σ w_t in any order (γ_{m−1}Σ|w|; exact for counts below 2^24);
+//  - mean = fl_c(sum / total_weight) (one rounding); all-ignored mean is 0/0 = NaN: the
+//    enclosure is then the entire line (nothing can be said about a NaN);
+//  - backward: grad_input[n, t] = −w_t·g / total_weight computed as (−w)·fl(g / tw) (CPU) or
+//    fl(−w·g) / tw, two roundings in c, then stored in s; every other element is exactly 0.
+// The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
+// is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
+
+#include <cmath>
+#include <string>
+
 #include "core/ops/families.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerLossOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+using namespace ops::nn;
+
+enum Reduction { kNone = 0, kMean = 1, kSum = 2 };
+
+/// One kept (not ignored) target: the flat offset in self, the class, and the output offset.
+struct Entry {
+  std::int64_t self;
+  std::int64_t cls;
+  std::int64_t out;
+};
+
+/// The layout of a call: shapes, reduction, kept entries.
+struct Layout {
+  Shape outShape;  // shape of `output` for reduction none
+  std::int64_t outCount = 1;
+  int reduction = kMean;
+  std::vector<Entry> kept;
+};
+
+/// Reads and validates self (argument 0 / selfPos) and target; fails with what was expected.
+Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) {
+  const Tensor& x = a.tensor(selfPos);
+  const Tensor& target = a.tensor(selfPos + 1);
+  Layout l;
+  l.reduction = static_cast<int>(a.intArg(reductionPos, "reduction", kMean));
+  if (l.reduction < 0 || l.reduction > 2)
+    a.fail("reduction should be 0 (none), 1 (mean) or 2 (sum), found " + std::to_string(l.reduction));
+  const std::int64_t ignore = a.intArg(reductionPos + 1, "ignore_index", -100);
+  if (!isFloating(x.dtype())) a.fail("self should be a floating tensor");
+  if (isFloating(target.dtype())) a.fail("target should be an integer tensor");
+  std::int64_t n = 1, c = 0, inner = 1;
+  if (x.rank() == 1) {
+    c = x.shape()[0];
+    if (target.rank() != 0) a.fail("a 1-D input needs a 0-d target, found " + shapeString(target.shape()));
+    l.outShape = {};
+  } else if (x.rank() >= 2) {
+    n = x.shape()[0];
+    c = x.shape()[1];
+    Shape ts{n};
+    for (int d = 2; d < x.rank(); ++d) {
+      inner *= x.shape()[static_cast<std::size_t>(d)];
+      ts.push_back(x.shape()[static_cast<std::size_t>(d)]);
+    }
+    if (target.shape() != ts)
+      a.fail("target should have shape " + shapeString(ts) + " for input " + shapeString(x.shape()) +
+             ", found " + shapeString(target.shape()));
+    l.outShape = ts;
+  } else {
+    a.fail("self should have 1 or more dimensions, found a 0-d tensor");
+  }
+  l.outCount = numel(l.outShape);
+  if (a.isTensor(selfPos + 2)) {
+    const Tensor& w = a.tensor(selfPos + 2);
+    if (w.shape() != Shape{c}) a.fail("weight should have shape [" + std::to_string(c) + "], found " + shapeString(w.shape()));
+  }
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t s = 0; s < inner; ++s) {
+      const std::int64_t o = i * inner + s;
+      const double tv = target.values()[static_cast<std::size_t>(o)];
+      const auto t = static_cast<std::int64_t>(tv);
+      if (t == ignore) continue;
+      if (t < 0 || t >= c)
+        a.fail("target " + std::to_string(t) + " at " + std::to_string(o) + " is out of bounds [0, " +
+               std::to_string(c) + ")");
+      l.kept.push_back({(i * c + t) * inner + s, t, o});
+    }
+  return l;
+}
+
+const Tensor* weightOf(const OpArgs& a, std::size_t pos) { return a.isTensor(pos) ? &a.tensor(pos) : nullptr; }
+
+Tensor intervalScalar(Interval v, DType t) { return Tensor::interval({}, t, {v.lo}, {v.hi}); }
+
+// ---------------------------------------------------------------------------------------------
+// nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)
+
+std::shared_ptr<const OpRule> forwardRule() {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [](const OpArgs& a, OpContext&) {
+    const Layout l = layoutOf(a, 0, 3);
+    const Tensor& x = a.tensor(0);
+    const Tensor* w = weightOf(a, 2);
+    const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
+    long double sum = 0, tw = 0;
+    std::vector<double> none(static_cast<std::size_t>(l.outCount), 0.0);
+    for (const Entry& e : l.kept) {
+      const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
+      const long double term = -static_cast<long double>(wt) * x.values()[static_cast<std::size_t>(e.self)];
+      sum += term;
+      tw += wt;
+      none[static_cast<std::size_t>(e.out)] = static_cast<double>(term);
+    }
+    if (l.reduction == kNone)
+      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)), Tensor::scalar(0.0, t1)};
+    const double out = static_cast<double>(l.reduction == kSum ? sum : sum / tw);
+    return std::vector<Tensor>{Tensor::scalar(out, t0), Tensor::scalar(static_cast<double>(tw), t1)};
+  };
+  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+    const Layout l = layoutOf(a, 0, 3);
+    const Tensor& x = a.tensor(0);
+    const Tensor* w = weightOf(a, 2);
+    const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
+    const Format s0 = outFormat(a, ctx, 0);
+    const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
+    const Format c = accumulationFormat(ctx.precision, t0);
+    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    const IntervalDomain d{c};
+    Interval sum{0.0, 0.0}, tw{0.0, 0.0};
+    double absSum = 0.0, absW = 0.0;
+    std::vector<double> lo(static_cast<std::size_t>(l.outCount), 0.0), hi(lo);
+    for (const Entry& e : l.kept) {
+      const Interval wt = w ? w->at(e.cls) : Interval{1.0, 1.0};
+      const Interval term = lossbound::neg(lossbound::mul(wt, x.at(e.self)));
+      sum = lossbound::add(sum, term);
+      absSum = add_up(absSum, mag(term));
+      tw = lossbound::add(tw, wt);
+      absW = add_up(absW, mag(wt));
+      if (l.reduction == kNone) {
+        const Interval r = roundOutward(w ? d.round(term) : term, s0);
+        lo[static_cast<std::size_t>(e.out)] = r.lo;
+        hi[static_cast<std::size_t>(e.out)] = r.hi;
+      }
+    }
+    if (l.reduction == kNone)
+      return std::vector<Tensor>{Tensor::interval(l.outShape, t0, std::move(lo), std::move(hi)),
+                                 intervalScalar({0.0, 0.0}, t1)};
+    const auto m = static_cast<std::int64_t>(l.kept.size());
+    // Order-free sums (Higham 2002, eq. 3.5 with weights, eq. 4.4 without).
+    const double es = w ? dotErrorBound(m, absSum, u, smallestSubnormal(c)) : sumErrorBound(m, absSum, u);
+    const double ew = sumErrorBound(m, absW, u);
+    const Interval sumC = d.round({sub_down(sum.lo, es), add_up(sum.hi, es)});
+    const Interval twC = d.round({sub_down(tw.lo, ew), add_up(tw.hi, ew)});
+    Interval out;
+    if (l.reduction == kSum) out = sumC;
+    else if (twC.lo <= 0.0 && twC.hi >= 0.0) out = entireInterval();  // 0/0 or unbounded
+    else out = d.div(sumC, twC);
+    if (!(add_up(absSum, es) < largestFinite(c))) out = entireInterval();  // partial sums may overflow
+    return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0), intervalScalar(roundOutward(twC, s1), t1)};
+  };
+  fns->random = [](const OpArgs& a, OpContext& ctx) {
+    const Layout l = layoutOf(a, 0, 3);
+    const Tensor& x = a.tensor(0);
+    const Tensor* w = weightOf(a, 2);
+    const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
+    const Format s0 = outFormat(a, ctx, 0);
+    const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
+    const Format c = accumulationFormat(ctx.precision, t0);
+    std::vector<double> terms, ws, none(static_cast<std::size_t>(l.outCount), 0.0);
+    for (const Entry& e : l.kept) {
+      const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
+      const double term = w ? -roundNearest(wt * x.values()[static_cast<std::size_t>(e.self)], c)
+                            : -x.values()[static_cast<std::size_t>(e.self)];
+      terms.push_back(term);
+      ws.push_back(wt);
+      none[static_cast<std::size_t>(e.out)] = roundNearest(term, s0);
+    }
+    if (l.reduction == kNone)
+      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)), Tensor::scalar(0.0, t1)};
+    const double sum = randomSum(terms, c, *ctx.rng);
+    const double tw = randomSum(ws, c, *ctx.rng);
+    const double out = l.reduction == kSum ? sum : roundNearest(sum / tw, c);
+    return std::vector<Tensor>{Tensor::scalar(roundNearest(out, s0), t0), Tensor::scalar(roundNearest(tw, s1), t1)};
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g, OpContext&) {
+    const Layout l = layoutOf(a, 0, 3);
+    const Tensor& x = a.tensor(0);
+    const Tensor* w = weightOf(a, 2);
+    std::vector<double> dx(static_cast<std::size_t>(x.numel()), 0.0);
+    std::vector<double> dw(w ? static_cast<std::size_t>(w->numel()) : 0, 0.0);
+    const double tw = l.reduction == kNone ? 1.0 : outputs[1].values()[0];
+    const double out = l.reduction == kNone ? 0.0 : outputs[0].values()[0];
+    const double gTw = g.size() > 1 && l.reduction != kNone ? g[1].values()[0] : 0.0;
+    for (const Entry& e : l.kept) {
+      const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
+      const double go = l.reduction == kNone ? g[0].values()[static_cast<std::size_t>(e.out)] : g[0].values()[0];
+      const double scale = l.reduction == kMean ? go / tw : go;
+      dx[static_cast<std::size_t>(e.self)] += -wt * scale;
+      if (w) {
+        // d sum/d w_c = −x; d mean/d w_c = (−x − mean)/tw; d total_weight/d w_c = 1.
+        const double xv = x.values()[static_cast<std::size_t>(e.self)];
+        double dwi = l.reduction == kMean ? (-xv - out) * go / tw : -xv * go;
+        if (l.reduction != kNone) dwi += gTw;
+        dw[static_cast<std::size_t>(e.cls)] += dwi;
+      }
+    }
+    std::vector<std::optional<Tensor>> res{Tensor::point(x.shape(), x.dtype(), std::move(dx)), std::nullopt};
+    if (w) res.emplace_back(Tensor::point(w->shape(), w->dtype(), std::move(dw)));
+    return res;
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight)
+
+std::shared_ptr<const OpRule> backwardRule() {
+  auto fns = std::make_shared<RuleFns>();
+  auto gradAt = [](const Tensor& g, const Layout& l, const Entry& e) {
+    return l.reduction == kNone ? g.at(e.out) : g.at(0);
+  };
+  auto checkGrad = [](const OpArgs& a, const Layout& l) {
+    const Tensor& g = a.tensor(0);
+    const std::int64_t want = l.reduction == kNone ? l.outCount : 1;
+    if (g.numel() != want)
+      a.fail("grad_output should have " + std::to_string(want) + " elements, found " + shapeString(g.shape()));
+  };
+  fns->point = [gradAt, checkGrad](const OpArgs& a, OpContext&) {
+    const Layout l = layoutOf(a, 1, 4);
+    checkGrad(a, l);
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Tensor* w = weightOf(a, 3);
+    const double tw = a.tensor(6).values()[0];
+    std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
+    for (const Entry& e : l.kept) {
+      const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
+      const double go = gradAt(g, l, e).lo;
+      out[static_cast<std::size_t>(e.self)] = l.reduction == kMean ? -wt * go / tw : -wt * go;
+    }
+    return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(out))};
+  };
+  fns->interval = [gradAt, checkGrad](const OpArgs& a, OpContext& ctx) {
+    const Layout l = layoutOf(a, 1, 4);
+    checkGrad(a, l);
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Tensor* w = weightOf(a, 3);
+    const Interval tw = a.tensor(6).at(0);
+    const DType t = a.outSpec(0).dtype;
+    const Format s = outFormat(a, ctx);
+    const IntervalDomain d{accumulationFormat(ctx.precision, t)};
+    std::vector<double> lo(static_cast<std::size_t>(x.numel()), 0.0), hi(lo);
+    for (const Entry& e : l.kept) {
+      const Interval nw = lossbound::neg(w ? w->at(e.cls) : Interval{1.0, 1.0});
+      const Interval go = gradAt(g, l, e);
+      Interval r;
+      if (l.reduction != kMean) r = w ? d.mul(nw, go) : d.round(lossbound::neg(go));
+      else if (tw.lo <= 0.0 && tw.hi >= 0.0) r = entireInterval();
+      else r = hull(d.mul(nw, d.div(go, tw)), d.div(d.mul(nw, go), tw));
+      r = roundOutward(r, s);
+      lo[static_cast<std::size_t>(e.self)] = r.lo;
+      hi[static_cast<std::size_t>(e.self)] = r.hi;
+    }
+    return std::vector<Tensor>{Tensor::interval(x.shape(), t, std::move(lo), std::move(hi))};
+  };
+  fns->random = [gradAt, checkGrad](const OpArgs& a, OpContext& ctx) {
+    const Layout l = layoutOf(a, 1, 4);
+    checkGrad(a, l);
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Tensor* w = weightOf(a, 3);
+    const double tw = a.tensor(6).values()[0];
+    const DType t = a.outSpec(0).dtype;
+    const Format s = outFormat(a, ctx);
+    const RandomDomain d{accumulationFormat(ctx.precision, t), ctx.rng};
+    const bool scaleFirst = (*ctx.rng)() & 1;
+    std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
+    for (const Entry& e : l.kept) {
+      const double nw = -(w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0);
+      const double go = gradAt(g, l, e).lo;
+      double r;
+      if (l.reduction != kMean) r = d.mul(nw, go);
+      else r = scaleFirst ? d.mul(nw, d.div(go, tw)) : d.div(d.mul(nw, go), tw);
+      out[static_cast<std::size_t>(e.self)] = roundNearest(r, s);
+    }
+    return std::vector<Tensor>{Tensor::point(x.shape(), t, std::move(out))};
+  };
+  fns->vjp = [gradAt](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+    // out[self_e] = −w·g / tw (mean) or −w·g: linear in g; self does not enter the values.
+    const Layout l = layoutOf(a, 1, 4);
+    const Tensor& g = a.tensor(0);
+    const Tensor& x = a.tensor(1);
+    const Tensor* w = weightOf(a, 3);
+    const Tensor& twT = a.tensor(6);
+    const double tw = twT.values()[0];
+    std::vector<double> dg(static_cast<std::size_t>(g.numel()), 0.0);
+    std::vector<double> dw(w ? static_cast<std::size_t>(w->numel()) : 0, 0.0);
+    double dtw = 0.0;
+    for (const Entry& e : l.kept) {
+      const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
+      const double he = h[0].values()[static_cast<std::size_t>(e.self)];
+      const double go = gradAt(g, l, e).lo;
+      const double div = l.reduction == kMean ? tw : 1.0;
+      dg[static_cast<std::size_t>(l.reduction == kNone ? e.out : 0)] += -wt * he / div;
+      if (w) dw[static_cast<std::size_t>(e.cls)] += -go * he / div;
+      if (l.reduction == kMean) dtw += wt * go * he / (tw * tw);
+    }
+    std::vector<std::optional<Tensor>> res{Tensor::point(g.shape(), g.dtype(), std::move(dg)),
+                                           zerosLike(x, x.dtype()), std::nullopt};
+    if (w) res.emplace_back(Tensor::point(w->shape(), w->dtype(), std::move(dw)));
+    res.emplace_back(Tensor::point(twT.shape(), twT.dtype(), {dtw}));
+    return res;
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+}  // namespace
+
+void registerLossOps(OpRegistry& r) {
+  const auto fwd = forwardRule();
+  const auto bwd = backwardRule();
+  r.add("aten.nll_loss_forward", fwd);
+  r.add("aten.nll_loss2d_forward", fwd);
+  r.add("aten.nll_loss_backward", bwd);
+  r.add("aten.nll_loss2d_backward", bwd);
+}
 
 }  // namespace lossbound

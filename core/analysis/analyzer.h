@@ -1,0 +1,82 @@
+#pragma once
+// The Analyzer: from two runs to an AnalysisReport (ARCHITECTURE §1). For every selected step t it
+// replays the candidate's step program on the reference's checkpoint at t (the envelope) and on
+// the candidate's own checkpoint (the self-check), compares with the logged losses and classifies
+// the step. Steps are computed by worker threads (on the CPU: one single-threaded backend per
+// core, steps in parallel, so there is no oversubscription); every finished step is passed to the
+// progress callback on the calling thread, in completion order. Cancellation is cooperative
+// (checked between ops). Results are reused from and written to the results cache.
+//
+// Verdict tiers: a step outside a non-rigorous envelope (first-order, probabilistic, ensemble, or
+// interval started at a node) is also checked against the rigorous interval envelope started at
+// the inputs; outside that too → bug (certain), else bug (likely).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/analysis/analysis_types.h"
+#include "core/analysis/replay_run.h"
+#include "core/analysis/step_selection.h"
+#include "core/backend.h"
+
+namespace lossbound {
+
+/// Thrown for an analysis that cannot start: invalid settings (confidence, ensemble size, unknown
+/// start node), a step selection that selects nothing, runs that share no checkpointed step.
+/// The message says what was expected and what was found.
+class AnalysisError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Called after each finished step (computed or from the cache): done of total steps.
+using AnalysisProgress = std::function<void(int done, int total, const StepResult& finished)>;
+
+/// How the Analyzer runs; nothing here changes the results.
+struct AnalyzerOptions {
+  /// Reuse and store results in the results cache (only for runs read from files).
+  bool useCache = true;
+  /// Cache file; "" = ResultCache::defaultPath(candidate file).
+  std::string cachePath;
+  /// Makes the backend of a worker; null = the CPU backend, one single-threaded instance per
+  /// worker. A factory (e.g. CUDA) gets one worker unless `workers` says otherwise.
+  std::function<std::unique_ptr<Backend>()> backendFactory;
+  /// Added to the backend's name() in the report (e.g. "CPU — no CUDA device: ...").
+  std::string backendDescription;
+  /// Number of worker threads; 0 = one per hardware thread (CPU) or 1 (factory).
+  int workers = 0;
+};
+
+/// Runs analyses; one Analyzer may run several analyses one after another.
+class Analyzer {
+ public:
+  /// Creates an analyzer with the given run options.
+  explicit Analyzer(AnalyzerOptions options = {});
+
+  /// Analyses the selected steps of a run pair and returns the report (steps in step order; the
+  /// finished ones only, with cancelled set, when `cancel` became true). Steps that cannot be
+  /// replayed (unsupported op, missing log entry, checkpoint that does not fit the program) are
+  /// "not bounded" with the reason. Throws AnalysisError when the analysis cannot start.
+  AnalysisReport analyse(const ReplayRun& reference, const ReplayRun& candidate,
+                         const StepSelection& steps, const AnalysisSettings& settings,
+                         const AnalysisProgress& progress = {},
+                         const std::atomic<bool>* cancel = nullptr) const;
+
+ private:
+  AnalyzerOptions mOptions;
+};
+
+/// Checks that the candidate's program at every step can run on the reference's checkpoint: each
+/// of its inputs exists there with the same shape and kind (floating or not). Throws
+/// AnalysisError naming the step, the input, what was expected and what was found.
+void checkPairing(const ReplayRun& reference, const ReplayRun& candidate,
+                  const std::vector<std::int64_t>& steps);
+
+/// Returns the checkpointed steps the two runs have in common, increasing.
+std::vector<std::int64_t> commonSteps(const ReplayRun& reference, const ReplayRun& candidate);
+
+}  // namespace lossbound

@@ -1,0 +1,193 @@
+#include "core/analysis/report_json.h"
+
+#include <QJsonArray>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/analysis/verdict.h"
+#include "core/interval/format_names.h"
+
+namespace lossbound {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
+
+[[noreturn]] void bad(const char* field, const char* expected, const QJsonValue& found) {
+  QString f;
+  switch (found.type()) {
+    case QJsonValue::Null: f = QStringLiteral("null"); break;
+    case QJsonValue::Bool: f = found.toBool() ? QStringLiteral("true") : QStringLiteral("false"); break;
+    case QJsonValue::Double: f = QString::number(found.toDouble(), 'g', 17); break;
+    case QJsonValue::String: f = QLatin1Char('"') + found.toString() + QLatin1Char('"'); break;
+    case QJsonValue::Array: f = QStringLiteral("an array"); break;
+    case QJsonValue::Object: f = QStringLiteral("an object"); break;
+    case QJsonValue::Undefined: f = QStringLiteral("nothing"); break;
+  }
+  throw std::invalid_argument(std::string("analysis JSON: field '") + field + "': expected " +
+                              expected + ", found " + f.toStdString());
+}
+
+std::string stringField(const QJsonObject& o, const char* field) {
+  const QJsonValue v = o.value(QLatin1String(field));
+  if (!v.isString()) bad(field, "a string", v);
+  return v.toString().toStdString();
+}
+
+std::int64_t intField(const QJsonObject& o, const char* field) {
+  const QJsonValue v = o.value(QLatin1String(field));
+  const double d = v.toDouble(std::nan(""));
+  if (!v.isDouble() || d != std::floor(d)) bad(field, "an integer", v);
+  return static_cast<std::int64_t>(d);
+}
+
+bool boolField(const QJsonObject& o, const char* field) {
+  const QJsonValue v = o.value(QLatin1String(field));
+  if (!v.isBool()) bad(field, "true or false", v);
+  return v.toBool();
+}
+
+}  // namespace
+
+QJsonValue numberToJson(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  return v;
+}
+
+double numberFromJson(const QJsonValue& v, const char* field) {
+  if (v.isDouble()) return v.toDouble();
+  if (v.isString()) {
+    const QString s = v.toString();
+    if (s == QLatin1String("nan")) return std::numeric_limits<double>::quiet_NaN();
+    if (s == QLatin1String("inf")) return std::numeric_limits<double>::infinity();
+    if (s == QLatin1String("-inf")) return -std::numeric_limits<double>::infinity();
+  }
+  bad(field, "a number or \"inf\", \"-inf\", \"nan\"", v);
+}
+
+QJsonObject settingsToJson(const AnalysisSettings& s) {
+  QJsonObject o;
+  o[QStringLiteral("method")] = qs(methodName(s.method));
+  o[QStringLiteral("precision")] =
+      s.precision ? qs(formatName(*s.precision)) : QStringLiteral("recorded");
+  o[QStringLiteral("confidence")] = numberToJson(s.confidence);
+  o[QStringLiteral("ensemble_size")] = s.ensembleSize;
+  o[QStringLiteral("start_node")] = qs(s.startNode);
+  o[QStringLiteral("backend")] = qs(s.backend);
+  // 64-bit seeds do not fit a JSON double: written as a decimal string.
+  o[QStringLiteral("seed")] = QString::number(s.seed);
+  return o;
+}
+
+AnalysisSettings settingsFromJson(const QJsonObject& o) {
+  AnalysisSettings s;
+  const std::string method = stringField(o, "method");
+  const auto m = parseMethod(method);
+  if (!m) bad("method", "interval, first-order, probabilistic or ensemble", o.value("method"));
+  s.method = *m;
+  const std::string precision = stringField(o, "precision");
+  if (precision != "recorded") {
+    const auto f = parseFormat(precision);
+    if (!f) bad("precision", "recorded, fp32, tf32, bf16, fp16 or fp64", o.value("precision"));
+    s.precision = *f;
+  }
+  s.confidence = numberFromJson(o.value(QStringLiteral("confidence")), "confidence");
+  s.ensembleSize = static_cast<int>(intField(o, "ensemble_size"));
+  s.startNode = stringField(o, "start_node");
+  s.backend = stringField(o, "backend");
+  bool ok = false;
+  s.seed = o.value(QStringLiteral("seed")).toString().toULongLong(&ok);
+  if (!ok) bad("seed", "a decimal string", o.value("seed"));
+  return s;
+}
+
+QJsonObject stepToJson(const StepResult& r) {
+  QJsonObject o;
+  o[QStringLiteral("step")] = static_cast<double>(r.step);
+  o[QStringLiteral("reference_loss")] = numberToJson(r.referenceLoss);
+  o[QStringLiteral("candidate_loss")] = numberToJson(r.candidateLoss);
+  o[QStringLiteral("envelope_lo")] = numberToJson(r.lo);
+  o[QStringLiteral("envelope_hi")] = numberToJson(r.hi);
+  o[QStringLiteral("point_loss")] = numberToJson(r.pointLoss);
+  o[QStringLiteral("inside")] = r.inside;
+  o[QStringLiteral("margin")] = numberToJson(r.margin);
+  o[QStringLiteral("verdict")] = qs(verdictName(r.verdict));
+  o[QStringLiteral("method")] = qs(methodName(r.method));
+  o[QStringLiteral("self_check")] = r.selfCheckPassed;
+  o[QStringLiteral("self_lo")] = numberToJson(r.selfLo);
+  o[QStringLiteral("self_hi")] = numberToJson(r.selfHi);
+  o[QStringLiteral("note")] = qs(r.note);
+  o[QStringLiteral("seconds")] = r.seconds;
+  QJsonArray budget;
+  for (const BudgetShare& b : r.budget) {
+    QJsonObject e;
+    e[QStringLiteral("node")] = qs(b.node);
+    e[QStringLiteral("op")] = qs(b.op);
+    e[QStringLiteral("bound")] = numberToJson(b.bound);
+    e[QStringLiteral("share")] = numberToJson(b.share);
+    budget.append(e);
+  }
+  o[QStringLiteral("budget")] = budget;
+  return o;
+}
+
+StepResult stepFromJson(const QJsonObject& o) {
+  StepResult r;
+  r.step = intField(o, "step");
+  r.referenceLoss = numberFromJson(o.value(QStringLiteral("reference_loss")), "reference_loss");
+  r.candidateLoss = numberFromJson(o.value(QStringLiteral("candidate_loss")), "candidate_loss");
+  r.lo = numberFromJson(o.value(QStringLiteral("envelope_lo")), "envelope_lo");
+  r.hi = numberFromJson(o.value(QStringLiteral("envelope_hi")), "envelope_hi");
+  r.pointLoss = numberFromJson(o.value(QStringLiteral("point_loss")), "point_loss");
+  r.inside = boolField(o, "inside");
+  r.margin = numberFromJson(o.value(QStringLiteral("margin")), "margin");
+  const std::string verdict = stringField(o, "verdict");
+  bool found = false;
+  for (auto v : {StepVerdict::Rounding, StepVerdict::BugLikely, StepVerdict::BugCertain,
+                 StepVerdict::Untrustworthy, StepVerdict::NotBounded})
+    if (verdictName(v) == verdict) r.verdict = v, found = true;
+  if (!found) bad("verdict", "a verdict name", o.value("verdict"));
+  const auto m = parseMethod(stringField(o, "method"));
+  if (!m) bad("method", "a method name", o.value("method"));
+  r.method = *m;
+  r.selfCheckPassed = boolField(o, "self_check");
+  r.selfLo = numberFromJson(o.value(QStringLiteral("self_lo")), "self_lo");
+  r.selfHi = numberFromJson(o.value(QStringLiteral("self_hi")), "self_hi");
+  r.note = stringField(o, "note");
+  r.seconds = numberFromJson(o.value(QStringLiteral("seconds")), "seconds");
+  const QJsonValue budget = o.value(QStringLiteral("budget"));
+  if (!budget.isArray()) bad("budget", "an array", budget);
+  for (const QJsonValue& v : budget.toArray()) {
+    const QJsonObject e = v.toObject();
+    r.budget.push_back({stringField(e, "node"), stringField(e, "op"),
+                        numberFromJson(e.value(QStringLiteral("bound")), "budget.bound"),
+                        numberFromJson(e.value(QStringLiteral("share")), "budget.share")});
+  }
+  return r;
+}
+
+QJsonObject reportToJson(const AnalysisReport& r) {
+  QJsonObject o;
+  o[QStringLiteral("format")] = QStringLiteral("lossbound-analysis");
+  o[QStringLiteral("version")] = 1;
+  o[QStringLiteral("reference")] = qs(r.referenceName);
+  o[QStringLiteral("candidate")] = qs(r.candidateName);
+  o[QStringLiteral("settings")] = settingsToJson(r.settings);
+  o[QStringLiteral("method_guarantee")] = qs(methodGuarantee(r.settings.method));
+  o[QStringLiteral("backend")] = qs(r.backendDescription);
+  o[QStringLiteral("note")] = qs(r.note);
+  o[QStringLiteral("cancelled")] = r.cancelled;
+  o[QStringLiteral("cache_file")] = qs(r.cacheFile);
+  o[QStringLiteral("first_exit")] =
+      r.firstExit ? QJsonValue(static_cast<double>(*r.firstExit)) : QJsonValue();
+  QJsonArray steps;
+  for (const StepResult& s : r.steps) steps.append(stepToJson(s));
+  o[QStringLiteral("steps")] = steps;
+  return o;
+}
+
+}  // namespace lossbound

@@ -1,0 +1,370 @@
+#include "core/analysis/result_cache.h"
+
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStandardPaths>
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
+
+#include "core/analysis/report_json.h"
+
+namespace lossbound {
+
+namespace {
+
+constexpr const char* kFormat = "lossbound-results-cache";
+constexpr int kFormatVersion = 1;
+
+/// Closes an HDF5 handle with its own close function when it goes out of scope.
+class H5Id {
+ public:
+  H5Id(hid_t id, herr_t (*close)(hid_t)) : mId(id), mClose(close) {}
+  ~H5Id() {
+    if (mId >= 0) mClose(mId);
+  }
+  H5Id(const H5Id&) = delete;
+  H5Id& operator=(const H5Id&) = delete;
+  hid_t get() const { return mId; }
+  bool ok() const { return mId >= 0; }
+
+ private:
+  hid_t mId;
+  herr_t (*mClose)(hid_t);
+};
+
+/// Silences HDF5's automatic error printing on this thread while alive (errors are reported by
+/// our own messages instead).
+class QuietHdf5 {
+ public:
+  QuietHdf5() {
+    H5Eget_auto2(H5E_DEFAULT, &mFunc, &mData);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, mFunc, mData); }
+  QuietHdf5(const QuietHdf5&) = delete;
+  QuietHdf5& operator=(const QuietHdf5&) = delete;
+
+ private:
+  H5E_auto2_t mFunc = nullptr;
+  void* mData = nullptr;
+};
+
+hid_t utf8StringType() {
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
+bool readStringAttr(hid_t obj, const char* name, std::string& out) {
+  if (H5Aexists(obj, name) <= 0) return false;
+  H5Id a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  if (!a.ok()) return false;
+  H5Id ftype(H5Aget_type(a.get()), H5Tclose);
+  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING || H5Tis_variable_str(ftype.get()) <= 0)
+    return false;
+  H5Id t(utf8StringType(), H5Tclose);
+  char* buf = nullptr;
+  if (H5Aread(a.get(), t.get(), &buf) < 0 || !buf) return false;
+  out = buf;
+  H5free_memory(buf);
+  return true;
+}
+
+bool writeStringAttr(hid_t obj, const char* name, const std::string& value) {
+  H5Id t(utf8StringType(), H5Tclose);
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id a(H5Acreate2(obj, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  const char* p = value.c_str();
+  return a.ok() && H5Awrite(a.get(), t.get(), &p) >= 0;
+}
+
+bool readStringDataset(hid_t loc, const char* name, std::string& out) {
+  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return false;
+  H5Id d(H5Dopen2(loc, name, H5P_DEFAULT), H5Dclose);
+  if (!d.ok()) return false;
+  H5Id ftype(H5Dget_type(d.get()), H5Tclose);
+  H5Id space(H5Dget_space(d.get()), H5Sclose);
+  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING ||
+      H5Tis_variable_str(ftype.get()) <= 0 || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR)
+    return false;
+  H5Id t(utf8StringType(), H5Tclose);
+  char* buf = nullptr;
+  if (H5Dread(d.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &buf) < 0 || !buf) return false;
+  out = buf;
+  H5free_memory(buf);
+  return true;
+}
+
+bool writeStringDataset(hid_t loc, const char* name, const std::string& value) {
+  H5Id t(utf8StringType(), H5Tclose);
+  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Id d(H5Dcreate2(loc, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+         H5Dclose);
+  const char* p = value.c_str();
+  return d.ok() && H5Dwrite(d.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0;
+}
+
+template <typename T>
+bool writeColumn(hid_t loc, const char* name, hid_t memType, hid_t fileType,
+                 const std::vector<T>& values) {
+  const hsize_t n = values.size();
+  H5Id space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  H5Id d(H5Dcreate2(loc, name, fileType, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+         H5Dclose);
+  return d.ok() &&
+         (n == 0 || H5Dwrite(d.get(), memType, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+}
+
+std::string entryName(const std::string& key) {
+  const QByteArray h = QCryptographicHash::hash(QByteArray::fromStdString(key),
+                                                QCryptographicHash::Sha256);
+  return h.toHex().left(16).toStdString();
+}
+
+/// Opens an existing cache read-only; returns an invalid handle when it is not one of ours.
+hid_t openCache(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return -1;
+  if (H5Fis_hdf5(path.c_str()) <= 0) return -1;
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return -1;
+  std::string format;
+  if (!readStringAttr(f, "format", format) || format != kFormat) {
+    H5Fclose(f);
+    return -1;
+  }
+  return f;
+}
+
+std::vector<StepResult> parseSteps(const std::string& json) {
+  std::vector<StepResult> out;
+  QJsonParseError err{};
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &err);
+  if (err.error != QJsonParseError::NoError || !doc.isArray()) return out;
+  try {
+    for (const QJsonValue& v : doc.array()) {
+      StepResult r = stepFromJson(v.toObject());
+      r.fromCache = true;
+      out.push_back(std::move(r));
+    }
+  } catch (const std::invalid_argument&) {
+    return {};  // a cache written by another version: recompute rather than trust it
+  }
+  return out;
+}
+
+bool writeEntry(hid_t file, const std::string& name, const std::string& key,
+                const std::vector<StepResult>& steps) {
+  H5Id analyses(H5Gopen2(file, "analyses", H5P_DEFAULT), H5Gclose);
+  if (!analyses.ok()) return false;
+  H5Id g(H5Gcreate2(analyses.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+         H5Gclose);
+  if (!g.ok()) return false;
+  QJsonArray arr;
+  std::vector<std::int64_t> step;
+  std::vector<double> ref, cand, lo, hi;
+  for (const StepResult& s : steps) {
+    arr.append(stepToJson(s));
+    step.push_back(s.step);
+    ref.push_back(s.referenceLoss);
+    cand.push_back(s.candidateLoss);
+    lo.push_back(s.lo);
+    hi.push_back(s.hi);
+  }
+  const std::string json = QJsonDocument(arr).toJson(QJsonDocument::Compact).toStdString();
+  const std::string updated =
+      QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs).toStdString();
+  return writeStringAttr(g.get(), "key", key) && writeStringAttr(g.get(), "updated", updated) &&
+         writeStringDataset(g.get(), "steps_json", json) &&
+         writeColumn(g.get(), "step", H5T_NATIVE_INT64, H5T_STD_I64LE, step) &&
+         writeColumn(g.get(), "reference_loss", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, ref) &&
+         writeColumn(g.get(), "candidate_loss", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, cand) &&
+         writeColumn(g.get(), "envelope_lo", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, lo) &&
+         writeColumn(g.get(), "envelope_hi", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, hi);
+}
+
+bool dirWritable(const std::filesystem::path& dir) {
+  return !dir.empty() && ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+}  // namespace
+
+RunIdentity runIdentity(const std::string& path, std::string logDigest) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec || !fs::is_regular_file(canonical, ec))
+    throw std::runtime_error("results cache: expected a run file at '" + path +
+                             "', found none");
+  RunIdentity id;
+  id.path = canonical.string();
+  id.size = static_cast<std::int64_t>(fs::file_size(canonical, ec));
+  id.mtimeNs = static_cast<std::int64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          fs::last_write_time(canonical, ec).time_since_epoch())
+          .count());
+  id.logDigest = std::move(logDigest);
+  return id;
+}
+
+std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& reference,
+                        const RunIdentity& candidate) {
+  QJsonObject s = settingsToJson(settings);
+  // Leave out what does not change the results of this method, so equivalent settings share.
+  if (settings.method != EnvelopeMethod::Ensemble) {
+    s.remove(QStringLiteral("seed"));
+    s.remove(QStringLiteral("ensemble_size"));
+  }
+  if (settings.method != EnvelopeMethod::Probabilistic) s.remove(QStringLiteral("confidence"));
+  if (settings.method != EnvelopeMethod::Interval) s.remove(QStringLiteral("start_node"));
+  auto ident = [](const RunIdentity& id) {
+    QJsonObject o;
+    o[QStringLiteral("path")] = QString::fromStdString(id.path);
+    o[QStringLiteral("size")] = QString::number(id.size);
+    o[QStringLiteral("mtime_ns")] = QString::number(id.mtimeNs);
+    o[QStringLiteral("log_digest")] = QString::fromStdString(id.logDigest);
+    return o;
+  };
+  QJsonObject key;
+  key[QStringLiteral("cache_format_version")] = kFormatVersion;
+  key[QStringLiteral("lossbound_version")] = QStringLiteral(LOSSBOUND_VERSION);
+  key[QStringLiteral("settings")] = s;
+  key[QStringLiteral("reference")] = ident(reference);
+  key[QStringLiteral("candidate")] = ident(candidate);
+  // QJsonObject keeps keys sorted, so the text is canonical.
+  return QJsonDocument(key).toJson(QJsonDocument::Compact).toStdString();
+}
+
+std::string ResultCache::defaultPath(const std::string& candidatePath) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path cand = fs::weakly_canonical(fs::absolute(candidatePath), ec);
+  const std::string file = cand.stem().string() + ".lossbound-cache.h5";
+  const QByteArray envDir = qgetenv("LOSSBOUND_CACHE_DIR");
+  const QByteArray digest =
+      QCryptographicHash::hash(QByteArray::fromStdString(cand.string()), QCryptographicHash::Sha256)
+          .toHex()
+          .left(16);
+  if (!envDir.isEmpty())
+    return (fs::path(envDir.toStdString()) / (digest.toStdString() + "-" + file)).string();
+  if (dirWritable(cand.parent_path())) return (cand.parent_path() / file).string();
+  QString base = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation);
+  if (base.isEmpty()) base = QDir::tempPath();
+  return (fs::path(base.toStdString()) / "lossbound" / (digest.toStdString() + "-" + file))
+      .string();
+}
+
+ResultCache::ResultCache(std::string path) : mPath(std::move(path)) {}
+
+std::vector<StepResult> ResultCache::load(const std::string& key) const {
+  QuietHdf5 quiet;
+  H5Id f(openCache(mPath), H5Fclose);
+  if (!f.ok()) return {};
+  const std::string group = "analyses/" + entryName(key);
+  if (H5Lexists(f.get(), "analyses", H5P_DEFAULT) <= 0 ||
+      H5Lexists(f.get(), group.c_str(), H5P_DEFAULT) <= 0)
+    return {};
+  H5Id g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  std::string storedKey, json;
+  if (!g.ok() || !readStringAttr(g.get(), "key", storedKey) || storedKey != key ||
+      !readStringDataset(g.get(), "steps_json", json))
+    return {};
+  auto steps = parseSteps(json);
+  std::sort(steps.begin(), steps.end(),
+            [](const StepResult& a, const StepResult& b) { return a.step < b.step; });
+  return steps;
+}
+
+void ResultCache::store(const std::string& key, const std::vector<StepResult>& steps) {
+  namespace fs = std::filesystem;
+  QuietHdf5 quiet;
+  std::map<std::int64_t, StepResult> merged;
+  for (StepResult& s : load(key)) merged[s.step] = std::move(s);
+  for (const StepResult& s : steps) {
+    merged[s.step] = s;
+    merged[s.step].fromCache = false;
+  }
+  std::vector<StepResult> all;
+  for (auto& [step, r] : merged) all.push_back(std::move(r));
+
+  std::error_code ec;
+  const fs::path target(mPath);
+  if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
+  const std::string tmp =
+      mPath + ".tmp-" + std::to_string(::getpid()) + "-" +
+      std::to_string(reinterpret_cast<std::uintptr_t>(this) & 0xffffff);
+  const std::string myName = entryName(key);
+  bool ok = false;
+  {
+    H5Id out(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!out.ok())
+      throw std::runtime_error("results cache: cannot create '" + tmp +
+                               "' (expected a writable folder)");
+    ok = writeStringAttr(out.get(), "format", kFormat);
+    {
+      const std::int64_t version = kFormatVersion;
+      H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
+      H5Id a(H5Acreate2(out.get(), "format_version", H5T_STD_I64LE, space.get(), H5P_DEFAULT,
+                        H5P_DEFAULT),
+             H5Aclose);
+      ok = ok && a.ok() && H5Awrite(a.get(), H5T_NATIVE_INT64, &version) >= 0;
+    }
+    {
+      H5Id g(H5Gcreate2(out.get(), "analyses", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      ok = ok && g.ok();
+    }
+    // Keep the other entries, most recently updated first, up to the limit.
+    H5Id in(openCache(mPath), H5Fclose);
+    if (ok && in.ok() && H5Lexists(in.get(), "analyses", H5P_DEFAULT) > 0) {
+      H5Id src(H5Gopen2(in.get(), "analyses", H5P_DEFAULT), H5Gclose);
+      H5G_info_t info{};
+      std::vector<std::pair<std::string, std::string>> others;  // (updated, name)
+      if (src.ok() && H5Gget_info(src.get(), &info) >= 0) {
+        for (hsize_t i = 0; i < info.nlinks; ++i) {
+          char name[256] = {};
+          if (H5Lget_name_by_idx(src.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                                 H5P_DEFAULT) < 0 ||
+              name == myName)
+            continue;
+          H5Id g(H5Gopen2(src.get(), name, H5P_DEFAULT), H5Gclose);
+          std::string updated;
+          if (g.ok() && readStringAttr(g.get(), "updated", updated)) others.emplace_back(updated, name);
+        }
+      }
+      std::sort(others.rbegin(), others.rend());
+      if (others.size() > static_cast<std::size_t>(kMaxEntries - 1)) others.resize(kMaxEntries - 1);
+      H5Id dst(H5Gopen2(out.get(), "analyses", H5P_DEFAULT), H5Gclose);
+      for (const auto& [updated, name] : others)
+        ok = ok && H5Ocopy(src.get(), name.c_str(), dst.get(), name.c_str(), H5P_DEFAULT,
+                           H5P_DEFAULT) >= 0;
+    }
+    ok = ok && writeEntry(out.get(), myName, key, all);
+    ok = ok && H5Fflush(out.get(), H5F_SCOPE_GLOBAL) >= 0;
+  }
+  if (!ok) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("results cache: writing '" + tmp + "' failed (HDF5 error)");
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("results cache: cannot replace '" + mPath + "': " + ec.message());
+  }
+}
+
+}  // namespace lossbound

@@ -1,0 +1,151 @@
+#include "core/analysis/step_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/interval/rounding.h"
+
+namespace lossbound {
+
+namespace {
+
+std::string specString(const Shape& shape, DType dtype) {
+  return shapeString(shape) + " " + std::string(dtypeName(dtype));
+}
+
+/// SplitMix64: decorrelated seeds for the ensemble members from one base seed.
+std::uint64_t splitMix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Interval lossValue(const EvalResult& result) {
+  const auto it = result.outputs.find("loss");
+  if (it == result.outputs.end() || it->second.numel() != 1)
+    throw EvaluationError("step replay: expected a 0-d \"loss\" output, found " +
+                          std::string(it == result.outputs.end() ? "none" : "a tensor of shape " +
+                                                                        shapeString(it->second.shape())));
+  return it->second.at(0);
+}
+
+double binary64Allowance(const Program& program, const PrecisionModel& precision) {
+  double uMin = 1.0;
+  for (const Node& n : program.nodes)
+    for (const TensorSpec& s : n.outputs)
+      if (isFloating(s.dtype)) uMin = std::min(uMin, unitRoundoff(precision.storageFor(s.dtype)));
+  return std::min(1.0, std::ldexp(1.0, 10 - 53) / uMin);
+}
+
+Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
+                        const ReplayOptions& options) {
+  constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+  EvalOptions eval;
+  eval.precision = options.precision;
+  eval.cancel = options.cancel;
+  Envelope env;
+  switch (options.method) {
+    case EnvelopeMethod::Interval: {
+      eval.domain = EvalDomain::Interval;
+      eval.startNode = options.startNode;
+      const Interval v = lossValue(evaluate(program, inputs, backend, eval));
+      env.lo = v.lo;
+      env.hi = v.hi;
+      env.point = kNan;
+      break;
+    }
+    case EnvelopeMethod::FirstOrder:
+    case EnvelopeMethod::Probabilistic: {
+      FirstOrderResult fo = evaluateFirstOrder(program, inputs, backend, eval);
+      env.point = fo.loss;
+      if (options.method == EnvelopeMethod::FirstOrder) {
+        env.bound = fo.bound;
+      } else {
+        env.bound = mul_up(options.lambda, sqrt_up(fo.sumSquares));
+      }
+      // The binary64 point value is not exact either: see binary64Allowance().
+      const double allowance = mul_up(fo.bound, binary64Allowance(program, options.precision));
+      const double radius = add_up(env.bound, allowance);
+      env.lo = sub_down(fo.loss, radius);
+      env.hi = add_up(fo.loss, radius);
+      if (std::isnan(env.lo) || std::isnan(env.hi)) {
+        env.lo = -std::numeric_limits<double>::infinity();
+        env.hi = std::numeric_limits<double>::infinity();
+      }
+      env.nodes = std::move(fo.nodes);
+      break;
+    }
+    case EnvelopeMethod::Ensemble: {
+      eval.domain = EvalDomain::Random;
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      const int n = std::max(1, options.ensembleSize);
+      for (int i = 0; i < n; ++i) {
+        eval.seed = splitMix64(options.seed + static_cast<std::uint64_t>(i));
+        const Interval v = lossValue(evaluate(program, inputs, backend, eval));
+        lo = std::min(lo, v.lo);
+        hi = std::max(hi, v.hi);
+      }
+      env.lo = lo;
+      env.hi = hi;
+      env.point = kNan;
+      break;
+    }
+  }
+  return env;
+}
+
+TensorMap adaptInputs(const Program& program, const TensorMap& inputs, std::string* note) {
+  TensorMap out;
+  std::set<std::string> rounded;
+  for (const InputSpec& in : program.inputs) {
+    const auto it = inputs.find(in.name);
+    if (it == inputs.end())
+      throw InputMismatch("input '" + in.name + "': the candidate program expects " +
+                          specString(in.spec.shape, in.spec.dtype) +
+                          ", the checkpoint has no such tensor");
+    const Tensor& t = it->second;
+    if (t.shape() != in.spec.shape)
+      throw InputMismatch("input '" + in.name + "': the candidate program expects " +
+                          specString(in.spec.shape, in.spec.dtype) + ", the checkpoint holds " +
+                          specString(t.shape(), t.dtype()));
+    if (t.dtype() == in.spec.dtype) {
+      out.emplace(in.name, t);
+      continue;
+    }
+    const bool toFloat = isFloating(in.spec.dtype), fromFloat = isFloating(t.dtype());
+    if (toFloat) {
+      // Round to nearest into the candidate's storage format, as the candidate stores it.
+      const Format f = storageFormat(in.spec.dtype).value_or(Format::Fp64);
+      std::vector<double> v(t.values().begin(), t.values().end());
+      for (double& x : v) x = roundToFormat(x, f, RoundingDirection::Nearest);
+      out.emplace(in.name, Tensor::point(t.shape(), in.spec.dtype, std::move(v)));
+      if (fromFloat)
+        rounded.insert(std::string(dtypeName(t.dtype())) + " to " +
+                       std::string(dtypeName(in.spec.dtype)));
+      continue;
+    }
+    // Integer or bool input: values must be exact integers (ids, labels, masks).
+    if (fromFloat)
+      for (double x : t.values())
+        if (x != std::floor(x))
+          throw InputMismatch("input '" + in.name + "': the candidate program expects " +
+                              specString(in.spec.shape, in.spec.dtype) +
+                              ", the checkpoint holds non-integer " +
+                              std::string(dtypeName(t.dtype())) + " values");
+    out.emplace(in.name, t.withDtype(in.spec.dtype));
+  }
+  if (note && !rounded.empty()) {
+    std::string what;
+    for (const std::string& r : rounded) what += (what.empty() ? "" : ", ") + r;
+    *note += (note->empty() ? "" : " ") + std::string("Reference inputs rounded to nearest (") +
+             what + ") as the candidate stores them.";
+  }
+  return out;
+}
+
+}  // namespace lossbound

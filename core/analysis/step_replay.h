@@ -1,0 +1,75 @@
+#pragma once
+// One replay: the envelope of a step program's loss on given inputs by one envelope method
+// (ARCHITECTURE §1), and the adaptation of another run's checkpoint to a program's inputs.
+//
+// First-order and probabilistic envelopes are centred on the binary64 point evaluation, which has
+// rounding errors of its own. They are bounded by the same first-order sum with binary64 local
+// errors; since every local error bound of the precision model scales with its format's unit
+// roundoff u, that sum is about (2^-53 / u)·bound — for fp32 ≈ 2e-9·bound, below the O(u²) terms
+// the first-order method already drops (≈ u·bound). It is added anyway: binary64Allowance() ×
+// bound (1024× the scaled estimate, and the whole bound again when the model itself computes in
+// fp64), plus outward rounding of the endpoints. The tests check the allowance against the
+// binary64 first-order bound computed explicitly.
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/analysis/analysis_types.h"
+#include "core/ops/precision_model.h"
+#include "core/program/evaluator.h"
+#include "core/program/ir.h"
+
+namespace lossbound {
+
+class Backend;
+
+/// Returns the factor a first-order bound is enlarged by for the binary64 rounding of the point
+/// evaluation it is centred on: min(1, 2^10 · 2^-53 / u_min), u_min the smallest unit roundoff of
+/// any floating node output of `program` under `precision` (2^-19 for fp32 programs).
+double binary64Allowance(const Program& program, const PrecisionModel& precision);
+
+/// Thrown when a checkpoint does not fit a program (missing input, shape or kind mismatch); the
+/// message names the input, what the program expects and what the checkpoint holds.
+class InputMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// How to replay one program evaluation.
+struct ReplayOptions {
+  EnvelopeMethod method = EnvelopeMethod::FirstOrder;
+  PrecisionModel precision;
+  double lambda = 0;             ///< probabilistic: hoeffdingLambda(confidence)
+  int ensembleSize = 32;         ///< ensemble: number of randomized executions
+  std::uint64_t seed = 0x5eed;   ///< ensemble: base seed (member i uses a seed derived from it)
+  std::string startNode;         ///< interval: start the bounds at this node
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+/// The envelope of one evaluation.
+struct Envelope {
+  double lo = 0, hi = 0;
+  double point = 0;                ///< binary64 point loss (NaN when the method does not compute it)
+  double bound = 0;                ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
+  std::vector<NodeBudget> nodes;   ///< first-order terms per node (first-order, probabilistic)
+};
+
+/// Returns the envelope of `program`'s "loss" on `inputs`; throws EvaluationError (unsupported
+/// op, failing op) or Cancelled.
+Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
+                        const ReplayOptions& options);
+
+/// Returns `inputs` (another run's checkpoint) shaped for `program`: same names and shapes
+/// required; floating values whose dtype differs from the program's input dtype are rounded to
+/// nearest into that format, as the candidate would store them; integer and bool inputs are
+/// relabelled (their values must be exact). Appends a sentence per rounded input kind to `note`.
+/// Throws InputMismatch.
+TensorMap adaptInputs(const Program& program, const TensorMap& inputs, std::string* note);
+
+/// Returns the loss output value (element 0 of the 0-d "loss" tensor) as an interval.
+Interval lossValue(const EvalResult& result);
+
+}  // namespace lossbound

@@ -1,0 +1,107 @@
+#include "core/analysis/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace lossbound {
+
+double hoeffdingLambda(double confidence) {
+  if (!(confidence > 0.0 && confidence < 1.0))
+    throw std::invalid_argument("confidence: expected a probability strictly between 0 and 1, "
+                                "found " + std::to_string(confidence));
+  // δ = 1 − confidence is exact for confidence >= 0.5 (Sterbenz); below, it rounds by <= 1 ulp.
+  const double delta = 1.0 - confidence;
+  return std::sqrt(2.0 * std::log(2.0 / delta));
+}
+
+bool insideEnvelope(double value, double lo, double hi) { return lo <= value && value <= hi; }
+
+double envelopeMargin(double value, double lo, double hi) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (std::isnan(value) || std::isnan(lo) || std::isnan(hi)) return std::nan("");
+  if (std::isinf(lo) || std::isinf(hi)) {
+    if (insideEnvelope(value, lo, hi)) return 0.0;
+    return value > hi ? kInf : -kInf;
+  }
+  // Halves first: lo + hi could overflow, lo/2 and hi/2 cannot.
+  const double centre = lo / 2 + hi / 2;
+  const double halfWidth = hi / 2 - lo / 2;
+  if (halfWidth <= 0) {
+    if (value == centre) return 0.0;
+    return value > centre ? kInf : -kInf;
+  }
+  return (value - centre) / halfWidth;
+}
+
+bool isRigorous(EnvelopeMethod method, const std::string& startNode) {
+  return method == EnvelopeMethod::Interval && startNode.empty();
+}
+
+StepVerdict decideVerdict(bool bounded, bool selfCheckPassed, bool inside, bool rigorous) {
+  if (!bounded) return StepVerdict::NotBounded;
+  if (!selfCheckPassed) return StepVerdict::Untrustworthy;
+  if (inside) return StepVerdict::Rounding;
+  return rigorous ? StepVerdict::BugCertain : StepVerdict::BugLikely;
+}
+
+void classifyStep(StepResult& r, bool rigorous) {
+  const bool bounded = !std::isnan(r.lo) && !std::isnan(r.hi);
+  r.inside = bounded && insideEnvelope(r.referenceLoss, r.lo, r.hi);
+  r.margin = envelopeMargin(r.referenceLoss, r.lo, r.hi);
+  r.selfCheckPassed = insideEnvelope(r.candidateLoss, r.selfLo, r.selfHi);
+  r.verdict = decideVerdict(bounded, r.selfCheckPassed, r.inside, rigorous);
+}
+
+void markNotBounded(StepResult& r, const std::string& reason) {
+  const double nan = std::nan("");
+  r.lo = r.hi = r.selfLo = r.selfHi = nan;
+  r.inside = false;
+  r.selfCheckPassed = false;
+  r.margin = nan;
+  r.verdict = StepVerdict::NotBounded;
+  r.note = reason;
+}
+
+bool isExit(StepVerdict v) { return v == StepVerdict::BugLikely || v == StepVerdict::BugCertain; }
+
+std::optional<std::int64_t> firstExit(const std::vector<StepResult>& steps) {
+  std::optional<std::int64_t> first;
+  for (const StepResult& s : steps)
+    if (isExit(s.verdict) && (!first || s.step < *first)) first = s.step;
+  return first;
+}
+
+std::vector<BudgetShare> budgetShares(const std::vector<BudgetTerm>& terms, std::size_t top) {
+  double total = 0;
+  for (const BudgetTerm& t : terms) total += std::abs(t.bound);
+  std::vector<std::size_t> order(terms.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::abs(terms[a].bound) > std::abs(terms[b].bound);
+  });
+  std::vector<BudgetShare> out;
+  for (std::size_t i : order) {
+    if (out.size() >= top) break;
+    const double b = std::abs(terms[i].bound);
+    if (!(b > 0)) continue;
+    out.push_back({terms[i].node, terms[i].op, b, std::isfinite(total) ? b / total : 0.0});
+  }
+  return out;
+}
+
+std::string budgetSummary(const std::vector<BudgetShare>& shares, std::size_t count) {
+  std::string out;
+  for (std::size_t i = 0; i < shares.size() && i < count; ++i) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * shares[i].share);
+    if (i) out += ", ";
+    out += std::string(pct) + " " + shares[i].node + " (" + shares[i].op + ")";
+  }
+  return out;
+}
+
+}  // namespace lossbound

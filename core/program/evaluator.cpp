@@ -1,0 +1,357 @@
+#include "core/program/evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <functional>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "core/backend.h"
+#include "core/ops/op_rule.h"
+#include "core/ops/registry.h"
+#include "core/program/program_parser.h"
+
+namespace lossbound {
+
+namespace {
+
+constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
+
+std::string nodeLabel(const Node& n) { return "node '" + n.name + "' (" + n.op + ")"; }
+
+void forEachRef(const IrValue& v, const std::function<void(const ValueRef&)>& f) {
+  if (v.kind == IrValue::Kind::Ref) f(v.ref);
+  for (const IrValue& e : v.list) forEachRef(e, f);
+}
+
+void forEachRef(const Node& n, const std::function<void(const ValueRef&)>& f) {
+  for (const IrValue& a : n.args) forEachRef(a, f);
+  for (const auto& [k, v] : n.kwargs) forEachRef(v, f);
+}
+
+// The value store of one evaluation: slot per input and per node, each holding the outputs.
+class Schedule {
+ public:
+  Schedule(const Program& program, const std::vector<std::string>& outputNames) : mProgram(program) {
+    try {
+      validateProgram(program, "step program");
+    } catch (const ProgramError& e) {
+      throw EvaluationError(std::string("cannot evaluate an invalid program: ") + e.what());
+    }
+    for (std::size_t i = 0; i < program.inputs.size(); ++i) mSlotOf.emplace(program.inputs[i].name, i);
+    for (std::size_t i = 0; i < program.nodes.size(); ++i)
+      mSlotOf.emplace(program.nodes[i].name, program.inputs.size() + i);
+    mOutputs = outputNames.empty() ? std::vector<std::string>{"loss"} : outputNames;
+    for (const std::string& name : mOutputs) {
+      auto it = std::find_if(program.outputs.begin(), program.outputs.end(),
+                             [&](const OutputSpec& o) { return o.name == name; });
+      if (it == program.outputs.end()) {
+        std::string known;
+        for (const OutputSpec& o : program.outputs) known += (known.empty() ? "" : ", ") + o.name;
+        throw EvaluationError("the program has no output called '" + name + "' (it has: " + known + ")");
+      }
+      mOutputRefs.push_back(it->ref);
+    }
+    // Pruning: walk backwards from the requested outputs.
+    std::vector<char> needed(program.nodes.size(), 0);
+    auto mark = [&](const ValueRef& r) {
+      const std::size_t s = mSlotOf.at(r.name);
+      if (s >= program.inputs.size()) needed[s - program.inputs.size()] = 1;
+      else mInputNeeded.insert(r.name);
+    };
+    for (const ValueRef& r : mOutputRefs) mark(r);
+    for (std::size_t i = program.nodes.size(); i-- > 0;)
+      if (needed[i]) forEachRef(program.nodes[i], mark);
+    for (std::size_t i = 0; i < program.nodes.size(); ++i)
+      if (needed[i]) mOrder.push_back(i);
+    // Last use of every slot among the needed nodes; program outputs live to the end.
+    mLastUse.assign(program.inputs.size() + program.nodes.size(), 0);
+    for (std::size_t i : mOrder)
+      forEachRef(program.nodes[i], [&](const ValueRef& r) { mLastUse[mSlotOf.at(r.name)] = i; });
+    for (const ValueRef& r : mOutputRefs) mLastUse[mSlotOf.at(r.name)] = kNever;
+    mValues.resize(mLastUse.size());
+  }
+
+  const std::vector<std::size_t>& order() const { return mOrder; }
+  const std::vector<ValueRef>& outputRefs() const { return mOutputRefs; }
+  const std::vector<std::string>& outputNames() const { return mOutputs; }
+  std::size_t slotOf(const std::string& name) const { return mSlotOf.at(name); }
+  std::size_t nodeSlot(std::size_t node) const { return mProgram.inputs.size() + node; }
+
+  // Checks that every needed input is given with the traced shape and dtype, and stores it.
+  void setInputs(const TensorMap& inputs) {
+    for (std::size_t i = 0; i < mProgram.inputs.size(); ++i) {
+      const InputSpec& in = mProgram.inputs[i];
+      if (!mInputNeeded.count(in.name)) continue;
+      auto it = inputs.find(in.name);
+      if (it == inputs.end())
+        throw EvaluationError("input '" + in.name + "' was not given (the program needs it as " +
+                              shapeString(in.spec.shape) + " " + std::string(dtypeName(in.spec.dtype)) + ")");
+      const Tensor& t = it->second;
+      if (t.shape() != in.spec.shape || t.dtype() != in.spec.dtype)
+        throw EvaluationError("input '" + in.name + "' is " + shapeString(t.shape()) + " " +
+                              std::string(dtypeName(t.dtype())) + ", the program expects " +
+                              shapeString(in.spec.shape) + " " + std::string(dtypeName(in.spec.dtype)));
+      mValues[i] = {t};
+    }
+  }
+
+  const Tensor& lookup(const ValueRef& r) const {
+    const std::vector<Tensor>& v = mValues[mSlotOf.at(r.name)];
+    if (static_cast<std::size_t>(r.index) >= v.size())  // a scheduling bug, not a user error
+      throw EvaluationError("internal error: value " + refString(r) + " is not available");
+    return v[static_cast<std::size_t>(r.index)];
+  }
+
+  std::vector<Tensor>& values(std::size_t slot) { return mValues[slot]; }
+
+  // Drops the values whose last use was node i.
+  void dropAfter(std::size_t i) {
+    forEachRef(mProgram.nodes[i], [&](const ValueRef& r) {
+      const std::size_t s = mSlotOf.at(r.name);
+      if (mLastUse[s] == i) std::vector<Tensor>().swap(mValues[s]);
+    });
+  }
+
+ private:
+  const Program& mProgram;
+  std::unordered_map<std::string, std::size_t> mSlotOf;
+  std::vector<std::string> mOutputs;
+  std::vector<ValueRef> mOutputRefs;
+  std::set<std::string> mInputNeeded;
+  std::vector<std::size_t> mOrder;
+  std::vector<std::size_t> mLastUse;
+  std::vector<std::vector<Tensor>> mValues;
+};
+
+// Returns the rule of every node in `order`; throws naming every unsupported op.
+std::vector<const OpRule*> rulesFor(const Program& program, const std::vector<std::size_t>& order) {
+  std::vector<const OpRule*> rules(program.nodes.size(), nullptr);
+  std::vector<std::string> missing;
+  for (std::size_t i : order) {
+    rules[i] = opRegistry().find(program.nodes[i].op);
+    if (!rules[i]) missing.push_back(nodeLabel(program.nodes[i]));
+  }
+  if (!missing.empty()) {
+    std::string msg = "unsupported op: " + missing.front() + " has no rule in this Lossbound";
+    if (missing.size() > 1) {
+      msg += " (and " + std::to_string(missing.size() - 1) + " more node(s) with unsupported ops: ";
+      for (std::size_t k = 1; k < missing.size() && k < 6; ++k) msg += (k > 1 ? ", " : "") + missing[k];
+      msg += missing.size() > 6 ? ", ...)" : ")";
+    }
+    for (std::size_t i : order)
+      if (!rules[i]) throw EvaluationError(msg, program.nodes[i].name, program.nodes[i].op);
+  }
+  return rules;
+}
+
+// Runs `body`, turning any exception except Cancelled into an EvaluationError that names the node.
+template <typename F>
+auto guarded(const Node& node, const char* what, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const EvaluationError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    const std::string prefix = "node '" + node.name + "'";
+    if (!message.starts_with(prefix)) message = nodeLabel(node) + ": " + what + ": " + message;
+    throw EvaluationError(message, node.name, node.op);
+  }
+}
+
+void checkResults(const Node& node, const std::vector<Tensor>& results, const char* what) {
+  if (results.size() != node.outputs.size())
+    throw EvaluationError(nodeLabel(node) + ": the " + what + " rule returned " +
+                              std::to_string(results.size()) + " outputs, the trace has " +
+                              std::to_string(node.outputs.size()),
+                          node.name, node.op);
+  for (std::size_t k = 0; k < results.size(); ++k)
+    if (results[k].shape() != node.outputs[k].shape)
+      throw EvaluationError(nodeLabel(node) + ": output " + std::to_string(k) + " of the " + what +
+                                " rule has shape " + shapeString(results[k].shape()) +
+                                ", the trace says " + shapeString(node.outputs[k].shape),
+                            node.name, node.op);
+}
+
+void checkCancel(const EvalOptions& options) {
+  if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
+}
+
+}  // namespace
+
+std::vector<std::size_t> neededNodes(const Program& program, const std::vector<std::string>& outputs) {
+  return Schedule(program, outputs).order();
+}
+
+EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& backend,
+                    const EvalOptions& options) {
+  Schedule schedule(program, options.outputs);
+  const std::vector<const OpRule*> rules = rulesFor(program, schedule.order());
+  schedule.setInputs(inputs);
+
+  std::size_t intervalFrom = 0;  // program index from which the Interval domain applies
+  if (options.domain == EvalDomain::Interval && !options.startNode.empty()) {
+    const int s = findNode(program, options.startNode);
+    if (s < 0) throw EvaluationError("the start node '" + options.startNode + "' is not in the program");
+    intervalFrom = static_cast<std::size_t>(s);
+  }
+  std::mt19937_64 rng(options.seed);
+  OpContext ctx{options.precision, backend, options.domain == EvalDomain::Random ? &rng : nullptr};
+
+  const std::size_t total = schedule.order().size();
+  std::size_t done = 0;
+  for (std::size_t i : schedule.order()) {
+    checkCancel(options);
+    const Node& node = program.nodes[i];
+    const OpRule& rule = *rules[i];
+    std::vector<Tensor> results = guarded(node, "evaluation", [&] {
+      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      switch (options.domain) {
+        case EvalDomain::Point: return rule.point(args, ctx);
+        case EvalDomain::Interval: return i < intervalFrom ? rule.point(args, ctx) : rule.interval(args, ctx);
+        case EvalDomain::Random: return rule.random(args, ctx);
+      }
+      return std::vector<Tensor>{};
+    });
+    checkResults(node, results, options.domain == EvalDomain::Interval && i >= intervalFrom ? "interval"
+                                : options.domain == EvalDomain::Random                      ? "random"
+                                                                                            : "point");
+    schedule.values(schedule.nodeSlot(i)) = std::move(results);
+    schedule.dropAfter(i);
+    ++done;
+    if (options.progress) options.progress(done, total);
+  }
+
+  EvalResult result;
+  for (std::size_t k = 0; k < schedule.outputNames().size(); ++k)
+    result.outputs.emplace(schedule.outputNames()[k], schedule.lookup(schedule.outputRefs()[k]));
+  result.nodesEvaluated = total;
+  result.nodesSkipped = program.nodes.size() - total;
+  return result;
+}
+
+FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inputs,
+                                    Backend& backend, const EvalOptions& options) {
+  const std::vector<std::string> lossName{options.outputs.empty() ? std::string("loss")
+                                                                  : options.outputs.front()};
+  Schedule schedule(program, lossName);
+  const std::vector<const OpRule*> rules = rulesFor(program, schedule.order());
+  schedule.setInputs(inputs);
+  OpContext ctx{options.precision, backend, nullptr};
+
+  const std::size_t forward = schedule.order().size();
+  const std::size_t total = 2 * forward;
+  std::size_t done = 0;
+  // Forward, in point arithmetic, keeping every value for the reverse pass.
+  for (std::size_t i : schedule.order()) {
+    checkCancel(options);
+    const Node& node = program.nodes[i];
+    std::vector<Tensor> results = guarded(node, "evaluation", [&] {
+      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      return rules[i]->point(args, ctx);
+    });
+    checkResults(node, results, "point");
+    schedule.values(schedule.nodeSlot(i)) = std::move(results);
+    if (options.progress) options.progress(++done, total);
+  }
+
+  FirstOrderResult out;
+  out.nodesEvaluated = forward;
+  const ValueRef lossRef = schedule.outputRefs().front();
+  const Tensor& loss = schedule.lookup(lossRef);
+  if (loss.numel() != 1)
+    throw EvaluationError("output '" + lossName.front() + "' has shape " + shapeString(loss.shape()) +
+                          ", expected a scalar for the first-order bound");
+  out.loss = loss.values()[0];
+
+  // Reverse: adjoints per slot and output index, seeded with ∂loss/∂loss = 1.
+  std::vector<std::vector<std::optional<Tensor>>> adjoint(program.inputs.size() + program.nodes.size());
+  {
+    auto& a = adjoint[schedule.slotOf(lossRef.name)];
+    a.resize(static_cast<std::size_t>(lossRef.index) + 1);
+    a[static_cast<std::size_t>(lossRef.index)] = Tensor::full(loss.shape(), loss.dtype(), 1.0);
+  }
+  std::vector<NodeBudget> budgets;
+  for (auto it = schedule.order().rbegin(); it != schedule.order().rend(); ++it) {
+    checkCancel(options);
+    const std::size_t i = *it;
+    const Node& node = program.nodes[i];
+    const std::size_t slot = schedule.nodeSlot(i);
+    const std::vector<Tensor>& outputs = schedule.values(slot);
+    std::vector<std::optional<Tensor>>& outAdj = adjoint[slot];
+    outAdj.resize(outputs.size());
+    const bool anyAdjoint = std::any_of(outAdj.begin(), outAdj.end(), [](const auto& g) { return g.has_value(); });
+    const bool floatingOut = std::any_of(node.outputs.begin(), node.outputs.end(),
+                                         [](const TensorSpec& s) { return isFloating(s.dtype); });
+    if (anyAdjoint) {
+      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs.
+      NodeBudget b{node.name, node.op, 0.0, 0.0};
+      const std::vector<Tensor> local = guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx); });
+      checkResults(node, local, "localError");
+      for (std::size_t k = 0; k < outputs.size(); ++k) {
+        if (!outAdj[k] || !isFloating(node.outputs[k].dtype)) continue;
+        const auto g = outAdj[k]->values();
+        const auto r = local[k].hi();
+        for (std::size_t e = 0; e < g.size(); ++e) {
+          const double t = std::abs(g[e]) * r[e];
+          b.bound += t;
+          b.sumSquares += t * t;
+        }
+      }
+      out.bound += b.bound;
+      out.sumSquares += b.sumSquares;
+      budgets.push_back(std::move(b));
+
+      // Propagate: one vjp call, gradients accumulated into the inputs' adjoints.
+      std::vector<Tensor> outGrads;
+      outGrads.reserve(outputs.size());
+      for (std::size_t k = 0; k < outputs.size(); ++k)
+        outGrads.push_back(outAdj[k] ? *outAdj[k] : Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
+      const std::vector<std::optional<Tensor>> grads =
+          guarded(node, "vjp", [&] { return rules[i]->vjp(args, outputs, outGrads, ctx); });
+      const auto& refs = args.tensorRefs();
+      if (grads.size() != refs.size())
+        throw EvaluationError(nodeLabel(node) + ": the vjp rule returned " + std::to_string(grads.size()) +
+                                  " gradients for " + std::to_string(refs.size()) + " tensor inputs",
+                              node.name, node.op);
+      for (std::size_t j = 0; j < refs.size(); ++j) {
+        if (!grads[j]) continue;
+        const Tensor& value = *args.tensorInputs()[j];
+        if (!isFloating(value.dtype())) continue;
+        if (grads[j]->shape() != value.shape())
+          throw EvaluationError(nodeLabel(node) + ": the vjp rule returned a gradient of shape " +
+                                    shapeString(grads[j]->shape()) + " for input " + refString(refs[j]) +
+                                    " of shape " + shapeString(value.shape()),
+                                node.name, node.op);
+        auto& target = adjoint[schedule.slotOf(refs[j].name)];
+        if (target.size() <= static_cast<std::size_t>(refs[j].index))
+          target.resize(static_cast<std::size_t>(refs[j].index) + 1);
+        std::optional<Tensor>& acc = target[static_cast<std::size_t>(refs[j].index)];
+        if (!acc) {
+          acc = grads[j]->midpoint();
+        } else {
+          auto dst = acc->mutableLo();
+          const auto src = grads[j]->values();
+          for (std::size_t e = 0; e < dst.size(); ++e) dst[e] += src[e];
+        }
+      }
+    } else if (floatingOut) {
+      budgets.push_back({node.name, node.op, 0.0, 0.0});  // does not influence the loss
+    }
+    // Nothing before node i uses its outputs: free them and their adjoints.
+    std::vector<Tensor>().swap(schedule.values(slot));
+    std::vector<std::optional<Tensor>>().swap(outAdj);
+    if (options.progress) options.progress(++done, total);
+  }
+  std::reverse(budgets.begin(), budgets.end());
+  out.nodes = std::move(budgets);
+  return out;
+}
+
+}  // namespace lossbound

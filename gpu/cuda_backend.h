@@ -1,0 +1,102 @@
+#pragma once
+// CudaBackend: the Backend on one CUDA device — cuBLAS GEMMs in round-to-nearest, interval
+// kernels whose bodies are the shared rules of gpu/kernel_bodies.h, host-side parallelFor.
+// Plain C++ (no CUDA types; the CUDA state hides behind a pointer to an incomplete Impl), so any
+// target may include it. It exists only in CUDA builds; callers that must also build without CUDA
+// use createCudaBackend() from gpu/cuda_device.h.
+//
+// Every method takes and returns host memory (row-major, binary64, interval operands as separate
+// lo/hi arrays like Tensor), runs on the backend's single stream and returns when the results are
+// in host memory. Methods may be called from several threads; calls are serialised internally.
+// Errors (allocation, launch, cuBLAS, sizes beyond cuBLAS's int range) throw std::runtime_error
+// or std::invalid_argument with a message naming the failed call.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "gpu/kernel_bodies.h"
+
+namespace lossbound::gpu {
+
+/// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for
+/// a point operand).
+struct ConstIntervalSpan {
+  const double* lo = nullptr;
+  const double* hi = nullptr;
+};
+
+/// Writable interval result in host memory.
+struct IntervalSpan {
+  double* lo = nullptr;
+  double* hi = nullptr;
+};
+
+/// How the candidate computes a matrix product: input rounding (tf32/bf16/...), accumulation
+/// roundoff and smallest subnormal of the accumulation format, and the storage format.
+struct MatmulModel {
+  Format input = Format::Fp64;
+  double accumulationRoundoff = 0x1p-53;
+  double accumulationSubnormal = 0x1p-1074;
+  Format storage = Format::Fp64;
+};
+
+/// How the candidate computes a sum (any order): accumulation format (2u when truncating) and
+/// storage format — the arguments of ops::roundedSumEnclosure.
+struct SumModel {
+  Format accumulation = Format::Fp64;
+  Format storage = Format::Fp64;
+  bool truncating = false;
+};
+
+/// The Backend on one CUDA device (see the file comment).
+class CudaBackend final : public Backend {
+ public:
+  /// Creates the backend on `device`: stream, cuBLAS handle, and a probe kernel launch that fails
+  /// when the binary has no code for the device; throws std::runtime_error naming the call.
+  explicit CudaBackend(int device = 0);
+  ~CudaBackend() override;
+
+  /// Returns "CUDA (<device name>)".
+  std::string name() const override;
+  /// Returns the device name as the driver reports it.
+  std::string deviceName() const;
+
+  /// C = A·B (or |A|·|B|) with cublasDgemm in round-to-nearest; k == 0 gives zeros.
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute = false) override;
+  /// Runs body on the host over [0, n) in chunks on std::threads; rethrows the first exception.
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override;
+
+  /// out[i] = unaryBody(op, x[i], model) for i < n.
+  void unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
+             std::int64_t n);
+  /// out[i] = binaryBody(op, x[i], y[yCount == 1 ? 0 : i], model) for i < n (yCount is n or 1:
+  /// a scalar right operand broadcasts).
+  void binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, ConstIntervalSpan y,
+              std::int64_t yCount, IntervalSpan out, std::int64_t n);
+  /// out[i] = storeBody(x[i], format) = roundOutward(x[i], format).
+  void store(Format format, ConstIntervalSpan x, IntervalSpan out, std::int64_t n);
+
+  /// Encloses every C[m×n] the candidate can compute as A[m×k]·B[k×n] for point matrices inside
+  /// the interval operands, in any order (midpoint–radius on three cuBLAS Dgemm calls, see
+  /// gpu/kernel_bodies.h).
+  void intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, IntervalSpan c, std::int64_t m,
+                      std::int64_t k, std::int64_t n, const MatmulModel& model);
+
+  /// Encloses every row sum (x is rows×cols, out has rows entries) the candidate can compute in
+  /// any order: directed-rounding tree reductions, then sumFinish (γ_(cols-1) term, overflow).
+  void rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
+              const SumModel& model);
+  /// Encloses every row maximum (exact: max is not rounded): [max lo, max hi] per row.
+  void rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> mImpl;
+};
+
+}  // namespace lossbound::gpu

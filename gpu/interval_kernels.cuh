@@ -1,0 +1,47 @@
+#pragma once
+// Launchers of the interval kernels (device-side code only: takes cudaStream_t). Each kernel
+// applies one body of gpu/kernel_bodies.h per element with a grid-stride loop; all launches are
+// asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/kernel_bodies.h"
+
+namespace lossbound::gpu {
+
+/// y[i] = |x[i]| for i < n.
+void launchAbs(const double* x, double* y, std::int64_t n, cudaStream_t stream);
+/// out = unaryBody(op, x, model) elementwise.
+void launchUnary(UnaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
+                 double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+/// out = binaryBody(op, x, y, model) elementwise; y broadcasts when yScalar.
+void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
+                  const double* ylo, const double* yhi, bool yScalar, double* olo, double* ohi,
+                  std::int64_t n, cudaStream_t stream);
+/// out = storeBody(x, format) elementwise.
+void launchStore(Format format, const double* xlo, const double* xhi, double* olo, double* ohi,
+                 std::int64_t n, cudaStream_t stream);
+/// Splits the left operand A[m×k] into mid (m×k), left = [|mid| | rad] (m×2k), mag = |mid|+rad.
+void launchSplitLeft(const double* lo, const double* hi, Format input, std::int64_t m,
+                     std::int64_t k, double* mid, double* left, double* mag, cudaStream_t stream);
+/// Splits the right operand B[k×n] into mid (k×n) and right = [rad ; |mid|+rad] (2k×n).
+void launchSplitRight(const double* lo, const double* hi, Format input, std::int64_t k,
+                      std::int64_t n, double* mid, double* right, cudaStream_t stream);
+/// out = matmulFinish(c, r, p, bound, storage) elementwise.
+void launchMatmulFinish(const double* c, const double* r, const double* p, MatmulBound bound,
+                        Format storage, double* olo, double* ohi, std::int64_t n,
+                        cudaStream_t stream);
+/// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then sumFinish.
+void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
+                  Format accumulation, Format storage, bool truncating, double* olo, double* ohi,
+                  cudaStream_t stream);
+/// Row maxima of x[rows×cols]: [max lo, max hi] per row.
+void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
+                  double* olo, double* ohi, cudaStream_t stream);
+/// Launches a one-thread kernel and waits for it: fails when the binary has no code for the
+/// device (cudaErrorNoKernelImageForDevice) or the device is unusable.
+void probeDevice(cudaStream_t stream);
+
+}  // namespace lossbound::gpu

@@ -1,0 +1,270 @@
+#pragma once
+// Kernel bodies: the per-element work of every CUDA interval kernel, as LB_HD inline functions
+// built only from the shared rules of core/interval. The .cu kernels call them on the device
+// (directed rounding = CUDA intrinsics); tests/gpu calls the very same functions on the host
+// (directed rounding = the exact emulation of core/interval/rounding.h), which is how the GPU code
+// is tested on machines without a GPU. Plain C++: no CUDA types, any compiler can include it.
+//
+// Invariants: every body returns an enclosure (never a NaN endpoint); an unknown or unbounded
+// operand gives a wider result, never a narrower one.
+
+#include "core/interval/elementary.h"
+#include "core/interval/hd.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/interval/rounding.h"
+
+namespace lossbound::gpu {
+
+/// Elementwise operations with one interval operand.
+enum class UnaryOp : int {
+  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu
+};
+/// Number of UnaryOp values (for tests and tables).
+inline constexpr int kUnaryOpCount = 14;
+
+/// Elementwise operations with two interval operands.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max };
+/// Number of BinaryOp values.
+inline constexpr int kBinaryOpCount = 6;
+
+/// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
+/// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of
+/// its implementation in ulps of the compute format (0 for the correctly rounded operations;
+/// core/ops' modelUlps(fn, compute) — published libm error + 1 — for transcendental functions).
+struct ElementwiseModel {
+  Format compute = Format::Fp64;
+  Format storage = Format::Fp64;
+  int ulps = 0;
+};
+
+/// Returns x widened outward by `ulps` ulps of f in relative terms, exactly as the CPU rules'
+/// ops::widenUlps (core/ops/op_support.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| + ulps·η_f)]
+/// with rel = 2·ulps·u_f·(1 + 2^-10) rounded up (ulp(y) <= 2u|y| + η for any y).
+LB_HD inline Interval widenUlps(Interval x, int ulps, Format f) {
+  x = sanitize(x);
+  if (isEmpty(x) || ulps <= 0) return x;
+  const double rel = mul_up(mul_up(2.0 * ulps, unitRoundoff(f)), 1.0 + 0x1p-10);
+  const double eta = mul_up(static_cast<double>(ulps), smallestSubnormal(f));
+  const double lo = sub_down(x.lo, add_up(mul_up(rel, ::fabs(x.lo)), eta));
+  const double hi = add_up(x.hi, add_up(mul_up(rel, ::fabs(x.hi)), eta));
+  return {lo, hi};
+}
+
+/// Returns the enclosure of what the candidate stores for an exact result in r: r widened by the
+/// implementation's ulps in the compute format, then rounded outward to the storage format (for
+/// ulps > 0 this is ops::libmEnclosure; RN in compute then in storage lies in the outward
+/// rounding to the coarser storage format, since the formats are nested).
+LB_HD inline Interval storeResult(Interval r, const ElementwiseModel& model) {
+  return roundOutward(widenUlps(r, model.ulps, model.compute), model.storage);
+}
+
+/// Arithmetic "in the compute format": every operation enclosed with directed rounding, then
+/// rounded outward to c, which encloses the correctly rounded result in c (the CPU activation
+/// rules' ops::nn::IntervalDomain, core/ops/nn_support.h, operation for operation).
+struct ComputeDomain {
+  Format c;
+  LB_HD Interval round(Interval x) const { return roundOutward(x, c); }
+  LB_HD Interval lit(double v) const { return round(point(v)); }
+  LB_HD Interval add(Interval a, Interval b) const { return round(lossbound::add(a, b)); }
+  LB_HD Interval sub(Interval a, Interval b) const { return round(lossbound::sub(a, b)); }
+  LB_HD Interval div(Interval a, Interval b) const { return round(lossbound::div(a, b)); }
+  /// exp in the candidate's libm: `ulps` ulps of c around the exact value, clamped at 0.
+  LB_HD Interval exp(Interval a, int ulps) const {
+    Interval e = widenUlps(lossbound::exp(a), ulps, c);
+    e.lo = ::fmax(e.lo, 0.0);
+    return round(e);
+  }
+  /// tanh in the candidate's libm: `ulps` ulps of c around the exact value, clamped to [-1, 1].
+  LB_HD Interval tanh(Interval a, int ulps) const {
+    return round(intersect(widenUlps(lossbound::tanh(a), ulps, c), Interval{-1.0, 1.0}));
+  }
+};
+
+/// Returns the exact-arithmetic interval extension of a unary op (before storage rounding).
+LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
+  const Interval one{1.0, 1.0};
+  switch (op) {
+    case UnaryOp::Neg: return lossbound::neg(x);
+    case UnaryOp::Abs: return lossbound::abs(x);
+    case UnaryOp::Sqr: return lossbound::sqr(x);
+    case UnaryOp::Sqrt: return lossbound::sqrt(x);
+    case UnaryOp::Rsqrt: return lossbound::div(one, lossbound::sqrt(x));
+    case UnaryOp::Reciprocal: return lossbound::div(one, x);
+    case UnaryOp::Exp: return lossbound::exp(x);
+    case UnaryOp::Expm1: return lossbound::expm1(x);
+    case UnaryOp::Log: return lossbound::log(x);
+    case UnaryOp::Log1p: return lossbound::log1p(x);
+    case UnaryOp::Tanh: return lossbound::tanh(x);
+    case UnaryOp::Erf: return lossbound::erf(x);
+    case UnaryOp::Sigmoid: return lossbound::sigmoid(x);
+    case UnaryOp::Relu: return lossbound::max(x, Interval{0.0, 0.0});
+  }
+  return entireInterval();
+}
+
+/// Returns the exact-arithmetic interval extension of a binary op (before storage rounding).
+LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
+  switch (op) {
+    case BinaryOp::Add: return lossbound::add(x, y);
+    case BinaryOp::Sub: return lossbound::sub(x, y);
+    case BinaryOp::Mul: return lossbound::mul(x, y);
+    case BinaryOp::Div: return lossbound::div(x, y);
+    case BinaryOp::Min: return lossbound::min(x, y);
+    case BinaryOp::Max: return lossbound::max(x, y);
+  }
+  return entireInterval();
+}
+
+/// Encloses every value the candidate can store for op(a), a in x. Sigmoid and tanh follow the
+/// CPU activation rules: sigmoid = 1 / (1 + exp(0 - x)) with every step in the compute format
+/// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1]; the others are the exact
+/// extension through storeResult (model.ulps are the function's own).
+LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
+  const ComputeDomain d{model.compute};
+  switch (op) {
+    case UnaryOp::Sigmoid:
+      return roundOutward(
+          d.div(d.lit(1.0), d.add(d.lit(1.0), d.exp(d.sub(d.lit(0.0), x), model.ulps))),
+          model.storage);
+    case UnaryOp::Tanh: return roundOutward(d.tanh(x, model.ulps), model.storage);
+    default: return storeResult(unaryExact(op, x), model);
+  }
+}
+
+/// Encloses every value the candidate can store for op(a, b), a in x, b in y.
+LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
+                                 const ElementwiseModel& model) {
+  return storeResult(binaryExact(op, x, y), model);
+}
+
+/// Encloses every value of format f that storing a value of x with round-to-nearest gives.
+LB_HD inline Interval storeBody(Interval x, Format f) { return roundOutward(x, f); }
+
+// ---- Midpoint–radius matrix product (Rump 1999; Revol–Théveny 2013) --------------------------
+// The interval product A·B is evaluated with three round-to-nearest binary64 GEMMs:
+//   C  = fl(mA · mB)                          (centre)
+//   R  = fl([|mA| rA] · [rB ; |mB| + rB])    (spread of the exact products: inner dimension 2k)
+//   P  = fl((|mA| + rA) · (|mB| + rB))        (magnitude bound of every product)
+// and then, per element, with directed rounding only (matmulFinish):
+//   rad = R/(1 - γ_2k) + (γ_k + γ_k^c) · P/(1 - γ_k) + underflow terms,   [C - rad, C + rad].
+// Why: |ÃB̃ - mA mB| <= |mA| rB + rA (|mB| + rB) (Rump 1999, Thm 2.1); the centre GEMM errs by
+// at most γ_k |mA||mB| + k η (Higham Thm 3.5 + one underflow per product); the candidate errs by
+// at most γ_k^c |Ã||B̃| + k η_c in any order (order-free dot-product bound); a non-negative RN
+// GEMM satisfies S <= (fl(S) + k η) / (1 - γ_k). No rounding mode is ever set inside cuBLAS.
+
+/// Splits [lo, hi] (first rounded outward to `input`, the format the candidate's GEMM reads)
+/// into a midpoint m (nearest) and a radius r (rounded up) with [lo, hi] ⊆ [m - r, m + r].
+/// Unbounded, empty or NaN operands give m = 0, r = +inf (the result is then unbounded).
+LB_HD inline void midRad(double lo, double hi, Format input, double* m, double* r) {
+  const Interval x = storeNearest(sanitize(Interval{lo, hi}), input);
+  const double inf = interval_detail::inf();
+  if (isEmpty(x) || x.lo == -inf || x.hi == inf) {
+    *m = 0.0;
+    *r = inf;
+    return;
+  }
+  if (x.lo == x.hi) {
+    *m = x.lo;
+    *r = 0.0;
+    return;
+  }
+  const double c = midpoint(x);
+  *m = c;
+  *r = interval_detail::fmax2(sub_up(c, x.lo), sub_up(x.hi, c));
+}
+
+/// Returns |m| + r rounded up (the magnitude bound of an operand in midpoint–radius form).
+LB_HD inline double magnitudeUp(double m, double r) { return add_up(m < 0.0 ? -m : m, r); }
+
+/// Returns γ_n = n u / (1 - n u) rounded up, 0 for n <= 0, +inf when n u >= 1 (Higham 2002,
+/// Lemma 3.1); the same bits as ops::gammaUp.
+LB_HD inline double gammaUp(double n, double u) {
+  if (n <= 0.0) return 0.0;
+  const double nu = mul_up(n, u);
+  if (!(nu < 1.0)) return interval_detail::inf();
+  return div_up(nu, sub_down(1.0, nu));
+}
+
+/// Per-product constants of matmulFinish, computed once per GEMM shape and precision model.
+struct MatmulBound {
+  double centreAndCandidateGamma;  ///< γ_k(binary64) + γ_k^c, rounded up
+  double pScale;                   ///< 1 / (1 - γ_k(binary64)), rounded up
+  double rScale;                   ///< 1 / (1 - γ_2k(binary64)), rounded up
+  double pEta;                     ///< k η(binary64): underflow of the P GEMM
+  double rEta;                     ///< 2k η(binary64): underflow of the R GEMM
+  double eta;                      ///< k (η(binary64) + η_c): underflow of centre and candidate
+};
+
+/// Returns the MatmulBound for inner dimension k and the candidate's accumulation unit roundoff
+/// and smallest subnormal (η_c); every constant is rounded up.
+LB_HD inline MatmulBound makeMatmulBound(double k, double accumulationRoundoff,
+                                         double accumulationSubnormal) {
+  const double u64 = 0x1p-53, eta64 = 0x1p-1074;
+  const double g64 = gammaUp(k, u64);
+  const double g64r = gammaUp(mul_up(2.0, k), u64);
+  const double gc = gammaUp(k, accumulationRoundoff);
+  MatmulBound b{};
+  b.centreAndCandidateGamma = add_up(g64, gc);
+  b.pScale = div_up(1.0, sub_down(1.0, g64));
+  b.rScale = div_up(1.0, sub_down(1.0, g64r));
+  b.pEta = mul_up(k, eta64);
+  b.rEta = mul_up(mul_up(2.0, k), eta64);
+  b.eta = mul_up(k, add_up(eta64, accumulationSubnormal));
+  return b;
+}
+
+/// Returns the enclosure [c - rad, c + rad] of every product the candidate can compute, from the
+/// round-to-nearest GEMM results c, r, p of one element (see the comment above), then rounded
+/// outward to the storage format. A NaN or infinite term gives the entire line.
+LB_HD inline Interval matmulFinish(double c, double r, double p, const MatmulBound& b,
+                                   Format storage) {
+  const double inf = interval_detail::inf();
+  const double rUp = mul_up(add_up(r, b.rEta), b.rScale);
+  const double pUp = mul_up(add_up(p, b.pEta), b.pScale);
+  const double rad = add_up(add_up(rUp, mul_up(b.centreAndCandidateGamma, pUp)), b.eta);
+  if (c != c || rad != rad || c == inf || c == -inf || rad == inf) return entireInterval();
+  return storeNearest(Interval{sub_down(c, rad), add_up(c, rad)}, storage);
+}
+
+// ---- Reductions (order-free) ------------------------------------------------------------------
+// Any order of add_down over the lower endpoints is a lower bound of the exact sum (and add_up of
+// the upper ones an upper bound), so a parallel tree reduction is as sound as a sequential loop.
+
+/// The running state of an order-free sum: the directed-rounding enclosure of Σ x and an upper
+/// bound of Σ|x| (the layout of ops::SumEnclosure).
+struct SumState {
+  Interval sum{0.0, 0.0};
+  double absSumUp = 0.0;
+};
+
+/// Adds one summand to a SumState (the same arithmetic as ops::accumulate).
+LB_HD inline void accumulate(SumState& s, Interval x) {
+  s.sum.lo = add_down(s.sum.lo, x.lo);
+  s.sum.hi = add_up(s.sum.hi, x.hi);
+  const double m = x.hi > -x.lo ? x.hi : -x.lo;
+  s.absSumUp = add_up(s.absSumUp, m);
+}
+
+/// Merges two partial SumStates (tree reductions); sound in any order.
+LB_HD inline SumState merge(SumState a, const SumState& b) {
+  a.sum.lo = add_down(a.sum.lo, b.sum.lo);
+  a.sum.hi = add_up(a.sum.hi, b.sum.hi);
+  a.absSumUp = add_up(a.absSumUp, b.absSumUp);
+  return a;
+}
+
+/// Encloses every result of summing n terms from the summands in any order and bracketing in
+/// accumulation format acc (2u when truncating), then storing in `store`: sum ± γ_(n−1)·Σ|x|
+/// (Higham 2002 eq. 4.4), the entire line when a partial sum may overflow acc. The same
+/// arithmetic as ops::roundedSumEnclosure.
+LB_HD inline Interval sumFinish(const SumState& s, double n, Format acc, Format store,
+                                bool truncating) {
+  const double u = unitRoundoff(acc) * (truncating ? 2.0 : 1.0);
+  const double e = (n <= 1.0 || s.absSumUp == 0.0) ? 0.0 : mul_up(gammaUp(n - 1.0, u), s.absSumUp);
+  if (!(add_up(s.absSumUp, e) < largestFinite(acc))) return entireInterval();
+  const Interval r{sub_down(s.sum.lo, e), add_up(s.sum.hi, e)};
+  return roundOutward(r, store);
+}
+
+}  // namespace lossbound::gpu

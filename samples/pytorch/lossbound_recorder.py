@@ -1,0 +1,747 @@
+"""Records a PyTorch training run into a Lossbound run file (HDF5).
+
+    from lossbound_recorder import RunRecorder
+
+    with RunRecorder("candidate.h5", run_name="ga4", role="candidate", step_fn=step) as rec:
+        for step_no, batch in enumerate(loader):
+            out = step(params, batch)                 # the SAME function the recorder traces
+            rec.log(step_no, out["loss"].item(), lr=lr)
+            rec.checkpoint(step_no, params, batch)    # before the optimizer changes params
+            ...optimizer update from out["grad:<name>"]...
+
+`step_fn(params, batch) -> dict` takes two dicts of name -> tensor and returns a dict of name ->
+tensor with at least "loss" (a 0-d floating tensor); usually also "grad:<name>" for every
+parameter, computed inside step_fn with torch.autograd.grad. checkpoint() traces step_fn with
+torch.fx.experimental.proxy_tensor.make_fx on the real tensors whenever the input names, shapes or
+dtypes are new, serialises the aten graph to the step-program IR and stores it once per distinct
+graph. The file layout and the IR are specified in docs/run-file-format.md.
+
+Works with PyTorch 1.13 (Debian's python3-torch) and h5py; no other dependency.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import operator
+import os
+import re
+import warnings
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import h5py
+import numpy as np
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+
+__all__ = [
+    "RunRecorder",
+    "RecorderError",
+    "RandomOpError",
+    "UnsupportedGraphError",
+    "trace_step_program",
+    "validate_program",
+    "tensor_to_dataset",
+    "dataset_to_tensor",
+    "RANDOM_OPS",
+    "FORMAT_VERSION",
+    "IR_VERSION",
+]
+
+FORMAT = "lossbound-run"
+FORMAT_VERSION = 1
+IR_FORMAT = "lossbound-step-program"
+IR_VERSION = 1
+
+# Base names (without overload, without a trailing "_" of in-place variants) of aten ops that
+# draw random numbers. Ops tagged `nondeterministic_seeded` by torch are refused as well.
+RANDOM_OPS = frozenset({
+    "native_dropout", "dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+    "_fused_dropout", "fused_dropout", "rand", "rand_like", "randn", "randn_like", "randint",
+    "randint_like", "randperm", "bernoulli", "normal", "uniform", "exponential", "geometric",
+    "log_normal", "cauchy", "random", "multinomial", "poisson", "binomial", "rrelu",
+    "rrelu_with_noise", "_standard_gamma", "_sample_dirichlet", "_fused_moving_avg_obs_fq_helper",
+})
+
+# torch dtype -> (name in files and in the IR, numpy storage dtype)
+_DTYPES: Dict[torch.dtype, Tuple[str, Any]] = {
+    torch.float64: ("float64", np.float64),
+    torch.float32: ("float32", np.float32),
+    torch.bfloat16: ("bfloat16", np.uint16),  # bit patterns: upper 16 bits of the fp32 value
+    torch.float16: ("float16", np.float16),
+    torch.int64: ("int64", np.int64),
+    torch.int32: ("int32", np.int32),
+    torch.int16: ("int16", np.int16),
+    torch.int8: ("int8", np.int8),
+    torch.uint8: ("uint8", np.uint8),
+    torch.bool: ("bool", np.uint8),
+}
+_DTYPE_BY_NAME = {name: dt for dt, (name, _) in _DTYPES.items()}
+
+_OP_NAME = re.compile(r"^aten\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$")
+
+
+class RecorderError(Exception):
+    """A run cannot be recorded as asked; the message says why and what to do."""
+
+
+class RandomOpError(RecorderError):
+    """The traced step program draws random numbers, so a replay could not reproduce it."""
+
+
+class UnsupportedGraphError(RecorderError):
+    """The traced graph contains something the step-program IR cannot express."""
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors <-> HDF5 datasets
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """Returns the file/IR name of a torch dtype ("float32", "bfloat16", ...)."""
+    try:
+        return _DTYPES[dtype][0]
+    except KeyError:
+        raise RecorderError(
+            f"dtype {dtype} is not supported by Lossbound run files (supported: "
+            f"{', '.join(n for n, _ in _DTYPES.values())})") from None
+
+
+def _tensor_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    if t.dtype == torch.bool:
+        return t.to(torch.uint8).numpy()
+    dtype_name(t.dtype)  # raises for unsupported dtypes
+    return t.numpy()
+
+
+def tensor_to_dataset(group: h5py.Group, name: str, t: torch.Tensor) -> h5py.Dataset:
+    """Stores tensor `t` as dataset `name` of `group` in its own dtype, with a `dtype` attribute.
+
+    bfloat16 is stored as uint16 bit patterns, bool as uint8. Tensors with at least one element
+    and one dimension are chunked and compressed with shuffle + gzip; 0-d tensors are 0-d datasets.
+    """
+    if not isinstance(t, torch.Tensor):
+        raise RecorderError(f"'{name}' is a {type(t).__name__}, expected a torch.Tensor")
+    data = _tensor_numpy(t)
+    if data.ndim > 0 and data.size > 0:
+        ds = group.create_dataset(name, data=data, chunks=True, shuffle=True,
+                                  compression="gzip", compression_opts=4)
+    else:
+        ds = group.create_dataset(name, data=data)
+    ds.attrs["dtype"] = dtype_name(t.dtype)
+    return ds
+
+
+def dataset_to_tensor(ds: h5py.Dataset) -> torch.Tensor:
+    """Reads a tensor dataset written by tensor_to_dataset back into a tensor of its dtype."""
+    name = ds.attrs["dtype"]
+    if isinstance(name, bytes):
+        name = name.decode()
+    dtype = _DTYPE_BY_NAME.get(name)
+    if dtype is None:
+        raise RecorderError(f"{ds.name}: unknown dtype attribute {name!r}")
+    data = np.array(ds[()])
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(data.astype(np.uint16).view(np.int16).copy()).view(torch.bfloat16)
+    if dtype == torch.bool:
+        return torch.from_numpy(data.astype(np.uint8)).to(torch.bool)
+    return torch.from_numpy(np.array(data, dtype=_DTYPES[dtype][1], order="C", copy=True))
+
+
+# --------------------------------------------------------------------------------------------
+# Tracing and the step-program IR
+
+
+def _spec(t: Any, where: str) -> Optional[Dict[str, Any]]:
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise UnsupportedGraphError(
+            f"{where} produced a {type(t).__name__}, not a tensor; the step-program IR only "
+            f"holds tensor values")
+    return {"shape": [int(s) for s in t.shape], "dtype": dtype_name(t.dtype)}
+
+
+def _random_op_message(node: torch.fx.Node, op: str) -> str:
+    return (f"the step program contains the random op {op} (node '{node.name}'). A replayed "
+            f"step must be deterministic, so Lossbound cannot record it. Make the recorded step "
+            f"deterministic: set dropout p=0 (or call model.eval() around the step) for the "
+            f"recorded run, and do not draw random numbers inside step_fn (pass any noise in as "
+            f"a batch tensor instead).")
+
+
+def _is_random(target: Any) -> bool:
+    packet = getattr(target, "overloadpacket", None)
+    base = getattr(packet, "__name__", "")
+    if base.rstrip("_") in RANDOM_OPS or base in RANDOM_OPS:
+        return True
+    tags = getattr(target, "tags", ()) or ()
+    return any(getattr(tag, "name", "") == "nondeterministic_seeded" for tag in tags)
+
+
+class _Capture(torch.fx.Interpreter):
+    """Runs a traced graph once and keeps every node's value (for output shapes and dtypes)."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        super().__init__(gm)
+        self.values: Dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        result = super().run_node(n)
+        self.values[n.name] = result
+        return result
+
+
+def _float_value(x: float) -> Any:
+    if math.isnan(x):
+        return {"float": "nan"}
+    if math.isinf(x):
+        return {"float": "inf" if x > 0 else "-inf"}
+    return x
+
+
+def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, torch.Tensor]],
+                                         Mapping[str, torch.Tensor]],
+                       params: Mapping[str, torch.Tensor],
+                       batch: Mapping[str, torch.Tensor]) -> Tuple[dict, Dict[str, torch.Tensor]]:
+    """Traces step_fn(params, batch) with make_fx and returns (IR dict, traced output values).
+
+    The inputs are copied first (params keep their requires_grad flag), so tracing never changes
+    the caller's tensors. Raises RandomOpError for random ops and UnsupportedGraphError for
+    anything the IR cannot express, naming the node.
+    """
+    p_in = {k: v.detach().clone().requires_grad_(v.requires_grad) for k, v in params.items()}
+    b_in = {k: v.detach().clone() for k, v in batch.items()}
+    out_keys: List[str] = []
+
+    def flat_step(p: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> List[torch.Tensor]:
+        out = step_fn(p, b)
+        if not isinstance(out, Mapping):
+            raise RecorderError(f"step_fn must return a dict of name -> tensor, got "
+                                f"{type(out).__name__}")
+        if "loss" not in out:
+            raise RecorderError("step_fn must return a dict with the key 'loss'")
+        out_keys.clear()
+        values = []
+        for key, val in out.items():
+            if not isinstance(key, str):
+                raise RecorderError(f"step_fn returned a non-string key {key!r}")
+            if not isinstance(val, torch.Tensor):
+                raise RecorderError(f"step_fn output '{key}' is a {type(val).__name__}, expected "
+                                    f"a tensor")
+            out_keys.append(key)
+            values.append(val)
+        return values
+
+    with torch.enable_grad():
+        gm = make_fx(flat_step)(p_in, b_in)
+
+    # Run the traced graph once on detached copies: every node's real output shapes and dtypes.
+    cap = _Capture(gm)
+    run_inputs = [v.detach().clone() for v in p_in.values()] + \
+                 [v.detach().clone() for v in b_in.values()]
+    with torch.no_grad():
+        results = cap.run(*run_inputs)
+    traced_out = dict(zip(out_keys, results))
+
+    names = [f"param:{k}" for k in p_in] + [f"batch:{k}" for k in b_in]
+    values_in = list(p_in.values()) + list(b_in.values())
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(names):
+        raise UnsupportedGraphError(f"the traced graph has {len(placeholders)} inputs, expected "
+                                    f"{len(names)} (params + batch)")
+    rename: Dict[str, str] = {n.name: nm for n, nm in zip(placeholders, names)}
+    getitems: Dict[str, Tuple[str, int]] = {}
+    multi = {n.name for n in graph.nodes if isinstance(cap.values.get(n.name), (tuple, list))}
+
+    def ref(n: torch.fx.Node, user: torch.fx.Node) -> Dict[str, Any]:
+        if n.name in getitems:
+            src, idx = getitems[n.name]
+            return {"ref": src, "index": idx}
+        if n.name in rename:
+            return {"ref": rename[n.name]}
+        if n.name in multi:
+            raise UnsupportedGraphError(f"node '{user.name}' uses the whole tuple returned by "
+                                        f"'{n.name}'; the IR only references single tensors")
+        return {"ref": n.name}
+
+    def arg(v: Any, node: torch.fx.Node) -> Any:
+        if isinstance(v, torch.fx.Node):
+            return ref(v, node)
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return int(v)
+        if isinstance(v, float):
+            return _float_value(v)
+        if isinstance(v, (list, tuple)):
+            return [arg(x, node) for x in v]
+        if isinstance(v, torch.dtype):
+            return {"dtype": dtype_name(v)}
+        if isinstance(v, torch.device):
+            return {"device": str(v)}
+        if isinstance(v, torch.layout):
+            return {"layout": str(v).replace("torch.", "")}
+        if isinstance(v, torch.memory_format):
+            return {"memory_format": str(v).replace("torch.", "")}
+        raise UnsupportedGraphError(
+            f"node '{node.name}' ({node.target}) has an argument of type {type(v).__name__} "
+            f"({v!r}) that the step-program IR cannot express")
+
+    nodes: List[dict] = []
+    outputs: List[dict] = []
+    for n in graph.nodes:
+        if n.op == "placeholder":
+            continue
+        if n.op == "get_attr":
+            raise UnsupportedGraphError(
+                f"node '{n.name}' is a tensor constant captured by the trace: a tensor that is "
+                f"not computed from step_fn's inputs, e.g. a module parameter or buffer used "
+                f"directly, or a torch.tensor(...) literal. Call the model through "
+                f"torch.nn.utils.stateless.functional_call(model, params, args) so its "
+                f"parameters are program inputs, pass other tensors in the batch dict, or build "
+                f"them inside step_fn with factory ops (torch.ones, torch.arange, ...)")
+        if n.op == "output":
+            flat = n.args[0]
+            if len(flat) != len(out_keys):
+                raise UnsupportedGraphError(f"the traced graph returns {len(flat)} values for "
+                                            f"{len(out_keys)} step_fn outputs")
+            for key, v in zip(out_keys, flat):
+                if not isinstance(v, torch.fx.Node):
+                    raise UnsupportedGraphError(f"step_fn output '{key}' is not a traced tensor")
+                outputs.append({"name": key, "ref": ref(v, n)})
+            continue
+        if n.op != "call_function":
+            raise UnsupportedGraphError(f"node '{n.name}' is a {n.op} node; make_fx graphs "
+                                        f"should only call aten ops")
+        if n.target is operator.getitem:
+            src, idx = n.args
+            if not isinstance(src, torch.fx.Node) or src.name in getitems or \
+                    src.op != "call_function" or not isinstance(idx, int):
+                raise UnsupportedGraphError(f"node '{n.name}': getitem on {src} cannot be "
+                                            f"expressed as a reference with an index")
+            getitems[n.name] = (src.name, idx)
+            continue
+        op = str(n.target)
+        if not isinstance(n.target, torch._ops.OpOverload) or not _OP_NAME.match(op):
+            raise UnsupportedGraphError(f"node '{n.name}' calls {op}, which is not an aten op "
+                                        f"overload")
+        if _is_random(n.target):
+            raise RandomOpError(_random_op_message(n, op))
+        val = cap.values.get(n.name)
+        where = f"node '{n.name}' ({op})"
+        if isinstance(val, (tuple, list)):
+            outs = [_spec(v, where) for v in val]
+        else:
+            outs = [_spec(val, where)]
+            tm = n.meta.get("tensor_meta")
+            if tm is not None and (list(tm.shape) != outs[0]["shape"] or tm.dtype != val.dtype):
+                raise UnsupportedGraphError(f"{where}: traced metadata {tuple(tm.shape)} "
+                                            f"{tm.dtype} disagrees with the value it computes")
+        nodes.append({
+            "name": n.name,
+            "op": op,
+            "args": [arg(a, n) for a in n.args],
+            "kwargs": {k: arg(v, n) for k, v in n.kwargs.items()},
+            "outputs": outs,
+        })
+
+    program = {
+        "format": IR_FORMAT,
+        "ir_version": IR_VERSION,
+        "torch_version": torch.__version__,
+        "inputs": [dict(name=nm, **_spec(t, nm)) for nm, t in zip(names, values_in)],
+        "nodes": nodes,
+        "outputs": outputs,
+    }
+    validate_program(program)
+    return program, traced_out
+
+
+def program_json(program: dict) -> str:
+    """The canonical JSON text of a program (what is stored and hashed)."""
+    return json.dumps(program, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def program_id(text: str) -> str:
+    """First 16 hex digits of the SHA-256 of the UTF-8 graph JSON."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def validate_program(p: Any) -> None:
+    """Checks a program dict against docs/run-file-format.md; raises ValueError saying where."""
+    def fail(msg: str) -> None:
+        raise ValueError(f"step program: {msg}")
+
+    if not isinstance(p, dict):
+        fail("not a JSON object")
+    for key in ("format", "ir_version", "torch_version", "inputs", "nodes", "outputs"):
+        if key not in p:
+            fail(f"missing key '{key}'")
+    if p["format"] != IR_FORMAT:
+        fail(f"format is {p['format']!r}, expected {IR_FORMAT!r}")
+    if p["ir_version"] != IR_VERSION or isinstance(p["ir_version"], bool):
+        fail(f"ir_version is {p['ir_version']!r}, this recorder supports {IR_VERSION}")
+    if not isinstance(p["torch_version"], str):
+        fail("torch_version is not a string")
+
+    def check_spec(s: Any, where: str) -> None:
+        if not isinstance(s, dict) or set(s) - {"name"} != {"shape", "dtype"}:
+            fail(f"{where}: expected {{shape, dtype}}, found {s!r}")
+        if not isinstance(s["shape"], list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in s["shape"]):
+            fail(f"{where}: bad shape {s['shape']!r}")
+        if s["dtype"] not in _DTYPE_BY_NAME:
+            fail(f"{where}: unknown dtype {s['dtype']!r}")
+
+    arity: Dict[str, List[Any]] = {}  # name -> output specs
+    if not isinstance(p["inputs"], list):
+        fail("inputs is not a list")
+    for i, inp in enumerate(p["inputs"]):
+        where = f"inputs[{i}]"
+        if not isinstance(inp, dict) or not isinstance(inp.get("name"), str):
+            fail(f"{where}: no name")
+        nm = inp["name"]
+        if not re.match(r"^(param|batch):[^/]+$", nm):
+            fail(f"{where}: name {nm!r} is not param:<name> or batch:<name>")
+        if nm in arity:
+            fail(f"{where}: duplicate name {nm!r}")
+        check_spec(inp, where)
+        arity[nm] = [inp]
+
+    def check_ref(v: dict, where: str) -> None:
+        if set(v) - {"ref", "index"}:
+            fail(f"{where}: reference with unexpected keys {sorted(v)}")
+        if not isinstance(v["ref"], str) or v["ref"] not in arity:
+            fail(f"{where}: reference to unknown or later value {v.get('ref')!r}")
+        idx = v.get("index", 0)
+        if not isinstance(idx, int) or isinstance(idx, bool) or \
+                not 0 <= idx < len(arity[v["ref"]]):
+            fail(f"{where}: index {idx!r} out of range for {v['ref']!r}")
+        if arity[v["ref"]][idx] is None:
+            fail(f"{where}: output {idx} of {v['ref']!r} is not a tensor")
+
+    tags = {"float": {"inf", "-inf", "nan"}, "dtype": set(_DTYPE_BY_NAME), "device": None,
+            "layout": None, "memory_format": None}
+
+    def check_value(v: Any, where: str) -> None:
+        if v is None or isinstance(v, (bool, int, str)):
+            return
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                fail(f"{where}: non-finite float not tagged")
+            return
+        if isinstance(v, list):
+            for j, x in enumerate(v):
+                check_value(x, f"{where}[{j}]")
+            return
+        if isinstance(v, dict):
+            if "ref" in v:
+                check_ref(v, where)
+                return
+            if len(v) == 1:
+                (k, x), = v.items()
+                if k in tags and isinstance(x, str) and (tags[k] is None or x in tags[k]):
+                    return
+            fail(f"{where}: unknown tagged value {v!r}")
+        fail(f"{where}: value of type {type(v).__name__} is not allowed")
+
+    if not isinstance(p["nodes"], list):
+        fail("nodes is not a list")
+    for i, n in enumerate(p["nodes"]):
+        where = f"nodes[{i}]"
+        if not isinstance(n, dict) or set(n) != {"name", "op", "args", "kwargs", "outputs"}:
+            fail(f"{where}: expected keys name, op, args, kwargs, outputs")
+        if not isinstance(n["name"], str) or not n["name"] or n["name"] in arity:
+            fail(f"{where}: missing or duplicate name {n.get('name')!r}")
+        where = f"node '{n['name']}'"
+        if not isinstance(n["op"], str) or not _OP_NAME.match(n["op"]):
+            fail(f"{where}: op {n['op']!r} is not aten.<op>.<overload>")
+        if not isinstance(n["args"], list) or not isinstance(n["kwargs"], dict):
+            fail(f"{where}: args must be a list and kwargs an object")
+        for j, a in enumerate(n["args"]):
+            check_value(a, f"{where} args[{j}]")
+        for k, a in n["kwargs"].items():
+            check_value(a, f"{where} kwargs[{k!r}]")
+        if not isinstance(n["outputs"], list) or not n["outputs"]:
+            fail(f"{where}: outputs must be a non-empty list")
+        for j, s in enumerate(n["outputs"]):
+            if s is not None:
+                check_spec(s, f"{where} outputs[{j}]")
+        arity[n["name"]] = n["outputs"]
+
+    if not isinstance(p["outputs"], list):
+        fail("outputs is not a list")
+    seen = set()
+    for i, o in enumerate(p["outputs"]):
+        if not isinstance(o, dict) or set(o) != {"name", "ref"} or not isinstance(o["name"], str):
+            fail(f"outputs[{i}]: expected {{name, ref}}")
+        if o["name"] in seen:
+            fail(f"outputs[{i}]: duplicate output name {o['name']!r}")
+        seen.add(o["name"])
+        if not isinstance(o["ref"], dict) or "ref" not in o["ref"]:
+            fail(f"outputs[{i}]: ref must be a reference object")
+        check_ref(o["ref"], f"output '{o['name']}'")
+    if "loss" not in seen:
+        fail("no output named 'loss'")
+    loss_ref = next(o["ref"] for o in p["outputs"] if o["name"] == "loss")
+    spec = arity[loss_ref["ref"]][loss_ref.get("index", 0)]
+    if spec["shape"] != [] or spec["dtype"] not in ("float64", "float32", "bfloat16", "float16"):
+        fail(f"output 'loss' must be a 0-d floating tensor, found {spec['shape']} "
+             f"{spec['dtype']}")
+
+
+# --------------------------------------------------------------------------------------------
+# The recorder
+
+
+def _device_description(t: torch.Tensor) -> str:
+    dev = t.device
+    if dev.type == "cuda":
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        return f"cuda:{idx} {torch.cuda.get_device_name(idx)}"
+    return str(dev)
+
+
+def _created() -> str:
+    """ISO 8601 UTC time of recording; $SOURCE_DATE_EPOCH (reproducible builds) overrides it."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc) if epoch
+            else datetime.datetime.now(datetime.timezone.utc))
+    return when.isoformat(timespec="seconds")
+
+
+def _create_file(path: str) -> h5py.File:
+    """Creates (truncates) an HDF5 file with HDF5 1.10 object formats (libver v110: far smaller
+    headers for thousands of small datasets; readable by HDF5 >= 1.10) and no object times."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_V110, h5py.h5f.LIBVER_V110)
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fcpl.set_obj_track_times(False)
+    fid = h5py.h5f.create(os.fsencode(path), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
+    return h5py.File(fid)
+
+
+def _group(parent: h5py.Group, name: str) -> h5py.Group:
+    """Creates a group without modification times, so identical runs give identical files."""
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_obj_track_times(False)
+    return h5py.Group(h5py.h5g.create(parent.id, name.encode("utf-8"), gcpl=gcpl))
+
+
+def _check_name(kind: str, name: Any) -> str:
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        raise RecorderError(f"{kind} name {name!r} cannot be an HDF5 dataset name (it must be a "
+                            f"non-empty string without '/')")
+    return name
+
+
+def _signature(params: Mapping[str, torch.Tensor], batch: Mapping[str, torch.Tensor]) -> tuple:
+    def sig(d: Mapping[str, torch.Tensor]) -> tuple:
+        return tuple((k, tuple(v.shape), v.dtype, v.requires_grad, str(v.device))
+                     for k, v in d.items())
+    return sig(params), sig(batch)
+
+
+class RunRecorder:
+    """Writes one training run to a Lossbound run file. Use it as a context manager.
+
+    path        the .h5 file to create. It is written as `<path>.partial` and renamed when the
+                recorder closes without an exception (after an exception the .partial file is left
+                for inspection). An existing file is refused unless overwrite=True.
+    run_name    a name for the run shown by Lossbound
+    role        "reference", "candidate" or anything else
+    step_fn     step_fn(params, batch) -> dict with at least "loss": the function the training
+                loop calls for every step. It is traced at checkpoints; the traced program must be
+                the program that ran, so call this very function in the training loop.
+    notes       free text stored in the file
+    """
+
+    def __init__(self, path: str, run_name: str, role: str,
+                 step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, torch.Tensor]],
+                                   Mapping[str, torch.Tensor]],
+                 overwrite: bool = False, notes: str = "", check_traced_loss: bool = True):
+        if not callable(step_fn):
+            raise RecorderError("step_fn must be callable: step_fn(params, batch) -> dict")
+        self.path = os.fspath(path)
+        self.partial_path = self.path + ".partial"
+        self.overwrite = overwrite
+        if os.path.exists(self.path) and not overwrite:
+            raise FileExistsError(f"{self.path} already exists; Lossbound run files are never "
+                                  f"overwritten unless you pass overwrite=True")
+        self.step_fn = step_fn
+        self.check_traced_loss = check_traced_loss
+        self._steps: List[int] = []
+        self._loss: List[float] = []
+        self._metrics: Dict[str, List[float]] = {}
+        self._checkpoints: set = set()
+        self._programs: Dict[tuple, str] = {}  # input signature -> program id
+        self._device_set = False
+        self._traced_loss: Optional[Tuple[int, float]] = None  # (step, loss) of the last trace
+        self._file: Optional[h5py.File] = _create_file(self.partial_path)
+        f = self._file
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+        f.attrs["run_name"] = str(run_name)
+        f.attrs["role"] = str(role)
+        f.attrs["framework"] = f"pytorch {torch.__version__}"
+        f.attrs["created"] = _created()
+        f.attrs["notes"] = str(notes)
+        f.attrs["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+        f.attrs["num_threads"] = np.int64(torch.get_num_threads())
+        f.attrs["recorder"] = "lossbound_recorder.py (ir_version 1)"
+        for name in ("log", "programs", "checkpoints"):
+            _group(f, name)
+
+    # -- context manager --------------------------------------------------------------------
+    def __enter__(self) -> "RunRecorder":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(success=exc_type is None)
+
+    def close(self, success: bool = True) -> None:
+        """Writes the log and finishes the file (renamed from .partial when success)."""
+        if self._file is None:
+            return
+        f, self._file = self._file, None
+        try:
+            if not self._device_set:
+                f.attrs["device"] = "cpu"  # nothing was checkpointed
+            self._write_log(f)
+        finally:
+            f.close()
+        if not success:
+            warnings.warn(f"recording stopped by an exception; the incomplete run file is left at "
+                          f"{self.partial_path}")
+            return
+        if os.path.exists(self.path) and not self.overwrite:
+            raise FileExistsError(f"{self.path} appeared while recording; the run is in "
+                                  f"{self.partial_path}")
+        os.replace(self.partial_path, self.path)
+
+    def _write_log(self, f: h5py.File) -> None:
+        log = f["log"]
+        log.create_dataset("step", data=np.asarray(self._steps, dtype=np.int64))
+        log.create_dataset("loss", data=np.asarray(self._loss, dtype=np.float64))
+        for name, values in self._metrics.items():
+            log.create_dataset(name, data=np.asarray(values, dtype=np.float64))
+        missing = sorted(self._checkpoints - set(self._steps))
+        if missing:
+            warnings.warn(f"checkpoints without a logged loss at steps {missing[:10]}: Lossbound "
+                          f"needs the logged loss of every analysed step")
+
+    # -- recording --------------------------------------------------------------------------
+    def _require_open(self) -> h5py.File:
+        if self._file is None:
+            raise RecorderError("the recorder is closed")
+        return self._file
+
+    def log(self, step: int, loss: Any, **metrics: Any) -> None:
+        """Logs the loss the run reported at `step` (and any extra scalar metrics).
+
+        Steps must be strictly increasing. A metric missing at some logged step is stored as NaN.
+        """
+        self._require_open()
+        step = int(step)
+        if self._steps and step <= self._steps[-1]:
+            raise RecorderError(f"log steps must be strictly increasing: step {step} after "
+                                f"{self._steps[-1]}")
+        for name in metrics:
+            _check_name("metric", name)
+            if name in ("step", "loss"):
+                raise RecorderError(f"'{name}' is reserved in /log; use another metric name")
+        n = len(self._steps)
+        self._steps.append(step)
+        self._loss.append(float(loss))
+        if self._traced_loss is not None and self._traced_loss[0] == step:
+            self._compare_traced_loss(step, self._loss[-1], self._traced_loss[1])
+        for name, value in metrics.items():
+            col = self._metrics.setdefault(name, [math.nan] * n)
+            col.append(float(value))
+        for name, col in self._metrics.items():
+            if len(col) < n + 1:
+                col.append(math.nan)
+
+    def checkpoint(self, step: int, params: Mapping[str, torch.Tensor],
+                   batch: Mapping[str, torch.Tensor]) -> str:
+        """Stores the step program's inputs at `step` and returns the id of its program.
+
+        params: the parameters the step ran on (before the optimizer update); batch: the
+        step's inputs. Traces step_fn when the names, shapes, dtypes or devices are new.
+        """
+        f = self._require_open()
+        step = int(step)
+        if step in self._checkpoints:
+            raise RecorderError(f"step {step} already has a checkpoint")
+        for kind, d in (("param", params), ("batch", batch)):
+            if not isinstance(d, Mapping) or not d and kind == "param":
+                raise RecorderError(f"checkpoint({step}): {kind}s must be a non-empty dict of "
+                                    f"name -> tensor")
+            for k, v in d.items():
+                _check_name(kind, k)
+                if not isinstance(v, torch.Tensor):
+                    raise RecorderError(f"checkpoint({step}): {kind} '{k}' is a "
+                                        f"{type(v).__name__}, expected a tensor")
+                dtype_name(v.dtype)
+        params, batch = dict(params), dict(batch)
+        sig = _signature(params, batch)
+        pid = self._programs.get(sig)
+        if pid is None:
+            pid = self._trace(step, params, batch)
+            self._programs[sig] = pid
+        if not self._device_set:
+            f.attrs["device"] = _device_description(next(iter(params.values())))
+            self._device_set = True
+        g = _group(f["checkpoints"], str(step))
+        g.attrs["step"] = np.int64(step)
+        g.attrs["program"] = pid
+        gp, gb = _group(g, "params"), _group(g, "batch")
+        for k, v in params.items():
+            tensor_to_dataset(gp, k, v)
+        for k, v in batch.items():
+            tensor_to_dataset(gb, k, v)
+        self._checkpoints.add(step)
+        return pid
+
+    def _compare_traced_loss(self, step: int, logged: float, traced: float) -> None:
+        if self.check_traced_loss and not math.isclose(logged, traced, rel_tol=1e-3,
+                                                       abs_tol=1e-12):
+            warnings.warn(
+                f"step {step}: the traced step program computes loss {traced!r} but the run "
+                f"logged {logged!r}. Is step_fn the function the training loop calls, with the "
+                f"same params and batch, and is the loss logged before the optimizer update? "
+                f"Lossbound's self-check will fail on this run.", RuntimeWarning)
+
+    def _trace(self, step: int, params: Dict[str, torch.Tensor],
+               batch: Dict[str, torch.Tensor]) -> str:
+        f = self._require_open()
+        program, traced_out = trace_step_program(self.step_fn, params, batch)
+        text = program_json(program)
+        pid = program_id(text)
+        traced = float(traced_out["loss"])
+        self._traced_loss = (step, traced)
+        if self._steps and self._steps[-1] == step:
+            self._compare_traced_loss(step, self._loss[-1], traced)
+        precision = torch.get_float32_matmul_precision()
+        if precision != f.attrs["float32_matmul_precision"]:
+            warnings.warn(f"float32_matmul_precision changed to {precision!r} during the run")
+            f.attrs["float32_matmul_precision"] = precision
+        if pid not in f["programs"]:
+            g = _group(f["programs"], pid)
+            g.attrs["ir_version"] = np.int64(IR_VERSION)
+            g.attrs["inputs"] = json.dumps([i["name"] for i in program["inputs"]])
+            g.attrs["outputs"] = json.dumps([o["name"] for o in program["outputs"]])
+            g.attrs["op_count"] = np.int64(len(program["nodes"]))
+            g.create_dataset("graph", data=text, dtype=h5py.string_dtype("utf-8"))
+        return pid

@@ -1,0 +1,145 @@
+// Activation op rules (relu threshold_backward gelu gelu_backward silu silu_backward sigmoid
+// sigmoid_backward tanh tanh_backward): per op and precision, 1,000 random cases (shapes with
+// size-0 and size-1 dims, wide value ranges, point and interval inputs) with zero escapes from
+// the interval rule, |random − point| ≤ localError, and vjp against finite differences.
+#include <QtTest>
+
+#include "tests/core/ops/nn_test_util.h"
+
+using namespace lossbound;
+using namespace lossbound::test;
+using namespace lossbound::test::nn;
+
+namespace {
+
+double spreadFor(Format f) { return f == Format::Fp16 ? 4.0 : 12.0; }
+
+CaseMaker unary(const std::string& op, std::vector<IrValue> extra = {},
+                std::map<std::string, IrValue> kwargs = {}) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c;
+    c.op = op;
+    c.precision = modelFor(std::nullopt);
+    const DType t = dtypeFor(f);
+    const Shape s = randomShape(static_cast<int>(rng() % 4), rng);
+    // Half the cases near the interesting range (|x| ≲ 8), half with a wide dynamic range.
+    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 8.0) : values(s, t, iv, rng, spreadFor(f)));
+    c.args.push_back(in(0));
+    for (const auto& e : extra) c.args.push_back(e);
+    c.kwargs = kwargs;
+    c.outDtypes = {t};
+    return c;
+  };
+}
+
+/// Backward ops (grad, v): v is the forward input, or the forward output when `outputRange` > 0
+/// (values uniform in [outputLo, outputRange]).
+CaseMaker binary(const std::string& op, double outputLo, double outputHi,
+                 std::vector<IrValue> extra = {}, std::map<std::string, IrValue> kwargs = {}) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c;
+    c.op = op;
+    c.precision = modelFor(std::nullopt);
+    const DType t = dtypeFor(f);
+    const Shape s = randomShape(static_cast<int>(rng() % 4), rng);
+    const Shape sx = rng() % 4 == 0 ? broadcastableTo(s, rng) : s;
+    c.inputs.push_back(values(s, t, iv, rng, spreadFor(f)));
+    if (outputHi > outputLo) {
+      const double a = 0.5 * (outputHi - outputLo), m = 0.5 * (outputHi + outputLo);
+      c.inputs.push_back(uniform(sx, t, iv, rng, a, m));
+    } else {
+      c.inputs.push_back(rng() % 2 ? uniform(sx, t, iv, rng, 8.0) : values(sx, t, iv, rng, spreadFor(f)));
+    }
+    c.args = {in(0), in(1)};
+    for (const auto& e : extra) c.args.push_back(e);
+    c.kwargs = kwargs;
+    c.outDtypes = {t};
+    return c;
+  };
+}
+
+/// Moderate values for finite differences (|x| ≤ 3).
+CaseMaker forVjp(CaseMaker m) {
+  return [m](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c = m(f, iv, rng);
+    for (auto& x : c.inputs) {
+      std::vector<double> v(static_cast<std::size_t>(x.numel()));
+      std::uniform_real_distribution<double> u(-3.0, 3.0);
+      for (double& e : v) e = u(rng);
+      x = Tensor::point(x.shape(), x.dtype(), v);
+    }
+    return c;
+  };
+}
+
+IrValue str(const std::string& s) {
+  IrValue v;
+  v.kind = IrValue::Kind::String;
+  v.stringValue = s;
+  return v;
+}
+
+}  // namespace
+
+class TestActivationOps : public QObject {
+  Q_OBJECT
+ private slots:
+  void relu() {
+    checkAllFormats("relu", unary("aten.relu.default"));
+    checkVjpCases("relu", forVjp(unary("aten.relu.default")));
+  }
+  void thresholdBackward() {
+    const auto m = binary("aten.threshold_backward.default", 0, 0, {num(0.0)});
+    checkAllFormats("threshold_backward", m);
+    checkVjpCases("threshold_backward", forVjp(m));
+  }
+  void sigmoid() {
+    checkAllFormats("sigmoid", unary("aten.sigmoid.default"));
+    checkVjpCases("sigmoid", forVjp(unary("aten.sigmoid.default")));
+  }
+  void tanh() {
+    checkAllFormats("tanh", unary("aten.tanh.default"));
+    checkVjpCases("tanh", forVjp(unary("aten.tanh.default")));
+  }
+  void silu() {
+    checkAllFormats("silu", unary("aten.silu.default"));
+    checkVjpCases("silu", forVjp(unary("aten.silu.default")));
+  }
+  void gelu() {
+    checkAllFormats("gelu(none)", unary("aten.gelu.default"));
+    checkAllFormats("gelu(tanh)", unary("aten.gelu.default", {}, {{"approximate", str("tanh")}}));
+    checkVjpCases("gelu(none)", forVjp(unary("aten.gelu.default")));
+    checkVjpCases("gelu(tanh)", forVjp(unary("aten.gelu.default", {str("tanh")})));
+  }
+  void sigmoidBackward() {
+    const auto m = binary("aten.sigmoid_backward.default", 0.0, 1.0);
+    checkAllFormats("sigmoid_backward", m);
+    checkVjpCases("sigmoid_backward", forVjp(m));
+  }
+  void tanhBackward() {
+    const auto m = binary("aten.tanh_backward.default", -1.0, 1.0);
+    checkAllFormats("tanh_backward", m);
+    checkVjpCases("tanh_backward", forVjp(m));
+  }
+  void siluBackward() {
+    const auto m = binary("aten.silu_backward.default", 0, 0);
+    checkAllFormats("silu_backward", m);
+    checkVjpCases("silu_backward", forVjp(m));
+  }
+  void geluBackward() {
+    const auto none = binary("aten.gelu_backward.default", 0, 0);
+    const auto tanh = binary("aten.gelu_backward.default", 0, 0, {}, {{"approximate", str("tanh")}});
+    checkAllFormats("gelu_backward(none)", none);
+    checkAllFormats("gelu_backward(tanh)", tanh);
+    checkVjpCases("gelu_backward(none)", forVjp(none));
+    checkVjpCases("gelu_backward(tanh)", forVjp(tanh));
+  }
+  void badApproximateIsAnError() {
+    std::mt19937_64 rng(2);
+    const OpCase c = unary("aten.gelu.default", {str("erf")})(Format::Fp32, false, rng);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestActivationOps)
+#include "test_activation_ops.moc"

@@ -1,0 +1,304 @@
+// Elementwise op rules: zero escapes of the randomized executor from the interval rule per op and
+// per precision (fp64, fp32, bf16, fp16) over random shapes with size-0 and size-1 broadcast dims
+// and wide value ranges; adjoints against finite differences; local errors against observed
+// rounding.
+#include <QtTest>
+
+#include <functional>
+#include <random>
+
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
+using namespace lossbound;
+using namespace lossbound::test;
+
+namespace {
+
+const Format kFormats[] = {Format::Fp64, Format::Fp32, Format::Bf16, Format::Fp16};
+
+/// How the inputs of an op are drawn.
+enum class Domain { Any, Positive, Small, Bool };
+
+struct OpSpec {
+  std::string op;
+  int tensors;                         // number of float tensor inputs (broadcast together)
+  Domain domain;
+  std::function<std::vector<IrValue>(std::mt19937_64&)> extraArgs;  // after the tensor refs
+  bool boolOut = false;
+  bool smooth = true;                  // finite differences meaningful
+};
+
+double spreadFor(Format f, Domain d) {
+  if (d == Domain::Small) return 2.0;
+  return f == Format::Fp16 ? 5.0 : 20.0;
+}
+
+Tensor makeInput(const Shape& s, DType t, Domain d, Format f, bool asInterval, std::mt19937_64& rng) {
+  if (d == Domain::Bool) {
+    Tensor p = randomPoint(s, DType::Bool, rng);
+    if (!asInterval) return p;
+    std::vector<double> lo(p.values().begin(), p.values().end()), hi = lo;
+    for (std::size_t i = 0; i < lo.size(); ++i)
+      if (rng() % 3 == 0) { lo[i] = 0; hi[i] = 1; }
+    return Tensor::interval(s, DType::Bool, lo, hi);
+  }
+  Tensor x = asInterval ? randomInterval(s, t, rng, 1e-3, spreadFor(f, d))
+                        : randomPoint(s, t, rng, spreadFor(f, d));
+  if (d != Domain::Positive) return x;
+  std::vector<double> lo(x.lo().begin(), x.lo().end()), hi(x.hi().begin(), x.hi().end());
+  for (std::size_t i = 0; i < lo.size(); ++i)
+    if (hi[i] < 0) {
+      const double l = -hi[i], h = -lo[i];
+      lo[i] = l;
+      hi[i] = h;
+    }
+  return x.isInterval() ? Tensor::interval(s, t, lo, hi) : Tensor::point(s, t, lo);
+}
+
+std::vector<OpSpec> specs() {
+  auto none = [](std::mt19937_64&) { return std::vector<IrValue>{}; };
+  auto scalarArg = [](std::mt19937_64& rng) {
+    const double choices[] = {2.0, 0.1, -3.5, 1e-5, 0.4, 16777216.0};
+    return std::vector<IrValue>{num(choices[rng() % 6])};
+  };
+  std::vector<OpSpec> s;
+  for (const char* op : {"aten.add.Tensor", "aten.sub.Tensor", "aten.add_.Tensor"})
+    s.push_back({op, 2, Domain::Any, [](std::mt19937_64& rng) {
+                   if (rng() % 2) return std::vector<IrValue>{};
+                   return std::vector<IrValue>{num(rng() % 2 ? 0.3 : -2.0)};
+                 }});
+  for (const char* op : {"aten.mul.Tensor", "aten.mul_.Tensor", "aten.div.Tensor", "aten.maximum.default", "aten.minimum.default"})
+    s.push_back({op, 2, Domain::Any, none, false, std::string(op).find("imum") == std::string::npos});
+  for (const char* op : {"aten.add.Scalar", "aten.sub.Scalar", "aten.mul.Scalar", "aten.div.Scalar", "aten.rsub.Scalar"})
+    s.push_back({op, 1, Domain::Any, scalarArg});
+  s.push_back({"aten.rsub.Tensor", 2, Domain::Any, none});
+  for (const char* op : {"aten.neg.default", "aten.reciprocal.default"})
+    s.push_back({op, 1, Domain::Any, none});
+  s.push_back({"aten.abs.default", 1, Domain::Any, none, false, false});
+  for (const char* op : {"aten.sqrt.default", "aten.rsqrt.default", "aten.log.default"})
+    s.push_back({op, 1, Domain::Positive, none});
+  s.push_back({"aten.exp.default", 1, Domain::Small, none});
+  s.push_back({"aten.pow.Tensor_Scalar", 1, Domain::Positive, [](std::mt19937_64& rng) {
+                 const double e[] = {2.0, 3.0, 0.5, -1.0, -2.0, 1.5, -0.5};
+                 return std::vector<IrValue>{num(e[rng() % 7])};
+               }});
+  s.push_back({"aten.pow.Tensor_Tensor", 2, Domain::Small, none});
+  for (const char* op : {"aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.gt.Tensor",
+                         "aten.le.Tensor", "aten.ge.Tensor"})
+    s.push_back({op, 2, Domain::Any, none, true, false});
+  for (const char* op : {"aten.eq.Scalar", "aten.lt.Scalar", "aten.ge.Scalar"})
+    s.push_back({op, 1, Domain::Any, scalarArg, true, false});
+  s.push_back({"aten.clamp.default", 1, Domain::Any,
+               [](std::mt19937_64&) { return std::vector<IrValue>{num(-0.5), num(0.7)}; }, false, false});
+  s.push_back({"aten.clamp_min.default", 1, Domain::Any,
+               [](std::mt19937_64&) { return std::vector<IrValue>{num(0.1)}; }, false, false});
+  return s;
+}
+
+/// Builds a random case of `spec` in format f: shapes broadcast against each other.
+OpCase makeCase(const OpSpec& spec, Format f, std::mt19937_64& rng, bool intervals) {
+  OpCase c;
+  c.op = spec.op;
+  c.precision = modelFor(std::nullopt);
+  const DType t = dtypeFor(f);
+  const Shape full = randomShape(static_cast<int>(rng() % 4), rng);
+  std::vector<Shape> shapes{full};
+  for (int k = 1; k < spec.tensors; ++k) shapes.push_back(broadcastableTo(full, rng));
+  if (rng() % 2) std::swap(shapes.front(), shapes.back());
+  Domain d = spec.domain;
+  if (spec.op == "aten.pow.Tensor_Tensor") d = Domain::Positive;
+  for (int k = 0; k < spec.tensors; ++k) {
+    const Domain dk = (spec.op == "aten.pow.Tensor_Tensor" && k == 1) ? Domain::Small : d;
+    c.inputs.push_back(makeInput(shapes[static_cast<std::size_t>(k)], t, dk, f, intervals, rng));
+    c.args.push_back(in(k));
+  }
+  if (spec.op == "aten.pow.Tensor_Tensor" || spec.op == "aten.exp.default") {
+    // keep exponents moderate so results stay finite in every format
+    for (auto& x : c.inputs) {
+      std::vector<double> lo(x.lo().begin(), x.lo().end()), hi(x.hi().begin(), x.hi().end());
+      for (std::size_t i = 0; i < lo.size(); ++i) {
+        lo[i] = std::ldexp(lo[i], -2);
+        hi[i] = std::ldexp(hi[i], -2);
+      }
+      x = x.isInterval() ? Tensor::interval(x.shape(), t, lo, hi) : Tensor::point(x.shape(), t, lo);
+    }
+  }
+  auto extra = spec.extraArgs(rng);
+  if (spec.op.find("add") != std::string::npos || spec.op.find("sub") != std::string::npos) {
+    if (!extra.empty() && spec.tensors == 2) c.kwargs["alpha"] = extra[0];
+    else for (auto& e : extra) c.args.push_back(e);
+  } else {
+    for (auto& e : extra) c.args.push_back(e);
+  }
+  c.outDtypes = {spec.boolOut ? DType::Bool : t};
+  return c;
+}
+
+}  // namespace
+
+class TestElementwiseOps : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void registryNamesEveryOp() {
+    for (const OpSpec& s : specs()) QVERIFY2(opRegistry().find(s.op), s.op.c_str());
+    for (const char* op : {"aten.bitwise_not.default", "aten.logical_not.default", "aten.where.self",
+                           "aten.masked_fill.Scalar", "aten.masked_fill.Tensor", "aten.div_.Tensor"})
+      QVERIFY2(opRegistry().find(op), op);
+    QVERIFY(opRegistry().find("aten.not_an_op.default") == nullptr);
+  }
+
+  void enclosureEveryOpEveryFormat() {
+    std::mt19937_64 rng(1234);
+    for (const OpSpec& spec : specs()) {
+      for (Format f : kFormats) {
+        int trials = 0;
+        double width = 0, spread = 0;
+        for (int caseNo = 0; trials < 1000; ++caseNo) {
+          const OpCase c = makeCase(spec, f, rng, caseNo % 2 == 0);
+          const EnclosureReport r = checkEnclosure(c, 25, rng);
+          QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+          trials += r.trials;
+          width += r.widthSum;
+          spread += r.spreadSum;
+        }
+        QVERIFY(trials >= 1000);
+      }
+    }
+  }
+
+  void adjointsMatchFiniteDifferences() {
+    std::mt19937_64 rng(99);
+    for (const OpSpec& spec : specs()) {
+      if (!spec.smooth) continue;
+      for (int k = 0; k < 6; ++k) {
+        OpCase c = makeCase(spec, Format::Fp64, rng, false);
+        // finite differences need moderate values
+        for (auto& x : c.inputs) {
+          std::vector<double> v(x.values().begin(), x.values().end());
+          for (double& e : v)
+            if (e != 0) e = std::ldexp(e, -std::ilogb(e));  // keep the sign, magnitude in [1, 2)
+          x = Tensor::point(x.shape(), x.dtype(), v);
+        }
+        const VjpReport r = checkVjp(c, rng);
+        QVERIFY2(r.maxRelError < 1e-6, (r.where + " err " + std::to_string(r.maxRelError)).c_str());
+      }
+    }
+  }
+
+  void localErrorBoundsObservedRounding() {
+    std::mt19937_64 rng(7);
+    for (const OpSpec& spec : specs()) {
+      for (Format f : kFormats) {
+        for (int k = 0; k < 8; ++k) {
+          const OpCase c = makeCase(spec, f, rng, false);
+          const LocalErrorReport r = checkLocalError(c, 10, rng);
+          QVERIFY2(r.violations == 0, r.first.c_str());
+        }
+      }
+    }
+  }
+
+  void comparisonsOfOverlappingIntervalsAreUncertain() {
+    OpCase c;
+    c.op = "aten.lt.Tensor";
+    c.args = {in(0), in(1)};
+    c.outDtypes = {DType::Bool};
+    c.inputs = {Tensor::interval({2}, DType::Float32, {0.0, 0.0}, {1.0, 1.0}),
+                Tensor::interval({2}, DType::Float32, {0.5, 2.0}, {0.6, 3.0})};
+    std::mt19937_64 rng(1);
+    const EnclosureReport r = checkEnclosure(c, 200, rng);
+    QCOMPARE(r.escapes, 0);
+    // the first pair overlaps: both outcomes occur and the result must be [0, 1]
+    QVERIFY(r.spreadSum >= 1.0);
+  }
+
+  void whereAndMaskedFillWithUncertainConditions() {
+    std::mt19937_64 rng(5);
+    for (Format f : kFormats) {
+      for (int k = 0; k < 40; ++k) {
+        const DType t = dtypeFor(f);
+        const Shape s = randomShape(static_cast<int>(rng() % 3), rng);
+        OpCase w;
+        w.op = "aten.where.self";
+        w.args = {in(0), in(1), in(2)};
+        w.outDtypes = {t};
+        w.inputs = {makeInput(broadcastableTo(s, rng), DType::Bool, Domain::Bool, f, k % 2 == 0, rng),
+                    makeInput(s, t, Domain::Any, f, true, rng),
+                    makeInput(broadcastableTo(s, rng), t, Domain::Any, f, false, rng)};
+        EnclosureReport r = checkEnclosure(w, 25, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        OpCase m;
+        m.op = k % 4 == 0 ? "aten.masked_fill.Tensor" : "aten.masked_fill.Scalar";
+        m.outDtypes = {t};
+        m.inputs = {makeInput(s, t, Domain::Any, f, true, rng),
+                    makeInput(broadcastableTo(s, rng), DType::Bool, Domain::Bool, f, true, rng)};
+        if (k % 4 == 0) {
+          m.inputs.push_back(Tensor::scalar(-1e4, t));
+          m.args = {in(0), in(1), in(2)};
+        } else {
+          m.args = {in(0), in(1), num(k % 2 ? -__builtin_huge_val() : 0.1)};
+        }
+        r = checkEnclosure(m, 25, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        QVERIFY2(checkVjp(m, rng).maxRelError < 1e-6, m.op.c_str());
+      }
+    }
+  }
+
+  void logicalOps() {
+    std::mt19937_64 rng(3);
+    for (const char* op : {"aten.bitwise_not.default", "aten.logical_not.default"}) {
+      for (int k = 0; k < 40; ++k) {
+        OpCase c;
+        c.op = op;
+        c.args = {in(0)};
+        c.outDtypes = {DType::Bool};
+        c.inputs = {makeInput(randomShape(2, rng), DType::Bool, Domain::Bool, Format::Fp32, k % 2, rng)};
+        const EnclosureReport r = checkEnclosure(c, 25, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      }
+    }
+    // bitwise_not of an int64 tensor is ~x
+    OpCase c;
+    c.op = "aten.bitwise_not.default";
+    c.args = {in(0)};
+    c.outDtypes = {DType::Int64};
+    c.inputs = {Tensor::point({3}, DType::Int64, {0, 5, -1})};
+    std::mt19937_64 r2(1);
+    QCOMPARE(checkEnclosure(c, 5, r2).escapes, 0);
+  }
+
+  void scalarDivisionMayUseTheReciprocal() {
+    // x / 10 in fp32: a kernel computing x * RN(1/10) differs from RN(x/10) for some x; the
+    // interval must hold both (PyTorch's CUDA div_true_kernel multiplies by the reciprocal).
+    OpCase c;
+    c.op = "aten.div.Scalar";
+    c.args = {in(0), num(10.0)};
+    c.outDtypes = {DType::Float32};
+    std::vector<double> v;
+    for (int i = 1; i <= 200; ++i) v.push_back(static_cast<double>(static_cast<float>(i * 0.37)));
+    c.inputs = {Tensor::point({200}, DType::Float32, v)};
+    std::mt19937_64 rng(11);
+    const EnclosureReport r = checkEnclosure(c, 200, rng);
+    QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+  }
+
+  void unsupportedDivisionModeIsAnError() {
+    OpCase c;
+    c.op = "aten.div.Tensor_mode";
+    c.args = {in(0), in(1)};
+    IrValue mode;
+    mode.kind = IrValue::Kind::String;
+    mode.stringValue = "floor";
+    c.kwargs["rounding_mode"] = mode;
+    c.outDtypes = {DType::Float32};
+    c.inputs = {Tensor::scalar(1.0, DType::Float32), Tensor::scalar(2.0, DType::Float32)};
+    std::mt19937_64 rng(1);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestElementwiseOps)
+#include "test_elementwise_ops.moc"

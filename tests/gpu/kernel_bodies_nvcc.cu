@@ -1,0 +1,40 @@
+// The host side of a CUDA translation unit: the kernel bodies as nvcc compiles them
+// (__host__ __device__, host pass). A trivial kernel keeps the device pass honest too: the same
+// bodies must also compile for the device in this unit.
+#include "tests/gpu/kernel_bodies_nvcc.h"
+
+namespace lossbound::gpu::test {
+
+__global__ void unaryBodyKernel(UnaryOp op, ElementwiseModel model, const Interval* x,
+                                Interval* out) {
+  out[threadIdx.x] = unaryBody(op, x[threadIdx.x], model);
+}
+
+Interval nvccUnaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
+  return unaryBody(op, x, model);
+}
+
+Interval nvccBinaryBody(BinaryOp op, Interval x, Interval y, const ElementwiseModel& model) {
+  return binaryBody(op, x, y, model);
+}
+
+Interval nvccStoreBody(Interval x, Format f) { return storeBody(x, f); }
+
+Interval nvccMidRad(double lo, double hi, Format input) {
+  double m = 0.0, r = 0.0;
+  midRad(lo, hi, input, &m, &r);
+  return {m, r};
+}
+
+Interval nvccMatmulFinish(double c, double r, double p, double k, double u, double eta,
+                          Format storage) {
+  return matmulFinish(c, r, p, makeMatmulBound(k, u, eta), storage);
+}
+
+Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating) {
+  SumState s;
+  for (int i = 0; i < n; ++i) accumulate(s, x[i]);
+  return sumFinish(s, static_cast<double>(n), acc, store, truncating);
+}
+
+}  // namespace lossbound::gpu::test

@@ -1,0 +1,23 @@
+#pragma once
+// The kernel bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), exposed to the plain
+// C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
+
+#include "gpu/kernel_bodies.h"
+
+namespace lossbound::gpu::test {
+
+/// unaryBody compiled by nvcc (host side).
+Interval nvccUnaryBody(UnaryOp op, Interval x, const ElementwiseModel& model);
+/// binaryBody compiled by nvcc (host side).
+Interval nvccBinaryBody(BinaryOp op, Interval x, Interval y, const ElementwiseModel& model);
+/// storeBody compiled by nvcc (host side).
+Interval nvccStoreBody(Interval x, Format f);
+/// midRad compiled by nvcc (host side): returns {m, r}.
+Interval nvccMidRad(double lo, double hi, Format input);
+/// makeMatmulBound + matmulFinish compiled by nvcc (host side).
+Interval nvccMatmulFinish(double c, double r, double p, double k, double u, double eta,
+                          Format storage);
+/// accumulate (in order) + sumFinish compiled by nvcc (host side).
+Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating);
+
+}  // namespace lossbound::gpu::test

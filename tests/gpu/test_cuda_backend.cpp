@@ -1,0 +1,301 @@
+// The CUDA backend against the CPU backend, op by op (the faiss pattern: the CPU implementation is
+// the oracle, tolerances are named). Needs a CUDA device: without one every test is skipped with
+// "no CUDA device: <reason>".
+
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/ops/op_support.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_device.h"
+#include "gpu/kernel_bodies.h"
+#include "tests/gpu/host_interval_matmul.h"
+
+using lossbound::Format;
+using lossbound::Interval;
+using lossbound::gpu::BinaryOp;
+using lossbound::gpu::ConstIntervalSpan;
+using lossbound::gpu::ElementwiseModel;
+using lossbound::gpu::IntervalSpan;
+using lossbound::gpu::UnaryOp;
+using lossbound::gpu::test::HostIntervals;
+namespace ops = lossbound::ops;
+
+namespace {
+
+/// A GPU enclosure may be at most this much wider than the CPU's on the same inputs. The device
+/// libm margins of core/interval/elementary.h differ from glibc's by up to 1 ulp of 2-3 (erf:
+/// 3 vs 2 ulps), and reductions/GEMMs run in other orders; 1.5 covers both with room.
+constexpr double kGpuWidthFactor = 1.5;
+/// Two round-to-nearest GEMMs of the same operands differ by at most 2·γ_k·|A||B| + 2kη.
+constexpr double kGemmGammaFactor = 2.0;
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+QString show(Interval x) { return QString::asprintf("[%a, %a]", x.lo, x.hi); }
+
+std::vector<double> randomMatrix(std::mt19937_64& rng, std::int64_t count) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> v(static_cast<std::size_t>(count));
+  for (double& x : v) x = normal(rng) * std::ldexp(1.0, static_cast<int>(rng() % 9) - 4);
+  return v;
+}
+
+HostIntervals randomIntervals(std::mt19937_64& rng, std::int64_t count, double relWidth) {
+  HostIntervals x;
+  x.lo = randomMatrix(rng, count);
+  x.hi = x.lo;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (std::size_t i = 0; i < x.lo.size(); ++i) {
+    const double w = std::fabs(x.lo[i]) * relWidth * unit(rng);
+    x.lo[i] -= w;
+    x.hi[i] += w;
+  }
+  return x;
+}
+
+}  // namespace
+
+class TestCudaBackend : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void gemmAgreesWithCpu();
+  void absoluteGemmAgreesWithCpu();
+  void elementwiseAgreesWithCpu();
+  void intervalMatmulAgreesWithCpuAndEncloses();
+  void rowSumAgreesWithCpuAndEncloses();
+  void rowMaxIsBitIdentical();
+  void errorsNameTheCall();
+
+ private:
+  std::unique_ptr<lossbound::Backend> mCpu;
+  std::unique_ptr<lossbound::Backend> mGpuOwner;
+  lossbound::gpu::CudaBackend* mGpu = nullptr;
+};
+
+void TestCudaBackend::initTestCase() {
+  QString reason;
+  mGpuOwner = lossbound::gpu::createCudaBackend(&reason);
+  if (!mGpuOwner) QSKIP(qPrintable(reason));  // reason starts with "no CUDA device: "
+  mGpu = dynamic_cast<lossbound::gpu::CudaBackend*>(mGpuOwner.get());
+  QVERIFY(mGpu);
+  qInfo("device: %s", mGpu->name().c_str());
+  try {
+    mCpu = lossbound::createCpuBackend();
+  } catch (const std::exception& e) {
+    QSKIP(qPrintable(QStringLiteral("no CPU backend to compare with: %1").arg(e.what())));
+  }
+}
+
+void TestCudaBackend::gemmAgreesWithCpu() {
+  std::mt19937_64 rng(1);
+  for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1}, {7, 13, 5}, {64, 300, 33},
+                         {129, 1024, 65}, {3, 0, 4}}) {
+    const auto a = randomMatrix(rng, m * k), b = randomMatrix(rng, k * n);
+    std::vector<double> cg(static_cast<std::size_t>(m * n), -1.0), cc(cg.size(), -2.0),
+        p(cg.size());
+    mGpu->gemm(a.data(), b.data(), cg.data(), m, k, n);
+    mCpu->gemm(a.data(), b.data(), cc.data(), m, k, n);
+    mCpu->gemm(a.data(), b.data(), p.data(), m, k, n, /*absolute=*/true);
+    const double g = lossbound::gpu::gammaUp(static_cast<double>(k), 0x1p-53);
+    for (std::size_t i = 0; i < cg.size(); ++i) {
+      const double tol = kGemmGammaFactor * g * p[i] * (1.0 + 1e-12) + 2.0 * k * 0x1p-1074;
+      QVERIFY2(std::fabs(cg[i] - cc[i]) <= tol,
+               qPrintable(QStringLiteral("m %1 k %2 n %3 [%4]: gpu %5 cpu %6 tol %7")
+                              .arg(m).arg(k).arg(n).arg(i).arg(cg[i], 0, 'g', 17)
+                              .arg(cc[i], 0, 'g', 17).arg(tol)));
+    }
+  }
+}
+
+void TestCudaBackend::absoluteGemmAgreesWithCpu() {
+  std::mt19937_64 rng(2);
+  const std::int64_t m = 31, k = 257, n = 17;
+  const auto a = randomMatrix(rng, m * k), b = randomMatrix(rng, k * n);
+  std::vector<double> cg(static_cast<std::size_t>(m * n)), cc(cg.size());
+  mGpu->gemm(a.data(), b.data(), cg.data(), m, k, n, true);
+  mCpu->gemm(a.data(), b.data(), cc.data(), m, k, n, true);
+  const double g = lossbound::gpu::gammaUp(static_cast<double>(k), 0x1p-53);
+  for (std::size_t i = 0; i < cg.size(); ++i) {
+    QVERIFY(cg[i] >= 0.0);
+    QVERIFY(std::fabs(cg[i] - cc[i]) <= kGemmGammaFactor * g * cc[i] * (1.0 + 1e-12));
+  }
+}
+
+void TestCudaBackend::elementwiseAgreesWithCpu() {
+  // Host side: the same bodies with the emulated rounding table (the CPU path, checked bit for
+  // bit in gpu/kernel_bodies). Correctly rounded ops must be bit-identical on the device (the
+  // directed-rounding intrinsics are IEEE operations); libm-based ones must contain the host
+  // libm value of point inputs and be no wider than kGpuWidthFactor times the host enclosure.
+  std::mt19937_64 rng(3);
+  const std::int64_t n = 50'000;
+  HostIntervals x = randomIntervals(rng, n, 1e-6), y = randomIntervals(rng, n, 1e-3);
+  for (std::int64_t i = 0; i < n; i += 3) x.hi[static_cast<std::size_t>(i)] = x.lo[static_cast<std::size_t>(i)];
+  std::vector<double> lo(static_cast<std::size_t>(n)), hi(lo.size());
+  const std::pair<Format, Format> formats[] = {{Format::Fp64, Format::Fp64},
+                                               {Format::Fp32, Format::Fp32},
+                                               {Format::Fp32, Format::Bf16}};
+  for (const auto& [compute, store] : formats) {
+    for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+      const auto op = static_cast<BinaryOp>(o);
+      const ElementwiseModel model{compute, store, 0};
+      mGpu->binary(op, model, {x.lo.data(), x.hi.data()}, {y.lo.data(), y.hi.data()}, n,
+                   {lo.data(), hi.data()}, n);
+      for (std::size_t i = 0; i < lo.size(); ++i) {
+        const Interval h = lossbound::gpu::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[i], y.hi[i]}, model);
+        QVERIFY2(sameBits(h.lo, lo[i]) && sameBits(h.hi, hi[i]),
+                 qPrintable(QStringLiteral("binary op %1 [%2]: gpu %3 host %4")
+                                .arg(o).arg(i).arg(show({lo[i], hi[i]}), show(h))));
+      }
+    }
+    for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+      const auto op = static_cast<UnaryOp>(o);
+      const bool libm = op >= UnaryOp::Exp && op <= UnaryOp::Sigmoid;
+      const bool rsqrt = op == UnaryOp::Rsqrt;
+      const ElementwiseModel model{compute, store, (libm || rsqrt) ? 3 : 0};
+      mGpu->unary(op, model, {x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, n);
+      for (std::size_t i = 0; i < lo.size(); ++i) {
+        const Interval h = lossbound::gpu::unaryBody(op, {x.lo[i], x.hi[i]}, model);
+        const Interval g{lo[i], hi[i]};
+        if (!libm) {
+          QVERIFY2(sameBits(h.lo, g.lo) && sameBits(h.hi, g.hi),
+                   qPrintable(QStringLiteral("unary op %1 [%2]: gpu %3 host %4")
+                                  .arg(o).arg(i).arg(show(g), show(h))));
+          continue;
+        }
+        QVERIFY2(lossbound::isEmpty(h) == lossbound::isEmpty(g), qPrintable(QString::number(o)));
+        if (lossbound::isEmpty(h)) continue;
+        QVERIFY2(!lossbound::isEmpty(lossbound::intersect(g, h)) &&
+                     lossbound::width(g) <= kGpuWidthFactor * lossbound::width(h) + 1e-300,
+                 qPrintable(QStringLiteral("unary op %1 [%2]: gpu %3 host %4")
+                                .arg(o).arg(i).arg(show(g), show(h))));
+        if (x.lo[i] == x.hi[i]) {  // point input: the host libm value must be inside
+          const Interval ref = lossbound::gpu::unaryBody(op, {x.lo[i], x.lo[i]},
+                                                         ElementwiseModel{Format::Fp64, Format::Fp64, 0});
+          const double v = 0.5 * ref.lo + 0.5 * ref.hi;
+          QVERIFY2(lossbound::contains(g, v),
+                   qPrintable(QStringLiteral("unary op %1 at %2: gpu %3 misses %4")
+                                  .arg(o).arg(x.lo[i], 0, 'g', 17).arg(show(g)).arg(v, 0, 'g', 17)));
+        }
+      }
+    }
+  }
+  // Broadcast of a scalar right operand.
+  const double two = 2.0;
+  mGpu->binary(BinaryOp::Mul, {}, {x.lo.data(), x.hi.data()}, {&two, &two}, 1,
+               {lo.data(), hi.data()}, n);
+  for (std::size_t i = 0; i < lo.size(); ++i) QCOMPARE(lo[i], 2.0 * x.lo[i]);
+}
+
+void TestCudaBackend::intervalMatmulAgreesWithCpuAndEncloses() {
+  std::mt19937_64 rng(4);
+  const auto cpuGemm = [this](const double* a, const double* b, double* c, std::int64_t m,
+                              std::int64_t k, std::int64_t n) { mCpu->gemm(a, b, c, m, k, n); };
+  struct Case {
+    Format input, acc, store;
+    double relWidth;
+  };
+  for (const Case cs : {Case{Format::Fp64, Format::Fp64, Format::Fp64, 0.0},
+                        Case{Format::Fp32, Format::Fp32, Format::Fp32, 1e-5},
+                        Case{Format::Tf32, Format::Fp32, Format::Fp32, 0.0},
+                        Case{Format::Bf16, Format::Fp32, Format::Bf16, 1e-3}})
+    for (auto [m, k, n] : {std::array<std::int64_t, 3>{5, 37, 3}, {96, 512, 80}}) {
+      const HostIntervals a = randomIntervals(rng, m * k, cs.relWidth),
+                          b = randomIntervals(rng, k * n, cs.relWidth);
+      const lossbound::gpu::MatmulModel model{cs.input, lossbound::unitRoundoff(cs.acc),
+                                              lossbound::smallestSubnormal(cs.acc), cs.store};
+      HostIntervals g{std::vector<double>(static_cast<std::size_t>(m * n)),
+                      std::vector<double>(static_cast<std::size_t>(m * n))};
+      mGpu->intervalMatmul({a.lo.data(), a.hi.data()}, {b.lo.data(), b.hi.data()},
+                           {g.lo.data(), g.hi.data()}, m, k, n, model);
+      const HostIntervals c = lossbound::gpu::test::hostIntervalMatmul(
+          a, b, m, k, n, cs.input, model.accumulationRoundoff, model.accumulationSubnormal,
+          cs.store, cpuGemm);
+      std::vector<double> row(static_cast<std::size_t>(k)), col(row.size()), scratch;
+      std::uniform_real_distribution<double> unit(0.0, 1.0);
+      for (std::size_t e = 0; e < g.lo.size(); ++e) {
+        const Interval gi{g.lo[e], g.hi[e]}, ci{c.lo[e], c.hi[e]};
+        QVERIFY2(lossbound::width(gi) <= kGpuWidthFactor * lossbound::width(ci) && lossbound::width(ci) <= kGpuWidthFactor * lossbound::width(gi),
+                 qPrintable(QStringLiteral("[%1]: gpu %2 cpu %3").arg(e).arg(show(gi), show(ci))));
+        // A randomized candidate execution must lie in both enclosures.
+        const std::int64_t i = static_cast<std::int64_t>(e) / n, j = static_cast<std::int64_t>(e) % n;
+        for (std::int64_t l = 0; l < k; ++l) {
+          const auto ai = static_cast<std::size_t>(i * k + l), bi = static_cast<std::size_t>(l * n + j);
+          row[static_cast<std::size_t>(l)] =
+              ops::roundNearest(a.lo[ai] + (a.hi[ai] - a.lo[ai]) * unit(rng), cs.input);
+          col[static_cast<std::size_t>(l)] =
+              ops::roundNearest(b.lo[bi] + (b.hi[bi] - b.lo[bi]) * unit(rng), cs.input);
+        }
+        const double v = ops::roundNearest(ops::randomDot(row, col, cs.acc, rng, scratch), cs.store);
+        QVERIFY2(lossbound::contains(gi, v) && lossbound::contains(ci, v),
+                 qPrintable(QStringLiteral("[%1]: candidate %2, gpu %3 cpu %4")
+                                .arg(e).arg(v, 0, 'g', 17).arg(show(gi), show(ci))));
+      }
+    }
+}
+
+void TestCudaBackend::rowSumAgreesWithCpuAndEncloses() {
+  std::mt19937_64 rng(5);
+  for (auto [rows, cols] : {std::array<std::int64_t, 2>{1, 1}, {7, 1000}, {300, 4097}}) {
+    const HostIntervals x = randomIntervals(rng, rows * cols, 1e-6);
+    std::vector<double> lo(static_cast<std::size_t>(rows)), hi(lo.size());
+    const lossbound::gpu::SumModel model{Format::Fp32, Format::Fp32, false};
+    mGpu->rowSum({x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, rows, cols, model);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      ops::SumEnclosure s{{0.0, 0.0}, 0.0};
+      std::vector<double> terms;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const auto e = static_cast<std::size_t>(r * cols + j);
+        ops::accumulate(s, {x.lo[e], x.hi[e]});
+        terms.push_back(ops::roundNearest(x.hi[e], Format::Fp32));
+      }
+      const Interval cpu = ops::roundedSumEnclosure(s, cols, Format::Fp32, Format::Fp32);
+      const Interval gpu{lo[static_cast<std::size_t>(r)], hi[static_cast<std::size_t>(r)]};
+      const double v = ops::randomSum(terms, Format::Fp32, rng);
+      QVERIFY2(lossbound::contains(gpu, v) && lossbound::contains(cpu, v),
+               qPrintable(QStringLiteral("row %1: sum %2, gpu %3 cpu %4")
+                              .arg(r).arg(v, 0, 'g', 17).arg(show(gpu), show(cpu))));
+      QVERIFY(lossbound::width(gpu) <= kGpuWidthFactor * lossbound::width(cpu) + 1e-300);
+    }
+  }
+}
+
+void TestCudaBackend::rowMaxIsBitIdentical() {
+  std::mt19937_64 rng(6);
+  const std::int64_t rows = 50, cols = 777;
+  const HostIntervals x = randomIntervals(rng, rows * cols, 1e-3);
+  std::vector<double> lo(static_cast<std::size_t>(rows)), hi(lo.size());
+  mGpu->rowMax({x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, rows, cols);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto b = x.lo.begin() + r * cols;
+    QCOMPARE(lo[static_cast<std::size_t>(r)], *std::max_element(b, b + cols));
+    const auto bh = x.hi.begin() + r * cols;
+    QCOMPARE(hi[static_cast<std::size_t>(r)], *std::max_element(bh, bh + cols));
+  }
+}
+
+void TestCudaBackend::errorsNameTheCall() {
+  // A size beyond cuBLAS's int range must be refused with a message naming the dimension.
+  std::vector<double> a(1), b(1), c(1);
+  try {
+    mGpu->gemm(a.data(), b.data(), c.data(), 1, std::int64_t{1} << 32, 1);
+    QFAIL("gemm with k = 2^32 did not throw");
+  } catch (const std::invalid_argument& e) {
+    QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("k = 4294967296")), e.what());
+  }
+}
+
+QTEST_GUILESS_MAIN(TestCudaBackend)
+#include "test_cuda_backend.moc"

@@ -1,0 +1,615 @@
+// The host test of the CUDA kernel bodies (gpu/kernel_bodies.h). The kernels run these LB_HD
+// functions on the device; here they run with the exact host emulation of the rounding table, and
+// must give, bit for bit, what the CPU path gives on the same inputs:
+// - the CPU helpers of core/ops/op_support.h (widenUlps, libmEnclosure, gammaUp,
+//   accumulate/roundedSumEnclosure), composed with core/interval as the CPU rules compose them;
+// - every registered CPU elementwise rule (opRegistry) whose op has a kernel body;
+// - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds.
+// It also checks that the host composition of the GPU interval matmul and of the row sums
+// encloses randomized candidate executions (ops::randomDot / ops::randomSum).
+
+#include <QTest>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/interval/elementary.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
+#include "core/ops/registry.h"
+#include "gpu/kernel_bodies.h"
+#include "tests/gpu/host_interval_matmul.h"
+#if defined(LOSSBOUND_TEST_NVCC_HOST)
+#include "tests/gpu/kernel_bodies_nvcc.h"
+#endif
+
+using lossbound::Format;
+using lossbound::Interval;
+using lossbound::gpu::BinaryOp;
+using lossbound::gpu::ElementwiseModel;
+using lossbound::gpu::UnaryOp;
+namespace ops = lossbound::ops;
+
+namespace {
+
+constexpr double kInf = __builtin_huge_val();
+constexpr std::size_t kRandomIntervals = 20'000;
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool sameBits(Interval a, Interval b) { return sameBits(a.lo, b.lo) && sameBits(a.hi, b.hi); }
+
+QString show(Interval x) { return QString::asprintf("[%a, %a]", x.lo, x.hi); }
+
+const char* unaryName(UnaryOp op) {
+  static const char* names[] = {"neg",  "abs",   "sqr",  "sqrt", "rsqrt", "reciprocal", "exp",
+                                "expm1", "log",  "log1p", "tanh", "erf",   "sigmoid",    "relu"};
+  return names[static_cast<int>(op)];
+}
+const char* binaryName(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "min", "max"};
+  return names[static_cast<int>(op)];
+}
+
+/// The CPU side's interval extension of each unary op, written independently of the kernel
+/// bodies' table (a wrong entry there fails the comparison).
+Interval cpuUnaryExact(UnaryOp op, Interval x) {
+  using namespace lossbound;
+  switch (op) {
+    case UnaryOp::Neg: return neg(x);
+    case UnaryOp::Abs: return abs(x);
+    case UnaryOp::Sqr: return sqr(x);
+    case UnaryOp::Sqrt: return sqrt(x);
+    case UnaryOp::Rsqrt: return div(Interval{1.0, 1.0}, sqrt(x));
+    case UnaryOp::Reciprocal: return div(Interval{1.0, 1.0}, x);
+    case UnaryOp::Exp: return exp(x);
+    case UnaryOp::Expm1: return expm1(x);
+    case UnaryOp::Log: return log(x);
+    case UnaryOp::Log1p: return log1p(x);
+    case UnaryOp::Tanh: return tanh(x);
+    case UnaryOp::Erf: return erf(x);
+    case UnaryOp::Sigmoid: return sigmoid(x);
+    case UnaryOp::Relu: return max(x, Interval{0.0, 0.0});
+  }
+  return entireInterval();
+}
+
+Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
+  using namespace lossbound;
+  switch (op) {
+    case BinaryOp::Add: return add(x, y);
+    case BinaryOp::Sub: return sub(x, y);
+    case BinaryOp::Mul: return mul(x, y);
+    case BinaryOp::Div: return div(x, y);
+    case BinaryOp::Min: return min(x, y);
+    case BinaryOp::Max: return max(x, y);
+  }
+  return entireInterval();
+}
+
+/// The libm function whose ulp table applies to op, if any (as the CPU rules look it up).
+std::optional<ops::LibmFn> libmFn(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: return ops::LibmFn::Exp;
+    case UnaryOp::Expm1: return ops::LibmFn::Expm1;
+    case UnaryOp::Log: return ops::LibmFn::Log;
+    case UnaryOp::Log1p: return ops::LibmFn::Log1p;
+    case UnaryOp::Tanh: return ops::LibmFn::Tanh;
+    case UnaryOp::Erf: return ops::LibmFn::Erf;
+    case UnaryOp::Sigmoid: return ops::LibmFn::Sigmoid;
+    case UnaryOp::Rsqrt: return ops::LibmFn::Rsqrt;
+    default: return std::nullopt;
+  }
+}
+
+/// The model a CPU rule uses for op on a tensor computed in `compute` and stored in `store`
+/// (sigmoid is composed from exp, so it takes exp's ulps).
+ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
+  if (op == UnaryOp::Sigmoid) return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
+  const auto fn = libmFn(op);
+  return {compute, store, fn ? ops::modelUlps(*fn, compute) : 0};
+}
+
+/// The CPU path of one unary element: the activation rules' IntervalDomain for sigmoid and tanh
+/// (the formula of core/ops/activation_ops.cpp), else the exact extension, then libmEnclosure or
+/// outward rounding.
+Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
+  const ops::nn::IntervalDomain d{compute};
+  if (op == UnaryOp::Sigmoid)
+    return lossbound::roundOutward(
+        d.div(d.lit(1.0), d.add(d.lit(1.0), d.fn(ops::nn::Fn::Exp, d.sub(d.lit(0.0), x)))), store);
+  if (op == UnaryOp::Tanh) return lossbound::roundOutward(d.fn(ops::nn::Fn::Tanh, x), store);
+  const Interval exact = cpuUnaryExact(op, x);
+  if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
+  return lossbound::roundOutward(exact, store);
+}
+
+/// (compute, storage) pairs of the candidate formats: fp64, fp32, bf16/fp16 with fp32 opmath.
+const std::vector<std::pair<Format, Format>> kFormatPairs = {
+    {Format::Fp64, Format::Fp64},
+    {Format::Fp32, Format::Fp32},
+    {Format::Fp32, Format::Bf16},
+    {Format::Fp32, Format::Fp16}};
+
+/// Scalars that exercise the edges: signed zeros, subnormals, format limits, infinities, NaN.
+std::vector<double> edgeValues() {
+  return {0.0,     -0.0,    0x1p-1074, -0x1p-1074, 0x1p-1022, -0x1p-149, 0x1p-133, 1e-300,
+          1e-8,    -1e-8,   0.5,       -0.5,       1.0,       -1.0,      2.0,      3.0,
+          -7.25,   0.1,     -0.1,      10.0,       88.7,      -88.7,     700.0,    -745.2,
+          1e10,    65504.0, 3.4e38,    -3.4e38,    1e300,     0x1.fffffffffffffp1023,
+          -0x1.fffffffffffffp1023,     kInf,       -kInf,     std::nan("")};
+}
+
+/// Intervals from pairs of edge values, random intervals of mixed magnitudes, points, NaN and
+/// empty operands.
+std::vector<Interval> testIntervals(std::uint64_t seed, std::size_t randomCount) {
+  std::vector<Interval> v;
+  const std::vector<double> e = edgeValues();
+  for (double a : e)
+    for (double b : e) v.push_back({a, b});  // includes lo > hi (empty) and NaN endpoints
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> mant(-1.0, 1.0);
+  std::uniform_int_distribution<int> expo(-40, 40);
+  std::uniform_real_distribution<double> width(0.0, 1.0);
+  for (std::size_t i = 0; i < randomCount; ++i) {
+    const double a = std::ldexp(mant(rng), expo(rng));
+    const int kind = static_cast<int>(i % 4);
+    const double w = kind == 0 ? 0.0 : std::fabs(a) * std::ldexp(width(rng), -10 * kind);
+    v.push_back({a, a + w});
+  }
+  return v;
+}
+
+}  // namespace
+
+class TestKernelBodies : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void widenAndGammaMatchCpuHelpers();
+  void unaryBodiesMatchCpuPath();
+  void binaryBodiesMatchCpuPath();
+  void storeBodyIsOutwardRounding();
+  void sumBodiesMatchCpuHelpers();
+  void bodiesMatchRegisteredCpuRules();
+  void nvccHostPassMatchesHostCompiler();
+  void matmulCompositionEnclosesRandomCandidates();
+  void matmulFinishEdgeCases();
+  void treeSumEnclosesRandomOrders();
+};
+
+void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
+  const auto xs = testIntervals(1, 2'000);
+  for (const auto& [compute, store] : kFormatPairs) {
+    for (int ulps = 0; ulps <= 8; ++ulps)
+      for (Interval x : xs) {
+        const Interval gpu = lossbound::gpu::widenUlps(x, ulps, compute);
+        const Interval cpu = ops::widenUlps(x, ulps, compute);
+        if (!sameBits(gpu, cpu))
+          QFAIL(qPrintable(QStringLiteral("widenUlps(%1, %2): gpu %3, cpu %4")
+                               .arg(show(x)).arg(ulps).arg(show(gpu), show(cpu))));
+      }
+    (void)store;
+  }
+  for (std::int64_t n : {0, 1, 2, 3, 17, 1000, 1 << 20, 1 << 30})
+    for (double u : {0x1p-53, 0x1p-24, 0x1p-11, 0x1p-8})
+      QVERIFY2(sameBits(lossbound::gpu::gammaUp(static_cast<double>(n), u), ops::gammaUp(n, u)),
+               qPrintable(QStringLiteral("gammaUp(%1, %2)").arg(n).arg(u)));
+}
+
+void TestKernelBodies::unaryBodiesMatchCpuPath() {
+  const auto xs = testIntervals(2, kRandomIntervals);
+  std::size_t checked = 0;
+  for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+    const auto op = static_cast<UnaryOp>(o);
+    for (const auto& [compute, store] : kFormatPairs)
+      for (Interval x : xs) {
+        const Interval gpu = lossbound::gpu::unaryBody(op, x, modelFor(op, compute, store));
+        const Interval cpu = cpuUnary(op, x, compute, store);
+        if (!sameBits(gpu, cpu))
+          QFAIL(qPrintable(QStringLiteral("%1(%2) compute %3 store %4: kernel body %5, CPU %6")
+                               .arg(unaryName(op), show(x))
+                               .arg(static_cast<int>(compute))
+                               .arg(static_cast<int>(store))
+                               .arg(show(gpu), show(cpu))));
+        ++checked;
+      }
+  }
+  QVERIFY(checked > 1'000'000);
+}
+
+void TestKernelBodies::binaryBodiesMatchCpuPath() {
+  const auto xs = testIntervals(3, 3'000);
+  const auto ys = testIntervals(4, 3'000);
+  for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+    const auto op = static_cast<BinaryOp>(o);
+    for (const auto& [compute, store] : kFormatPairs)
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        // Pair every x with a y from another position, and every edge x with every edge y.
+        const Interval x = xs[i], y = ys[(i * 7919) % ys.size()];
+        const ElementwiseModel model{compute, store, 0};
+        const Interval gpu = lossbound::gpu::binaryBody(op, x, y, model);
+        const Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
+        if (!sameBits(gpu, cpu))
+          QFAIL(qPrintable(QStringLiteral("%1(%2, %3) store %4: kernel body %5, CPU %6")
+                               .arg(binaryName(op), show(x), show(y))
+                               .arg(static_cast<int>(store))
+                               .arg(show(gpu), show(cpu))));
+      }
+  }
+}
+
+void TestKernelBodies::storeBodyIsOutwardRounding() {
+  // Point values: the stored enclosure must contain RN in the format (what the candidate stores),
+  // with endpoints representable in the format.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> d(-1e6, 1e6);
+  for (int i = 0; i < 100'000; ++i) {
+    const double v = d(rng);
+    const Interval s32 = lossbound::gpu::storeBody({v, v}, Format::Fp32);
+    const double rn32 = static_cast<double>(static_cast<float>(v));
+    QVERIFY(lossbound::contains(s32, rn32));
+    QCOMPARE(static_cast<double>(static_cast<float>(s32.lo)), s32.lo);
+    QCOMPARE(static_cast<double>(static_cast<float>(s32.hi)), s32.hi);
+    for (Format f : {Format::Bf16, Format::Fp16, Format::Tf32}) {
+      const Interval s = lossbound::gpu::storeBody({v, v}, f);
+      QVERIFY(lossbound::contains(s, ops::roundNearest(v, f)));
+      QVERIFY(sameBits(s, lossbound::roundOutward({v, v}, f)));
+    }
+  }
+}
+
+void TestKernelBodies::sumBodiesMatchCpuHelpers() {
+  const auto xs = testIntervals(6, 5'000);
+  std::mt19937_64 rng(7);
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{64},
+                        std::size_t{1000}}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<Interval> terms;
+      for (std::size_t i = 0; i < n; ++i) {
+        Interval x = xs[rng() % xs.size()];
+        if (lossbound::hasNan(x) || lossbound::isEmpty(x)) x = {0.0, 1.0};
+        terms.push_back(x);
+      }
+      for (const auto& [acc, store] : kFormatPairs)
+        for (bool truncating : {false, true}) {
+          lossbound::gpu::SumState g;
+          ops::SumEnclosure c{{0.0, 0.0}, 0.0};
+          for (Interval x : terms) {
+            lossbound::gpu::accumulate(g, x);
+            ops::accumulate(c, x);
+          }
+          const Interval gpu = lossbound::gpu::sumFinish(g, static_cast<double>(n), acc, store,
+                                                         truncating);
+          const Interval cpu = ops::roundedSumEnclosure(c, static_cast<std::int64_t>(n), acc,
+                                                        store, truncating);
+          QVERIFY2(sameBits(gpu, cpu), qPrintable(QStringLiteral("n %1: kernel body %2, CPU %3")
+                                                      .arg(n).arg(show(gpu), show(cpu))));
+        }
+    }
+  }
+}
+
+void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
+  // Float32 tensors: the CPU rules compute in fp32 opmath and store in fp32.
+  const std::map<std::string, UnaryOp> unaryOps = {
+      {"aten.neg.default", UnaryOp::Neg},     {"aten.abs.default", UnaryOp::Abs},
+      {"aten.sqrt.default", UnaryOp::Sqrt},   {"aten.rsqrt.default", UnaryOp::Rsqrt},
+      {"aten.reciprocal.default", UnaryOp::Reciprocal},
+      {"aten.exp.default", UnaryOp::Exp},     {"aten.expm1.default", UnaryOp::Expm1},
+      {"aten.log.default", UnaryOp::Log},     {"aten.log1p.default", UnaryOp::Log1p},
+      {"aten.tanh.default", UnaryOp::Tanh},   {"aten.erf.default", UnaryOp::Erf},
+      {"aten.sigmoid.default", UnaryOp::Sigmoid}, {"aten.relu.default", UnaryOp::Relu}};
+  const std::map<std::string, BinaryOp> binaryOps = {
+      {"aten.add.Tensor", BinaryOp::Add},         {"aten.sub.Tensor", BinaryOp::Sub},
+      {"aten.mul.Tensor", BinaryOp::Mul},         {"aten.div.Tensor", BinaryOp::Div},
+      {"aten.minimum.default", BinaryOp::Min},    {"aten.maximum.default", BinaryOp::Max}};
+
+  // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the
+  // rules that refuse operands outside their domain (log, sqrt, ... of an empty result).
+  std::vector<double> lo, hi, plo, phi;
+  for (Interval v : testIntervals(8, 4'000)) {
+    if (lossbound::hasNan(v) || lossbound::isEmpty(v) || !std::isfinite(v.lo) ||
+        !std::isfinite(v.hi))
+      continue;
+    lo.push_back(v.lo);
+    hi.push_back(v.hi);
+    if (v.lo > 0.0) {
+      plo.push_back(v.lo);
+      phi.push_back(v.hi);
+    }
+  }
+  auto tensors = [](const std::vector<double>& l, const std::vector<double>& h) {
+    std::vector<double> l2, h2;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      l2.push_back(l[(i * 7919) % l.size()]);
+      h2.push_back(h[(i * 7919) % l.size()]);
+    }
+    const lossbound::Shape shape{static_cast<std::int64_t>(l.size())};
+    return std::pair{lossbound::Tensor::interval(shape, lossbound::DType::Float32, l, h),
+                     lossbound::Tensor::interval(shape, lossbound::DType::Float32, l2, h2)};
+  };
+  const auto general = tensors(lo, hi), positive = tensors(plo, phi);
+
+  std::unique_ptr<lossbound::Backend> backend;
+  try {
+    backend = lossbound::createCpuBackend();
+  } catch (const std::exception& e) {
+    QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
+  }
+  const lossbound::PrecisionModel precision;
+  lossbound::OpContext ctx{precision, *backend, nullptr};
+  auto ref = [](const char* name) {
+    lossbound::IrValue v;
+    v.kind = lossbound::IrValue::Kind::Ref;
+    v.ref.name = name;
+    return v;
+  };
+
+  QStringList compared, missing;
+  auto check = [&](const std::string& opName, int arity, auto body) {
+    const lossbound::OpRule* rule = lossbound::opRegistry().find(opName);
+    if (!rule) {
+      missing << QString::fromStdString(opName);
+      return;
+    }
+    const auto* operands = &general;
+    std::vector<lossbound::Tensor> out;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const auto& [x, y] = *operands;
+      lossbound::Node node;
+      node.name = "node0";
+      node.op = opName;
+      node.args.push_back(ref("x"));
+      if (arity == 2) node.args.push_back(ref("y"));
+      node.outputs.push_back({x.shape(), lossbound::DType::Float32});
+      auto lookup = [&](const lossbound::ValueRef& r) -> const lossbound::Tensor& {
+        return r.name == "x" ? x : y;
+      };
+      try {
+        const lossbound::OpArgs args(node, lookup);
+        out = rule->interval(args, ctx);
+        break;
+      } catch (const std::exception& e) {
+        if (attempt == 1)
+          QFAIL(qPrintable(QStringLiteral("CPU rule %1 throws on positive operands: %2")
+                               .arg(QString::fromStdString(opName), e.what())));
+        operands = &positive;  // the rule refuses operands outside its domain
+      }
+    }
+    const auto& [x, y] = *operands;
+    QCOMPARE(out.size(), std::size_t{1});
+    QCOMPARE(out[0].numel(), x.numel());
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      const Interval g = body(x.at(i), y.at(i));
+      if (!sameBits(g, out[0].at(i)))
+        QFAIL(qPrintable(QStringLiteral("%1 element %2 (x %3, y %4): kernel body %5, CPU rule %6")
+                             .arg(QString::fromStdString(opName))
+                             .arg(i)
+                             .arg(show(x.at(i)), show(y.at(i)), show(g), show(out[0].at(i)))));
+    }
+    compared << QString::fromStdString(opName) +
+                    (operands == &positive ? QStringLiteral(" (positive operands)") : QString());
+  };
+  for (const auto& [name, op] : unaryOps)
+    check(name, 1, [op = op](Interval a, Interval) {
+      return lossbound::gpu::unaryBody(op, a, modelFor(op, Format::Fp32, Format::Fp32));
+    });
+  for (const auto& [name, op] : binaryOps)
+    check(name, 2, [op = op](Interval a, Interval b) {
+      return lossbound::gpu::binaryBody(op, a, b, ElementwiseModel{Format::Fp32, Format::Fp32, 0});
+    });
+  if (!compared.isEmpty()) qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
+  if (!missing.isEmpty())
+    qInfo("CPU rules not registered yet (compared with the CPU helpers only): %s",
+          qPrintable(missing.join(' ')));
+}
+
+void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
+#if !defined(LOSSBOUND_TEST_NVCC_HOST)
+  QSKIP("built without CUDA: no nvcc translation unit to compare with");
+#else
+  namespace t = lossbound::gpu::test;
+  const auto xs = testIntervals(9, 5'000);
+  for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+    const auto op = static_cast<UnaryOp>(o);
+    for (const auto& [compute, store] : kFormatPairs)
+      for (Interval x : xs) {
+        const ElementwiseModel model = modelFor(op, compute, store);
+        const Interval a = lossbound::gpu::unaryBody(op, x, model), b = t::nvccUnaryBody(op, x, model);
+        if (!sameBits(a, b))
+          QFAIL(qPrintable(QStringLiteral("%1(%2): g++ %3, nvcc host %4")
+                               .arg(unaryName(op), show(x), show(a), show(b))));
+      }
+  }
+  for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+    const auto op = static_cast<BinaryOp>(o);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const Interval x = xs[i], y = xs[(i * 7919) % xs.size()];
+      const ElementwiseModel model{Format::Fp32, Format::Bf16, 0};
+      const Interval a = lossbound::gpu::binaryBody(op, x, y, model),
+                     b = t::nvccBinaryBody(op, x, y, model);
+      QVERIFY2(sameBits(a, b), qPrintable(QStringLiteral("%1(%2, %3): g++ %4, nvcc host %5")
+                                              .arg(binaryName(op), show(x), show(y), show(a),
+                                                   show(b))));
+    }
+  }
+  for (Interval x : xs)
+    for (Format f : {Format::Fp64, Format::Fp32, Format::Tf32, Format::Bf16, Format::Fp16}) {
+      QVERIFY(sameBits(lossbound::gpu::storeBody(x, f), t::nvccStoreBody(x, f)));
+      double m = 0.0, r = 0.0;
+      lossbound::gpu::midRad(x.lo, x.hi, f, &m, &r);
+      QVERIFY(sameBits(Interval{m, r}, t::nvccMidRad(x.lo, x.hi, f)));
+    }
+  std::mt19937_64 rng(10);
+  std::uniform_real_distribution<double> d(-10.0, 10.0);
+  for (int i = 0; i < 10'000; ++i) {
+    const double c = d(rng), r = std::fabs(d(rng)) * 1e-3, p = std::fabs(d(rng)) * 10.0;
+    const double k = static_cast<double>(1 + rng() % 4096);
+    const lossbound::gpu::MatmulBound bound = lossbound::gpu::makeMatmulBound(k, 0x1p-24, 0x1p-149);
+    QVERIFY(sameBits(lossbound::gpu::matmulFinish(c, r, p, bound, Format::Fp32),
+                     t::nvccMatmulFinish(c, r, p, k, 0x1p-24, 0x1p-149, Format::Fp32)));
+  }
+  std::vector<Interval> terms(xs.begin(), xs.begin() + 300);
+  for (Interval& x : terms)
+    if (lossbound::hasNan(x) || lossbound::isEmpty(x)) x = {-1.0, 2.0};
+  lossbound::gpu::SumState s;
+  for (Interval x : terms) lossbound::gpu::accumulate(s, x);
+  QVERIFY(sameBits(lossbound::gpu::sumFinish(s, 300.0, Format::Fp32, Format::Bf16, false),
+                   t::nvccSum(terms.data(), 300, Format::Fp32, Format::Bf16, false)));
+#endif
+}
+
+void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
+  // The candidate: inputs anywhere in their intervals, rounded to the input format, products and
+  // sums in the accumulation format in a random order and bracketing (with or without FMA,
+  // ops::randomDot), result rounded to nearest in the storage format.
+  struct Case {
+    Format input, acc, store;
+    double relWidth;
+  };
+  const Case cases[] = {{Format::Fp64, Format::Fp64, Format::Fp64, 0.0},
+                        {Format::Fp32, Format::Fp32, Format::Fp32, 0.0},
+                        {Format::Fp32, Format::Fp32, Format::Fp32, 1e-4},
+                        {Format::Tf32, Format::Fp32, Format::Fp32, 1e-6},
+                        {Format::Bf16, Format::Fp32, Format::Bf16, 1e-3}};
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> scratch;
+  for (const Case& cs : cases)
+    for (auto [m, k, n] : {std::array<std::int64_t, 3>{3, 1, 2}, {4, 37, 5}, {2, 300, 3}}) {
+      lossbound::gpu::test::HostIntervals a, b;
+      auto fill = [&](lossbound::gpu::test::HostIntervals& x, std::int64_t count) {
+        for (std::int64_t i = 0; i < count; ++i) {
+          const double v = normal(rng) * std::ldexp(1.0, static_cast<int>(rng() % 9) - 4);
+          const double w = std::fabs(v) * cs.relWidth * unit(rng);
+          x.lo.push_back(v - w);
+          x.hi.push_back(v + w);
+        }
+      };
+      fill(a, m * k);
+      fill(b, k * n);
+      const auto c = lossbound::gpu::test::hostIntervalMatmul(
+          a, b, m, k, n, cs.input, lossbound::unitRoundoff(cs.acc),
+          lossbound::smallestSubnormal(cs.acc), cs.store, lossbound::gpu::test::naiveGemm());
+      for (int trial = 0; trial < 200; ++trial) {
+        auto pick = [&](const lossbound::gpu::test::HostIntervals& x, std::size_t i) {
+          const int how = static_cast<int>(rng() % 3);
+          const double v = how == 0 ? x.lo[i] : how == 1 ? x.hi[i]
+                                                          : x.lo[i] + (x.hi[i] - x.lo[i]) * unit(rng);
+          return ops::roundNearest(v, cs.input);
+        };
+        std::vector<double> row(static_cast<std::size_t>(k)), col(static_cast<std::size_t>(k));
+        const auto i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m));
+        const auto j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+        for (std::int64_t l = 0; l < k; ++l) {
+          row[static_cast<std::size_t>(l)] = pick(a, static_cast<std::size_t>(i * k + l));
+          col[static_cast<std::size_t>(l)] = pick(b, static_cast<std::size_t>(l * n + j));
+        }
+        const double dot = ops::randomDot(row, col, cs.acc, rng, scratch);
+        const double stored = ops::roundNearest(dot, cs.store);
+        const auto e = static_cast<std::size_t>(i * n + j);
+        if (!(c.lo[e] <= stored && stored <= c.hi[e]))
+          QFAIL(qPrintable(QStringLiteral("m %1 k %2 n %3 element (%4, %5): candidate %6 outside "
+                                          "[%7, %8]")
+                               .arg(m).arg(k).arg(n).arg(i).arg(j)
+                               .arg(stored, 0, 'g', 17)
+                               .arg(c.lo[e], 0, 'g', 17)
+                               .arg(c.hi[e], 0, 'g', 17)));
+      }
+      // Tightness: point fp64 operands give width 2·rad ≈ 4·γ_k·|A||B| (centre + candidate), no
+      // more; this fails if the bound were, say, doubled by mistake.
+      if (cs.relWidth == 0.0 && cs.acc == Format::Fp64)
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double p = 0.0;
+            for (std::int64_t l = 0; l < k; ++l)
+              p += std::fabs(a.lo[static_cast<std::size_t>(i * k + l)]) *
+                   std::fabs(b.lo[static_cast<std::size_t>(l * n + j)]);
+            const auto e = static_cast<std::size_t>(i * n + j);
+            // + one ulp per endpoint for rounding c ± rad to binary64.
+            const double limit = 4.0 * static_cast<double>(k) * 0x1p-53 * p * 1.01 +
+                                 4.0 * 0x1p-53 * std::fabs(c.hi[e]) + 1e-300;
+            QVERIFY2(c.hi[e] - c.lo[e] <= limit,
+                     qPrintable(QStringLiteral("width %1 > %2").arg(c.hi[e] - c.lo[e]).arg(limit)));
+          }
+    }
+}
+
+void TestKernelBodies::matmulFinishEdgeCases() {
+  using lossbound::gpu::makeMatmulBound;
+  using lossbound::gpu::matmulFinish;
+  const auto b = makeMatmulBound(10.0, 0x1p-24, 0x1p-149);
+  const Interval whole = lossbound::entireInterval();
+  QVERIFY(sameBits(matmulFinish(std::nan(""), 0.0, 1.0, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(1.0, std::nan(""), 1.0, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(1.0, 0.0, kInf, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(kInf, 0.0, 1.0, b, Format::Fp32), whole));
+  // k = 0: exact zero.
+  const auto b0 = makeMatmulBound(0.0, 0x1p-24, 0x1p-149);
+  const Interval zero = matmulFinish(0.0, 0.0, 0.0, b0, Format::Fp32);
+  QVERIFY(zero.lo == 0.0 && zero.hi == 0.0);
+  // The underflow term alone keeps a zero centre from being a point when k > 0.
+  const Interval z = matmulFinish(0.0, 0.0, 0.0, b, Format::Fp64);
+  QVERIFY(z.lo < 0.0 && z.hi > 0.0);
+  // Unbounded operand → midRad radius +inf → unbounded product.
+  double m = 0.0, r = 0.0;
+  lossbound::gpu::midRad(-kInf, 1.0, Format::Fp64, &m, &r);
+  QCOMPARE(r, kInf);
+  lossbound::gpu::midRad(1.0, 3.0, Format::Fp64, &m, &r);
+  QCOMPARE(m, 2.0);
+  QCOMPARE(r, 1.0);
+  // Rounding to the input format happens before the split: [1 + 2^-30] is not a bf16 point.
+  lossbound::gpu::midRad(1.0 + 0x1p-30, 1.0 + 0x1p-30, Format::Bf16, &m, &r);
+  QVERIFY(m - r <= 1.0 && m + r >= 1.0 + 0x1p-7);
+}
+
+void TestKernelBodies::treeSumEnclosesRandomOrders() {
+  // A tree of merge() (the GPU's block reduction) and the CPU's sequential accumulate() give
+  // different sums, but both enclose every fp32 random-order sum (ops::randomSum).
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (std::size_t n : {std::size_t{3}, std::size_t{256}, std::size_t{5000}}) {
+    std::vector<Interval> xs;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = normal(rng) * 1e3;
+      xs.push_back({v, std::nextafter(v, kInf)});
+    }
+    // 256 strided partial states merged pairwise, as rowSumKernel does.
+    std::vector<lossbound::gpu::SumState> part(256);
+    for (std::size_t i = 0; i < n; ++i) lossbound::gpu::accumulate(part[i % 256], xs[i]);
+    for (std::size_t s = 128; s > 0; s >>= 1)
+      for (std::size_t t = 0; t < s; ++t) part[t] = lossbound::gpu::merge(part[t], part[t + s]);
+    const Interval tree = lossbound::gpu::sumFinish(part[0], static_cast<double>(n), Format::Fp32,
+                                                    Format::Fp32, false);
+    ops::SumEnclosure seq{{0.0, 0.0}, 0.0};
+    for (Interval x : xs) ops::accumulate(seq, x);
+    const Interval cpu =
+        ops::roundedSumEnclosure(seq, static_cast<std::int64_t>(n), Format::Fp32, Format::Fp32);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<double> terms;
+      for (Interval x : xs) terms.push_back(ops::roundNearest(trial % 2 ? x.lo : x.hi, Format::Fp32));
+      const double s = ops::randomSum(terms, Format::Fp32, rng);
+      QVERIFY2(lossbound::contains(tree, s) && lossbound::contains(cpu, s),
+               qPrintable(QStringLiteral("n %1: sum %2, tree %3, cpu %4")
+                              .arg(n).arg(s, 0, 'g', 17).arg(show(tree), show(cpu))));
+    }
+    // The two enclosures differ only by the order of directed additions: widths within 1%.
+    const double wt = tree.hi - tree.lo, wc = cpu.hi - cpu.lo;
+    QVERIFY(wt <= 1.01 * wc && wc <= 1.01 * wt);
+  }
+}
+
+QTEST_GUILESS_MAIN(TestKernelBodies)
+#include "test_kernel_bodies.moc"
