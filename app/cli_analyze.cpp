@@ -1,14 +1,5 @@
 #include "app/cli_analyze.h"
 
-#include <QCommandLineParser>
-#include <QFileInfo>
-#include <QJsonDocument>
-#include <QSaveFile>
-
-#include <cmath>
-#include <memory>
-#include <stdexcept>
-
 #include "app/backend_status.h"
 #include "core/analysis/analyzer.h"
 #include "core/analysis/report_json.h"
@@ -18,6 +9,15 @@
 #include "core/interval/format_names.h"
 #include "core/runfile/run_file.h"
 #include "gpu/cuda_device.h"
+
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QSaveFile>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
 
 namespace lossbound::app {
 
@@ -43,7 +43,9 @@ QString csvField(const QString& s) {
   return QLatin1Char('"') + q + QLatin1Char('"');
 }
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
 
 /// Writes `data` to `path` through a temporary file renamed over it (QSaveFile).
 bool writeAtomically(const QString& path, const QByteArray& data, QString* error) {
@@ -74,7 +76,8 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
   if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
   out << " - " << qs(methodGuarantee(s.method)) << "\n"
-      << "  precision: " << (s.precision ? qs(formatName(*s.precision)) : QStringLiteral("as recorded"))
+      << "  precision: "
+      << (s.precision ? qs(formatName(*s.precision)) : QStringLiteral("as recorded"))
       << "\n  backend:   " << qs(report.backendDescription) << "\n";
   if (!report.cacheFile.empty()) out << "  cache:     " << qs(report.cacheFile) << "\n";
   if (!report.note.empty()) out << "  note:      " << qs(report.note) << "\n";
@@ -98,14 +101,17 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> notes;
   for (const StepResult& r : report.steps) {
     if (r.note.empty()) continue;
-    auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == r.note; });
-    if (it == notes.end()) notes.push_back({r.note, {r.step}});
-    else it->second.push_back(r.step);
+    auto it =
+        std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == r.note; });
+    if (it == notes.end())
+      notes.push_back({r.note, {r.step}});
+    else
+      it->second.push_back(r.step);
   }
   for (const auto& [text, steps] : notes)
     out << "  note (step" << (steps.size() > 1 ? "s " : " ") << steps.front()
-        << (steps.size() > 1 ? QStringLiteral("..%1").arg(steps.back()) : QString()) << "): "
-        << qs(text) << "\n";
+        << (steps.size() > 1 ? QStringLiteral("..%1").arg(steps.back()) : QString())
+        << "): " << qs(text) << "\n";
   if (cached) out << "  (" << cached << " of " << report.steps.size() << " steps from the cache)\n";
   out << "\n";
 
@@ -200,10 +206,10 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
       QStringLiteral("confidence"),
       QStringLiteral("Probabilistic method: confidence 1 - delta (default 1 - 1e-6)."),
       QStringLiteral("P"));
-  const QCommandLineOption ensemble(QStringLiteral("ensemble-size"),
-                                    QStringLiteral("Ensemble method: executions (default %1).")
-                                        .arg(defaults.ensembleSize),
-                                    QStringLiteral("N"));
+  const QCommandLineOption ensemble(
+      QStringLiteral("ensemble-size"),
+      QStringLiteral("Ensemble method: executions (default %1).").arg(defaults.ensembleSize),
+      QStringLiteral("N"));
   const QCommandLineOption precision(QStringLiteral("precision"),
                                      QStringLiteral("recorded, fp32, tf32, bf16 or fp16."),
                                      QStringLiteral("p"), QStringLiteral("recorded"));
@@ -254,14 +260,16 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
   const auto m = parseMethod(p.value(method).toStdString());
   if (!m)
     return usage(QStringLiteral("--method: expected interval, first-order, probabilistic or "
-                                "ensemble, found '%1'").arg(p.value(method)));
+                                "ensemble, found '%1'")
+                     .arg(p.value(method)));
   settings.method = *m;
   if (p.isSet(confidence)) {
     bool ok = false;
     settings.confidence = p.value(confidence).toDouble(&ok);
     if (!ok || !(settings.confidence > 0 && settings.confidence < 1))
       return usage(QStringLiteral("--confidence: expected a probability strictly between 0 and 1, "
-                                  "found '%1'").arg(p.value(confidence)));
+                                  "found '%1'")
+                       .arg(p.value(confidence)));
   }
   if (p.isSet(ensemble)) {
     bool ok = false;
@@ -275,18 +283,20 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
     const auto f = parseFormat(prec.toStdString());
     if (!f)
       return usage(QStringLiteral("--precision: expected recorded, fp32, tf32, bf16 or fp16, "
-                                  "found '%1'").arg(prec));
+                                  "found '%1'")
+                       .arg(prec));
     settings.precision = *f;
   }
   settings.backend = p.value(backend).toStdString();
   if (settings.backend != "auto" && settings.backend != "cpu" && settings.backend != "cuda")
-    return usage(QStringLiteral("--backend: expected auto, cpu or cuda, found '%1'")
-                     .arg(p.value(backend)));
+    return usage(
+        QStringLiteral("--backend: expected auto, cpu or cuda, found '%1'").arg(p.value(backend)));
   if (p.isSet(startNode)) {
     settings.startNode = p.value(startNode).toStdString();
     if (settings.method != EnvelopeMethod::Interval)
       return usage(QStringLiteral("--start-node: only the interval method starts at a node "
-                                  "(found --method %1)").arg(qs(methodName(settings.method))));
+                                  "(found --method %1)")
+                       .arg(qs(methodName(settings.method))));
   }
   StepSelection selection;
   try {
@@ -295,8 +305,9 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
     return usage(QString::fromStdString(e.what()));
   }
   if (p.isSet(png) && !pngExporter())
-    return usage(QStringLiteral("--png: this build has no plot renderer (expected the widgets "
-                                "layer to provide one)"));
+    return usage(
+        QStringLiteral("--png: this build has no plot renderer (expected the widgets "
+                       "layer to provide one)"));
 
   // Backend: CUDA only when asked for or available.
   AnalyzerOptions options;

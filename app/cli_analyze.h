@@ -4,13 +4,13 @@
 // or bad input (unreadable file, mismatched pair, unavailable backend); 4 a step could not be
 // bounded (unsupported op, ...) or its envelope is untrustworthy (self-check failed).
 
+#include "core/analysis/analysis_types.h"
+
 #include <QString>
 #include <QStringList>
 #include <QTextStream>
 
 #include <functional>
-
-#include "core/analysis/analysis_types.h"
 
 namespace lossbound::app {
 

@@ -4,6 +4,7 @@
 #include <QTextStream>
 
 #include "app/backend_status.h"
+#include "app/cli_info.h"
 #include "app/cli_analyze.h"
 
 namespace {
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (first == QLatin1String("analyze")) return lossbound::app::runAnalyze(args.mid(2), out, err);
+  if (first == QLatin1String("info")) return lossbound::app::runInfoCommand(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }

@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
     const double s64 = deviceGemmSeconds<double>(handle, stream, n, 5);
     // Host-pointer API (uploads and downloads included) for both, so the ratio is like for like.
     const double sGemm = bestOf(3, [&] { gpu->gemm(lo.data(), hi.data(), clo.data(), n, n, n); });
-    const lossbound::gpu::MatmulModel model{lossbound::Format::Fp32, 0x1p-24, 0x1p-149,
-                                            lossbound::Format::Fp32};
+    const lossbound::gpu::MatmulModel model{lossbound::Format::Fp32, lossbound::Format::Fp32,
+                                            0x1p-24, lossbound::Format::Fp32};
     const double sIvl = bestOf(3, [&] {
       gpu->intervalMatmul({lo.data(), hi.data()}, {lo.data(), hi.data()}, {clo.data(), chi.data()},
                           n, n, n, model);

@@ -50,11 +50,15 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // Below this many iterations the fork/join costs more than it saves (and an OpenMP barrier on
+  // a loaded machine can stall for a scheduler time slice).
+  static constexpr std::int64_t kMinParallel = 1 << 16;
+
   void parallelFor(std::int64_t n,
                    const std::function<void(std::int64_t, std::int64_t)>& body) override {
     if (n <= 0) return;
     const std::int64_t chunks = std::min<std::int64_t>(n, mThreads);
-    if (chunks <= 1 || n < 2048) {
+    if (chunks <= 1 || n < kMinParallel) {
       body(0, n);
       return;
     }

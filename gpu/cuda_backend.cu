@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "gpu/cuda_check.cuh"
 #include "gpu/cuda_resources.cuh"
@@ -158,41 +159,64 @@ void CudaBackend::store(Format format, ConstIntervalSpan x, IntervalSpan out, st
   r.synchronize();
 }
 
+namespace {
+/// Returns {all finite, all points} of an operand after rounding to the input format (the CPU
+/// rule's midRad flags), computed on the host before the upload.
+std::pair<bool, bool> operandFlags(ConstIntervalSpan x, std::size_t count, Format input) {
+  bool points = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    double m = 0.0, r = 0.0;
+    if (!midRad(x.lo[i], x.hi[i], input, &m, &r)) return {false, false};
+    if (r != 0.0) points = false;
+  }
+  return {true, points};
+}
+}  // namespace
+
 void CudaBackend::intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, IntervalSpan c,
                                  std::int64_t m, std::int64_t k, std::int64_t n,
                                  const MatmulModel& model) {
   cublasDim(m, "m");
-  cublasDim(2 * k, "2k (inner dimension of the radius GEMM)");
+  cublasDim(k, "k");
   cublasDim(n, "n");
   if (m == 0 || n == 0) return;
-  checkSpan(c, "matmul result");
-  if (k == 0) {  // empty sum: exactly zero in every format
-    std::fill(c.lo, c.lo + count(m, n), 0.0);
-    std::fill(c.hi, c.hi + count(m, n), 0.0);
-    return;
-  }
   checkSpan(a, "matmul left operand");
   checkSpan(b, "matmul right operand");
+  checkSpan(c, "matmul result");
+  const auto [finiteA, pointsA] = operandFlags(a, count(m, k), model.input);
+  const auto [finiteB, pointsB] = operandFlags(b, count(k, n), model.input);
+  if (!finiteA || !finiteB) {  // as the CPU rule: an unbounded operand makes everything entire
+    std::fill(c.lo, c.lo + count(m, n), -interval_detail::inf());
+    std::fill(c.hi, c.hi + count(m, n), interval_detail::inf());
+    return;
+  }
+  const MatmulBound bound = makeMatmulBound(static_cast<double>(k), model.accumulation,
+                                            model.accumulationRoundoff, pointsA && pointsB);
   std::lock_guard lock(mImpl->mutex);
   const CudaResources& r = mImpl->resources;
   r.makeCurrent();
   const cudaStream_t s = r.stream();
-  DeviceInterval da(a, count(m, k), s), db(b, count(k, n), s);
-  DeviceBuffer<double> midA(count(m, k)), left(count(m, 2 * k)), magA(count(m, k));
-  DeviceBuffer<double> midB(count(k, n)), right(count(2 * k, n));
-  launchSplitLeft(da.lo.data(), da.hi.data(), model.input, m, k, midA.data(), left.data(),
-                  magA.data(), s);
-  launchSplitRight(db.lo.data(), db.hi.data(), model.input, k, n, midB.data(), right.data(), s);
-  DeviceBuffer<double> centre(count(m, n)), spread(count(m, n)), magnitude(count(m, n));
-  const double* magB = right.data() + count(k, n);  // rows k..2k-1 of `right` are |mB| + rB
-  dgemmRowMajor(r.cublas(), midA.data(), midB.data(), centre.data(), m, k, n);
-  dgemmRowMajor(r.cublas(), left.data(), right.data(), spread.data(), m, 2 * k, n);
-  dgemmRowMajor(r.cublas(), magA.data(), magB, magnitude.data(), m, k, n);
-  const MatmulBound bound = makeMatmulBound(static_cast<double>(k), model.accumulationRoundoff,
-                                            model.accumulationSubnormal);
+  DeviceBuffer<double> g1(count(m, n)), g2(count(m, n)), g4(count(m, n));
+  if (k == 0) {  // empty sums: the GEMMs are zero
+    g1.zero(g1.size(), s);
+    g2.zero(g2.size(), s);
+    g4.zero(g4.size(), s);
+  } else {
+    DeviceInterval da(a, count(m, k), s), db(b, count(k, n), s);
+    DeviceBuffer<double> midA(count(m, k)), absA(count(m, k)), magA(count(m, k));
+    DeviceBuffer<double> midB(count(k, n)), absB(count(k, n)), magB(count(k, n));
+    launchSplit(da.lo.data(), da.hi.data(), model.input, m * k, midA.data(), absA.data(),
+                magA.data(), s);
+    launchSplit(db.lo.data(), db.hi.data(), model.input, k * n, midB.data(), absB.data(),
+                magB.data(), s);
+    dgemmRowMajor(r.cublas(), midA.data(), midB.data(), g1.data(), m, k, n);
+    dgemmRowMajor(r.cublas(), absA.data(), absB.data(), g2.data(), m, k, n);
+    dgemmRowMajor(r.cublas(), magA.data(), magB.data(), g4.data(), m, k, n);
+    r.synchronize();  // the operand buffers go out of scope here
+  }
   DeviceInterval dc(count(m, n));
-  launchMatmulFinish(centre.data(), spread.data(), magnitude.data(), bound, model.storage,
-                     dc.lo.data(), dc.hi.data(), m * n, s);
+  launchMatmulFinish(g1.data(), g2.data(), g4.data(), bound, model.storage, dc.lo.data(),
+                     dc.hi.data(), m * n, s);
   dc.toHost(c, count(m, n), s);
   r.synchronize();
 }

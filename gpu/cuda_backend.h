@@ -34,12 +34,12 @@ struct IntervalSpan {
   double* hi = nullptr;
 };
 
-/// How the candidate computes a matrix product: input rounding (tf32/bf16/...), accumulation
-/// roundoff and smallest subnormal of the accumulation format, and the storage format.
+/// How the candidate computes a matrix product (the CPU rule's GemmModel): input rounding
+/// (tf32/bf16/...), accumulation format and its unit roundoff (2u when truncating), storage.
 struct MatmulModel {
   Format input = Format::Fp64;
+  Format accumulation = Format::Fp64;
   double accumulationRoundoff = 0x1p-53;
-  double accumulationSubnormal = 0x1p-1074;
   Format storage = Format::Fp64;
 };
 
@@ -82,8 +82,9 @@ class CudaBackend final : public Backend {
   void store(Format format, ConstIntervalSpan x, IntervalSpan out, std::int64_t n);
 
   /// Encloses every C[m×n] the candidate can compute as A[m×k]·B[k×n] for point matrices inside
-  /// the interval operands, in any order (midpoint–radius on three cuBLAS Dgemm calls, see
-  /// gpu/kernel_bodies.h).
+  /// the interval operands, in any order: midpoint–radius on three cuBLAS Dgemm calls and the
+  /// CPU rule's finishing arithmetic (gpu/kernel_bodies.h); any non-finite operand endpoint makes
+  /// every element entire, as on the CPU.
   void intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, IntervalSpan c, std::int64_t m,
                       std::int64_t k, std::int64_t n, const MatmulModel& model);
 

@@ -59,35 +59,22 @@ __global__ void storeKernel(Format format, const double* xlo, const double* xhi,
   }
 }
 
-__global__ void splitLeftKernel(const double* lo, const double* hi, Format input, std::int64_t m,
-                                std::int64_t k, double* mid, double* left, double* mag) {
-  for (std::int64_t i = firstIndex(); i < m * k; i += strideOf()) {
+__global__ void splitKernel(const double* lo, const double* hi, Format input, std::int64_t count,
+                            double* mid, double* absMid, double* mag) {
+  for (std::int64_t i = firstIndex(); i < count; i += strideOf()) {
     double c = 0.0, r = 0.0;
-    midRad(lo[i], hi[i], input, &c, &r);
-    const std::int64_t row = i / k, col = i % k;
+    midRad(lo[i], hi[i], input, &c, &r);  // non-finite operands are handled by the host
     mid[i] = c;
-    left[row * 2 * k + col] = ::fabs(c);
-    left[row * 2 * k + k + col] = r;
+    absMid[i] = ::fabs(c);
     mag[i] = magnitudeUp(c, r);
   }
 }
 
-__global__ void splitRightKernel(const double* lo, const double* hi, Format input, std::int64_t k,
-                                 std::int64_t n, double* mid, double* right) {
-  for (std::int64_t i = firstIndex(); i < k * n; i += strideOf()) {
-    double c = 0.0, r = 0.0;
-    midRad(lo[i], hi[i], input, &c, &r);
-    mid[i] = c;
-    right[i] = r;                     // rows 0..k-1: rB
-    right[k * n + i] = magnitudeUp(c, r);  // rows k..2k-1: |mB| + rB
-  }
-}
-
-__global__ void matmulFinishKernel(const double* c, const double* r, const double* p,
+__global__ void matmulFinishKernel(const double* g1, const double* g2, const double* g4,
                                    MatmulBound bound, Format storage, double* olo, double* ohi,
                                    std::int64_t n) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
-    const Interval v = matmulFinish(c[i], r[i], p[i], bound, storage);
+    const Interval v = matmulFinish(g1[i], g2[i], g4[i], bound, storage);
     olo[i] = v.lo;
     ohi[i] = v.hi;
   }
@@ -192,25 +179,18 @@ void launchStore(Format format, const double* xlo, const double* xhi, double* ol
   LB_CUDA_CHECK_LAUNCH(storeKernel);
 }
 
-void launchSplitLeft(const double* lo, const double* hi, Format input, std::int64_t m,
-                     std::int64_t k, double* mid, double* left, double* mag, cudaStream_t stream) {
-  if (m * k <= 0) return;
-  splitLeftKernel<<<gridFor(m * k), kBlock, 0, stream>>>(lo, hi, input, m, k, mid, left, mag);
-  LB_CUDA_CHECK_LAUNCH(splitLeftKernel);
+void launchSplit(const double* lo, const double* hi, Format input, std::int64_t count, double* mid,
+                 double* absMid, double* mag, cudaStream_t stream) {
+  if (count <= 0) return;
+  splitKernel<<<gridFor(count), kBlock, 0, stream>>>(lo, hi, input, count, mid, absMid, mag);
+  LB_CUDA_CHECK_LAUNCH(splitKernel);
 }
 
-void launchSplitRight(const double* lo, const double* hi, Format input, std::int64_t k,
-                      std::int64_t n, double* mid, double* right, cudaStream_t stream) {
-  if (k * n <= 0) return;
-  splitRightKernel<<<gridFor(k * n), kBlock, 0, stream>>>(lo, hi, input, k, n, mid, right);
-  LB_CUDA_CHECK_LAUNCH(splitRightKernel);
-}
-
-void launchMatmulFinish(const double* c, const double* r, const double* p, MatmulBound bound,
+void launchMatmulFinish(const double* g1, const double* g2, const double* g4, MatmulBound bound,
                         Format storage, double* olo, double* ohi, std::int64_t n,
                         cudaStream_t stream) {
   if (n <= 0) return;
-  matmulFinishKernel<<<gridFor(n), kBlock, 0, stream>>>(c, r, p, bound, storage, olo, ohi, n);
+  matmulFinishKernel<<<gridFor(n), kBlock, 0, stream>>>(g1, g2, g4, bound, storage, olo, ohi, n);
   LB_CUDA_CHECK_LAUNCH(matmulFinishKernel);
 }
 

@@ -23,14 +23,11 @@ void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const 
 /// out = storeBody(x, format) elementwise.
 void launchStore(Format format, const double* xlo, const double* xhi, double* olo, double* ohi,
                  std::int64_t n, cudaStream_t stream);
-/// Splits the left operand A[m×k] into mid (m×k), left = [|mid| | rad] (m×2k), mag = |mid|+rad.
-void launchSplitLeft(const double* lo, const double* hi, Format input, std::int64_t m,
-                     std::int64_t k, double* mid, double* left, double* mag, cudaStream_t stream);
-/// Splits the right operand B[k×n] into mid (k×n) and right = [rad ; |mid|+rad] (2k×n).
-void launchSplitRight(const double* lo, const double* hi, Format input, std::int64_t k,
-                      std::int64_t n, double* mid, double* right, cudaStream_t stream);
-/// out = matmulFinish(c, r, p, bound, storage) elementwise.
-void launchMatmulFinish(const double* c, const double* r, const double* p, MatmulBound bound,
+/// Splits an operand (count elements) into mid, |mid| and mag = |mid| + rad (rounded up).
+void launchSplit(const double* lo, const double* hi, Format input, std::int64_t count, double* mid,
+                 double* absMid, double* mag, cudaStream_t stream);
+/// out = matmulFinish(g1, g2, g4, bound, storage) elementwise.
+void launchMatmulFinish(const double* g1, const double* g2, const double* g4, MatmulBound bound,
                         Format storage, double* olo, double* ohi, std::int64_t n,
                         cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then sumFinish.

@@ -142,36 +142,33 @@ LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
 LB_HD inline Interval storeBody(Interval x, Format f) { return roundOutward(x, f); }
 
 // ---- Midpoint–radius matrix product (Rump 1999; Revol–Théveny 2013) --------------------------
-// The interval product A·B is evaluated with three round-to-nearest binary64 GEMMs:
-//   C  = fl(mA · mB)                          (centre)
-//   R  = fl([|mA| rA] · [rB ; |mB| + rB])    (spread of the exact products: inner dimension 2k)
-//   P  = fl((|mA| + rA) · (|mB| + rB))        (magnitude bound of every product)
-// and then, per element, with directed rounding only (matmulFinish):
-//   rad = R/(1 - γ_2k) + (γ_k + γ_k^c) · P/(1 - γ_k) + underflow terms,   [C - rad, C + rad].
-// Why: |ÃB̃ - mA mB| <= |mA| rB + rA (|mB| + rB) (Rump 1999, Thm 2.1); the centre GEMM errs by
-// at most γ_k |mA||mB| + k η (Higham Thm 3.5 + one underflow per product); the candidate errs by
-// at most γ_k^c |Ã||B̃| + k η_c in any order (order-free dot-product bound); a non-negative RN
-// GEMM satisfies S <= (fl(S) + k η) / (1 - γ_k). No rounding mode is ever set inside cuBLAS.
+// The same arithmetic as the CPU rule's intervalGemm (core/ops/matmul_ops.cpp, alpha = 1, no
+// bias), on three round-to-nearest binary64 GEMMs that the caller runs (cuBLAS on the device):
+//   g1 = fl(mA · mB),  g2 = fl(|mA| · |mB|),  g4 = fl((|mA| + rA) · (|mB| + rB))
+// then per element, with directed rounding only (matmulFinish):
+//   s2 ∈ [(g2 − kη)/(1 + γ_k), (g2 + kη)/(1 − γ_k)], s4 <= (g4 + kη)/(1 − γ_k)
+//   (a non-negative RN GEMM is within γ_k·S + kη of S: Higham Thm 3.5 + one underflow per
+//   product), spread = s4 − s2 >= |mA| rB + rA (|mB| + rB) (Rump 1999), centre error
+//   γ_k s2 + kη, candidate error γ_k^acc s4 + kη_acc in any order, entire when a partial sum may
+//   overflow the accumulator. No rounding mode is ever set inside cuBLAS.
 
-/// Splits [lo, hi] (first rounded outward to `input`, the format the candidate's GEMM reads)
-/// into a midpoint m (nearest) and a radius r (rounded up) with [lo, hi] ⊆ [m - r, m + r].
-/// Unbounded, empty or NaN operands give m = 0, r = +inf (the result is then unbounded).
-LB_HD inline void midRad(double lo, double hi, Format input, double* m, double* r) {
-  const Interval x = storeNearest(sanitize(Interval{lo, hi}), input);
+/// Splits [lo, hi], rounded outward to `input` (the format the candidate's GEMM reads), into a
+/// midpoint m (nearest) and a radius r (rounded up) with [lo, hi] ⊆ [m - r, m + r]; returns false
+/// when an endpoint is not finite (the CPU rule then makes the whole product entire).
+LB_HD inline bool midRad(double lo, double hi, Format input, double* m, double* r) {
+  Interval x{lo, hi};
+  if (input != Format::Fp64) x = roundOutward(x, input);
   const double inf = interval_detail::inf();
-  if (isEmpty(x) || x.lo == -inf || x.hi == inf) {
+  if (!(x.lo > -inf && x.lo < inf && x.hi > -inf && x.hi < inf)) {
     *m = 0.0;
     *r = inf;
-    return;
-  }
-  if (x.lo == x.hi) {
-    *m = x.lo;
-    *r = 0.0;
-    return;
+    return false;
   }
   const double c = midpoint(x);
+  const double a = sub_up(x.hi, c), b = sub_up(c, x.lo);
   *m = c;
-  *r = interval_detail::fmax2(sub_up(c, x.lo), sub_up(x.hi, c));
+  *r = a < b ? b : a;  // std::max(a, b)
+  return true;
 }
 
 /// Returns |m| + r rounded up (the magnitude bound of an operand in midpoint–radius form).
@@ -182,49 +179,56 @@ LB_HD inline double magnitudeUp(double m, double r) { return add_up(m < 0.0 ? -m
 LB_HD inline double gammaUp(double n, double u) {
   if (n <= 0.0) return 0.0;
   const double nu = mul_up(n, u);
-  if (!(nu < 1.0)) return interval_detail::inf();
+  if (nu >= 1.0) return interval_detail::inf();
   return div_up(nu, sub_down(1.0, nu));
 }
 
 /// Per-product constants of matmulFinish, computed once per GEMM shape and precision model.
 struct MatmulBound {
-  double centreAndCandidateGamma;  ///< γ_k(binary64) + γ_k^c, rounded up
-  double pScale;                   ///< 1 / (1 - γ_k(binary64)), rounded up
-  double rScale;                   ///< 1 / (1 - γ_2k(binary64)), rounded up
-  double pEta;                     ///< k η(binary64): underflow of the P GEMM
-  double rEta;                     ///< 2k η(binary64): underflow of the R GEMM
-  double eta;                      ///< k (η(binary64) + η_c): underflow of centre and candidate
+  double g64;      ///< γ_k(binary64)
+  double kEta;     ///< k η(binary64)
+  double up;       ///< 1/(1 − γ_k) rounded up
+  double down;     ///< 1/(1 + γ_k) rounded down
+  double gAcc;     ///< γ_k of the candidate's accumulation
+  double kEtaAcc;  ///< k η of the accumulation format
+  double maxAcc;   ///< largest finite value of the accumulation format
+  bool points;     ///< both operands are points after input rounding (no spread GEMM)
 };
 
-/// Returns the MatmulBound for inner dimension k and the candidate's accumulation unit roundoff
-/// and smallest subnormal (η_c); every constant is rounded up.
-LB_HD inline MatmulBound makeMatmulBound(double k, double accumulationRoundoff,
-                                         double accumulationSubnormal) {
-  const double u64 = 0x1p-53, eta64 = 0x1p-1074;
-  const double g64 = gammaUp(k, u64);
-  const double g64r = gammaUp(mul_up(2.0, k), u64);
-  const double gc = gammaUp(k, accumulationRoundoff);
+/// Returns the MatmulBound for inner dimension k, the candidate's accumulation format and unit
+/// roundoff (2u when truncating), and whether both operands are points.
+LB_HD inline MatmulBound makeMatmulBound(double k, Format accumulation, double accumulationRoundoff,
+                                         bool points) {
   MatmulBound b{};
-  b.centreAndCandidateGamma = add_up(g64, gc);
-  b.pScale = div_up(1.0, sub_down(1.0, g64));
-  b.rScale = div_up(1.0, sub_down(1.0, g64r));
-  b.pEta = mul_up(k, eta64);
-  b.rEta = mul_up(mul_up(2.0, k), eta64);
-  b.eta = mul_up(k, add_up(eta64, accumulationSubnormal));
+  b.g64 = gammaUp(k, 0x1p-53);
+  b.kEta = mul_up(k, 0x1p-1074);
+  b.up = div_up(1.0, sub_down(1.0, b.g64));
+  b.down = div_down(1.0, add_up(1.0, b.g64));
+  b.gAcc = gammaUp(k, accumulationRoundoff);
+  b.kEtaAcc = mul_up(k, smallestSubnormal(accumulation));
+  b.maxAcc = largestFinite(accumulation);
+  b.points = points;
   return b;
 }
 
-/// Returns the enclosure [c - rad, c + rad] of every product the candidate can compute, from the
-/// round-to-nearest GEMM results c, r, p of one element (see the comment above), then rounded
-/// outward to the storage format. A NaN or infinite term gives the entire line.
-LB_HD inline Interval matmulFinish(double c, double r, double p, const MatmulBound& b,
+/// Returns the enclosure of every product the candidate can compute, from the round-to-nearest
+/// GEMM results g1, g2, g4 of one element (see above), rounded outward to the storage format.
+LB_HD inline Interval matmulFinish(double g1, double g2, double g4, const MatmulBound& b,
                                    Format storage) {
   const double inf = interval_detail::inf();
-  const double rUp = mul_up(add_up(r, b.rEta), b.rScale);
-  const double pUp = mul_up(add_up(p, b.pEta), b.pScale);
-  const double rad = add_up(add_up(rUp, mul_up(b.centreAndCandidateGamma, pUp)), b.eta);
-  if (c != c || rad != rad || c == inf || c == -inf || rad == inf) return entireInterval();
-  return storeNearest(Interval{sub_down(c, rad), add_up(c, rad)}, storage);
+  const double s2up = mul_up(add_up(g2, b.kEta), b.up);
+  const double s4up = b.points ? s2up : mul_up(add_up(g4, b.kEta), b.up);
+  const double s2lo = mul_down(sub_down(g2, b.kEta), b.down);
+  const double s2down = 0.0 < s2lo ? s2lo : 0.0;  // std::max(0.0, s2lo)
+  const double width = b.points ? 0.0 : sub_up(s4up, s2down);
+  const double midErr = add_up(mul_up(b.g64, s2up), b.kEta);
+  const double r = add_up(width, midErr);
+  const bool finite = g1 > -inf && g1 < inf && r > -inf && r < inf;
+  Interval exact = finite ? Interval{sub_down(g1, r), add_up(g1, r)} : entireInterval();
+  const double candErr = add_up(mul_up(b.gAcc, s4up), b.kEtaAcc);
+  if (!(add_up(s4up, candErr) < b.maxAcc)) exact = entireInterval();
+  else exact = Interval{sub_down(exact.lo, candErr), add_up(exact.hi, candErr)};
+  return roundOutward(exact, storage);
 }
 
 // ---- Reductions (order-free) ------------------------------------------------------------------

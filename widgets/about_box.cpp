@@ -2,12 +2,26 @@
 
 #include <QMessageBox>
 #include <QWidget>
-
-#include <H5public.h>
+#include <qcustomplot.h>
 
 #include <Eigen/Core>
+#include <H5public.h>
 
 namespace lossbound::widgets {
+
+QString versionsLine() {
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  return QStringLiteral("Lossbound %1 · Qt %2 · HDF5 %3.%4.%5 · Eigen %6.%7.%8 · QCustomPlot %9")
+      .arg(QStringLiteral(LOSSBOUND_VERSION), QString::fromLatin1(qVersion()))
+      .arg(maj)
+      .arg(min)
+      .arg(rel)
+      .arg(EIGEN_WORLD_VERSION)
+      .arg(EIGEN_MAJOR_VERSION)
+      .arg(EIGEN_MINOR_VERSION)
+      .arg(QStringLiteral(QCUSTOMPLOT_VERSION_STR));
+}
 
 QString aboutText(const QString& backendLine) {
   unsigned maj = 0, min = 0, rel = 0;

@@ -1,5 +1,7 @@
 #include "widgets/loss_plot.h"
 
+#include "widgets/palette.h"
+
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
@@ -9,14 +11,11 @@
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
-
 #include <qcustomplot.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include "widgets/palette.h"
 
 namespace lossbound::widgets {
 
@@ -59,8 +58,9 @@ LossPlot::LossPlot(QWidget* parent) : PlotPanel(parent) {
   mSmoothSpin->setRange(0, 0.99);
   mSmoothSpin->setSingleStep(0.01);
   mSmoothSpin->setDecimals(2);
-  const QString smoothTip = tr("Display-only EMA smoothing of the curves; the analysis always "
-                               "uses the logged losses");
+  const QString smoothTip =
+      tr("Display-only EMA smoothing of the curves; the analysis always "
+         "uses the logged losses");
   mSmoothSlider->setToolTip(smoothTip);
   mSmoothSpin->setToolTip(smoothTip);
   auto* reset = new QToolButton(this);
@@ -78,8 +78,7 @@ LossPlot::LossPlot(QWidget* parent) : PlotPanel(parent) {
 
   connect(mXOnlyBox, &QCheckBox::toggled, this, &LossPlot::setXOnly);
   connect(mLogYBox, &QCheckBox::toggled, this, &LossPlot::setLogY);
-  connect(mSmoothSlider, &QSlider::valueChanged, this,
-          [this](int v) { setSmoothing(v / 100.0); });
+  connect(mSmoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
   connect(mSmoothSpin, qOverload<double>(&QDoubleSpinBox::valueChanged), this,
           &LossPlot::setSmoothing);
   connect(reset, &QToolButton::clicked, this, &LossPlot::resetView);
@@ -112,8 +111,9 @@ LossPlot::LossPlot(QWidget* parent) : PlotPanel(parent) {
   mRawReference->setVisible(false);
   mRawCandidate->setVisible(false);
 
-  mReference = mPlot->addGraph();
+  // The reference is drawn last: it is the curve judged against the envelope.
   mCandidate = mPlot->addGraph();
+  mReference = mPlot->addGraph();
   mReference->setPen(QPen(kReferenceColor, 1.5));
   mCandidate->setPen(QPen(kCandidateColor, 1.5));
 
@@ -125,7 +125,8 @@ LossPlot::LossPlot(QWidget* parent) : PlotPanel(parent) {
 
   mOutside = mPlot->addGraph();
   mOutside->setLineStyle(QCPGraph::lsNone);
-  mOutside->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QPen(kExitColor, 2), Qt::NoBrush, 9));
+  mOutside->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssCross, QPen(kExitColor, 2), Qt::NoBrush, 9));
   mOutside->setName(tr("outside envelope"));
   mOutside->setAdaptiveSampling(false);
 
@@ -191,11 +192,15 @@ void LossPlot::setResults(const std::vector<StepResult>& steps,
   const EnvelopeMethod method =
       mResults.empty() ? EnvelopeMethod::FirstOrder : mResults.back().method;
   mBandHi->setName(tr("envelope (%1)").arg(qs(methodName(method))));
-  if (bandSteps.empty()) mBandHi->removeFromLegend();
-  else mBandHi->addToLegend();
+  if (bandSteps.empty())
+    mBandHi->removeFromLegend();
+  else
+    mBandHi->addToLegend();
   mOutside->setData(makeContainer(outSteps, outLoss));
-  if (outSteps.empty()) mOutside->removeFromLegend();
-  else mOutside->addToLegend();
+  if (outSteps.empty())
+    mOutside->removeFromLegend();
+  else
+    mOutside->addToLegend();
   setFirstExitMarker(firstExit, true);
   queueReplot();
 }
@@ -254,6 +259,10 @@ void LossPlot::applySmoothing() {
   mCandidate->setData(makeContainer(cand.steps, emaSmooth(cand.loss, mSmoothing)));
 }
 
+std::pair<double, double> LossPlot::yRange() const {
+  return {mPlot->yAxis->range().lower, mPlot->yAxis->range().upper};
+}
+
 void LossPlot::resetView() {
   double xLo = std::numeric_limits<double>::infinity(), xHi = -xLo;
   double yLo = xLo, yHi = -xLo;
@@ -298,17 +307,19 @@ void LossPlot::updateYTicker() {
   // ordinary ticker (else it would show no labels at all).
   const QCPRange r = mPlot->yAxis->range();
   const bool decades = logY() && r.lower > 0 && r.upper / r.lower > 20;
-  const bool isLogTicker =
-      !mPlot->yAxis->ticker().dynamicCast<QCPAxisTickerLog>().isNull();
+  const bool isLogTicker = !mPlot->yAxis->ticker().dynamicCast<QCPAxisTickerLog>().isNull();
   if (decades == isLogTicker) return;
-  if (decades) mPlot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-  else mPlot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  if (decades)
+    mPlot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  else
+    mPlot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
 }
 
 const StepResult* LossPlot::resultNear(double x, double pixelTolerance) const {
   if (mResults.empty()) return nullptr;
-  const auto it = std::lower_bound(mResults.begin(), mResults.end(), x,
-                                   [](const StepResult& r, double v) { return double(r.step) < v; });
+  const auto it =
+      std::lower_bound(mResults.begin(), mResults.end(), x,
+                       [](const StepResult& r, double v) { return double(r.step) < v; });
   const StepResult* best = nullptr;
   double bestDist = pixelTolerance;
   const double px = mPlot->xAxis->coordToPixel(x);
@@ -349,10 +360,10 @@ QString LossPlot::toolTipAt(double x) const {
   }
   QStringList lines;
   lines << tr("step %1").arg(step);
-  lines << tr("reference (%1): %2").arg(mSession.reference.name,
-                                         fmt(mSession.reference.lossAt(step)));
-  lines << tr("candidate (%1): %2").arg(mSession.candidate.name,
-                                         fmt(mSession.candidate.lossAt(step)));
+  lines << tr("reference (%1): %2")
+               .arg(mSession.reference.name, fmt(mSession.reference.lossAt(step)));
+  lines << tr("candidate (%1): %2")
+               .arg(mSession.candidate.name, fmt(mSession.candidate.lossAt(step)));
   if (r) {
     if (r->verdict == StepVerdict::NotBounded) {
       lines << tr("not bounded: %1").arg(QString::fromStdString(r->note));

@@ -8,13 +8,13 @@
 // per pixel column (min/max per column) before drawing, so a redraw touches each visible point
 // once and draws O(width) segments.
 
-#include <cstdint>
-#include <optional>
-#include <vector>
-
 #include "core/analysis/analysis_types.h"
 #include "widgets/plot_panel.h"
 #include "widgets/session_data.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
 
 class QCheckBox;
 class QCPGraph;
@@ -49,6 +49,8 @@ class LossPlot : public PlotPanel {
   void setSmoothing(double weight);
   /// Returns the display smoothing weight.
   double smoothing() const;
+  /// Returns the visible loss range (lower, upper).
+  std::pair<double, double> yRange() const;
   /// Fits both axes to the data (all steps, all losses and envelopes).
   void resetView();
 

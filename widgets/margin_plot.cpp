@@ -1,13 +1,12 @@
 #include "widgets/margin_plot.h"
 
-#include <QVBoxLayout>
+#include "widgets/palette.h"
 
+#include <QVBoxLayout>
 #include <qcustomplot.h>
 
 #include <algorithm>
 #include <cmath>
-
-#include "widgets/palette.h"
 
 namespace lossbound::widgets {
 

@@ -3,12 +3,12 @@
 // reference loss's distance from the envelope centre in half-widths, with the ±1 band (inside)
 // shaded. A 1e-6-relative envelope is invisible at loss scale; here inside is always |m| <= 1.
 
+#include "core/analysis/analysis_types.h"
+#include "widgets/plot_panel.h"
+
 #include <cstdint>
 #include <optional>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
-#include "widgets/plot_panel.h"
 
 class QCPGraph;
 class QCPItemRect;

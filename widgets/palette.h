@@ -1,9 +1,9 @@
 #pragma once
 // The workbench's colours, in one place so that plots, table, panels and tests agree on them.
 
-#include <QColor>
-
 #include "core/analysis/analysis_types.h"
+
+#include <QColor>
 
 namespace lossbound::widgets {
 

@@ -1,12 +1,11 @@
 #include "widgets/plot_panel.h"
 
+#include "widgets/palette.h"
+
 #include <QElapsedTimer>
 #include <QMouseEvent>
 #include <QVBoxLayout>
-
 #include <qcustomplot.h>
-
-#include "widgets/palette.h"
 
 namespace lossbound::widgets {
 
@@ -26,8 +25,7 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
   mPlot->xAxis->setNumberPrecision(0);
   connect(mPlot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
           [this](const QCPRange& r) { emit xRangeChanged(r.lower, r.upper); });
-  connect(mPlot, &QCustomPlot::mousePress, this,
-          [this](QMouseEvent* e) { mPressPos = e->pos(); });
+  connect(mPlot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { mPressPos = e->pos(); });
   connect(mPlot, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
     if ((e->pos() - mPressPos).manhattanLength() > 3 || e->button() != Qt::LeftButton) return;
     if (!mPlot->axisRect()->rect().contains(e->pos())) return;

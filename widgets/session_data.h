@@ -30,9 +30,9 @@ struct SessionData {
 
 /// One tensor of a checkpoint, summarised for the step inspector.
 struct TensorSummary {
-  QString name;   ///< e.g. "params/lm_head.weight"
-  QString shape;  ///< e.g. "[50304, 768]"
-  QString dtype;  ///< e.g. "float32"
+  QString name;     ///< e.g. "params/lm_head.weight"
+  QString shape;    ///< e.g. "[50304, 768]"
+  QString dtype;    ///< e.g. "float32"
   double norm = 0;  ///< L2 norm of all elements
 };
 

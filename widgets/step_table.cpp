@@ -1,5 +1,7 @@
 #include "widgets/step_table.h"
 
+#include "widgets/palette.h"
+
 #include <QApplication>
 #include <QClipboard>
 #include <QHeaderView>
@@ -10,19 +12,22 @@
 #include <algorithm>
 #include <cmath>
 
-#include "widgets/palette.h"
-
 namespace lossbound::widgets {
 
 namespace {
 
 int severity(StepVerdict v) {
   switch (v) {
-    case StepVerdict::Rounding: return 0;
-    case StepVerdict::NotBounded: return 1;
-    case StepVerdict::Untrustworthy: return 2;
-    case StepVerdict::BugLikely: return 3;
-    case StepVerdict::BugCertain: return 4;
+    case StepVerdict::Rounding:
+      return 0;
+    case StepVerdict::NotBounded:
+      return 1;
+    case StepVerdict::Untrustworthy:
+      return 2;
+    case StepVerdict::BugLikely:
+      return 3;
+    case StepVerdict::BugCertain:
+      return 4;
   }
   return 0;
 }
@@ -108,17 +113,33 @@ QVariant StepTableModel::data(const QModelIndex& index, int role) const {
   const bool bounded = r && r->verdict != StepVerdict::NotBounded;
   QVariant raw;
   switch (index.column()) {
-    case StepColumn: raw = qint64(row.step); break;
-    case ReferenceColumn: raw = number(row.referenceLoss); break;
-    case CandidateColumn: raw = number(row.candidateLoss); break;
-    case LoColumn: raw = bounded ? number(r->lo) : QVariant(); break;
-    case HiColumn: raw = bounded ? number(r->hi) : QVariant(); break;
-    case MarginColumn: raw = bounded ? number(r->margin) : QVariant(); break;
-    case VerdictColumn: raw = r ? QVariant(severity(r->verdict)) : QVariant(); break;
-    default: break;
+    case StepColumn:
+      raw = qint64(row.step);
+      break;
+    case ReferenceColumn:
+      raw = number(row.referenceLoss);
+      break;
+    case CandidateColumn:
+      raw = number(row.candidateLoss);
+      break;
+    case LoColumn:
+      raw = bounded ? number(r->lo) : QVariant();
+      break;
+    case HiColumn:
+      raw = bounded ? number(r->hi) : QVariant();
+      break;
+    case MarginColumn:
+      raw = bounded ? number(r->margin) : QVariant();
+      break;
+    case VerdictColumn:
+      raw = r ? QVariant(severity(r->verdict)) : QVariant();
+      break;
+    default:
+      break;
   }
   switch (role) {
-    case kSortRole: return raw;
+    case kSortRole:
+      return raw;
     case Qt::DisplayRole:
     case kCopyRole: {
       const bool copy = role == kCopyRole;
@@ -143,21 +164,30 @@ QVariant StepTableModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (r && !r->note.empty()) return QString::fromStdString(r->note);
       return {};
-    default: return {};
+    default:
+      return {};
   }
 }
 
 QVariant StepTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case StepColumn: return tr("step");
-    case ReferenceColumn: return tr("reference loss");
-    case CandidateColumn: return tr("candidate loss");
-    case LoColumn: return tr("lo");
-    case HiColumn: return tr("hi");
-    case MarginColumn: return tr("margin");
-    case VerdictColumn: return tr("verdict");
-    default: return {};
+    case StepColumn:
+      return tr("step");
+    case ReferenceColumn:
+      return tr("reference loss");
+    case CandidateColumn:
+      return tr("candidate loss");
+    case LoColumn:
+      return tr("lo");
+    case HiColumn:
+      return tr("hi");
+    case MarginColumn:
+      return tr("margin");
+    case VerdictColumn:
+      return tr("verdict");
+    default:
+      return {};
   }
 }
 
@@ -233,9 +263,7 @@ QString StepTableView::selectionAsTsv() const {
   return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
 }
 
-void StepTableView::copySelection() const {
-  QApplication::clipboard()->setText(selectionAsTsv());
-}
+void StepTableView::copySelection() const { QApplication::clipboard()->setText(selectionAsTsv()); }
 
 void StepTableView::keyPressEvent(QKeyEvent* event) {
   if (event->matches(QKeySequence::Copy)) {

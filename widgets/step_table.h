@@ -4,6 +4,9 @@
 // results arrive. The view sorts through a QSortFilterProxyModel (by raw numbers, not text),
 // selects rows (click, shift-click ranges, ctrl-click) and copies the selection as TSV.
 
+#include "core/analysis/analysis_types.h"
+#include "widgets/session_data.h"
+
 #include <QAbstractTableModel>
 #include <QList>
 #include <QTableView>
@@ -11,9 +14,6 @@
 #include <cstdint>
 #include <optional>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
-#include "widgets/session_data.h"
 
 class QSortFilterProxyModel;
 
@@ -25,8 +25,16 @@ class StepTableModel : public QAbstractTableModel {
 
  public:
   /// The columns, in display order.
-  enum Column { StepColumn, ReferenceColumn, CandidateColumn, LoColumn, HiColumn, MarginColumn,
-                VerdictColumn, ColumnCount };
+  enum Column {
+    StepColumn,
+    ReferenceColumn,
+    CandidateColumn,
+    LoColumn,
+    HiColumn,
+    MarginColumn,
+    VerdictColumn,
+    ColumnCount
+  };
   /// Role of the raw value a column sorts by (qint64, double, verdict severity; invalid if none).
   static constexpr int kSortRole = Qt::UserRole + 1;
   /// Role of the text copied and exported (full precision numbers).

@@ -1,13 +1,14 @@
 #include "widgets/verdict_summary.h"
 
+#include "core/interval/format_names.h"
+#include "widgets/palette.h"
+
 #include <QColor>
 #include <QObject>
 #include <QStringList>
 
 #include <algorithm>
-
-#include "core/interval/format_names.h"
-#include "widgets/palette.h"
+#include <cmath>
 
 namespace lossbound::widgets {
 
@@ -47,12 +48,18 @@ QString settingsSummary(const AnalysisSettings& s) {
 VerdictSummary summarize(const AnalysisReport& report) {
   VerdictSummary out;
   const auto& steps = report.steps;
-  int inside = 0, outside = 0, selfFailed = 0, notBounded = 0;
+  int inside = 0, outside = 0, selfFailed = 0, notBounded = 0, infinite = 0;
   for (const StepResult& s : steps) {
-    if (s.verdict == StepVerdict::NotBounded) ++notBounded;
-    else if (s.verdict == StepVerdict::Untrustworthy) ++selfFailed;
-    else if (isBug(s.verdict) || !s.inside) ++outside;
-    else ++inside;
+    if (s.verdict != StepVerdict::NotBounded && !(std::isfinite(s.lo) && std::isfinite(s.hi)))
+      ++infinite;
+    if (s.verdict == StepVerdict::NotBounded)
+      ++notBounded;
+    else if (s.verdict == StepVerdict::Untrustworthy)
+      ++selfFailed;
+    else if (isBug(s.verdict) || !s.inside)
+      ++outside;
+    else
+      ++inside;
     if (s.verdict != StepVerdict::Untrustworthy && s.verdict != StepVerdict::NotBounded &&
         !s.selfCheckPassed)
       ++selfFailed;
@@ -79,26 +86,31 @@ VerdictSummary summarize(const AnalysisReport& report) {
                        .arg(outside);
   if (selfFailed) out.countsText += QObject::tr(", %1 untrustworthy").arg(selfFailed);
   if (notBounded) out.countsText += QObject::tr(", %1 not bounded").arg(notBounded);
+  if (infinite)
+    out.countsText += QObject::tr(
+                          " — the envelope is infinite at %1 step(s): \"inside\" there "
+                          "says nothing; try another method or a start node")
+                          .arg(infinite);
 
   const int checked = int(steps.size()) - notBounded;
   out.selfCheckText =
-      selfFailed == 0
-          ? QObject::tr("Self-check passed at all %1 bounded steps").arg(checked)
-          : QObject::tr("Self-check FAILED at %1 of %2 steps: the candidate's own loss is not "
-                        "inside its envelope, so the recording or the precision model is wrong "
-                        "(dropout, dtype, an untraced side effect)")
-                .arg(selfFailed)
-                .arg(checked);
+      selfFailed == 0 ? QObject::tr("Self-check passed at all %1 bounded steps").arg(checked)
+                      : QObject::tr(
+                            "Self-check FAILED at %1 of %2 steps: the candidate's own loss is not "
+                            "inside its envelope, so the recording or the precision model is wrong "
+                            "(dropout, dtype, an untraced side effect)")
+                            .arg(selfFailed)
+                            .arg(checked);
 
   if (out.firstExit) {
     const auto it = std::find_if(steps.begin(), steps.end(),
                                  [&](const StepResult& s) { return s.step == *out.firstExit; });
     const bool certain = it != steps.end() && it->verdict == StepVerdict::BugCertain;
     out.verdict = certain ? OverallVerdict::BugCertain : OverallVerdict::BugLikely;
-    out.headline = certain ? QObject::tr("Type-II: implementation bug (certain)")
-                           : QObject::tr("Type-II: implementation bug (likely, %1 envelope)")
-                                 .arg(qs(methodName(it != steps.end() ? it->method
-                                                                      : report.settings.method)));
+    out.headline =
+        certain ? QObject::tr("Type-II: implementation bug (certain)")
+                : QObject::tr("Type-II: implementation bug (likely, %1 envelope)")
+                      .arg(qs(methodName(it != steps.end() ? it->method : report.settings.method)));
     out.firstExitText = QObject::tr("First exit at step %1").arg(*out.firstExit);
     if (it != steps.end())
       out.firstExitText += QObject::tr(": reference loss %1 outside [%2, %3] (margin %4)")
@@ -106,11 +118,15 @@ VerdictSummary summarize(const AnalysisReport& report) {
                                .arg(it->margin, 0, 'g', 4);
     return out;
   }
-  out.firstExitText = QObject::tr("No exit: the reference loss is inside the envelope at every "
-                                  "bounded step");
+  out.firstExitText = QObject::tr(
+      "No exit: the reference loss is inside the envelope at every "
+      "bounded step");
   if (selfFailed > 0) {
     out.verdict = OverallVerdict::Untrustworthy;
     out.headline = QObject::tr("Envelope not trustworthy (self-check failed)");
+  } else if (infinite > 0 && infinite == int(steps.size()) - notBounded) {
+    out.verdict = OverallVerdict::NotBounded;
+    out.headline = QObject::tr("Inconclusive: the envelope is infinite");
   } else if (notBounded == int(steps.size())) {
     out.verdict = OverallVerdict::NotBounded;
     out.headline = QObject::tr("Could not bound any step");
@@ -124,12 +140,18 @@ VerdictSummary summarize(const AnalysisReport& report) {
 
 QColor overallVerdictColor(OverallVerdict verdict) {
   switch (verdict) {
-    case OverallVerdict::NotAnalysed: return QColor(90, 90, 90);
-    case OverallVerdict::Rounding: return verdictColor(StepVerdict::Rounding);
-    case OverallVerdict::BugLikely: return verdictColor(StepVerdict::BugLikely);
-    case OverallVerdict::BugCertain: return verdictColor(StepVerdict::BugCertain);
-    case OverallVerdict::Untrustworthy: return verdictColor(StepVerdict::Untrustworthy);
-    case OverallVerdict::NotBounded: return verdictColor(StepVerdict::NotBounded);
+    case OverallVerdict::NotAnalysed:
+      return QColor(90, 90, 90);
+    case OverallVerdict::Rounding:
+      return verdictColor(StepVerdict::Rounding);
+    case OverallVerdict::BugLikely:
+      return verdictColor(StepVerdict::BugLikely);
+    case OverallVerdict::BugCertain:
+      return verdictColor(StepVerdict::BugCertain);
+    case OverallVerdict::Untrustworthy:
+      return verdictColor(StepVerdict::Untrustworthy);
+    case OverallVerdict::NotBounded:
+      return verdictColor(StepVerdict::NotBounded);
   }
   return Qt::black;
 }

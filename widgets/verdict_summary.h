@@ -3,14 +3,14 @@
 // exit is, what the method guarantees, whether the self-check holds, which settings were used.
 // Shared by the verdict panel, the PDF report and the headless screenshot.
 
+#include "core/analysis/analysis_types.h"
+
 #include <QColor>
 #include <QString>
 
 #include <cstdint>
 #include <optional>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
 
 namespace lossbound::widgets {
 
@@ -21,7 +21,7 @@ enum class OverallVerdict {
   BugLikely,      ///< the first exit is outside a non-rigorous envelope
   BugCertain,     ///< the first exit is outside the rigorous interval envelope
   Untrustworthy,  ///< no exit, but the self-check failed somewhere: envelopes cannot be trusted
-  NotBounded,     ///< no step could be bounded
+  NotBounded,     ///< no step could be bounded, or every envelope is infinite (inconclusive)
 };
 
 /// The analysis in words, ready to show.

@@ -1,6 +1,9 @@
 #include "core/analysis/analyzer.h"
 
-#include <omp.h>
+#include "core/analysis/result_cache.h"
+#include "core/analysis/step_replay.h"
+#include "core/analysis/verdict.h"
+#include "core/program/program_parser.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,12 +14,8 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <omp.h>
 #include <thread>
-
-#include "core/analysis/result_cache.h"
-#include "core/analysis/step_replay.h"
-#include "core/analysis/verdict.h"
-#include "core/program/program_parser.h"
 
 namespace lossbound {
 
@@ -31,7 +30,7 @@ enum class Part { Main, Self };
 struct PartResult {
   bool finished = false;
   bool cancelled = false;
-  std::string error;       // non-empty: the step cannot be bounded
+  std::string error;  // non-empty: the step cannot be bounded
   Envelope env;
   std::string note;
   double seconds = 0;
@@ -58,14 +57,23 @@ std::string unsupportedLossOps(const Program& program) {
   } catch (const std::exception& e) {
     return e.what();
   }
-  std::string out;
+  // Distinct ops in program order, each with its first node and how many more use it.
+  std::vector<std::pair<std::string, std::string>> first;  // (op, first node)
+  std::map<std::string, int> count;
   for (const UnsupportedOp& u : unsupportedOps(program)) {
     const int idx = findNode(program, u.node);
     if (idx < 0 || !std::binary_search(needed.begin(), needed.end(), static_cast<std::size_t>(idx)))
       continue;
-    out += (out.empty() ? "" : ", ") + u.op + " (node " + u.node + ")";
+    if (count[u.op]++ == 0) first.emplace_back(u.op, u.node);
   }
-  return out.empty() ? out : "unsupported op: " + out;
+  std::string out;
+  for (const auto& [op, node] : first) {
+    out += (out.empty() ? "" : ", ") + op + " (node " + node;
+    if (count[op] > 1) out += " and " + std::to_string(count[op] - 1) + " more";
+    out += ")";
+  }
+  if (out.empty()) return out;
+  return (first.size() > 1 ? "unsupported ops: " : "unsupported op: ") + out;
 }
 
 std::uint64_t stepSeed(std::uint64_t seed, std::int64_t step, Part part) {
@@ -105,8 +113,10 @@ void checkPairing(const ReplayRun& reference, const ReplayRun& candidate,
       if (isFloating(in.spec.dtype) != isFloating(it->spec.dtype))
         throw AnalysisError("mismatched pair at step " + std::to_string(step) + ": input '" +
                             in.name + "': the candidate program expects " +
-                            std::string(dtypeName(in.spec.dtype)) + ", the reference checkpoint "
-                            "holds " + std::string(dtypeName(it->spec.dtype)));
+                            std::string(dtypeName(in.spec.dtype)) +
+                            ", the reference checkpoint "
+                            "holds " +
+                            std::string(dtypeName(it->spec.dtype)));
     }
   }
 }
@@ -182,7 +192,8 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
         if (std::binary_search(steps.begin(), steps.end(), r.step)) results[r.step] = std::move(r);
     } catch (const std::exception& e) {
       cache.reset();
-      report.note += (report.note.empty() ? "" : " ") + std::string("Results cache off: ") + e.what();
+      report.note +=
+          (report.note.empty() ? "" : " ") + std::string("Results cache off: ") + e.what();
     }
   }
   const int total = static_cast<int>(steps.size());
@@ -213,8 +224,7 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
     const auto t0 = Clock::now();
     try {
       const auto program = candidate.programAt(step);
-      if (const std::string u = unsupportedLossOps(*program); !u.empty())
-        throw EvaluationError(u);
+      if (const std::string u = unsupportedLossOps(*program); !u.empty()) throw EvaluationError(u);
       if (!settings.startNode.empty() && findNode(*program, settings.startNode) < 0)
         throw EvaluationError("start node '" + settings.startNode +
                               "' is not a node of the candidate program at step " +
@@ -252,7 +262,8 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
     pr.finished = true;
     std::lock_guard lock(mutex);
     parts[job.slot][job.part == Part::Main ? 0 : 1] = std::move(pr);
-    if (parts[job.slot][0].finished && parts[job.slot][1].finished) finishedSlots.push_back(job.slot);
+    if (parts[job.slot][0].finished && parts[job.slot][1].finished)
+      finishedSlots.push_back(job.slot);
     changed.notify_all();
   };
 
@@ -341,15 +352,16 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
           note += (note.empty() ? "" : " ") + std::string("Also outside the rigorous interval [") +
                   fmt(m.rigorous.lo) + ", " + fmt(m.rigorous.hi) + "].";
         } else {
-          note += (note.empty() ? "" : " ") +
-                  std::string("Inside the rigorous interval [") + fmt(m.rigorous.lo) + ", " +
-                  fmt(m.rigorous.hi) + "], so the bug is likely, not certain.";
+          note += (note.empty() ? "" : " ") + std::string("Inside the rigorous interval [") +
+                  fmt(m.rigorous.lo) + ", " + fmt(m.rigorous.hi) +
+                  "], so the bug is likely, not certain.";
         }
       }
       if (!r.selfCheckPassed)
         note += (note.empty() ? "" : " ") + std::string("Self-check failed: the candidate's own ") +
                 "loss " + fmt(r.candidateLoss) + " is outside its envelope [" + fmt(r.selfLo) +
-                ", " + fmt(r.selfHi) + "] on its own checkpoint, so the recording or the "
+                ", " + fmt(r.selfHi) +
+                "] on its own checkpoint, so the recording or the "
                 "precision model is wrong (dropout, a wrong dtype, an untraced side effect) and "
                 "this envelope cannot be trusted.";
       if (!settings.startNode.empty())
@@ -386,8 +398,8 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
   if (!backendName.empty() && workers > 1)
     report.backendDescription += ", " + std::to_string(workers) + " workers (steps in parallel)";
   if (!mOptions.backendDescription.empty())
-    report.backendDescription += (report.backendDescription.empty() ? "" : "; ") +
-                                 mOptions.backendDescription;
+    report.backendDescription +=
+        (report.backendDescription.empty() ? "" : "; ") + mOptions.backendDescription;
 
   if (cache) {
     std::vector<StepResult> toStore;
@@ -397,8 +409,8 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
       try {
         cache->store(cacheKey, toStore);
       } catch (const std::exception& e) {
-        report.note += (report.note.empty() ? "" : " ") + std::string("Results not cached: ") +
-                       e.what();
+        report.note +=
+            (report.note.empty() ? "" : " ") + std::string("Results not cached: ") + e.what();
       }
     }
   }

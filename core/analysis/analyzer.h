@@ -11,17 +11,17 @@
 // interval started at a node) is also checked against the rigorous interval envelope started at
 // the inputs; outside that too → bug (certain), else bug (likely).
 
+#include "core/analysis/analysis_types.h"
+#include "core/analysis/replay_run.h"
+#include "core/analysis/step_selection.h"
+#include "core/backend.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
-
-#include "core/analysis/analysis_types.h"
-#include "core/analysis/replay_run.h"
-#include "core/analysis/step_selection.h"
-#include "core/backend.h"
 
 namespace lossbound {
 

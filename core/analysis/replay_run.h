@@ -3,15 +3,15 @@
 // checkpoint inputs. The Analyzer reads runs only through this interface, so the replay is tested
 // on synthetic in-memory runs as well as on run files (RunFileReplay adapts a RunFile).
 
+#include "core/ops/precision_model.h"
+#include "core/program/evaluator.h"
+#include "core/program/ir.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "core/ops/precision_model.h"
-#include "core/program/evaluator.h"
-#include "core/program/ir.h"
 
 namespace lossbound {
 

@@ -1,13 +1,13 @@
 #include "core/analysis/report_json.h"
 
+#include "core/analysis/verdict.h"
+#include "core/interval/format_names.h"
+
 #include <QJsonArray>
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-
-#include "core/analysis/verdict.h"
-#include "core/interval/format_names.h"
 
 namespace lossbound {
 
@@ -19,13 +19,27 @@ QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<
 [[noreturn]] void bad(const char* field, const char* expected, const QJsonValue& found) {
   QString f;
   switch (found.type()) {
-    case QJsonValue::Null: f = QStringLiteral("null"); break;
-    case QJsonValue::Bool: f = found.toBool() ? QStringLiteral("true") : QStringLiteral("false"); break;
-    case QJsonValue::Double: f = QString::number(found.toDouble(), 'g', 17); break;
-    case QJsonValue::String: f = QLatin1Char('"') + found.toString() + QLatin1Char('"'); break;
-    case QJsonValue::Array: f = QStringLiteral("an array"); break;
-    case QJsonValue::Object: f = QStringLiteral("an object"); break;
-    case QJsonValue::Undefined: f = QStringLiteral("nothing"); break;
+    case QJsonValue::Null:
+      f = QStringLiteral("null");
+      break;
+    case QJsonValue::Bool:
+      f = found.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+      break;
+    case QJsonValue::Double:
+      f = QString::number(found.toDouble(), 'g', 17);
+      break;
+    case QJsonValue::String:
+      f = QLatin1Char('"') + found.toString() + QLatin1Char('"');
+      break;
+    case QJsonValue::Array:
+      f = QStringLiteral("an array");
+      break;
+    case QJsonValue::Object:
+      f = QStringLiteral("an object");
+      break;
+    case QJsonValue::Undefined:
+      f = QStringLiteral("nothing");
+      break;
   }
   throw std::invalid_argument(std::string("analysis JSON: field '") + field + "': expected " +
                               expected + ", found " + f.toStdString());

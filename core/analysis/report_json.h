@@ -2,11 +2,11 @@
 // JSON form of analysis results, shared by the results cache and `lossbound-cli analyze --json`.
 // Non-finite numbers, which JSON cannot hold, are written as the strings "inf", "-inf" and "nan".
 
+#include "core/analysis/analysis_types.h"
+
 #include <QJsonObject>
 
 #include <string>
-
-#include "core/analysis/analysis_types.h"
 
 namespace lossbound {
 

@@ -1,5 +1,7 @@
 #include "core/analysis/result_cache.h"
 
+#include "core/analysis/report_json.h"
+
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
@@ -17,10 +19,7 @@
 #include <map>
 #include <stdexcept>
 #include <system_error>
-
 #include <unistd.h>
-
-#include "core/analysis/report_json.h"
 
 namespace lossbound {
 
@@ -75,7 +74,8 @@ bool readStringAttr(hid_t obj, const char* name, std::string& out) {
   H5Id a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
   if (!a.ok()) return false;
   H5Id ftype(H5Aget_type(a.get()), H5Tclose);
-  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING || H5Tis_variable_str(ftype.get()) <= 0)
+  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING ||
+      H5Tis_variable_str(ftype.get()) <= 0)
     return false;
   H5Id t(utf8StringType(), H5Tclose);
   char* buf = nullptr;
@@ -131,8 +131,8 @@ bool writeColumn(hid_t loc, const char* name, hid_t memType, hid_t fileType,
 }
 
 std::string entryName(const std::string& key) {
-  const QByteArray h = QCryptographicHash::hash(QByteArray::fromStdString(key),
-                                                QCryptographicHash::Sha256);
+  const QByteArray h =
+      QCryptographicHash::hash(QByteArray::fromStdString(key), QCryptographicHash::Sha256);
   return h.toHex().left(16).toStdString();
 }
 
@@ -172,8 +172,7 @@ bool writeEntry(hid_t file, const std::string& name, const std::string& key,
                 const std::vector<StepResult>& steps) {
   H5Id analyses(H5Gopen2(file, "analyses", H5P_DEFAULT), H5Gclose);
   if (!analyses.ok()) return false;
-  H5Id g(H5Gcreate2(analyses.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-         H5Gclose);
+  H5Id g(H5Gcreate2(analyses.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   if (!g.ok()) return false;
   QJsonArray arr;
   std::vector<std::int64_t> step;
@@ -209,15 +208,13 @@ RunIdentity runIdentity(const std::string& path, std::string logDigest) {
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec || !fs::is_regular_file(canonical, ec))
-    throw std::runtime_error("results cache: expected a run file at '" + path +
-                             "', found none");
+    throw std::runtime_error("results cache: expected a run file at '" + path + "', found none");
   RunIdentity id;
   id.path = canonical.string();
   id.size = static_cast<std::int64_t>(fs::file_size(canonical, ec));
-  id.mtimeNs = static_cast<std::int64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          fs::last_write_time(canonical, ec).time_since_epoch())
-          .count());
+  id.mtimeNs = static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             fs::last_write_time(canonical, ec).time_since_epoch())
+                                             .count());
   id.logDigest = std::move(logDigest);
   return id;
 }
@@ -305,9 +302,8 @@ void ResultCache::store(const std::string& key, const std::vector<StepResult>& s
   std::error_code ec;
   const fs::path target(mPath);
   if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp =
-      mPath + ".tmp-" + std::to_string(::getpid()) + "-" +
-      std::to_string(reinterpret_cast<std::uintptr_t>(this) & 0xffffff);
+  const std::string tmp = mPath + ".tmp-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(reinterpret_cast<std::uintptr_t>(this) & 0xffffff);
   const std::string myName = entryName(key);
   bool ok = false;
   {
@@ -343,7 +339,8 @@ void ResultCache::store(const std::string& key, const std::vector<StepResult>& s
             continue;
           H5Id g(H5Gopen2(src.get(), name, H5P_DEFAULT), H5Gclose);
           std::string updated;
-          if (g.ok() && readStringAttr(g.get(), "updated", updated)) others.emplace_back(updated, name);
+          if (g.ok() && readStringAttr(g.get(), "updated", updated))
+            others.emplace_back(updated, name);
         }
       }
       std::sort(others.rbegin(), others.rend());

@@ -12,20 +12,20 @@
 // steps_json (UTF-8 JSON array of step results) and, for h5dump readers, step, reference_loss,
 // candidate_loss, envelope_lo, envelope_hi.
 
+#include "core/analysis/analysis_types.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
 
 namespace lossbound {
 
 /// What identifies one run file for the cache.
 struct RunIdentity {
-  std::string path;        ///< absolute, canonical
-  std::int64_t size = 0;   ///< bytes
+  std::string path;          ///< absolute, canonical
+  std::int64_t size = 0;     ///< bytes
   std::int64_t mtimeNs = 0;  ///< modification time, nanoseconds since the file clock's epoch
-  std::string logDigest;   ///< digest of the loss log (e.g. SHA-256 of steps and losses), or ""
+  std::string logDigest;     ///< digest of the loss log (e.g. SHA-256 of steps and losses), or ""
 };
 
 /// Returns the identity of the file at `path`; throws std::runtime_error when it does not exist.

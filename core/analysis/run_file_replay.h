@@ -2,11 +2,11 @@
 // Adapts a RunFile to the ReplayRun interface of the Analyzer. RunFile is not thread-safe, so
 // every access goes through one mutex; tensors are copied out (Tensor copies share storage).
 
-#include <memory>
-#include <mutex>
-
 #include "core/analysis/replay_run.h"
 #include "core/runfile/run_file.h"
+
+#include <memory>
+#include <mutex>
 
 namespace lossbound {
 

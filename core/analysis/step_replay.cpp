@@ -1,11 +1,11 @@
 #include "core/analysis/step_replay.h"
 
+#include "core/interval/rounding.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
-
-#include "core/interval/rounding.h"
 
 namespace lossbound {
 
@@ -28,9 +28,11 @@ std::uint64_t splitMix64(std::uint64_t x) {
 Interval lossValue(const EvalResult& result) {
   const auto it = result.outputs.find("loss");
   if (it == result.outputs.end() || it->second.numel() != 1)
-    throw EvaluationError("step replay: expected a 0-d \"loss\" output, found " +
-                          std::string(it == result.outputs.end() ? "none" : "a tensor of shape " +
-                                                                        shapeString(it->second.shape())));
+    throw EvaluationError(
+        "step replay: expected a 0-d \"loss\" output, found " +
+        std::string(it == result.outputs.end()
+                        ? "none"
+                        : "a tensor of shape " + shapeString(it->second.shape())));
   return it->second.at(0);
 }
 

@@ -11,16 +11,16 @@
 // fp64), plus outward rounding of the endpoints. The tests check the allowance against the
 // binary64 first-order bound computed explicitly.
 
+#include "core/analysis/analysis_types.h"
+#include "core/ops/precision_model.h"
+#include "core/program/evaluator.h"
+#include "core/program/ir.h"
+
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
-#include "core/ops/precision_model.h"
-#include "core/program/evaluator.h"
-#include "core/program/ir.h"
 
 namespace lossbound {
 
@@ -42,19 +42,19 @@ class InputMismatch : public std::runtime_error {
 struct ReplayOptions {
   EnvelopeMethod method = EnvelopeMethod::FirstOrder;
   PrecisionModel precision;
-  double lambda = 0;             ///< probabilistic: hoeffdingLambda(confidence)
-  int ensembleSize = 32;         ///< ensemble: number of randomized executions
-  std::uint64_t seed = 0x5eed;   ///< ensemble: base seed (member i uses a seed derived from it)
-  std::string startNode;         ///< interval: start the bounds at this node
+  double lambda = 0;            ///< probabilistic: hoeffdingLambda(confidence)
+  int ensembleSize = 32;        ///< ensemble: number of randomized executions
+  std::uint64_t seed = 0x5eed;  ///< ensemble: base seed (member i uses a seed derived from it)
+  std::string startNode;        ///< interval: start the bounds at this node
   const std::atomic<bool>* cancel = nullptr;
 };
 
 /// The envelope of one evaluation.
 struct Envelope {
   double lo = 0, hi = 0;
-  double point = 0;                ///< binary64 point loss (NaN when the method does not compute it)
-  double bound = 0;                ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
-  std::vector<NodeBudget> nodes;   ///< first-order terms per node (first-order, probabilistic)
+  double point = 0;               ///< binary64 point loss (NaN when the method does not compute it)
+  double bound = 0;               ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
+  std::vector<NodeBudget> nodes;  ///< first-order terms per node (first-order, probabilistic)
 };
 
 /// Returns the envelope of `program`'s "loss" on `inputs`; throws EvaluationError (unsupported

@@ -20,9 +20,10 @@ std::int64_t parseStep(std::string_view token, std::string_view whole) {
   const auto* end = token.data() + token.size();
   const auto [ptr, ec] = std::from_chars(token.data(), end, v);
   if (token.empty() || ec != std::errc() || ptr != end || v < 0)
-    throw std::invalid_argument("steps: expected 'all', 'A:B' or 'N,M,...' with non-negative "
-                                "integer steps, found '" + std::string(token) + "' in '" +
-                                std::string(whole) + "'");
+    throw std::invalid_argument(
+        "steps: expected 'all', 'A:B' or 'N,M,...' with non-negative "
+        "integer steps, found '" +
+        std::string(token) + "' in '" + std::string(whole) + "'");
   return v;
 }
 
@@ -78,7 +79,8 @@ StepSelection StepSelection::parse(std::string_view text) {
   std::size_t pos = 0;
   while (pos <= t.size()) {
     const auto comma = t.find(',', pos);
-    const auto token = t.substr(pos, comma == std::string_view::npos ? t.size() - pos : comma - pos);
+    const auto token =
+        t.substr(pos, comma == std::string_view::npos ? t.size() - pos : comma - pos);
     steps.push_back(parseStep(token, t));
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
@@ -92,7 +94,9 @@ std::vector<std::int64_t> StepSelection::resolve(const std::vector<std::int64_t>
   avail.erase(std::unique(avail.begin(), avail.end()), avail.end());
   std::vector<std::int64_t> out;
   switch (mKind) {
-    case Kind::All: out = avail; break;
+    case Kind::All:
+      out = avail;
+      break;
     case Kind::Range:
       for (auto s : avail)
         if ((!mFirst || s >= *mFirst) && (!mLast || s <= *mLast)) out.push_back(s);
@@ -100,27 +104,29 @@ std::vector<std::int64_t> StepSelection::resolve(const std::vector<std::int64_t>
     case Kind::List:
       for (auto s : mSteps) {
         if (!std::binary_search(avail.begin(), avail.end(), s))
-          throw std::invalid_argument("steps: step " + std::to_string(s) +
-                                      " has no checkpoint in both runs; checkpointed steps: " +
-                                      joinSteps(avail));
+          throw std::invalid_argument(
+              "steps: step " + std::to_string(s) +
+              " has no checkpoint in both runs; checkpointed steps: " + joinSteps(avail));
         out.push_back(s);
       }
       break;
   }
   if (out.empty())
-    throw std::invalid_argument("steps: '" + toString() +
-                                "' selects no checkpointed step; checkpointed steps: " +
-                                joinSteps(avail));
+    throw std::invalid_argument(
+        "steps: '" + toString() +
+        "' selects no checkpointed step; checkpointed steps: " + joinSteps(avail));
   return out;
 }
 
 std::string StepSelection::toString() const {
   switch (mKind) {
-    case Kind::All: return "all";
+    case Kind::All:
+      return "all";
     case Kind::Range:
       return (mFirst ? std::to_string(*mFirst) : std::string()) + ":" +
              (mLast ? std::to_string(*mLast) : std::string());
-    case Kind::List: return joinSteps(mSteps, mSteps.size());
+    case Kind::List:
+      return joinSteps(mSteps, mSteps.size());
   }
   return "all";
 }

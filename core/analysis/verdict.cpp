@@ -11,8 +11,10 @@ namespace lossbound {
 
 double hoeffdingLambda(double confidence) {
   if (!(confidence > 0.0 && confidence < 1.0))
-    throw std::invalid_argument("confidence: expected a probability strictly between 0 and 1, "
-                                "found " + std::to_string(confidence));
+    throw std::invalid_argument(
+        "confidence: expected a probability strictly between 0 and 1, "
+        "found " +
+        std::to_string(confidence));
   // δ = 1 − confidence is exact for confidence >= 0.5 (Sterbenz); below, it rounds by <= 1 ulp.
   const double delta = 1.0 - confidence;
   return std::sqrt(2.0 * std::log(2.0 / delta));

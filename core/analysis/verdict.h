@@ -4,13 +4,13 @@
 // exit and the budget attribution. Kept apart from the replay so they are unit-tested on synthetic
 // data.
 
+#include "core/analysis/analysis_types.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "core/analysis/analysis_types.h"
 
 namespace lossbound {
 

@@ -78,8 +78,14 @@ LB_HD inline double evalLibm(Elementary f, double x) {
 }
 
 LB_HD inline double stepOut(double v, int ulps, bool down) {
+#if defined(__CUDA_ARCH__)
   const double target = down ? -interval_detail::inf() : interval_detail::inf();
   for (int i = 0; i < ulps; ++i) v = ::nextafter(v, target);
+#else
+  // Bit arithmetic rather than a libm call per ulp; the same steps as nextafter.
+  for (int i = 0; i < ulps; ++i)
+    v = down ? rounding_detail::nextDown(v) : rounding_detail::nextUp(v);
+#endif
   return v;
 }
 

@@ -30,6 +30,14 @@ LB_HD inline double maxFinite() { return 0x1.fffffffffffffp+1023; }
 LB_HD inline bool isNan(double x) { return x != x; }
 LB_HD inline double fmin2(double a, double b) { return a < b ? a : b; }
 LB_HD inline double fmax2(double a, double b) { return a > b ? a : b; }
+/// Returns c ? a : b, without a branch on the host (c depends on the signs of data).
+LB_HD inline double pick(bool c, double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return c ? a : b;
+#else
+  return rounding_detail::blend(c, a, b);
+#endif
+}
 /// Product of endpoints where 0 * inf counts as 0 (an unbounded endpoint is never attained).
 LB_HD inline double mulDownEnd(double a, double b) {
   return (a == 0.0 || b == 0.0) ? 0.0 : mul_down(a, b);
@@ -130,10 +138,33 @@ LB_HD inline Interval mul(Interval x, Interval y) {
   x = sanitize(x);
   y = sanitize(y);
   if (isEmpty(x) || isEmpty(y)) return emptyInterval();
-  const double lo = fmin2(fmin2(mulDownEnd(x.lo, y.lo), mulDownEnd(x.lo, y.hi)),
-                          fmin2(mulDownEnd(x.hi, y.lo), mulDownEnd(x.hi, y.hi)));
-  const double hi = fmax2(fmax2(mulUpEnd(x.lo, y.lo), mulUpEnd(x.lo, y.hi)),
-                          fmax2(mulUpEnd(x.hi, y.lo), mulUpEnd(x.hi, y.hi)));
+  // When neither operand has zero inside, the extremes are two known endpoint products:
+  // x >= 0, y >= 0: lo*lo and hi*hi; x >= 0, y <= 0: hi*lo and lo*hi; and so on. The common case
+  // (also finite, so 0 * inf cannot occur) selects the endpoints with pick() and tests with `|`
+  // and `&`, not `||` and `&&`: the signs of data make unpredictable branches.
+  double lo, hi;
+  const bool xs = (x.lo >= 0.0) | (x.hi <= 0.0), ys = (y.lo >= 0.0) | (y.hi <= 0.0);  // one sign
+  const bool finite = (x.lo > -inf()) & (x.hi < inf()) & (y.lo > -inf()) & (y.hi < inf());
+  if (finite & xs & ys) {
+    const bool xn = x.hi <= 0.0, yn = y.hi <= 0.0;
+    lo = mul_down(pick(yn, x.hi, x.lo), pick(xn, y.hi, y.lo));
+    hi = mul_up(pick(yn, x.lo, x.hi), pick(xn, y.lo, y.hi));
+  } else if (xs & ys) {  // the same with infinite endpoints
+    const bool xn = x.hi <= 0.0, yn = y.hi <= 0.0;
+    lo = mulDownEnd(yn ? x.hi : x.lo, xn ? y.hi : y.lo);
+    hi = mulUpEnd(yn ? x.lo : x.hi, xn ? y.lo : y.hi);
+  } else if (xs) {  // only y has zero inside
+    const double a = x.hi <= 0.0 ? x.lo : x.hi;
+    lo = mulDownEnd(a, x.hi <= 0.0 ? y.hi : y.lo);
+    hi = mulUpEnd(a, x.hi <= 0.0 ? y.lo : y.hi);
+  } else if (ys) {  // only x has zero inside
+    const double b = y.hi <= 0.0 ? y.lo : y.hi;
+    lo = mulDownEnd(y.hi <= 0.0 ? x.hi : x.lo, b);
+    hi = mulUpEnd(y.hi <= 0.0 ? x.lo : x.hi, b);
+  } else {  // both: four products
+    lo = fmin2(mulDownEnd(x.lo, y.hi), mulDownEnd(x.hi, y.lo));
+    hi = fmax2(mulUpEnd(x.lo, y.lo), mulUpEnd(x.hi, y.hi));
+  }
   return {lo == 0.0 ? -0.0 : lo, hi == 0.0 ? 0.0 : hi};
 }
 /// Returns the tightest enclosure of {a * a} (tighter than mul(x, x): the result is >= 0).
@@ -177,7 +208,18 @@ LB_HD inline Interval div(Interval x, Interval y) {
   using namespace interval_detail;
   x = sanitize(x);
   y = sanitize(y);
-  if (isEmpty(x) || isEmpty(y) || (y.lo == 0.0 && y.hi == 0.0)) return emptyInterval();
+  if (isEmpty(x) || isEmpty(y)) return emptyInterval();
+  // The common case first: finite endpoints, zero inside neither operand (and not in y at all).
+  // Then the extremes are two known endpoint quotients, selected by sign without branches
+  // (y > 0, x >= 0: lo/hi and hi/lo; y > 0, x <= 0: lo/lo and hi/hi; y < 0: mirrored); `|` and
+  // `&` rather than `||` and `&&`, because the signs of data make unpredictable branches.
+  const bool finite = (x.lo > -inf()) & (x.hi < inf()) & (y.lo > -inf()) & (y.hi < inf());
+  if (finite & ((y.lo > 0.0) | (y.hi < 0.0)) & ((x.lo >= 0.0) | (x.hi <= 0.0))) {
+    const bool xn = x.hi <= 0.0, yn = y.hi < 0.0;
+    return {div_down(pick(yn, x.hi, x.lo), pick(xn, y.lo, y.hi)),
+            div_up(pick(yn, x.lo, x.hi), pick(xn, y.hi, y.lo))};
+  }
+  if (y.lo == 0.0 && y.hi == 0.0) return emptyInterval();
   if (x.lo == 0.0 && x.hi == 0.0) return {-0.0, 0.0};
   if (y.lo > 0.0) {  // positive divisor
     if (x.lo >= 0.0) return {divDownEnd(x.lo, y.hi), divUpEnd(x.hi, y.lo)};
@@ -251,17 +293,21 @@ LB_HD inline Interval powPositive(Interval x, unsigned n) {
 }
 }  // namespace interval_detail
 
-/// Returns an enclosure of {a^n} for an integer n (x^0 = [1, 1]; negative n is 1 / x^-n, so
-/// [0, 0]^-n is empty). Not always the tightest binary64 interval: square-and-multiply rounds
-/// once per step.
+/// Returns an enclosure of {a^n} for an integer n (x^0 = [1, 1]; negative n is (1/x)^-n over the
+/// nonzero a, so [0, 0]^-n is empty). Not always the tightest binary64 interval:
+/// square-and-multiply rounds once per step.
 LB_HD inline Interval pow(Interval x, int n) {
   x = sanitize(x);
   if (isEmpty(x)) return x;
   if (n == 0) return {1.0, 1.0};
   // |n| as unsigned: -INT_MIN does not fit in an int.
   const unsigned m = n < 0 ? 0u - static_cast<unsigned>(n) : static_cast<unsigned>(n);
-  const Interval p = interval_detail::powPositive(x, m);
-  return n < 0 ? div(Interval{1.0, 1.0}, p) : p;
+  if (n > 0) return interval_detail::powPositive(x, m);
+  // Without zero in x, the reciprocal first: (1/x)^m under- and overflows where the exact result
+  // does, whereas 1 / x^m loses everything when x^m overflows. With zero in x, 1 / x^m keeps the
+  // sign information that 1/x (a union of half lines) loses.
+  if (x.lo > 0.0 || x.hi < 0.0) return interval_detail::powPositive(div(Interval{1.0, 1.0}, x), m);
+  return div(Interval{1.0, 1.0}, interval_detail::powPositive(x, m));
 }
 
 }  // namespace lossbound

@@ -2,11 +2,17 @@
 // The directed-rounding table: every rounding-sensitive operation of Lossbound goes through these
 // primitives. On a CUDA device they are the hardware intrinsics (__dadd_rd, __dmul_ru, ...). On
 // the host they are emulated exactly, without fesetround: the round-to-nearest result is computed,
-// the sign of the exact residual is found with an error-free transformation (Fast2Sum, FMA-based
+// the sign of the exact residual is found with an error-free transformation (TwoSum, FMA-based
 // TwoProduct, the division and square-root residuals, an exact expansion for fma), and the result
 // is moved one ulp when the residual points that way. Overflow, underflow, subnormals, signed
 // zeros, infinities and NaN follow IEEE 754-2019 for roundTowardNegative / roundTowardPositive;
 // tests/core/interval compares every primitive bit for bit with fesetround on >= 1e6 cases.
+//
+// Each host primitive has a fast path for operands and results inside the normal range (no libm
+// call but std::fma, and no data-dependent branch: the one-ulp move is integer arithmetic on the
+// bit pattern), and a slow path that rescales by powers of two near underflow and handles zeros,
+// infinities and NaN. -ffp-contract cannot change them: the sums (TwoSum) have no product to
+// contract, and every product whose error matters goes through an explicit std::fma.
 
 #include "core/interval/hd.h"
 
@@ -39,6 +45,14 @@ LB_HD inline double fma_up(double a, double b, double c) { return __fma_ru(a, b,
 
 namespace rounding_detail {
 
+// The slow paths stay out of line, so that the fast paths inline into the interval operations
+// and the loops that call them.
+#if defined(__GNUC__)
+#define LB_SLOW_PATH __attribute__((noinline, cold))
+#else
+#define LB_SLOW_PATH
+#endif
+
 /// Returns the next binary64 value towards +infinity (NaN stays NaN, +inf stays +inf).
 inline double nextUp(double x) {
   if (std::isnan(x) || x == INFINITY) return x;
@@ -53,6 +67,40 @@ inline double nextUp(double x) {
 
 /// Returns the next binary64 value towards -infinity (NaN stays NaN, -inf stays -inf).
 inline double nextDown(double x) { return -nextUp(-x); }
+
+/// Returns x moved one ulp toward -infinity (down) or +infinity (!down) when `move` is set, else
+/// x; x must be finite and nonzero. Branch-free: toward +infinity a positive bit pattern grows by
+/// one and a negative one shrinks, and that is right at the edges too (DBL_MAX up is +inf, the
+/// smallest subnormal down is +0, -DBL_MAX down is -inf).
+inline double stepFinite(double x, bool move, bool down) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  const std::uint64_t negative = bits >> 63;
+  const std::uint64_t delta = down ? 2 * negative - 1 : 1 - 2 * negative;  // modulo 2^64
+  bits += delta & (0 - static_cast<std::uint64_t>(move));
+  double r = 0.0;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+/// Returns c ? a : b as a bit blend: branch-free even where the compiler would otherwise jump on
+/// the signs of data (which are not predictable).
+inline double blend(bool c, double a, double b) {
+  std::uint64_t ua = 0, ub = 0;
+  std::memcpy(&ua, &a, sizeof ua);
+  std::memcpy(&ub, &b, sizeof ub);
+  const std::uint64_t mask = 0 - static_cast<std::uint64_t>(c);
+  const std::uint64_t bits = (ua & mask) | (ub & ~mask);
+  double r = 0.0;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+// Fast-path bounds. From 2^-968 up, the FMA residual of a product, quotient or square root is a
+// multiple of at least 2^-1074, so it cannot underflow to a zero of the wrong meaning; below
+// 2^1020, fma's exact four-term sum cannot overflow.
+inline constexpr double kResidualSafeMin = 0x1p-968;
+inline constexpr double kSumSafeMax = 0x1p1020;
 
 /// Sign (-1, 0, +1) of the exact value `exact - rn`, given by the caller, turned into a result.
 /// `down` selects roundTowardNegative, otherwise roundTowardPositive.
@@ -94,8 +142,9 @@ inline int exactSumSign(double a, double b, double c, double d) {
   return 0;
 }
 
-inline double addDirected(double a, double b, bool down) {
-  const double s = a + b;
+/// Slow path of addDirected (s = RN(a + b)): zero, infinite or NaN sums, and sums next to
+/// overflow where TwoSum's s - a can overflow.
+LB_SLOW_PATH inline double addSlow(double a, double b, double s, bool down) {
   if (!std::isfinite(s)) return std::isfinite(a) && std::isfinite(b) ? overflowed(s, down) : s;
   if (s == 0.0) {
     // Exact zero (sums that land on zero are exact). IEEE: x + (-x) and (+0) + (-0) give -0 when
@@ -110,8 +159,19 @@ inline double addDirected(double a, double b, bool down) {
   return adjust(s, signOf(err), down);
 }
 
-inline double mulDirected(double a, double b, bool down) {
-  const double p = a * b;
+inline double addDirected(double a, double b, bool down) {
+  const double s = a + b;
+  // TwoSum (Knuth): the exact error of s whatever the order of |a| and |b|, unless s - a
+  // overflows (possible when s is within an ulp of DBL_MAX), which the slow path handles.
+  const double bb = s - a;
+  const double err = (a - (s - bb)) + (b - bb);
+  if (s != 0.0 && std::fabs(s) <= DBL_MAX && std::fabs(bb) <= DBL_MAX)
+    return stepFinite(s, down ? err < 0 : err > 0, down);
+  return addSlow(a, b, s, down);
+}
+
+/// Slow path of mulDirected (p = RN(a * b)): tiny, zero, infinite or NaN products.
+LB_SLOW_PATH inline double mulSlow(double a, double b, double p, bool down) {
   if (std::isnan(p) || !std::isfinite(a) || !std::isfinite(b) || a == 0.0 || b == 0.0) return p;
   if (std::isinf(p)) return overflowed(p, down);
   const int ea = std::ilogb(a), eb = std::ilogb(b);
@@ -130,8 +190,18 @@ inline double mulDirected(double a, double b, bool down) {
   return adjust(p, signOf(residual), down);
 }
 
-inline double divDirected(double a, double b, bool down) {
-  const double q = a / b;
+inline double mulDirected(double a, double b, bool down) {
+  const double p = a * b;
+  const double ap = std::fabs(p);
+  if (ap >= kResidualSafeMin && ap <= DBL_MAX) {
+    const double r = std::fma(a, b, -p);  // a * b - p, exactly
+    return stepFinite(p, down ? r < 0 : r > 0, down);
+  }
+  return mulSlow(a, b, p, down);
+}
+
+/// Slow path of divDirected (q = RN(a / b)).
+LB_SLOW_PATH inline double divSlow(double a, double b, double q, bool down) {
   if (std::isnan(q) || !std::isfinite(a) || !std::isfinite(b) || a == 0.0 || b == 0.0) return q;
   if (std::isinf(q)) return overflowed(q, down);
   int ea = 0, eb = 0;
@@ -144,8 +214,21 @@ inline double divDirected(double a, double b, bool down) {
   return adjust(q, sgn * signOf(r), down);
 }
 
-inline double sqrtDirected(double a, bool down) {
-  const double s = std::sqrt(a);
+inline double divDirected(double a, double b, bool down) {
+  const double q = a / b;
+  // The remainder a - q*b is representable (Boldo-Daumas) and, with |a| >= 2^-968, a multiple
+  // of at least 2^-1074: the FMA gives it exactly, with the sign of (a/b - q) * b.
+  if (std::fabs(a) >= kResidualSafeMin && std::fabs(q) <= DBL_MAX && q != 0.0 &&
+      std::fabs(b) <= DBL_MAX) {
+    const double r = std::fma(-q, b, a);
+    const double t = b > 0.0 ? r : -r;  // the sign of a/b - q
+    return stepFinite(q, down ? t < 0 : t > 0, down);
+  }
+  return divSlow(a, b, q, down);
+}
+
+/// Slow path of sqrtDirected (s = RN(sqrt(a))).
+LB_SLOW_PATH inline double sqrtSlow(double a, double s, bool down) {
   if (!(a > 0.0) || std::isinf(a)) return s;  // NaN, negatives, +-0, +inf are exact or NaN
   int e = 0;
   double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
@@ -158,8 +241,17 @@ inline double sqrtDirected(double a, bool down) {
   return adjust(s, signOf(r), down);
 }
 
-inline double fmaDirected(double a, double b, double c, bool down) {
-  const double r = std::fma(a, b, c);
+inline double sqrtDirected(double a, bool down) {
+  const double s = std::sqrt(a);
+  if (a >= kResidualSafeMin && a <= DBL_MAX) {
+    const double r = std::fma(-s, s, a);  // a - s^2, exactly
+    return stepFinite(s, down ? r < 0 : r > 0, down);
+  }
+  return sqrtSlow(a, s, down);
+}
+
+/// Slow path of fmaDirected (r = RN(a * b + c)).
+LB_SLOW_PATH inline double fmaSlow(double a, double b, double c, double r, bool down) {
   if (std::isnan(r)) return r;
   if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(c)) return r;
   if (std::isinf(r)) return overflowed(r, down);
@@ -221,6 +313,19 @@ inline double fmaDirected(double a, double b, double c, bool down) {
   }
   if (r == 0.0 && sign == 0) return down ? -0.0 : 0.0;
   return adjust(r, sign, down);
+}
+
+inline double fmaDirected(double a, double b, double c, bool down) {
+  const double r = std::fma(a, b, c);
+  const double p = a * b;
+  const double ap = std::fabs(p);
+  // In this range TwoProduct is exact and the expansion p + pe + c - r cannot overflow.
+  if (ap >= kResidualSafeMin && ap <= kSumSafeMax && std::fabs(c) <= kSumSafeMax && r != 0.0) {
+    const double pe = std::fma(a, b, -p);
+    const int sign = exactSumSign(p, pe, c, -r);
+    return stepFinite(r, down ? sign < 0 : sign > 0, down);
+  }
+  return fmaSlow(a, b, c, r, down);
 }
 
 }  // namespace rounding_detail

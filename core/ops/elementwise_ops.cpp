@@ -636,7 +636,14 @@ struct SelectRule {
     const Operand x = operand(a, aIdx), y = operand(a, bIdx);
     if (isIntegral(t) || (!x.scalar && !y.scalar)) return zeroLocalError(o);
     const Format f = outFormat(a, ctx);
-    return {mapPoint(o[0], t, [&](double v) { return roundingError(v, f, f); })};
+    // Only a selected Python scalar is converted: its error is |RN(s) - s| exactly (0 for ±inf,
+    // e.g. masked_fill with -inf).
+    auto conv = [f](double s) {
+      if (!std::isfinite(s)) return 0.0;
+      return std::max(std::fabs(roundNearest(s, f) - s), std::fabs(roundNearest(s, Format::Fp32) - s));
+    };
+    const double ex = x.scalar ? conv(x.value) : 0.0, ey = y.scalar ? conv(y.value) : 0.0;
+    return {mapPoint3(a, a.tensor(condIdx), x.t, y.t, t, [&](double cv, double, double) { return cv != 0.0 ? ex : ey; })};
   }
 };
 

@@ -108,19 +108,55 @@ void checkRanks(const OpArgs& a, const Tensor& x, const Tensor& y, int rank, boo
 // ---------------------------------------------------------------------------------------------
 // The interval kernel
 
+/// Returns true when x is exactly representable in f (fast path for fp32).
+inline bool representable(double x, Format f) {
+  if (f == Format::Fp64) return true;
+  if (f == Format::Fp32) return std::fabs(x) <= 3.4028234663852886e38 && static_cast<double>(static_cast<float>(x)) == x;
+  return roundToFormat(x, f, RoundingDirection::Nearest) == x;
+}
+
+/// Returns RD_f(x) / RU_f(x) quickly for fp32 (RN cast, then one step when it went the wrong
+/// way); other formats through roundToFormat.
+inline double roundDownTo(double x, Format f) {
+  if (f == Format::Fp64) return x;
+  if (f == Format::Fp32 && std::fabs(x) < 3.4e38) {
+    const float r = static_cast<float>(x);
+    return static_cast<double>(r) > x ? static_cast<double>(std::nextafterf(r, -HUGE_VALF)) : static_cast<double>(r);
+  }
+  return roundToFormat(x, f, RoundingDirection::Down);
+}
+inline double roundUpTo(double x, Format f) { return -roundDownTo(-x, f); }
+
 /// Midpoint and radius of an enclosure rounded outward to `in`; returns false if any endpoint
-/// is not finite. Radii are rounded up so that [m - r, m + r] contains [lo, hi].
-bool midRad(std::span<const double> lo, std::span<const double> hi, std::int64_t off, std::int64_t len,
-            Format in, std::vector<double>& mid, std::vector<double>& rad, bool& isPoint) {
+/// is not finite. Radii are rounded up so that [m - r, m + r] contains [lo, hi]. When the input
+/// is a point tensor whose values are representable in `in`, sets `direct` to its storage
+/// (no copy) and leaves mid/rad empty.
+bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in, std::vector<double>& mid,
+            std::vector<double>& rad, bool& isPoint, const double*& direct) {
+  const auto lo = t.lo(), hi = t.hi();
+  direct = nullptr;
+  if (!t.isInterval()) {
+    bool ok = true;
+    for (std::int64_t i = 0; i < len && ok; ++i) {
+      const double v = lo[static_cast<std::size_t>(off + i)];
+      ok = std::isfinite(v) && representable(v, in);
+    }
+    if (ok) {
+      direct = lo.data() + off;
+      isPoint = true;
+      return true;
+    }
+  }
   mid.resize(static_cast<std::size_t>(len));
   rad.resize(static_cast<std::size_t>(len));
   isPoint = true;
   for (std::int64_t i = 0; i < len; ++i) {
     Interval x{lo[static_cast<std::size_t>(off + i)], hi[static_cast<std::size_t>(off + i)]};
-    if (in != Format::Fp64) x = roundOutward(x, in);
+    if (in != Format::Fp64) x = Interval{roundDownTo(x.lo, in), roundUpTo(x.hi, in)};
     if (!std::isfinite(x.lo) || !std::isfinite(x.hi)) return false;
     const double m = midpoint(x);
-    const double r = std::max(sub_up(x.hi, m), sub_up(m, x.lo));
+    // RN differences, then one ulp up (plus the smallest subnormal) bound the exact ones.
+    const double r = std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
     mid[static_cast<std::size_t>(i)] = m;
     rad[static_cast<std::size_t>(i)] = r;
     if (r != 0.0) isPoint = false;
@@ -128,30 +164,33 @@ bool midRad(std::span<const double> lo, std::span<const double> hi, std::int64_t
   return true;
 }
 
-/// Encloses C = alpha·(A·B) + beta·bias for one m×k×n product (bias may be null); writes the
-/// enclosure of every value the candidate can produce, before storage rounding.
+
+/// Encloses C = alpha·(A·B) + beta·bias for one m×k×n product (bias may be null) as every value
+/// the candidate can produce, rounded outward to the storage format.
 void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
                   std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
                   const Interval* bias, double alpha, double beta, double* outLo, double* outHi) {
   const std::int64_t mn = m * n;
   std::vector<double> mA, rA, mB, rB;
   bool pA = true, pB = true;
-  const bool finite = midRad(A.lo(), A.hi(), aOff, m * k, gm.in, mA, rA, pA) &&
-                      midRad(B.lo(), B.hi(), bOff, k * n, gm.in, mB, rB, pB);
+  const double *dA = nullptr, *dB = nullptr;
+  const bool finite = midRad(A, aOff, m * k, gm.in, mA, rA, pA, dA) && midRad(B, bOff, k * n, gm.in, mB, rB, pB, dB);
   if (!finite) {
     std::fill(outLo, outLo + mn, -kInf);
     std::fill(outHi, outHi + mn, kInf);
     return;
   }
+  const double* ma = dA ? dA : mA.data();
+  const double* mb = dB ? dB : mB.data();
   std::vector<double> g1(static_cast<std::size_t>(mn)), g2(g1.size()), g4;
-  be.gemm(mA.data(), mB.data(), g1.data(), m, k, n, false);
-  be.gemm(mA.data(), mB.data(), g2.data(), m, k, n, true);
+  be.gemm(ma, mb, g1.data(), m, k, n, false);
+  be.gemm(ma, mb, g2.data(), m, k, n, true);
   const bool points = pA && pB;
   if (!points) {
-    // P = |mA| + rA, Q = |mB| + rB rounded up (reuse the radius buffers' storage).
-    std::vector<double> P(mA.size()), Q(mB.size());
-    for (std::size_t i = 0; i < P.size(); ++i) P[i] = add_up(std::fabs(mA[i]), rA[i]);
-    for (std::size_t i = 0; i < Q.size(); ++i) Q[i] = add_up(std::fabs(mB[i]), rB[i]);
+    // P = |mA| + rA, Q = |mB| + rB rounded up.
+    std::vector<double> P(static_cast<std::size_t>(m * k)), Q(static_cast<std::size_t>(k * n));
+    for (std::size_t i = 0; i < P.size(); ++i) P[i] = dA ? std::fabs(ma[i]) : add_up(std::fabs(ma[i]), rA[i]);
+    for (std::size_t i = 0; i < Q.size(); ++i) Q[i] = dB ? std::fabs(mb[i]) : add_up(std::fabs(mb[i]), rB[i]);
     g4.resize(g1.size());
     be.gemm(P.data(), Q.data(), g4.data(), m, k, n, false);
   }
@@ -167,34 +206,65 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
   const Interval be_ = beta == 1.0 ? Interval{1.0, 1.0} : scalarEnclosure(beta, gm.acc);
   const double absAlpha = std::max(std::fabs(al.lo), std::fabs(al.hi));
   const double absBeta = std::max(std::fabs(be_.lo), std::fabs(be_.hi));
+  // The radius below is evaluated in round-to-nearest on nonnegative terms (the only subtraction,
+  // S4↑ - S2↓, is of an upper and a lower bound and is then inflated): an RN evaluation of <= 8
+  // operations on nonnegative numbers is below the exact value by at most a factor (1 - u)^8
+  // plus 8 halves of 2^-1074 (Higham 2002, §2.1 model with underflow), hence the inflation by
+  // kRadInflate >= (1 - u)^-8 and the floor kRadFloor >= 8·2^-1075. Only the final endpoints
+  // g1 ∓ rad use directed rounding.
+  constexpr double kRadInflate = 1.0 + 0x1p-45;
+  constexpr double kRadFloor = 0x1p-1060;
+  const double cMid = mul_up(g64, up);          // γ_k^64 / (1 - γ_k)
+  const double cAcc = mul_up(mul_up(gAcc, absAlpha), up);
+  const double cEtaMid = add_up(mul_up(kEta, g64), kEta);
+  const double cEtaAcc = mul_up(absAlpha, kEtaAcc);
+  // S4↑ and S2↓ evaluated in RN: two RN operations move a nonnegative value by at most a factor
+  // (1 ± u)², absorbed by the extra 2^-50 in the constants.
+  const double upRN = mul_up(up, 1.0 + 0x1p-50);
+  const double downRN = mul_down(down, 1.0 - 0x1p-50);
+  const bool plain = alpha == 1.0 && !bias;
   be.parallelFor(mn, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       const auto u = static_cast<std::size_t>(i);
-      const double s2up = mul_up(add_up(g2[u], kEta), up);
-      const double s4up = points ? s2up : mul_up(add_up(g4[u], kEta), up);
-      const double s2down = std::max(0.0, mul_down(sub_down(g2[u], kEta), down));
-      const double width = points ? 0.0 : sub_up(s4up, s2down);
-      const double midErr = add_up(mul_up(g64, s2up), kEta);
-      // Enclosure of the exact product of the (rounded) inputs.
-      const double r = add_up(width, midErr);
-      Interval prod{sub_down(g1[u], r), add_up(g1[u], r)};
-      if (!std::isfinite(g1[u]) || !std::isfinite(r)) prod = entireInterval();
-      // Candidate's rounding: every term of alpha·Σ a_i b_i + beta·bias sees <= `terms` roundings.
-      double magnitude = mul_up(absAlpha, s4up);
-      Interval exact = alpha == 1.0 ? prod : mul(al, prod);
-      if (bias) {
-        const Interval bb = beta == 1.0 ? bias[u] : mul(be_, bias[u]);
-        exact = add(exact, bb);
-        magnitude = add_up(magnitude, mul_up(absBeta, std::max(std::fabs(bias[u].lo), std::fabs(bias[u].hi))));
+      const double g2e = g2[u] + kEta;  // nonnegative: RN sum, inflated below
+      double width = 0.0, s4 = g2e;
+      if (!points) {
+        s4 = g4[u] + kEta;
+        const double s4up = s4 * upRN;
+        const double s2down = std::max(0.0, (g2[u] - kEta) * downRN);
+        width = s4up - s2down;  // >= (S4↑ - S2↓)(1 - u), covered by kRadInflate
       }
-      const double candErr = add_up(mul_up(gAcc, magnitude), mul_up(absAlpha, kEtaAcc));
+      // The exact product of the rounded inputs: g1 ± (width + γ64·S2↑ + kη).
+      const double radP = (width + cMid * g2e + cEtaMid) * kRadInflate + kRadFloor;
+      if (plain && std::isfinite(g1[u])) {
+        // One outward step for the common mm case: g1 ± (radP + candidate rounding).
+        const double rad = radP + (cAcc * s4 + cEtaAcc) * kRadInflate + kRadFloor;
+        const double magnitude = absAlpha * s4 * up;
+        Interval e{sub_down(g1[u], rad), add_up(g1[u], rad)};
+        if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) || !std::isfinite(rad)) e = entireInterval();
+        outLo[u] = roundDownTo(e.lo, gm.out);
+        outHi[u] = roundUpTo(e.hi, gm.out);
+        continue;
+      }
+      Interval exact{sub_down(g1[u], radP), add_up(g1[u], radP)};
+      if (!std::isfinite(g1[u]) || !std::isfinite(radP)) exact = entireInterval();
+      if (alpha != 1.0) exact = mul(al, exact);
+      // The candidate's rounding: γ_terms^acc·(|alpha|·S4↑ + |beta|·|bias|) + |alpha|·kη_acc.
+      double cand = cAcc * s4 + cEtaAcc;
+      double magnitude = absAlpha * s4 * up;
+      if (bias) {
+        exact = add(exact, beta == 1.0 ? bias[u] : mul(be_, bias[u]));
+        const double absBias = absBeta * std::max(std::fabs(bias[u].lo), std::fabs(bias[u].hi));
+        cand += gAcc * absBias;
+        magnitude += absBias;
+      }
+      cand = cand * kRadInflate + kRadFloor;
+      exact = Interval{sub_down(exact.lo, cand), add_up(exact.hi, cand)};
       // Partial sums are bounded by (1 + γ)·magnitude: beyond the accumulator's range the
       // candidate may overflow.
-      if (!(add_up(magnitude, candErr) < maxAcc)) exact = entireInterval();
-      else exact = Interval{sub_down(exact.lo, 0.5*candErr), add_up(exact.hi, 0.5*candErr)};
-      const Interval stored = roundOutward(exact, gm.out);
-      outLo[u] = stored.lo;
-      outHi[u] = stored.hi;
+      if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc)) exact = entireInterval();
+      outLo[u] = roundDownTo(exact.lo, gm.out);
+      outHi[u] = roundUpTo(exact.hi, gm.out);
     }
   });
 }

@@ -75,6 +75,7 @@ struct PointDomain {
   V mul(V a, V b) const { return a * b; }
   V div(V a, V b) const { return a / b; }
   V sqr(V a) const { return a * a; }
+  V sqrtV(V a) const { return std::sqrt(a); }
   V fn(Fn f, V a) const { return libm(f, a); }
   V k(const Const& c) const { return c.value; }
   V lit(double v) const { return v; }

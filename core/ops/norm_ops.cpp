@@ -1,10 +1,680 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Layer norm ops: native_layer_norm (→ out, mean, rstd) and native_layer_norm_backward
+// (→ grad_input, grad_weight, grad_bias, with output_mask).
+//
+// Error model of "any reasonable implementation" of the row moments (row of n values, compute
+// format c = fp32 for fp32/bf16/fp16, fp64 for fp64; u = u_c; A = max|x_j|, W = max x − min x,
+// S = Σ(x_j − μ)² exact):
+//  (a) two-pass: μ̂ = fl(Σx / n) or Σx·fl(1/n), sum in any order: |μ̂ − μ| ≤ γ_{n+1}·A
+//      (Higham 2002, Lemma 3.1 and eq. 4.4); ŝ = Σ fl(fl(x_j − μ̂)²) in any order: with the
+//      common e = μ − μ̂ and Σ(x_j − μ) = 0, Σ(x_j − μ + e)² = S + n e², so
+//      |ŝ − S| ≤ γ_{n+2}(S + nE²) + nE² (+ n·η_c for underflow in the squares);
+//  (b) Welford / Chan–Golub–LeVeque pairwise updating with any combining tree (PyTorch 1.13 CPU
+//      RowwiseMoments and the CUDA WelfordOps): combine (n_a, m_a, s_a) with (n_b, m_b, s_b):
+//      δ = m_b − m_a, m = m_a + δ·n_b/n, s = s_a + s_b + δ²·n_a n_b/n (or, for a single new
+//      element, s += δ·(x − m_new)). Our bound (derived for this model, in the spirit of Chan,
+//      Golub, LeVeque 1983, "Algorithms for computing the sample variance", Amer. Stat. 37):
+//      each node adds a local mean error ≤ γ_3·W' + u'·(A + E) that reaches the root weighted by
+//      n_node / n, and Σ_nodes n_node/n ≤ (n+1)/2 (average leaf depth), so
+//        E_w = ((n+1)/2)(γ_3 W + u'A) / (1 − ((n+1)/2)(2γ_3 + u')),  W' = W + 2E;
+//      each node's s-increment t = δ²n_a n_b/n is computed with relative error ≤ γ_6 plus
+//      (n_a n_b/n)|δ̂² − δ²| ≤ (n_a n_b/n)(2E + uW')(2W' + 2E + uW') plus, for the
+//      element update s += δ·(x − m_new), 2u'·W'·(A + E); with Σ_nodes n_a n_b/n ≤ P =
+//      (n/2)⌈log2 n⌉ + n and the accumulation of the increments (γ_{2n}):
+//        B_inc = [γ_6 S + P(2E + uW')(2W' + 2E + uW') + (n−1)·2u'W'(A + E)] / (1 − γ_6),
+//        |ŝ − S| ≤ B_inc + γ_{2n}(S + 2B_inc).
+//  The enclosure uses E = max(E_tp, E_w) and the larger |ŝ − S| bound, so both families (and
+//  any mix of their orders) are enclosed.
+//  Then var = fl(ŝ/n) (≤ 2 roundings, clamped at 0 or not), rstd = 1/sqrt(fl(var + eps)) as
+//  two correctly rounded steps or a libm rsqrt (modelUlps(Rsqrt, c)), eps rounded to c;
+//  out = ((x − μ̂)·rstd)·w + b (CUDA; also the bracketing (x − μ̂)·(rstd·w)) or the PyTorch CPU
+//  form (x·rstd + (−rstd·μ̂))·w + b, whose two products carry errors u·|x|·rstd and u·|μ̂|·rstd
+//  (the cancellation is real and enclosed). Each op rounds in c; outputs round to storage.
+// Dependency: the centred values x_i − μ are enclosed as the linear combination
+// (1 − 1/n)x_i − Σ_{j≠i} x_j / n with exact coefficients (prefix/suffix sums), never as
+// X_i − M with M independent of X; the variance uses the centred enclosures.
+//
+// native_layer_norm_backward (mean and rstd are inputs, saved by the forward): with
+// x̂ = (x − mean)·rstd and g = dy·w, the reference formula gI = rstd/n·(n g − Σg − x̂ Σ g x̂)
+// and the PyTorch CPU form gI = rstd·g + b·x + c, b = (Σg·mean − Σg x)·rstd³/n,
+// c = −b·mean − Σg·rstd/n; every sum is a dot product in any order (Higham 2002, eq. 3.5:
+// γ_n Σ|a||b| + n·η); the enclosure is the hull of both forms. grad_weight = Σ_rows dy·x̂,
+// grad_bias = Σ_rows dy, in any order.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "core/ops/families.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerNormOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+using namespace ops::nn;
+
+constexpr double kInf = HUGE_VAL;
+
+/// The row structure of a layer norm: `rows` rows of n elements (the normalized trailing dims).
+struct LnShape {
+  std::int64_t rows = 0, n = 1;
+  Shape statShape;  // input shape with the normalized dims set to 1
+  Shape normShape;
+};
+
+LnShape lnShape(const OpArgs& a, const Tensor& x, std::size_t normPos) {
+  LnShape s;
+  s.normShape = a.intListArg(normPos, "normalized_shape");
+  const auto k = s.normShape.size();
+  if (k > x.shape().size()) a.fail("normalized_shape " + shapeString(s.normShape) + " is longer than the input shape " + shapeString(x.shape()));
+  for (std::size_t d = 0; d < k; ++d)
+    if (x.shape()[x.shape().size() - k + d] != s.normShape[d])
+      a.fail("normalized_shape " + shapeString(s.normShape) + " does not match the trailing dims of " + shapeString(x.shape()));
+  s.n = numel(s.normShape);
+  s.statShape = x.shape();
+  for (std::size_t d = 0; d < k; ++d) s.statShape[x.shape().size() - k + d] = 1;
+  s.rows = s.n == 0 ? numel(s.statShape) : x.numel() / s.n;
+  return s;
+}
+
+const Tensor* optTensor(const OpArgs& a, std::size_t pos, std::int64_t n) {
+  if (!a.isTensor(pos)) return nullptr;
+  const Tensor& t = a.tensor(pos);
+  if (t.numel() != n) a.fail("weight/bias should have " + std::to_string(n) + " elements, found " + shapeString(t.shape()));
+  return &t;
+}
+
+double epsArg(const OpArgs& a, std::size_t pos) { return a.numberArg(pos, "eps"); }
+
+// ---------------------------------------------------------------------------------------------
+// Forward: the formula in a point-like domain (binary64 or AD), two-pass.
+
+template <class D>
+void forwardFormula(const D& d, const std::vector<typename D::V>& x, const std::vector<typename D::V>* w,
+                    const std::vector<typename D::V>* b, std::int64_t rows, std::int64_t n, double eps,
+                    std::vector<typename D::V>& out, std::vector<typename D::V>& mean,
+                    std::vector<typename D::V>& rstd) {
+  using V = typename D::V;
+  out.assign(x.size(), d.lit(0.0));
+  mean.assign(static_cast<std::size_t>(rows), d.lit(0.0));
+  rstd.assign(static_cast<std::size_t>(rows), d.lit(0.0));
+  const V nv = d.lit(static_cast<double>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto base = static_cast<std::size_t>(r * n);
+    V s = d.lit(0.0);
+    for (std::int64_t j = 0; j < n; ++j) s = d.add(s, x[base + static_cast<std::size_t>(j)]);
+    const V mu = d.div(s, nv);
+    V ss = d.lit(0.0);
+    for (std::int64_t j = 0; j < n; ++j) ss = d.add(ss, d.sqr(d.sub(x[base + static_cast<std::size_t>(j)], mu)));
+    const V rs = d.div(d.lit(1.0), d.sqrtV(d.add(d.div(ss, nv), d.lit(eps))));
+    mean[static_cast<std::size_t>(r)] = mu;
+    rstd[static_cast<std::size_t>(r)] = rs;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto i = base + static_cast<std::size_t>(j);
+      V y = d.mul(d.sub(x[i], mu), rs);
+      if (w) y = d.mul(y, (*w)[static_cast<std::size_t>(j)]);
+      if (b) y = d.add(y, (*b)[static_cast<std::size_t>(j)]);
+      out[i] = y;
+    }
+  }
+}
+
+/// Encloses one row of the forward op under the model (see the file comment).
+struct RowBounds {
+  Interval mean, rstd;
+  std::vector<Interval> out;
+};
+
+RowBounds forwardRowInterval(const std::vector<Interval>& x, const Tensor* w, const Tensor* b, double eps, Format c) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  const double nd = static_cast<double>(n);
+  RowBounds res;
+  res.out.assign(x.size(), entireInterval());
+  res.mean = res.rstd = entireInterval();
+  const IntervalDomain d{c};
+  const double u = unitRoundoff(c), eta = smallestSubnormal(c);
+  const double uP = div_up(u, sub_down(1.0, u));  // u / (1 − u)
+  if (n == 0) {
+    res.mean = Interval{-kInf, kInf};
+    return res;
+  }
+  double a = 0.0, mn = kInf, mx = -kInf;
+  for (const Interval& v : x) {
+    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) return res;
+    a = std::max(a, mag(v));
+    mn = std::min(mn, v.lo);
+    mx = std::max(mx, v.hi);
+  }
+  const double wr = sub_up(mx, mn);
+  // Exact sum and centred values (1 − 1/n)x_i − Σ_{j≠i} x_j / n.
+  std::vector<Interval> pre(x.size() + 1, {0.0, 0.0}), suf(x.size() + 1, {0.0, 0.0});
+  for (std::size_t j = 0; j < x.size(); ++j) pre[j + 1] = lossbound::add(pre[j], x[j]);
+  for (std::size_t j = x.size(); j-- > 0;) suf[j] = lossbound::add(suf[j + 1], x[j]);
+  const Interval nI{nd, nd};
+  const Interval mu = lossbound::div(pre[x.size()], nI);
+  const Interval k1 = lossbound::sub(Interval{1.0, 1.0}, lossbound::div(Interval{1.0, 1.0}, nI));
+  std::vector<Interval> cen(x.size());
+  double sLo = 0.0, sHi = 0.0;
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    cen[j] = lossbound::sub(lossbound::mul(x[j], k1), lossbound::div(lossbound::add(pre[j], suf[j + 1]), nI));
+    cen[j] = intersect(cen[j], lossbound::sub(x[j], mu));  // both enclose x_j − μ
+    const Interval sq = lossbound::sqr(cen[j]);
+    sLo = add_down(sLo, sq.lo);
+    sHi = add_up(sHi, sq.hi);
+  }
+  // Mean error: two-pass and Welford/pairwise bounds (file comment).
+  const double g3 = gammaUp(3, u);
+  const double half = (nd + 1.0) / 2.0;
+  const double den = sub_down(1.0, mul_up(half, add_up(2.0 * g3, uP)));
+  if (!(den > 0.5)) return res;  // rows too long for the format: no bound
+  const double eTp = mul_up(gammaUp(n + 1, u), a);
+  const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
+  const double e = std::max(eTp, eW);
+  const double nE2 = mul_up(nd, mul_up(e, e));
+  // Sum of squared deviations: two-pass and Welford bounds.
+  const double bTp = add_up(mul_up(gammaUp(n + 2, u), add_up(sHi, nE2)), nE2);
+  const double wp = add_up(wr, 2.0 * e);
+  const double p = add_up(mul_up(nd / 2.0, std::ceil(std::log2(nd))), nd);
+  const double g6 = gammaUp(6, u);
+  const double dd = add_up(2.0 * e, mul_up(u, wp));
+  double bInc = add_up(mul_up(g6, sHi), mul_up(p, mul_up(dd, add_up(add_up(2.0 * wp, 2.0 * e), mul_up(u, wp)))));
+  bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
+  bInc = div_up(bInc, sub_down(1.0, g6));
+  const double bW = add_up(bInc, mul_up(gammaUp(2 * n, u), add_up(sHi, 2.0 * bInc)));
+  const double bS = add_up(std::max(bTp, bW), mul_up(nd, eta));
+  // var = fl(ŝ / n) (≤ 2 roundings), + eps (eps rounded to c), rstd in two variants.
+  const Interval f2{mul_down(sub_down(1.0, u), sub_down(1.0, u)), mul_up(add_up(1.0, u), add_up(1.0, u))};
+  Interval var = lossbound::mul(lossbound::div(Interval{sub_down(sLo, bS), add_up(sHi, bS)}, nI), f2);
+  var = d.round(var);
+  const Interval ve = d.add(var, scalarEnclosure(eps, c));
+  Interval rstd;
+  if (ve.lo <= 0.0) {
+    rstd = {0.0, kInf};
+  } else {
+    const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
+    const Interval libm = d.round(widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), modelUlps(LibmFn::Rsqrt, c), c));
+    rstd = hull(twoStep, libm);
+  }
+  const Interval meanHat = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
+  res.mean = meanHat;
+  res.rstd = rstd;
+  const Interval eI{-e, e};
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    const Interval dj = lossbound::add(cen[j], eI);  // x_j − μ̂ exactly
+    // Centred form: fl(fl(x − μ̂)·rstd).
+    Interval v1 = d.mul(d.round(dj), rstd);
+    // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
+    const double err2 = mul_up(uP, mul_up(add_up(mag(x[j]), mag(meanHat)), mag(rstd)));
+    const Interval pr = lossbound::mul(dj, rstd);
+    Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
+                                         Interval{sub_down(1.0, u), add_up(1.0, u)}));
+    Interval y = hull(v1, v2);
+    if (w) {
+      const Interval wj = w->at(static_cast<std::int64_t>(j));
+      y = hull(d.mul(y, wj), d.mul(d.round(dj), d.mul(rstd, wj)));  // (d·r)·w or d·(r·w)
+    }
+    if (b) y = d.add(y, b->at(static_cast<std::int64_t>(j)));
+    res.out[j] = y;
+  }
+  return res;
+}
+
+/// One random execution of the moments of a row: two-pass, Welford sequential, or a random
+/// pairwise combining tree; returns {mean, m2}.
+std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng) {
+  const std::size_t n = x.size();
+  const int algo = static_cast<int>(rng() % 3);
+  if (algo == 0) {
+    std::vector<double> t = x;
+    const double s = randomSum(t, c, rng);
+    const double mu = (rng() & 1) ? roundNearest(s / static_cast<double>(n), c)
+                                  : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dj = roundNearest(x[j] - mu, c);
+      t[j] = roundNearest(dj * dj, c);
+    }
+    return {mu, randomSum(t, c, rng)};
+  }
+  std::shuffle(x.begin(), x.end(), rng);
+  struct M {
+    double n, m, s;
+  };
+  auto combine = [&](const M& a, const M& b) {
+    const double nn = a.n + b.n;
+    const double cc = roundNearest(b.n / nn, c);
+    const double delta = roundNearest(b.m - a.m, c);
+    const double m = roundNearest(a.m + roundNearest(cc * delta, c), c);
+    const double t = roundNearest(roundNearest(roundNearest(delta * delta, c) * cc, c) * a.n, c);
+    return M{nn, m, roundNearest(a.s + roundNearest(b.s + t, c), c)};
+  };
+  if (algo == 1) {  // Welford, PyTorch element update: m += δ/k; s += δ·(x − m_new)
+    M acc{1, x[0], 0};
+    for (std::size_t k = 1; k < n; ++k) {
+      const double kk = static_cast<double>(k + 1);
+      const double delta = roundNearest(x[k] - acc.m, c);
+      const double m = (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
+                                   : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
+      const double s = roundNearest(acc.s + roundNearest(delta * roundNearest(x[k] - m, c), c), c);
+      acc = M{kk, m, s};
+    }
+    return {acc.m, acc.s};
+  }
+  std::vector<M> parts;
+  for (double v : x) parts.push_back({1, v, 0});
+  while (parts.size() > 1) {  // random adjacent pairs (any tree shape)
+    const std::size_t i = static_cast<std::size_t>(rng() % (parts.size() - 1));
+    parts[i] = combine(parts[i], parts[i + 1]);
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  return {parts[0].m, parts[0].s};
+}
+
+std::shared_ptr<const OpRule> forwardRule() {
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    const PointDomain d;
+    std::vector<double> xv(x.values().begin(), x.values().end()), wv, bv, out, mean, rstd;
+    if (w) wv.assign(w->values().begin(), w->values().end());
+    if (b) bv.assign(b->values().begin(), b->values().end());
+    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out, mean, rstd);
+    if (s.n == 0) std::fill(mean.begin(), mean.end(), std::nan(""));
+    return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, out),
+                               Tensor::point(s.statShape, a.outSpec(1).dtype, mean),
+                               Tensor::point(s.statShape, a.outSpec(2).dtype, rstd)};
+  };
+  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+    const Format so = outFormat(a, ctx, 0), sm = outFormat(a, ctx, 1), sr = outFormat(a, ctx, 2);
+    std::vector<double> oLo(static_cast<std::size_t>(x.numel())), oHi(oLo.size()), mLo(static_cast<std::size_t>(s.rows)),
+        mHi(mLo.size()), rLo(mLo.size()), rHi(mLo.size());
+    std::vector<Interval> row;
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      row.resize(static_cast<std::size_t>(s.n));
+      for (std::int64_t j = 0; j < s.n; ++j) row[static_cast<std::size_t>(j)] = x.at(r * s.n + j);
+      const RowBounds rb = forwardRowInterval(row, w, b, epsArg(a, 4), c);
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const Interval y = roundOutward(rb.out[static_cast<std::size_t>(j)], so);
+        oLo[static_cast<std::size_t>(r * s.n + j)] = y.lo;
+        oHi[static_cast<std::size_t>(r * s.n + j)] = y.hi;
+      }
+      const Interval m = roundOutward(rb.mean, sm), q = roundOutward(rb.rstd, sr);
+      mLo[static_cast<std::size_t>(r)] = m.lo;
+      mHi[static_cast<std::size_t>(r)] = m.hi;
+      rLo[static_cast<std::size_t>(r)] = q.lo;
+      rHi[static_cast<std::size_t>(r)] = q.hi;
+    }
+    return std::vector<Tensor>{Tensor::interval(x.shape(), a.outSpec(0).dtype, oLo, oHi),
+                               Tensor::interval(s.statShape, a.outSpec(1).dtype, mLo, mHi),
+                               Tensor::interval(s.statShape, a.outSpec(2).dtype, rLo, rHi)};
+  };
+  fns->random = [](const OpArgs& a, OpContext& ctx) {
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+    const Format so = outFormat(a, ctx, 0), sm = outFormat(a, ctx, 1), sr = outFormat(a, ctx, 2);
+    const RandomDomain d{c, ctx.rng};
+    std::mt19937_64& rng = *ctx.rng;
+    const double eps = roundNearest(epsArg(a, 4), c);
+    std::vector<double> out(static_cast<std::size_t>(x.numel())), mean(static_cast<std::size_t>(s.rows)), rstd(mean.size());
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      if (s.n == 0) {
+        mean[static_cast<std::size_t>(r)] = std::nan("");
+        continue;
+      }
+      std::vector<double> row(static_cast<std::size_t>(s.n));
+      for (std::int64_t j = 0; j < s.n; ++j) row[static_cast<std::size_t>(j)] = x.values()[static_cast<std::size_t>(r * s.n + j)];
+      const auto [mu, m2] = randomMoments(row, c, rng);
+      const double nd = static_cast<double>(s.n);
+      double var = (rng() & 1) ? d.div(m2, nd) : d.mul(m2, roundNearest(1.0 / nd, c));
+      if (rng() & 1) var = std::max(var, 0.0);
+      const double ve = d.add(var, eps);
+      const double rs = (rng() & 1) ? d.div(1.0, roundNearest(std::sqrt(ve), c))
+                                    : perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
+      const int form = static_cast<int>(rng() % 3);
+      const double negRmu = -d.mul(rs, mu);
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const double xv = row[static_cast<std::size_t>(j)];
+        const double dj = d.sub(xv, mu);
+        double y;
+        if (form == 0) y = w ? d.mul(d.mul(dj, rs), w->values()[static_cast<std::size_t>(j)]) : d.mul(dj, rs);
+        else if (form == 1) y = w ? d.mul(dj, d.mul(rs, w->values()[static_cast<std::size_t>(j)])) : d.mul(dj, rs);
+        else {
+          y = d.add(d.mul(xv, rs), negRmu);
+          if (w) y = d.mul(y, w->values()[static_cast<std::size_t>(j)]);
+        }
+        if (b) y = d.add(y, b->values()[static_cast<std::size_t>(j)]);
+        out[static_cast<std::size_t>(r * s.n + j)] = roundNearest(y, so);
+      }
+      mean[static_cast<std::size_t>(r)] = roundNearest(mu, sm);
+      rstd[static_cast<std::size_t>(r)] = roundNearest(rs, sr);
+    }
+    return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, out),
+                               Tensor::point(s.statShape, a.outSpec(1).dtype, mean),
+                               Tensor::point(s.statShape, a.outSpec(2).dtype, rstd)};
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    // Reverse-mode AD through the two-pass formula (the same as point()).
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    Tape tape;
+    const AdDomain d{&tape};
+    std::vector<Var> xv, wv, bv, out, mean, rstd;
+    for (double v : x.values()) xv.push_back(d.leaf(v));
+    if (w) for (double v : w->values()) wv.push_back(d.leaf(v));
+    if (b) for (double v : b->values()) bv.push_back(d.leaf(v));
+    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out, mean, rstd);
+    std::vector<std::pair<int, double>> seeds;
+    for (std::size_t i = 0; i < out.size(); ++i) seeds.emplace_back(out[i].id, g[0].values()[i]);
+    for (std::size_t i = 0; i < mean.size(); ++i) {
+      if (g.size() > 1 && g[1].numel() == static_cast<std::int64_t>(mean.size())) seeds.emplace_back(mean[i].id, g[1].values()[i]);
+      if (g.size() > 2 && g[2].numel() == static_cast<std::int64_t>(rstd.size())) seeds.emplace_back(rstd[i].id, g[2].values()[i]);
+    }
+    const auto adj = tape.backward(seeds);
+    auto grads = [&](const std::vector<Var>& v, const Tensor& t) {
+      std::vector<double> gv(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) gv[i] = adj[static_cast<std::size_t>(v[i].id)];
+      return Tensor::point(t.shape(), t.dtype(), gv);
+    };
+    std::vector<std::optional<Tensor>> res{grads(xv, x)};
+    if (w) res.emplace_back(grads(wv, *w));
+    if (b) res.emplace_back(grads(bv, *b));
+    return res;
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, mask)
+
+struct BwdArgs {
+  LnShape s;
+  const Tensor *dy, *x, *mean, *rstd, *w;
+  std::vector<bool> mask;
+};
+
+BwdArgs bwdArgs(const OpArgs& a) {
+  BwdArgs r;
+  r.dy = &a.tensor(0);
+  r.x = &a.tensor(1);
+  r.s = lnShape(a, *r.x, 2);
+  if (r.dy->shape() != r.x->shape()) a.fail("grad_out " + shapeString(r.dy->shape()) + " should match input " + shapeString(r.x->shape()));
+  r.mean = &a.tensor(3);
+  r.rstd = &a.tensor(4);
+  if (r.mean->numel() != r.s.rows || r.rstd->numel() != r.s.rows)
+    a.fail("mean and rstd should have " + std::to_string(r.s.rows) + " elements");
+  r.w = optTensor(a, 5, r.s.n);
+  r.mask = {true, true, true};
+  if (a.arg(7).kind == IrValue::Kind::List)
+    for (std::size_t k = 0; k < 3 && k < a.arg(7).list.size(); ++k) r.mask[k] = a.arg(7).list[k].boolValue;
+  return r;
+}
+
+/// The reference formula in a point-like domain (binary64 or AD): gI, gW, gB.
+template <class D>
+void backwardFormula(const D& d, const BwdArgs& ba, const std::vector<typename D::V>& dy, const std::vector<typename D::V>& x,
+                     const std::vector<typename D::V>& mean, const std::vector<typename D::V>& rstd,
+                     const std::vector<typename D::V>* w, std::vector<typename D::V>& gi,
+                     std::vector<typename D::V>& gw, std::vector<typename D::V>& gb) {
+  using V = typename D::V;
+  const std::int64_t n = ba.s.n;
+  gi.assign(x.size(), d.lit(0.0));
+  gw.assign(static_cast<std::size_t>(n), d.lit(0.0));
+  gb.assign(static_cast<std::size_t>(n), d.lit(0.0));
+  const V nv = d.lit(static_cast<double>(n));
+  for (std::int64_t r = 0; r < ba.s.rows; ++r) {
+    const auto base = static_cast<std::size_t>(r * n);
+    const V mu = mean[static_cast<std::size_t>(r)], rs = rstd[static_cast<std::size_t>(r)];
+    V sg = d.lit(0.0), sgx = d.lit(0.0);
+    std::vector<V> xh(static_cast<std::size_t>(n)), g(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto i = base + static_cast<std::size_t>(j), jj = static_cast<std::size_t>(j);
+      xh[jj] = d.mul(d.sub(x[i], mu), rs);
+      g[jj] = w ? d.mul(dy[i], (*w)[jj]) : dy[i];
+      sg = d.add(sg, g[jj]);
+      sgx = d.add(sgx, d.mul(g[jj], xh[jj]));
+      gw[jj] = d.add(gw[jj], d.mul(dy[i], xh[jj]));
+      gb[jj] = d.add(gb[jj], dy[i]);
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      const V t = d.sub(d.sub(d.mul(nv, g[jj]), sg), d.mul(xh[jj], sgx));
+      gi[base + jj] = d.mul(d.div(rs, nv), t);
+    }
+  }
+}
+
+std::shared_ptr<const OpRule> backwardRule() {
+  auto fns = std::make_shared<RuleFns>();
+  auto shapeW = [](const BwdArgs& ba) { return ba.w ? ba.w->shape() : ba.s.normShape; };
+  auto dtypeOf = [](const OpArgs& a, std::size_t k, DType fallback) {
+    return a.node().outputs.size() > k ? a.outSpec(k).dtype : fallback;
+  };
+  fns->point = [shapeW, dtypeOf](const OpArgs& a, OpContext&) {
+    const BwdArgs ba = bwdArgs(a);
+    const PointDomain d;
+    auto vec = [](const Tensor* t) { return std::vector<double>(t->values().begin(), t->values().end()); };
+    std::vector<double> wv, gi, gw, gb;
+    if (ba.w) wv = vec(ba.w);
+    backwardFormula(d, ba, vec(ba.dy), vec(ba.x), vec(ba.mean), vec(ba.rstd), ba.w ? &wv : nullptr, gi, gw, gb);
+    const DType t = dtypeOf(a, 0, ba.x->dtype());
+    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi), Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
+                            Tensor::point(shapeW(ba), dtypeOf(a, 2, t), gb)};
+    for (std::size_t k = 0; k < 3; ++k)
+      if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
+    return out;
+  };
+  fns->interval = [shapeW, dtypeOf](const OpArgs& a, OpContext& ctx) {
+    const BwdArgs ba = bwdArgs(a);
+    const DType t = dtypeOf(a, 0, ba.x->dtype());
+    const Format c = accumulationFormat(ctx.precision, t);
+    const IntervalDomain d{c};
+    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0), eta = smallestSubnormal(c);
+    const std::int64_t n = ba.s.n;
+    const Interval nI{static_cast<double>(n), static_cast<double>(n)};
+    const Interval invN = d.div(Interval{1.0, 1.0}, nI);
+    // A dot product Σ a_j b_j in any order, enclosed and rounded to c (Higham 2002, eq. 3.5).
+    auto dotEncl = [&](const std::vector<Interval>& p, std::int64_t m) {
+      Interval s{0.0, 0.0};
+      double absS = 0.0;
+      for (const Interval& v : p) {
+        s = lossbound::add(s, v);
+        absS = add_up(absS, mag(v));
+      }
+      const double e = dotErrorBound(m, absS, u, eta);
+      return d.round(Interval{sub_down(s.lo, e), add_up(s.hi, e)});
+    };
+    std::vector<Interval> gi(static_cast<std::size_t>(ba.x->numel()));
+    std::vector<std::vector<Interval>> gwTerms(static_cast<std::size_t>(n)), gbTerms(static_cast<std::size_t>(n));
+    std::vector<Interval> g(static_cast<std::size_t>(n)), xh(g.size()), pg, pgx, pgX;
+    for (std::int64_t r = 0; r < ba.s.rows; ++r) {
+      const Interval mu = ba.mean->at(r), rs = ba.rstd->at(r);
+      pg.clear();
+      pgx.clear();
+      pgX.clear();
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto jj = static_cast<std::size_t>(j);
+        const std::int64_t i = r * n + j;
+        xh[jj] = d.mul(d.sub(ba.x->at(i), mu), rs);
+        const Interval dyI = ba.dy->at(i);
+        g[jj] = ba.w ? lossbound::mul(dyI, ba.w->at(j)) : dyI;  // exact; product rounding in the dot bound
+        pg.push_back(g[jj]);
+        pgx.push_back(lossbound::mul(g[jj], xh[jj]));
+        pgX.push_back(lossbound::mul(g[jj], ba.x->at(i)));
+        gwTerms[jj].push_back(lossbound::mul(dyI, xh[jj]));
+        gbTerms[jj].push_back(dyI);
+        g[jj] = ba.w ? d.round(g[jj]) : g[jj];
+      }
+      // Σ g (with w: a dot product dy·w), Σ g x̂, Σ g x.
+      const Interval sg = ba.w ? dotEncl(pg, n) : d.round([&] {
+        SumEnclosure e{{0.0, 0.0}, 0.0};
+        for (const Interval& v : pg) accumulate(e, v);
+        const double err = sumErrorBound(n, e.absSumUp, u);
+        return Interval{sub_down(e.sum.lo, err), add_up(e.sum.hi, err)};
+      }());
+      const Interval sgx = dotEncl(pgx, ba.w ? 2 * n : n);
+      const Interval sgX = dotEncl(pgX, ba.w ? 2 * n : n);
+      // CPU form coefficients.
+      const Interval rs3 = d.mul(d.mul(rs, rs), rs);
+      const Interval bb = d.mul(d.mul(d.sub(d.mul(sg, mu), sgX), rs3), invN);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto jj = static_cast<std::size_t>(j);
+        const std::int64_t i = r * n + j;
+        const Interval t = d.sub(d.sub(d.mul(nI, g[jj]), sg), d.mul(xh[jj], sgx));
+        const Interval ref = hull(d.mul(d.div(rs, nI), t), d.mul(d.mul(rs, invN), t));
+        // CPU form fl(fl(fl(rs·g) + fl(b̂·x)) + ĉ), ĉ = fl(fl(−b̂·mean) − T): the same b̂ multiplies
+        // x and mean, so it equals fl(rs·g) + b̂(x − mean) − T + err with
+        // |err| <= u|b̂x| + u(|fl(rs g)| + |b̂x|(1+u)) + γ_2|b̂ mean| + u|T|, then one rounding.
+        const Interval xi = ba.x->at(i);
+        const Interval p1 = d.mul(rs, g[jj]);
+        const Interval tT = d.mul(d.mul(sg, rs), invN);
+        const double bx = mul_up(mag(bb), mag(xi));
+        double err = add_up(mul_up(u, bx), mul_up(u, add_up(mag(p1), mul_up(bx, add_up(1.0, u)))));
+        err = add_up(err, add_up(mul_up(gammaUp(2, u), mul_up(mag(bb), mag(mu))), mul_up(u, mag(tT))));
+        const Interval core = lossbound::sub(lossbound::add(p1, lossbound::mul(bb, lossbound::sub(xi, mu))), tT);
+        const Interval cpu = d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
+                                                    Interval{sub_down(1.0, u), add_up(1.0, u)}));
+        gi[static_cast<std::size_t>(i)] = hull(ref, cpu);
+      }
+    }
+    const Format s0 = outFormat(a, ctx, 0);
+    const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
+    const Format s2 = a.node().outputs.size() > 2 ? outFormat(a, ctx, 2) : s0;
+    auto toTensor = [](const Shape& sh, DType dt, const std::vector<Interval>& v, Format f) {
+      std::vector<double> lo(v.size()), hi(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const Interval r = roundOutward(v[i], f);
+        lo[i] = r.lo;
+        hi[i] = r.hi;
+      }
+      return Tensor::interval(sh, dt, lo, hi);
+    };
+    std::vector<Interval> gw(static_cast<std::size_t>(n)), gb(gw.size());
+    for (std::size_t j = 0; j < gw.size(); ++j) {
+      gw[j] = dotEncl(gwTerms[j], ba.s.rows);
+      gb[j] = dotEncl(gbTerms[j], ba.s.rows);  // a sum: the dot bound is looser, still valid
+    }
+    std::vector<Tensor> out{toTensor(ba.x->shape(), t, gi, s0), toTensor(shapeW(ba), dtypeOf(a, 1, t), gw, s1),
+                            toTensor(shapeW(ba), dtypeOf(a, 2, t), gb, s2)};
+    for (std::size_t k = 0; k < 3; ++k)
+      if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
+    return out;
+  };
+  fns->random = [shapeW, dtypeOf](const OpArgs& a, OpContext& ctx) {
+    const BwdArgs ba = bwdArgs(a);
+    const DType t = dtypeOf(a, 0, ba.x->dtype());
+    const Format c = accumulationFormat(ctx.precision, t);
+    const RandomDomain d{c, ctx.rng};
+    std::mt19937_64& rng = *ctx.rng;
+    const std::int64_t n = ba.s.n;
+    const double nd = static_cast<double>(n), invN = roundNearest(1.0 / nd, c);
+    const bool cpuForm = rng() & 1;
+    std::vector<double> gi(static_cast<std::size_t>(ba.x->numel())), scratch, g(static_cast<std::size_t>(n)),
+        xh(g.size()), xr(g.size()), dyr(g.size()), wv(g.size(), 1.0);
+    std::vector<std::vector<double>> gwT(static_cast<std::size_t>(n)), gbT(g.size());
+    if (ba.w) wv.assign(ba.w->values().begin(), ba.w->values().end());
+    for (std::int64_t r = 0; r < ba.s.rows; ++r) {
+      const double mu = ba.mean->values()[static_cast<std::size_t>(r)], rs = ba.rstd->values()[static_cast<std::size_t>(r)];
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto jj = static_cast<std::size_t>(j);
+        const auto i = static_cast<std::size_t>(r * n + j);
+        xr[jj] = ba.x->values()[i];
+        dyr[jj] = ba.dy->values()[i];
+        xh[jj] = d.mul(d.sub(xr[jj], mu), rs);
+        gwT[jj].push_back(d.mul(dyr[jj], xh[jj]));
+        gbT[jj].push_back(dyr[jj]);
+      }
+      const double sg = ba.w ? randomDot(dyr, wv, c, rng, scratch) : [&] { std::vector<double> t2 = dyr; return randomSum(t2, c, rng); }();
+      for (std::int64_t j = 0; j < n; ++j) g[static_cast<std::size_t>(j)] = ba.w ? d.mul(dyr[static_cast<std::size_t>(j)], wv[static_cast<std::size_t>(j)]) : dyr[static_cast<std::size_t>(j)];
+      const double sgx = randomDot(g, xh, c, rng, scratch);
+      const double sgX = randomDot(g, xr, c, rng, scratch);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto jj = static_cast<std::size_t>(j);
+        double v;
+        if (cpuForm) {
+          const double rs3 = d.mul(d.mul(rs, rs), rs);
+          const double bb = d.mul(d.mul(d.sub(d.mul(sg, mu), sgX), rs3), invN);
+          const double cc = d.sub(d.mul(-bb, mu), d.mul(d.mul(sg, rs), invN));
+          v = d.add(d.add(d.mul(rs, g[jj]), d.mul(bb, xr[jj])), cc);
+        } else {
+          const double tt = d.sub(d.sub(d.mul(nd, g[jj]), sg), d.mul(xh[jj], sgx));
+          v = d.mul(d.div(rs, nd), tt);
+        }
+        gi[static_cast<std::size_t>(r * n + j)] = v;
+      }
+    }
+    const Format s0 = outFormat(a, ctx, 0);
+    const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
+    const Format s2 = a.node().outputs.size() > 2 ? outFormat(a, ctx, 2) : s0;
+    std::vector<double> gw(static_cast<std::size_t>(n)), gb(gw.size());
+    for (std::size_t j = 0; j < gw.size(); ++j) {
+      gw[j] = roundNearest(randomSum(gwT[j], c, rng), s1);
+      gb[j] = roundNearest(randomSum(gbT[j], c, rng), s2);
+    }
+    for (double& v : gi) v = roundNearest(v, s0);
+    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi), Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
+                            Tensor::point(shapeW(ba), dtypeOf(a, 2, t), gb)};
+    for (std::size_t k = 0; k < 3; ++k)
+      if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
+    return out;
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+    const BwdArgs ba = bwdArgs(a);
+    Tape tape;
+    const AdDomain d{&tape};
+    auto leaves = [&](const Tensor* t) {
+      std::vector<Var> v;
+      for (double x : t->values()) v.push_back(d.leaf(x));
+      return v;
+    };
+    const auto dy = leaves(ba.dy), x = leaves(ba.x), mean = leaves(ba.mean), rstd = leaves(ba.rstd);
+    std::vector<Var> wv, gi, gw, gb;
+    if (ba.w) wv = leaves(ba.w);
+    backwardFormula(d, ba, dy, x, mean, rstd, ba.w ? &wv : nullptr, gi, gw, gb);
+    std::vector<std::pair<int, double>> seeds;
+    const std::vector<Var>* outs[3] = {&gi, &gw, &gb};
+    for (std::size_t k = 0; k < 3 && k < h.size(); ++k)
+      if (ba.mask[k])
+        for (std::size_t i = 0; i < outs[k]->size(); ++i) seeds.emplace_back((*outs[k])[i].id, h[k].values()[i]);
+    const auto adj = tape.backward(seeds);
+    auto grads = [&](const std::vector<Var>& v, const Tensor* t) {
+      std::vector<double> g(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) g[i] = adj[static_cast<std::size_t>(v[i].id)];
+      return Tensor::point(t->shape(), t->dtype(), g);
+    };
+    std::vector<std::optional<Tensor>> res{grads(dy, ba.dy), grads(x, ba.x), grads(mean, ba.mean), grads(rstd, ba.rstd)};
+    if (ba.w) res.emplace_back(grads(wv, ba.w));
+    if (a.isTensor(6)) res.emplace_back(zerosLike(a.tensor(6), a.tensor(6).dtype()));  // bias: unused
+    return res;
+  };
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    return localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
+}  // namespace
+
+void registerNormOps(OpRegistry& r) {
+  r.add("aten.native_layer_norm", forwardRule());
+  r.add("aten.native_layer_norm_backward", backwardRule());
+}
 
 }  // namespace lossbound

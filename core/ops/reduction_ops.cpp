@@ -1,10 +1,300 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Reductions: sum (all forms, dtype), mean (all forms), amax/amin, max.dim/min.dim, max/min.
+//
+// Error model of "any reasonable implementation": the n terms are summed in the accumulation
+// format (fp32 for bf16/fp16, else the output's storage format) in any order and bracketing
+// (cascade, split, atomics, tree reductions), each addition correctly rounded; the result is
+// rounded to the storage format. |fl(Σx) - Σx| <= γ_{n-1} Σ|x_i| for any summation tree
+// (Higham 2002, eq. 4.4; Jeannerod–Rump 2013: (n-1)u suffices). mean divides the rounded sum by n,
+// or multiplies it by RN(1/n): the interval rule takes the hull of both. max/min are exact.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "core/ops/families.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerReductionOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+
+constexpr double kInf = __builtin_huge_val();
+
+/// The reduction dims and keepdim of a node (sum/mean/amax/max.dim argument conventions).
+struct ReduceArgs {
+  std::vector<int> dims;
+  bool keepdim = false;
+};
+
+enum class Kind { Sum, Mean, Amax, Amin };
+
+ReduceArgs reduceArgs(const OpArgs& a, bool full, int rank) {
+  ReduceArgs r;
+  if (full) {
+    for (int d = 0; d < rank; ++d) r.dims.push_back(d);
+    return r;
+  }
+  r.dims = reduceDims(a, 1, "dim", rank);
+  r.keepdim = a.boolArg(2, "keepdim", false);
+  return r;
+}
+
+struct ReduceRule {
+  Kind kind;
+  bool full;  // sum.default / mean.default / max.default: every dim, no keepdim
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+    const Tensor& x = a.tensor(0);
+    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const auto v = x.values();
+    std::vector<double> out(l.outer.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      double s = kind == Kind::Amax ? -kInf : (kind == Kind::Amin ? kInf : 0.0);
+      for (std::int64_t off : l.inner) {
+        const double e = v[static_cast<std::size_t>(l.outer[i] + off)];
+        if (kind == Kind::Sum || kind == Kind::Mean) s += e;
+        else if (std::isnan(e) || std::isnan(s)) s = std::nan("");
+        else s = kind == Kind::Amax ? std::max(s, e) : std::min(s, e);
+      }
+      if (kind == Kind::Mean) s /= static_cast<double>(l.inner.size());
+      out[i] = s;
+    }
+    if ((kind == Kind::Amax || kind == Kind::Amin) && l.inner.empty() && !out.empty())
+      a.fail("max/min of an empty dimension");
+    return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), a.outSpec().dtype, std::move(out))};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+    const Tensor& x = a.tensor(0);
+    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    const auto n = static_cast<std::int64_t>(l.inner.size());
+    std::vector<double> lo(l.outer.size()), hi(l.outer.size());
+    for (std::size_t i = 0; i < lo.size(); ++i) {
+      Interval r;
+      if (kind == Kind::Amax || kind == Kind::Amin) {
+        if (n == 0) a.fail("max/min of an empty dimension");
+        r = x.at(l.outer[i] + l.inner[0]);
+        for (std::int64_t off : l.inner)
+          r = kind == Kind::Amax ? max(r, x.at(l.outer[i] + off)) : min(r, x.at(l.outer[i] + off));
+        r = integral ? r : roundOutward(r, store);
+      } else {
+        SumEnclosure s{{0.0, 0.0}, 0.0};
+        for (std::int64_t off : l.inner) accumulate(s, sanitize(x.at(l.outer[i] + off)));
+        if (integral) {
+          r = s.sum;
+        } else if (kind == Kind::Sum) {
+          r = roundedSumEnclosure(s, n, acc, store, ctx.precision.truncatingAccumulation);
+        } else if (n == 0) {
+          r = entireInterval();  // 0/0: NaN in every implementation
+        } else {
+          const Interval sum = roundedSumEnclosure(s, n, acc, acc, ctx.precision.truncatingAccumulation);
+          const Interval nn{static_cast<double>(n), static_cast<double>(n)};
+          const Interval q1 = roundOutward(div(sum, nn), acc);
+          const Interval q2 = roundOutward(mul(sum, roundOutward(div(Interval{1.0, 1.0}, nn), acc)), acc);
+          r = roundOutward(hull(q1, q2), store);
+        }
+      }
+      lo[i] = r.lo;
+      hi[i] = r.hi;
+    }
+    return {Tensor::interval(reducedShape(x.shape(), ra.dims, ra.keepdim), t, std::move(lo), std::move(hi))};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+    if (kind == Kind::Amax || kind == Kind::Amin) {
+      std::vector<Tensor> r = point(a, ctx);
+      const Format store = outFormat(a, ctx);
+      if (!isIntegral(a.outSpec().dtype)) r[0] = roundNearestTensor(r[0], store);
+      return r;
+    }
+    const Tensor& x = a.tensor(0);
+    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const DType t = a.outSpec().dtype;
+    const bool integral = isIntegral(t);
+    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    std::mt19937_64& rng = *ctx.rng;
+    const auto v = x.values();
+    std::vector<double> terms, out(l.outer.size());
+    const double n = static_cast<double>(l.inner.size());
+    const bool recip = (rng() & 1) != 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      terms.clear();
+      for (std::int64_t off : l.inner) terms.push_back(v[static_cast<std::size_t>(l.outer[i] + off)]);
+      if (integral) {
+        double s = 0.0;
+        for (double e : terms) s += e;
+        out[i] = s;
+        continue;
+      }
+      double s = randomSum(terms, acc, rng);
+      if (kind == Kind::Mean) s = recip ? mulIn(s, roundNearest(1.0 / n, acc), acc) : roundNearest(s / n, acc);
+      out[i] = roundNearest(s, store);
+    }
+    return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), t, std::move(out))};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
+                                         std::span<const Tensor> g, OpContext&) const {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return {std::nullopt};
+    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const auto gv = g[0].values();
+    const auto xv = x.values();
+    const auto yv = outs[0].values();
+    std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
+    const double n = static_cast<double>(l.inner.size());
+    for (std::size_t i = 0; i < l.outer.size(); ++i) {
+      if (kind == Kind::Sum || kind == Kind::Mean) {
+        const double gi = kind == Kind::Mean ? gv[i] / n : gv[i];
+        for (std::int64_t off : l.inner) gx[static_cast<std::size_t>(l.outer[i] + off)] = gi;
+      } else {
+        // amax/amin: the gradient is split evenly among the maxima (PyTorch's amax backward).
+        int count = 0;
+        for (std::int64_t off : l.inner) count += xv[static_cast<std::size_t>(l.outer[i] + off)] == yv[i];
+        for (std::int64_t off : l.inner)
+          if (xv[static_cast<std::size_t>(l.outer[i] + off)] == yv[i])
+            gx[static_cast<std::size_t>(l.outer[i] + off)] = gv[i] / count;
+      }
+    }
+    return {Tensor::point(x.shape(), x.dtype(), std::move(gx))};
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t)) return zeroLocalError(outs);
+    const Tensor& x = a.tensor(0);
+    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    if (kind == Kind::Amax || kind == Kind::Amin)
+      return {mapPoint(outs[0], t, [&](double y) { return store == Format::Fp64 ? 0.0 : roundingError(y, store, store); })};
+    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const auto n = static_cast<std::int64_t>(l.inner.size());
+    const double u = ctx.precision.accumulationRoundoff(t);
+    std::vector<double> out(l.outer.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      double abs = 0.0;
+      for (std::int64_t off : l.inner) abs = add_up(abs, std::fabs(x.values()[static_cast<std::size_t>(l.outer[i] + off)]));
+      // the binary64 reference sum has its own γ_{n-1}^64 error
+      double e = add_up(sumErrorBound(n, abs, u), sumErrorBound(n, abs, 0x1p-53));
+      const double y = outs[0].values()[i];
+      if (kind == Kind::Mean && n > 0) e = add_up(div_up(e, static_cast<double>(n)), roundingError(y, acc, acc) * 2);
+      if (store != acc) e = add_up(e, roundingError(y, store, store));
+      out[i] = e;
+    }
+    return {Tensor::point(outs[0].shape(), t, std::move(out))};
+  }
+};
+
+std::shared_ptr<const OpRule> reduceRule(Kind kind, bool full) {
+  auto r = std::make_shared<ReduceRule>(ReduceRule{kind, full});
+  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
+                       OpContext& c) { return r->vjp(a, o, g, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
+                     return r->localError(a, o, c);
+                   }});
+}
+
+// max.dim / min.dim: (values, indices). Indices of interval inputs: every position that can hold
+// the extremum (its enclosure reaches the largest lower bound) is possible.
+std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
+  auto compute = [isMax](const OpArgs& a, bool intervals) {
+    const Tensor& x = a.tensor(0);
+    const int dim = [&] {
+      try {
+        return normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
+      } catch (const std::out_of_range& e) {
+        a.fail(e.what());
+      }
+    }();
+    const bool keepdim = a.boolArg(2, "keepdim", false);
+    const std::vector<int> dims = x.rank() == 0 ? std::vector<int>{} : std::vector<int>{dim};
+    const ReductionLayout l = reductionLayout(x.shape(), dims);
+    if (l.inner.empty() && !l.outer.empty()) a.fail("max/min of an empty dimension");
+    const std::size_t no = l.outer.size();
+    std::vector<double> vlo(no), vhi(no), ilo(no), ihi(no);
+    for (std::size_t i = 0; i < no; ++i) {
+      // point: first extremum; interval: value hull and candidate index range
+      std::size_t best = 0;
+      Interval bestV = x.at(l.outer[i] + l.inner[0]);
+      Interval ext = bestV;
+      for (std::size_t j = 1; j < l.inner.size(); ++j) {
+        const Interval e = x.at(l.outer[i] + l.inner[j]);
+        if (isMax ? e.lo > bestV.lo : e.lo < bestV.lo) {
+          bestV = e;
+          best = j;
+        }
+        ext = isMax ? max(ext, e) : min(ext, e);
+      }
+      vlo[i] = ext.lo;
+      vhi[i] = ext.hi;
+      if (!intervals) {
+        ilo[i] = ihi[i] = static_cast<double>(best);
+        continue;
+      }
+      double first = -1, last = -1;
+      for (std::size_t j = 0; j < l.inner.size(); ++j) {
+        const Interval e = x.at(l.outer[i] + l.inner[j]);
+        const bool possible = isMax ? e.hi >= ext.lo : e.lo <= ext.hi;
+        if (possible) {
+          if (first < 0) first = static_cast<double>(j);
+          last = static_cast<double>(j);
+        }
+      }
+      ilo[i] = first;
+      ihi[i] = last;
+    }
+    const Shape s = reducedShape(x.shape(), dims, keepdim);
+    if (!intervals)
+      return std::vector<Tensor>{Tensor::point(s, a.outSpec(0).dtype, vlo), Tensor::point(s, DType::Int64, ilo)};
+    return std::vector<Tensor>{Tensor::interval(s, a.outSpec(0).dtype, vlo, vhi),
+                               Tensor::interval(s, DType::Int64, ilo, ihi)};
+  };
+  RuleFns f;
+  f.point = [compute](const OpArgs& a, OpContext&) { return compute(a, false); };
+  f.random = f.point;
+  f.interval = [compute](const OpArgs& a, OpContext&) { return compute(a, true); };
+  f.vjp = [](const OpArgs& a, std::span<const Tensor> outs, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
+    const int dim = x.rank() == 0 ? 0 : normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
+    const std::vector<int> dims = x.rank() == 0 ? std::vector<int>{} : std::vector<int>{dim};
+    const ReductionLayout l = reductionLayout(x.shape(), dims);
+    std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
+    for (std::size_t i = 0; i < l.outer.size(); ++i) {
+      const auto idx = static_cast<std::size_t>(outs[1].values()[i]);
+      gx[static_cast<std::size_t>(l.outer[i] + l.inner[idx])] = g[0].values()[i];
+    }
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(gx))};
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+}  // namespace
+
+void registerReductionOps(OpRegistry& r) {
+  r.add("aten.sum.default", reduceRule(Kind::Sum, true));
+  r.add("aten.sum.dim_IntList", reduceRule(Kind::Sum, false));
+  r.add("aten.mean.default", reduceRule(Kind::Mean, true));
+  r.add("aten.mean.dim", reduceRule(Kind::Mean, false));
+  r.add("aten.amax.default", reduceRule(Kind::Amax, false));
+  r.add("aten.amin.default", reduceRule(Kind::Amin, false));
+  r.add("aten.max.default", reduceRule(Kind::Amax, true));
+  r.add("aten.min.default", reduceRule(Kind::Amin, true));
+  r.add("aten.max.dim", argExtremumRule(true));
+  r.add("aten.min.dim", argExtremumRule(false));
+}
 
 }  // namespace lossbound

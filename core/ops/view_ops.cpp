@@ -1,10 +1,643 @@
-// Op family placeholder: the rules are being written; until then no op of this family is
-// registered, so programs using them fail with "unsupported op" naming the op.
+// Views and copies: view _unsafe_view _reshape_alias reshape expand t transpose permute slice
+// slice_backward select select_backward unsqueeze squeeze cat stack split split_with_sizes chunk
+// unbind clone detach lift_fresh_copy alias contiguous tril triu copy_ _to_copy.
+//
+// Every op here except _to_copy/copy_ only moves values: all domains share one index map
+// (output element i ← input offset map[i]), intervals stay intervals and points stay points, the
+// local error is zero and the vjp scatters the gradient back through the same map. _to_copy
+// rounds to the target dtype: correctly rounded casts (IEEE 754-2019 §5.4.2; bf16 from fp32 by
+// round-to-nearest-even, as PyTorch's c10::BFloat16 does), so the interval rule is roundOutward
+// and the random rule round-to-nearest; float → integer casts truncate toward zero.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
 #include "core/ops/families.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
-void registerViewOps(OpRegistry& /*r*/) {}
+namespace {
+
+using namespace ops;
+
+/// Output element i takes input element offsets[i].
+struct Gather {
+  Shape shape;
+  std::vector<std::int64_t> offsets;
+};
+
+/// Enumerates the row-major elements of a strided view of a contiguous tensor.
+Gather strided(const Shape& sizes, const std::vector<std::int64_t>& strides, std::int64_t base) {
+  Gather g{sizes, std::vector<std::int64_t>(static_cast<std::size_t>(numel(sizes)))};
+  for (std::size_t i = 0; i < g.offsets.size(); ++i) {
+    std::int64_t rem = static_cast<std::int64_t>(i), off = base;
+    for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+      const auto du = static_cast<std::size_t>(d);
+      off += (rem % sizes[du]) * strides[du];
+      rem /= sizes[du];
+    }
+    g.offsets[i] = off;
+  }
+  return g;
+}
+
+Tensor applyGather(const Tensor& x, const Gather& g, DType dtype) {
+  std::vector<double> lo(g.offsets.size()), hi;
+  for (std::size_t i = 0; i < lo.size(); ++i) lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
+  if (!x.isInterval()) return Tensor::point(g.shape, dtype, std::move(lo));
+  hi.resize(lo.size());
+  for (std::size_t i = 0; i < hi.size(); ++i) hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
+  return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
+}
+
+/// The adjoint of a gather: zeros of shape `in` with g added at the gathered offsets.
+Tensor scatterAdd(const Tensor& grad, const Gather& g, const Shape& in, DType dtype) {
+  std::vector<double> out(static_cast<std::size_t>(numel(in)), 0.0);
+  for (std::size_t i = 0; i < g.offsets.size(); ++i)
+    out[static_cast<std::size_t>(g.offsets[i])] += grad.values()[i];
+  return Tensor::point(in, dtype, std::move(out));
+}
+
+int dimArg(const OpArgs& a, std::size_t i, std::string_view name, std::size_t rank,
+           std::optional<std::int64_t> fallback = std::nullopt) {
+  try {
+    return normalizeDim(a.intArg(i, name, fallback), rank);
+  } catch (const std::out_of_range& e) {
+    a.fail(e.what());
+  }
+}
+
+/// Resolves a view size list with at most one -1 against numel n.
+Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n) {
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == -1) {
+      if (infer >= 0) a.fail("only one dimension can be inferred");
+      infer = static_cast<int>(i);
+    } else {
+      known *= size[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0) a.fail("cannot infer a dimension of " + shapeString(size) + " for " + std::to_string(n) + " elements");
+    size[static_cast<std::size_t>(infer)] = n / known;
+  }
+  if (numel(size) != n)
+    a.fail("shape " + shapeString(size) + " is invalid for " + std::to_string(n) + " elements");
+  return size;
+}
+
+/// Python slice bounds clamped to [0, len] (None start = 0, None end = len).
+struct SliceBounds {
+  std::int64_t start, len, step;
+};
+SliceBounds sliceBounds(const OpArgs& a, std::size_t startIdx, std::int64_t extent) {
+  const std::int64_t step = a.intArg(startIdx + 2, "step", 1);
+  if (step <= 0) a.fail("slice step must be positive");
+  auto clampIndex = [extent](std::int64_t v) {
+    if (v < 0) v += extent;
+    return std::clamp<std::int64_t>(v, 0, extent);
+  };
+  const std::int64_t start = clampIndex(a.intArg(startIdx, "start", 0));
+  const std::int64_t end = clampIndex(a.intArg(startIdx + 1, "end", std::numeric_limits<std::int64_t>::max()));
+  const std::int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  return {start, len, step};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single-input gathers
+
+using GatherFn = std::function<Gather(const OpArgs&, const Shape&)>;
+
+std::shared_ptr<const OpRule> gatherRule(GatherFn fn) {
+  RuleFns f;
+  auto apply = [fn](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    return std::vector<Tensor>{applyGather(x, fn(a, x.shape()), x.dtype())};
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [fn](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    std::vector<std::optional<Tensor>> out;
+    if (isFloating(x.dtype())) out.emplace_back(scatterAdd(g[0], fn(a, x.shape()), x.shape(), x.dtype()));
+    else out.emplace_back(std::nullopt);
+    out.resize(a.tensorInputs().size());
+    return out;
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+/// view / reshape: shares storage (no copy).
+std::shared_ptr<const OpRule> reshapeRule() {
+  RuleFns f;
+  auto apply = [](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    return std::vector<Tensor>{x.reshaped(inferSize(a, a.intListArg(1, "size"), x.numel()))};
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    std::vector<std::optional<Tensor>> out;
+    if (isFloating(x.dtype())) out.emplace_back(g[0].reshaped(x.shape()).withDtype(x.dtype()));
+    else out.emplace_back(std::nullopt);
+    return out;
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+Gather identity(const OpArgs&, const Shape& s) {
+  Gather g{s, std::vector<std::int64_t>(static_cast<std::size_t>(numel(s)))};
+  std::iota(g.offsets.begin(), g.offsets.end(), std::int64_t{0});
+  return g;
+}
+
+Gather expandGather(const OpArgs& a, const Shape& s) {
+  const auto size = a.intListArg(1, "size");
+  if (size.size() < s.size()) a.fail("expand: target " + shapeString(size) + " has fewer dims than " + shapeString(s));
+  const auto st = contiguousStrides(s);
+  Shape out(size.size());
+  std::vector<std::int64_t> strides(size.size(), 0);
+  const std::size_t lead = size.size() - s.size();
+  for (std::size_t d = 0; d < size.size(); ++d) {
+    if (d < lead) {
+      if (size[d] < 0) a.fail("expand: -1 is not allowed for a new leading dimension");
+      out[d] = size[d];
+      continue;
+    }
+    const std::int64_t in = s[d - lead];
+    const std::int64_t want = size[d] == -1 ? in : size[d];
+    if (in != want && in != 1) a.fail("expand: cannot expand " + shapeString(s) + " to " + shapeString(size));
+    out[d] = want;
+    strides[d] = in == want ? st[d - lead] : 0;
+  }
+  return strided(out, strides, 0);
+}
+
+Gather permuteGather(const Shape& s, const std::vector<int>& perm) {
+  const auto st = contiguousStrides(s);
+  Shape out;
+  std::vector<std::int64_t> strides;
+  for (int p : perm) {
+    out.push_back(s[static_cast<std::size_t>(p)]);
+    strides.push_back(st[static_cast<std::size_t>(p)]);
+  }
+  return strided(out, strides, 0);
+}
+
+Gather transposeGather(const OpArgs& a, const Shape& s) {
+  std::vector<int> perm(s.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  if (s.size() < 2) return permuteGather(s, perm);
+  const int d0 = dimArg(a, 1, "dim0", s.size()), d1 = dimArg(a, 2, "dim1", s.size());
+  std::swap(perm[static_cast<std::size_t>(d0)], perm[static_cast<std::size_t>(d1)]);
+  return permuteGather(s, perm);
+}
+
+Gather tGather(const OpArgs& a, const Shape& s) {
+  if (s.size() > 2) a.fail("t() expects a tensor with <= 2 dimensions, found " + shapeString(s));
+  std::vector<int> perm(s.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::reverse(perm.begin(), perm.end());
+  return permuteGather(s, perm);
+}
+
+Gather permuteArgGather(const OpArgs& a, const Shape& s) {
+  const auto dims = a.intListArg(1, "dims");
+  if (dims.size() != s.size()) a.fail("permute: " + std::to_string(dims.size()) + " dims for a tensor of rank " + std::to_string(s.size()));
+  std::vector<int> perm;
+  std::vector<bool> seen(s.size(), false);
+  for (auto d : dims) {
+    int n = 0;
+    try {
+      n = normalizeDim(d, s.size());
+    } catch (const std::out_of_range& e) {
+      a.fail(e.what());
+    }
+    if (seen[static_cast<std::size_t>(n)]) a.fail("permute: repeated dim " + std::to_string(d));
+    seen[static_cast<std::size_t>(n)] = true;
+    perm.push_back(n);
+  }
+  return permuteGather(s, perm);
+}
+
+Gather sliceGather(const Shape& s, int dim, const SliceBounds& b) {
+  const auto st = contiguousStrides(s);
+  Shape out = s;
+  std::vector<std::int64_t> strides = st;
+  out[static_cast<std::size_t>(dim)] = b.len;
+  strides[static_cast<std::size_t>(dim)] = st[static_cast<std::size_t>(dim)] * b.step;
+  return strided(out, strides, b.start * st[static_cast<std::size_t>(dim)]);
+}
+
+Gather sliceArgGather(const OpArgs& a, const Shape& s) {
+  if (s.empty()) a.fail("slice() of a 0-d tensor");
+  const int dim = dimArg(a, 1, "dim", s.size(), 0);
+  return sliceGather(s, dim, sliceBounds(a, 2, s[static_cast<std::size_t>(dim)]));
+}
+
+Gather selectGather(const OpArgs& a, const Shape& s, std::size_t dimIdx) {
+  if (s.empty()) a.fail("select() of a 0-d tensor");
+  const int dim = dimArg(a, dimIdx, "dim", s.size());
+  std::int64_t index = a.intArg(dimIdx + 1, "index");
+  const std::int64_t extent = s[static_cast<std::size_t>(dim)];
+  if (index < -extent || index >= extent)
+    a.fail("select: index " + std::to_string(index) + " out of range for dimension of size " + std::to_string(extent));
+  if (index < 0) index += extent;
+  const auto st = contiguousStrides(s);
+  Shape out = s;
+  std::vector<std::int64_t> strides = st;
+  out.erase(out.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return strided(out, strides, index * st[static_cast<std::size_t>(dim)]);
+}
+
+Gather unsqueezeGather(const OpArgs& a, const Shape& s) {
+  const int dim = dimArg(a, 1, "dim", s.size() + 1);
+  Shape out = s;
+  out.insert(out.begin() + dim, 1);
+  Gather g = identity(a, s);
+  g.shape = out;
+  return g;
+}
+
+Gather squeezeGather(const OpArgs& a, const Shape& s, bool all) {
+  Shape out;
+  if (all) {
+    for (auto d : s)
+      if (d != 1) out.push_back(d);
+  } else {
+    out = s;
+    if (!s.empty()) {
+      const int dim = dimArg(a, 1, "dim", s.size());
+      if (s[static_cast<std::size_t>(dim)] == 1) out.erase(out.begin() + dim);
+    }
+  }
+  Gather g = identity(a, s);
+  g.shape = out;
+  return g;
+}
+
+Gather triGather(const OpArgs& a, const Shape& s, bool lower) {
+  // Not a pure gather: masked elements become zero. Encoded as offset -1 (see triRule).
+  if (s.size() < 2) a.fail("tril/triu need a tensor with >= 2 dimensions, found " + shapeString(s));
+  const std::int64_t diag = a.intArg(1, "diagonal", 0);
+  Gather g = identity(a, s);
+  const std::int64_t rows = s[s.size() - 2], cols = s.back();
+  for (std::size_t i = 0; i < g.offsets.size(); ++i) {
+    const std::int64_t c = static_cast<std::int64_t>(i) % cols, r = (static_cast<std::int64_t>(i) / cols) % rows;
+    const bool keep = lower ? c - r <= diag : c - r >= diag;
+    if (!keep) g.offsets[i] = -1;
+  }
+  return g;
+}
+
+/// Gathers with -1 meaning "zero" (tril/triu, slice_backward-like scatters).
+Tensor applyMaskedGather(const Tensor& x, const Gather& g, DType dtype) {
+  std::vector<double> lo(g.offsets.size(), 0.0), hi;
+  for (std::size_t i = 0; i < lo.size(); ++i)
+    if (g.offsets[i] >= 0) lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
+  if (!x.isInterval()) return Tensor::point(g.shape, dtype, std::move(lo));
+  hi.assign(lo.size(), 0.0);
+  for (std::size_t i = 0; i < hi.size(); ++i)
+    if (g.offsets[i] >= 0) hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
+  return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
+}
+
+std::shared_ptr<const OpRule> triRule(bool lower) {
+  RuleFns f;
+  auto apply = [lower](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    return std::vector<Tensor>{applyMaskedGather(x, triGather(a, x.shape(), lower), x.dtype())};
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [lower](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
+    return std::vector<std::optional<Tensor>>{applyMaskedGather(g[0], triGather(a, x.shape(), lower), x.dtype())};
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+/// slice_backward(grad, input_sizes, dim, start, end, step) / select_backward(grad, input_sizes,
+/// dim, index): zeros of input_sizes with grad placed where the forward op read.
+std::shared_ptr<const OpRule> backwardScatterRule(bool isSelect) {
+  auto gatherOf = [isSelect](const OpArgs& a) {
+    const Shape in = a.intListArg(1, "input_sizes");
+    if (isSelect) return std::pair{in, selectGather(a, in, 2)};
+    if (in.empty()) a.fail("slice_backward of a 0-d tensor");
+    const int dim = dimArg(a, 2, "dim", in.size());
+    return std::pair{in, sliceGather(in, dim, sliceBounds(a, 3, in[static_cast<std::size_t>(dim)]))};
+  };
+  RuleFns f;
+  auto apply = [gatherOf](const OpArgs& a, OpContext&) {
+    const Tensor& g = a.tensor(0);
+    const auto [in, gather] = gatherOf(a);
+    if (numel(gather.shape) != g.numel()) a.fail("gradient shape " + shapeString(g.shape()) + " does not match " + shapeString(gather.shape));
+    std::vector<double> lo(static_cast<std::size_t>(numel(in)), 0.0), hi;
+    for (std::size_t i = 0; i < gather.offsets.size(); ++i) lo[static_cast<std::size_t>(gather.offsets[i])] = g.lo()[i];
+    if (!g.isInterval()) return std::vector<Tensor>{Tensor::point(in, g.dtype(), std::move(lo))};
+    hi.assign(lo.size(), 0.0);
+    for (std::size_t i = 0; i < gather.offsets.size(); ++i) hi[static_cast<std::size_t>(gather.offsets[i])] = g.hi()[i];
+    return std::vector<Tensor>{Tensor::interval(in, g.dtype(), std::move(lo), std::move(hi))};
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [gatherOf](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const auto [in, gather] = gatherOf(a);
+    Tensor r = applyGather(g[0], gather, a.tensor(0).dtype());
+    return std::vector<std::optional<Tensor>>{r.reshaped(a.tensor(0).shape())};
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+// ---------------------------------------------------------------------------------------------
+// cat / stack and split / chunk / unbind
+
+std::shared_ptr<const OpRule> catRule(bool stack) {
+  // Returns the inputs (legacy empty 1-D tensors skipped for cat) and the concatenation dim.
+  auto layout = [stack](const OpArgs& a) {
+    std::vector<const Tensor*> ts = a.tensorList(0);
+    std::vector<Tensor> parts;
+    for (const Tensor* t : ts) {
+      if (!stack && t->rank() == 1 && t->numel() == 0) continue;
+      parts.push_back(*t);
+    }
+    if (parts.empty() && !ts.empty()) parts.push_back(*ts[0]);  // only legacy empty tensors
+    if (parts.empty()) a.fail("cat of an empty list of tensors");
+    const std::size_t rank = parts[0].shape().size() + (stack ? 1 : 0);
+    const int dim = dimArg(a, 1, "dim", rank, 0);
+    if (stack) {
+      for (Tensor& p : parts) {
+        Shape s = p.shape();
+        s.insert(s.begin() + dim, 1);
+        p = p.reshaped(s);
+      }
+    }
+    for (const Tensor& p : parts) {
+      if (p.shape().size() != rank) a.fail("cat: tensors of different ranks");
+      for (std::size_t d = 0; d < rank; ++d)
+        if (static_cast<int>(d) != dim && p.shape()[d] != parts[0].shape()[d])
+          a.fail("cat: shapes " + shapeString(parts[0].shape()) + " and " + shapeString(p.shape()) + " differ outside dim " + std::to_string(dim));
+    }
+    return std::pair{parts, dim};
+  };
+  RuleFns f;
+  auto apply = [layout](const OpArgs& a, OpContext&) {
+    const auto [parts, dim] = layout(a);
+    Shape out = parts[0].shape();
+    out[static_cast<std::size_t>(dim)] = 0;
+    bool anyInterval = false;
+    for (const Tensor& p : parts) {
+      out[static_cast<std::size_t>(dim)] += p.shape()[static_cast<std::size_t>(dim)];
+      anyInterval = anyInterval || p.isInterval();
+    }
+    const std::int64_t outer = numel(Shape(out.begin(), out.begin() + dim));
+    std::vector<double> lo, hi;
+    lo.reserve(static_cast<std::size_t>(numel(out)));
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (const Tensor& p : parts) {
+        const std::int64_t block = numel(Shape(p.shape().begin() + dim, p.shape().end()));
+        for (std::int64_t i = 0; i < block; ++i) {
+          lo.push_back(p.lo()[static_cast<std::size_t>(o * block + i)]);
+          if (anyInterval) hi.push_back(p.hi()[static_cast<std::size_t>(o * block + i)]);
+        }
+      }
+    const DType t = a.outSpec().dtype;
+    if (anyInterval) return std::vector<Tensor>{Tensor::interval(out, t, std::move(lo), std::move(hi))};
+    return std::vector<Tensor>{Tensor::point(out, t, std::move(lo))};
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [stack](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    std::vector<const Tensor*> ts = a.tensorList(0);
+    const std::size_t rank = ts.empty() ? 0 : ts[0]->shape().size() + (stack ? 1 : 0);
+    // find the first non-skipped part to fix the rank for cat's legacy empty tensors
+    std::size_t r = rank;
+    for (const Tensor* t : ts)
+      if (stack || !(t->rank() == 1 && t->numel() == 0)) {
+        r = t->shape().size() + (stack ? 1 : 0);
+        break;
+      }
+    const int dim = dimArg(a, 1, "dim", r, 0);
+    const Shape& gs = g[0].shape();
+    const std::int64_t outer = numel(Shape(gs.begin(), gs.begin() + dim));
+    const std::int64_t gBlock = numel(Shape(gs.begin() + dim, gs.end()));
+    std::vector<std::optional<Tensor>> out;
+    std::int64_t offset = 0;
+    for (const Tensor* t : ts) {
+      if (!stack && t->rank() == 1 && t->numel() == 0) {
+        out.emplace_back(Tensor::full(t->shape(), t->dtype(), 0.0));
+        continue;
+      }
+      const std::int64_t extent = stack ? 1 : t->shape()[static_cast<std::size_t>(dim)];
+      const std::int64_t block = gBlock / std::max<std::int64_t>(gs[static_cast<std::size_t>(dim)], 1) * extent;
+      std::vector<double> v;
+      v.reserve(static_cast<std::size_t>(t->numel()));
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < block; ++i) v.push_back(g[0].values()[static_cast<std::size_t>(o * gBlock + offset + i)]);
+      offset += block;
+      if (isFloating(t->dtype())) out.emplace_back(Tensor::point(t->shape(), t->dtype(), std::move(v)));
+      else out.emplace_back(std::nullopt);
+    }
+    return out;
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+enum class Split { Size, Sizes, Chunk, Unbind };
+
+std::shared_ptr<const OpRule> splitRule(Split kind) {
+  // The pieces as (start, length) along dim.
+  auto pieces = [kind](const OpArgs& a, const Shape& s) {
+    if (s.empty()) a.fail("cannot split a 0-d tensor");
+    const int dim = dimArg(a, kind == Split::Unbind ? 1 : 2, "dim", s.size(), 0);
+    const std::int64_t extent = s[static_cast<std::size_t>(dim)];
+    std::vector<std::pair<std::int64_t, std::int64_t>> p;
+    if (kind == Split::Sizes) {
+      std::int64_t start = 0;
+      for (auto len : a.intListArg(1, "split_sizes")) {
+        p.emplace_back(start, len);
+        start += len;
+      }
+      if (start != extent) a.fail("split_with_sizes: sizes sum to " + std::to_string(start) + ", dimension has " + std::to_string(extent));
+    } else if (kind == Split::Unbind) {
+      for (std::int64_t i = 0; i < extent; ++i) p.emplace_back(i, 1);
+    } else {
+      std::int64_t size;
+      if (kind == Split::Size) {
+        size = a.intArg(1, "split_size");
+      } else {
+        const std::int64_t chunks = a.intArg(1, "chunks");
+        if (chunks <= 0) a.fail("chunk: chunks must be positive");
+        size = (extent + chunks - 1) / chunks;
+      }
+      if (size <= 0 && extent > 0) a.fail("split size must be positive");
+      if (extent == 0) p.emplace_back(0, 0);
+      for (std::int64_t start = 0; start < extent; start += size) p.emplace_back(start, std::min(size, extent - start));
+    }
+    return std::pair{dim, p};
+  };
+  auto gathers = [kind, pieces](const OpArgs& a, const Shape& s) {
+    const auto [dim, p] = pieces(a, s);
+    std::vector<Gather> gs;
+    const auto st = contiguousStrides(s);
+    for (const auto& [start, len] : p) {
+      Shape out = s;
+      out[static_cast<std::size_t>(dim)] = len;
+      Gather g = strided(out, st, start * st[static_cast<std::size_t>(dim)]);
+      if (kind == Split::Unbind) g.shape.erase(g.shape.begin() + dim);
+      gs.push_back(std::move(g));
+    }
+    return gs;
+  };
+  RuleFns f;
+  auto apply = [gathers](const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    std::vector<Tensor> out;
+    for (const Gather& g : gathers(a, x.shape())) out.push_back(applyGather(x, g, x.dtype()));
+    return out;
+  };
+  f.point = apply;
+  f.interval = apply;
+  f.random = apply;
+  f.vjp = [gathers](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
+    std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
+    const auto gs = gathers(a, x.shape());
+    for (std::size_t k = 0; k < gs.size() && k < g.size(); ++k)
+      for (std::size_t i = 0; i < gs[k].offsets.size(); ++i)
+        out[static_cast<std::size_t>(gs[k].offsets[i])] += g[k].values()[i];
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
+  };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  return makeRule(std::move(f));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Casts: _to_copy(self, dtype=...) and copy_(self, src) (src cast to self's dtype, broadcast)
+
+double castPoint(double v, DType to) {
+  if (to == DType::Bool) return v != 0.0 ? 1.0 : 0.0;
+  if (!isFloating(to)) return std::trunc(v);
+  return v;
+}
+
+Interval castInterval(Interval x, DType to, Format f) {
+  if (to == DType::Bool) {
+    if (x.lo == 0.0 && x.hi == 0.0) return {0.0, 0.0};
+    return contains(x, 0.0) ? Interval{0.0, 1.0} : Interval{1.0, 1.0};
+  }
+  if (!isFloating(to)) return {std::trunc(x.lo), std::trunc(x.hi)};  // trunc is monotone
+  return roundOutward(x, f);
+}
+
+std::shared_ptr<const OpRule> castRule(bool isCopy) {
+  // The source tensor, broadcast to the destination shape for copy_.
+  auto source = [isCopy](const OpArgs& a) {
+    if (!isCopy) return a.tensor(0);
+    return broadcastTo(a, a.tensor(1), a.tensor(0).shape());
+  };
+  RuleFns f;
+  f.point = [source](const OpArgs& a, OpContext&) {
+    const DType to = a.outSpec().dtype;
+    return std::vector<Tensor>{mapPoint(source(a), to, [to](double v) { return castPoint(v, to); })};
+  };
+  f.interval = [source](const OpArgs& a, OpContext& ctx) {
+    const DType to = a.outSpec().dtype;
+    const Tensor x = source(a);
+    const Format fo = outFormat(a, ctx);
+    // Unchanged storage format (and no override): the cast is the identity.
+    if (isFloating(to) && isFloating(x.dtype()) && !ctx.precision.override && storageFormat(to) == storageFormat(x.dtype()))
+      return std::vector<Tensor>{x.withDtype(to)};
+    return std::vector<Tensor>{mapInterval(x, to, [&](Interval v) { return castInterval(v, to, fo); })};
+  };
+  f.random = [source](const OpArgs& a, OpContext& ctx) {
+    const DType to = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    return std::vector<Tensor>{mapPoint(source(a), to, [&](double v) {
+      const double c = castPoint(v, to);
+      return isFloating(to) ? roundNearest(c, fo) : c;
+    })};
+  };
+  f.vjp = [isCopy](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    std::vector<std::optional<Tensor>> out;
+    const DType to = a.outSpec().dtype;
+    if (isCopy) {
+      const Tensor& dst = a.tensor(0);
+      const Tensor& src = a.tensor(1);
+      out.emplace_back(isFloating(dst.dtype()) ? std::optional<Tensor>(Tensor::full(dst.shape(), dst.dtype(), 0.0)) : std::nullopt);
+      if (isFloating(src.dtype()) && isFloating(to)) out.emplace_back(sumToShape(g[0], src.shape()).withDtype(src.dtype()));
+      else out.emplace_back(std::nullopt);
+      return out;
+    }
+    const Tensor& x = a.tensor(0);
+    if (isFloating(x.dtype()) && isFloating(to)) out.emplace_back(g[0].withDtype(x.dtype()));
+    else out.emplace_back(std::nullopt);
+    return out;
+  };
+  f.localError = [](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    const DType to = a.outSpec().dtype;
+    if (!isFloating(to)) return zeroLocalError(o);
+    const Format fo = outFormat(a, ctx);
+    return std::vector<Tensor>{mapPoint(o[0], to, [fo](double y) { return fo == Format::Fp64 ? 0.0 : roundingError(y, fo, fo); })};
+  };
+  return makeRule(std::move(f));
+}
+
+}  // namespace
+
+void registerViewOps(OpRegistry& r) {
+  const auto reshape = reshapeRule();
+  for (const char* op : {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
+                         "aten.reshape.default", "aten.view_copy.default"})
+    r.add(op, reshape);
+  const auto same = gatherRule(identity);
+  for (const char* op : {"aten.clone.default", "aten.detach.default", "aten.lift_fresh_copy.default",
+                         "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh.default"})
+    r.add(op, same);
+  r.add("aten.expand.default", gatherRule(expandGather));
+  r.add("aten.t.default", gatherRule(tGather));
+  r.add("aten.transpose.int", gatherRule(transposeGather));
+  r.add("aten.permute.default", gatherRule(permuteArgGather));
+  r.add("aten.slice.Tensor", gatherRule(sliceArgGather));
+  r.add("aten.select.int", gatherRule([](const OpArgs& a, const Shape& s) { return selectGather(a, s, 1); }));
+  r.add("aten.unsqueeze.default", gatherRule(unsqueezeGather));
+  r.add("aten.squeeze.dim", gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); }));
+  r.add("aten.squeeze.default", gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
+  r.add("aten.slice_backward.default", backwardScatterRule(false));
+  r.add("aten.select_backward.default", backwardScatterRule(true));
+  r.add("aten.tril.default", triRule(true));
+  r.add("aten.triu.default", triRule(false));
+  r.add("aten.tril_.default", triRule(true));
+  r.add("aten.triu_.default", triRule(false));
+  r.add("aten.cat.default", catRule(false));
+  r.add("aten.stack.default", catRule(true));
+  r.add("aten.split.Tensor", splitRule(Split::Size));
+  r.add("aten.split_with_sizes.default", splitRule(Split::Sizes));
+  r.add("aten.chunk.default", splitRule(Split::Chunk));
+  r.add("aten.unbind.int", splitRule(Split::Unbind));
+  r.add("aten._to_copy.default", castRule(false));
+  r.add("aten.copy_.default", castRule(true));
+  r.add("aten.copy.default", castRule(true));
+}
 
 }  // namespace lossbound

@@ -171,7 +171,7 @@ void checkResults(const Node& node, const std::vector<Tensor>& results, const ch
                               std::to_string(node.outputs.size()),
                           node.name, node.op);
   for (std::size_t k = 0; k < results.size(); ++k)
-    if (results[k].shape() != node.outputs[k].shape)
+    if (!node.outputs[k].none && results[k].shape() != node.outputs[k].shape)
       throw EvaluationError(nodeLabel(node) + ": output " + std::to_string(k) + " of the " + what +
                                 " rule has shape " + shapeString(results[k].shape()) +
                                 ", the trace says " + shapeString(node.outputs[k].shape),
@@ -295,11 +295,15 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       const std::vector<Tensor> local = guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx); });
       checkResults(node, local, "localError");
       for (std::size_t k = 0; k < outputs.size(); ++k) {
-        if (!outAdj[k] || !isFloating(node.outputs[k].dtype)) continue;
+        if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
         const auto g = outAdj[k]->values();
         const auto r = local[k].hi();
         for (std::size_t e = 0; e < g.size(); ++e) {
-          const double t = std::abs(g[e]) * r[e];
+          // A zero adjoint owns no budget even where r is infinite (e.g. masked -inf logits); an
+          // unknown local bound (NaN) counts as unbounded.
+          if (g[e] == 0) continue;
+          double t = std::abs(g[e]) * r[e];
+          if (std::isnan(t)) t = HUGE_VAL;
           b.bound += t;
           b.sumSquares += t * t;
         }

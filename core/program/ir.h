@@ -16,6 +16,7 @@ namespace lossbound {
 struct TensorSpec {
   Shape shape;
   DType dtype = DType::Float32;
+  bool none = false;  ///< a None element of a returned tuple (JSON null); nothing references it
 };
 
 /// A reference to output `index` of the input or node called `name`.

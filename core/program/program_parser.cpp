@@ -219,7 +219,9 @@ class Parser {
       }
       return out;
     }
-    if (o.size() == 1) {
+    static const QStringList kTags{QStringLiteral("float"), QStringLiteral("dtype"), QStringLiteral("device"),
+                                   QStringLiteral("layout"), QStringLiteral("memory_format")};
+    if (o.size() == 1 && kTags.contains(o.keys().front())) {
       const QString key = o.keys().front();
       const QJsonValue payload = o.value(key);
       if (key == QLatin1String("float"))
@@ -308,8 +310,15 @@ class Parser {
                            value(it.value(), where + ", keyword argument '" + it.key().toStdString() + "'"));
       }
       const QJsonArray outs = array(o, "outputs", where);
-      for (qsizetype k = 0; k < outs.size(); ++k)
-        n.outputs.push_back(spec(outs.at(k), where + ", output " + std::to_string(k)));
+      for (qsizetype k = 0; k < outs.size(); ++k) {
+        if (outs.at(k).isNull()) {  // a None element of a returned tuple
+          TensorSpec none;
+          none.none = true;
+          n.outputs.push_back(none);
+        } else {
+          n.outputs.push_back(spec(outs.at(k), where + ", output " + std::to_string(k)));
+        }
+      }
       p.nodes.push_back(std::move(n));
     }
 
@@ -406,6 +415,10 @@ void validateProgram(const Program& program, std::string_view source) {
                                                           std::to_string(in->second.second) + " outputs";
       parser.fail(where, "refers to " + refString(ref) + ", but " + what);
     }
+    if (in->second.first >= 0 &&
+        program.nodes[static_cast<std::size_t>(in->second.first)].outputs[static_cast<std::size_t>(ref.index)].none)
+      parser.fail(where, "refers to " + refString(ref) + ", but output " + std::to_string(ref.index) +
+                             " of node '" + ref.name + "' is None (null in the trace)");
   };
   for (std::size_t i = 0; i < program.nodes.size(); ++i) {
     const Node& n = program.nodes[i];

@@ -168,7 +168,11 @@ def _spec(t: Any, where: str) -> Optional[Dict[str, Any]]:
         raise UnsupportedGraphError(
             f"{where} produced a {type(t).__name__}, not a tensor; the step-program IR only "
             f"holds tensor values")
-    return {"shape": [int(s) for s in t.shape], "dtype": dtype_name(t.dtype)}
+    try:
+        dtype = dtype_name(t.dtype)
+    except RecorderError as e:
+        raise UnsupportedGraphError(f"{where}: {e}") from None
+    return {"shape": [int(s) for s in t.shape], "dtype": dtype}
 
 
 def _random_op_message(node: torch.fx.Node, op: str) -> str:
@@ -338,6 +342,8 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
                                         f"overload")
         if _is_random(n.target):
             raise RandomOpError(_random_op_message(n, op))
+        args = [arg(a, n) for a in n.args]
+        kwargs = {k: arg(v, n) for k, v in n.kwargs.items()}
         val = cap.values.get(n.name)
         where = f"node '{n.name}' ({op})"
         if isinstance(val, (tuple, list)):
@@ -351,8 +357,8 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
         nodes.append({
             "name": n.name,
             "op": op,
-            "args": [arg(a, n) for a in n.args],
-            "kwargs": {k: arg(v, n) for k, v in n.kwargs.items()},
+            "args": args,
+            "kwargs": kwargs,
             "outputs": outs,
         })
 
@@ -565,6 +571,8 @@ class RunRecorder:
                 loop calls for every step. It is traced at checkpoints; the traced program must be
                 the program that ran, so call this very function in the training loop.
     notes       free text stored in the file
+    check_traced_loss  warn when the traced program's loss at a step differs (> 1e-3 relative)
+                from the loss logged for that step: a sign that step_fn is not what ran
     """
 
     def __init__(self, path: str, run_name: str, role: str,
@@ -664,6 +672,9 @@ class RunRecorder:
         n = len(self._steps)
         self._steps.append(step)
         self._loss.append(float(loss))
+        if not math.isfinite(self._loss[-1]):
+            warnings.warn(f"step {step}: the logged loss is {self._loss[-1]}; Lossbound can only "
+                          f"analyse steps with a finite loss", RuntimeWarning)
         if self._traced_loss is not None and self._traced_loss[0] == step:
             self._compare_traced_loss(step, self._loss[-1], self._traced_loss[1])
         for name, value in metrics.items():

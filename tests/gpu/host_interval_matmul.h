@@ -4,6 +4,7 @@
 // Backend, or a naive loop). Used by the host test (enclosure of randomized candidates) and by the
 // device test (the CPU side of the GPU/CPU comparison).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -37,37 +38,43 @@ struct HostIntervals {
 /// Encloses every product the candidate can compute (see gpu/kernel_bodies.h).
 inline HostIntervals hostIntervalMatmul(const HostIntervals& a, const HostIntervals& b,
                                         std::int64_t m, std::int64_t k, std::int64_t n,
-                                        Format input, double accumulationRoundoff,
-                                        double accumulationSubnormal, Format storage,
+                                        Format input, Format accumulation,
+                                        double accumulationRoundoff, Format storage,
                                         const Gemm& gemm) {
   const auto mk = static_cast<std::size_t>(m * k), kn = static_cast<std::size_t>(k * n),
              mn = static_cast<std::size_t>(m * n);
-  std::vector<double> midA(mk), left(2 * mk), magA(mk), midB(kn), right(2 * kn);
-  for (std::size_t i = 0; i < mk; ++i) {
-    double c = 0.0, r = 0.0;
-    midRad(a.lo[i], a.hi[i], input, &c, &r);
-    const std::size_t row = i / static_cast<std::size_t>(k), col = i % static_cast<std::size_t>(k);
-    midA[i] = c;
-    left[row * 2 * static_cast<std::size_t>(k) + col] = c < 0.0 ? -c : c;
-    left[row * 2 * static_cast<std::size_t>(k) + static_cast<std::size_t>(k) + col] = r;
-    magA[i] = magnitudeUp(c, r);
-  }
-  for (std::size_t i = 0; i < kn; ++i) {
-    double c = 0.0, r = 0.0;
-    midRad(b.lo[i], b.hi[i], input, &c, &r);
-    midB[i] = c;
-    right[i] = r;
-    right[kn + i] = magnitudeUp(c, r);
-  }
-  std::vector<double> centre(mn), spread(mn), magnitude(mn);
-  gemm(midA.data(), midB.data(), centre.data(), m, k, n);
-  gemm(left.data(), right.data(), spread.data(), m, 2 * k, n);
-  gemm(magA.data(), right.data() + kn, magnitude.data(), m, k, n);
-  const MatmulBound bound =
-      makeMatmulBound(static_cast<double>(k), accumulationRoundoff, accumulationSubnormal);
+  bool finite = true, points = true;
+  auto split = [&](const HostIntervals& x, std::size_t count, std::vector<double>& mid,
+                   std::vector<double>& absMid, std::vector<double>& mag) {
+    mid.resize(count);
+    absMid.resize(count);
+    mag.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      double c = 0.0, r = 0.0;
+      if (!midRad(x.lo[i], x.hi[i], input, &c, &r)) finite = false;
+      if (r != 0.0) points = false;
+      mid[i] = c;
+      absMid[i] = c < 0.0 ? -c : c;
+      mag[i] = magnitudeUp(c, r);
+    }
+  };
+  std::vector<double> midA, absA, magA, midB, absB, magB;
+  split(a, mk, midA, absA, magA);
+  split(b, kn, midB, absB, magB);
   HostIntervals c{std::vector<double>(mn), std::vector<double>(mn)};
+  if (!finite) {
+    std::fill(c.lo.begin(), c.lo.end(), -__builtin_huge_val());
+    std::fill(c.hi.begin(), c.hi.end(), __builtin_huge_val());
+    return c;
+  }
+  std::vector<double> g1(mn), g2(mn), g4(mn);
+  gemm(midA.data(), midB.data(), g1.data(), m, k, n);
+  gemm(absA.data(), absB.data(), g2.data(), m, k, n);
+  gemm(magA.data(), magB.data(), g4.data(), m, k, n);
+  const MatmulBound bound =
+      makeMatmulBound(static_cast<double>(k), accumulation, accumulationRoundoff, points);
   for (std::size_t i = 0; i < mn; ++i) {
-    const Interval v = matmulFinish(centre[i], spread[i], magnitude[i], bound, storage);
+    const Interval v = matmulFinish(g1[i], g2[i], g4[i], bound, storage);
     c.lo[i] = v.lo;
     c.hi[i] = v.hi;
   }

@@ -26,9 +26,9 @@ Interval nvccMidRad(double lo, double hi, Format input) {
   return {m, r};
 }
 
-Interval nvccMatmulFinish(double c, double r, double p, double k, double u, double eta,
-                          Format storage) {
-  return matmulFinish(c, r, p, makeMatmulBound(k, u, eta), storage);
+Interval nvccMatmulFinish(double g1, double g2, double g4, double k, Format acc, double u,
+                          bool points, Format storage) {
+  return matmulFinish(g1, g2, g4, makeMatmulBound(k, acc, u, points), storage);
 }
 
 Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating) {

@@ -15,8 +15,8 @@ Interval nvccStoreBody(Interval x, Format f);
 /// midRad compiled by nvcc (host side): returns {m, r}.
 Interval nvccMidRad(double lo, double hi, Format input);
 /// makeMatmulBound + matmulFinish compiled by nvcc (host side).
-Interval nvccMatmulFinish(double c, double r, double p, double k, double u, double eta,
-                          Format storage);
+Interval nvccMatmulFinish(double g1, double g2, double g4, double k, Format acc, double u,
+                          bool points, Format storage);
 /// accumulate (in order) + sumFinish compiled by nvcc (host side).
 Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating);
 

@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
 #include "core/backend.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
@@ -42,7 +45,11 @@ constexpr double kGemmGammaFactor = 2.0;
 
 bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-QString show(Interval x) { return QString::asprintf("[%a, %a]", x.lo, x.hi); }
+QString show(Interval x) {
+  char buf[96];  // hex floats: exact bits (QString::asprintf has no %a)
+  std::snprintf(buf, sizeof buf, "[%a, %a]", x.lo, x.hi);
+  return QString::fromLatin1(buf);
+}
 
 std::vector<double> randomMatrix(std::mt19937_64& rng, std::int64_t count) {
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -77,6 +84,7 @@ class TestCudaBackend : public QObject {
   void intervalMatmulAgreesWithCpuAndEncloses();
   void rowSumAgreesWithCpuAndEncloses();
   void rowMaxIsBitIdentical();
+  void wholeSampleReplayAgreesWithCpu();
   void errorsNameTheCall();
 
  private:
@@ -214,15 +222,14 @@ void TestCudaBackend::intervalMatmulAgreesWithCpuAndEncloses() {
     for (auto [m, k, n] : {std::array<std::int64_t, 3>{5, 37, 3}, {96, 512, 80}}) {
       const HostIntervals a = randomIntervals(rng, m * k, cs.relWidth),
                           b = randomIntervals(rng, k * n, cs.relWidth);
-      const lossbound::gpu::MatmulModel model{cs.input, lossbound::unitRoundoff(cs.acc),
-                                              lossbound::smallestSubnormal(cs.acc), cs.store};
+      const lossbound::gpu::MatmulModel model{cs.input, cs.acc, lossbound::unitRoundoff(cs.acc),
+                                              cs.store};
       HostIntervals g{std::vector<double>(static_cast<std::size_t>(m * n)),
                       std::vector<double>(static_cast<std::size_t>(m * n))};
       mGpu->intervalMatmul({a.lo.data(), a.hi.data()}, {b.lo.data(), b.hi.data()},
                            {g.lo.data(), g.hi.data()}, m, k, n, model);
       const HostIntervals c = lossbound::gpu::test::hostIntervalMatmul(
-          a, b, m, k, n, cs.input, model.accumulationRoundoff, model.accumulationSubnormal,
-          cs.store, cpuGemm);
+          a, b, m, k, n, cs.input, cs.acc, model.accumulationRoundoff, cs.store, cpuGemm);
       std::vector<double> row(static_cast<std::size_t>(k)), col(row.size()), scratch;
       std::uniform_real_distribution<double> unit(0.0, 1.0);
       for (std::size_t e = 0; e < g.lo.size(); ++e) {
@@ -283,6 +290,42 @@ void TestCudaBackend::rowMaxIsBitIdentical() {
     QCOMPARE(lo[static_cast<std::size_t>(r)], *std::max_element(b, b + cols));
     const auto bh = x.hi.begin() + r * cols;
     QCOMPARE(hi[static_cast<std::size_t>(r)], *std::max_element(bh, bh + cols));
+  }
+}
+
+void TestCudaBackend::wholeSampleReplayAgreesWithCpu() {
+  // The replay of each sample's candidate program on the reference state at step 0, with the CUDA
+  // backend as the Backend (the matmul rules' GEMMs run on cuBLAS) and with the CPU backend: both
+  // rigorous envelopes must contain the CPU's randomized executions (ensemble), and their widths
+  // must agree within kGpuWidthFactor.
+  using namespace lossbound;
+  for (const char* sample : {"gradaccum-fixed", "gradaccum-hf-bug", "kernel-path"}) {
+    const std::string dir = std::string(LOSSBOUND_SOURCE_DIR) + "/samples/" + sample + "/";
+    const auto reference = RunFileReplay::open(dir + "reference.h5");
+    const auto candidate = RunFileReplay::open(dir + "candidate.h5");
+    const auto program = candidate->programAt(0);
+    const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
+    ReplayOptions o;
+    o.method = EnvelopeMethod::Ensemble;
+    o.ensembleSize = 64;
+    const Envelope observed = replayEnvelope(*program, inputs, *mCpu, o);
+    for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
+      o.method = m;
+      const Envelope cpu = replayEnvelope(*program, inputs, *mCpu, o);
+      const Envelope gpu = replayEnvelope(*program, inputs, *mGpu, o);
+      const QString where = QStringLiteral("%1, method %2: observed [%3, %4], cpu [%5, %6], "
+                                           "gpu [%7, %8]")
+                                .arg(sample)
+                                .arg(static_cast<int>(m))
+                                .arg(observed.lo, 0, 'g', 17).arg(observed.hi, 0, 'g', 17)
+                                .arg(cpu.lo, 0, 'g', 17).arg(cpu.hi, 0, 'g', 17)
+                                .arg(gpu.lo, 0, 'g', 17).arg(gpu.hi, 0, 'g', 17);
+      QVERIFY2(cpu.lo <= observed.lo && observed.hi <= cpu.hi, qPrintable(where));
+      QVERIFY2(gpu.lo <= observed.lo && observed.hi <= gpu.hi, qPrintable(where));
+      QVERIFY2(gpu.hi - gpu.lo <= kGpuWidthFactor * (cpu.hi - cpu.lo) &&
+                   cpu.hi - cpu.lo <= kGpuWidthFactor * (gpu.hi - gpu.lo),
+               qPrintable(where));
+    }
   }
 }
 

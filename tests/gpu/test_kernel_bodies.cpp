@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -49,7 +50,11 @@ constexpr std::size_t kRandomIntervals = 20'000;
 bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool sameBits(Interval a, Interval b) { return sameBits(a.lo, b.lo) && sameBits(a.hi, b.hi); }
 
-QString show(Interval x) { return QString::asprintf("[%a, %a]", x.lo, x.hi); }
+QString show(Interval x) {
+  char buf[96];  // hex floats: exact bits (QString::asprintf has no %a)
+  std::snprintf(buf, sizeof buf, "[%a, %a]", x.lo, x.hi);
+  return QString::fromLatin1(buf);
+}
 
 const char* unaryName(UnaryOp op) {
   static const char* names[] = {"neg",  "abs",   "sqr",  "sqrt", "rsqrt", "reciprocal", "exp",
@@ -185,6 +190,7 @@ class TestKernelBodies : public QObject {
   void nvccHostPassMatchesHostCompiler();
   void matmulCompositionEnclosesRandomCandidates();
   void matmulFinishEdgeCases();
+  void matmulCompositionMatchesCpuRule();
   void treeSumEnclosesRandomOrders();
 };
 
@@ -454,11 +460,14 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
   std::mt19937_64 rng(10);
   std::uniform_real_distribution<double> d(-10.0, 10.0);
   for (int i = 0; i < 10'000; ++i) {
-    const double c = d(rng), r = std::fabs(d(rng)) * 1e-3, p = std::fabs(d(rng)) * 10.0;
+    const double g1 = d(rng), g2 = std::fabs(d(rng)) * 10.0, g4 = g2 * (1.0 + 1e-3);
     const double k = static_cast<double>(1 + rng() % 4096);
-    const lossbound::gpu::MatmulBound bound = lossbound::gpu::makeMatmulBound(k, 0x1p-24, 0x1p-149);
-    QVERIFY(sameBits(lossbound::gpu::matmulFinish(c, r, p, bound, Format::Fp32),
-                     t::nvccMatmulFinish(c, r, p, k, 0x1p-24, 0x1p-149, Format::Fp32)));
+    const bool points = i % 2 == 0;
+    const lossbound::gpu::MatmulBound bound =
+        lossbound::gpu::makeMatmulBound(k, Format::Fp32, 0x1p-24, points);
+    QVERIFY(sameBits(lossbound::gpu::matmulFinish(g1, g2, g4, bound, Format::Fp32),
+                     t::nvccMatmulFinish(g1, g2, g4, k, Format::Fp32, 0x1p-24, points,
+                                         Format::Fp32)));
   }
   std::vector<Interval> terms(xs.begin(), xs.begin() + 300);
   for (Interval& x : terms)
@@ -501,8 +510,8 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
       fill(a, m * k);
       fill(b, k * n);
       const auto c = lossbound::gpu::test::hostIntervalMatmul(
-          a, b, m, k, n, cs.input, lossbound::unitRoundoff(cs.acc),
-          lossbound::smallestSubnormal(cs.acc), cs.store, lossbound::gpu::test::naiveGemm());
+          a, b, m, k, n, cs.input, cs.acc, lossbound::unitRoundoff(cs.acc), cs.store,
+          lossbound::gpu::test::naiveGemm());
       for (int trial = 0; trial < 200; ++trial) {
         auto pick = [&](const lossbound::gpu::test::HostIntervals& x, std::size_t i) {
           const int how = static_cast<int>(rng() % 3);
@@ -538,9 +547,10 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
               p += std::fabs(a.lo[static_cast<std::size_t>(i * k + l)]) *
                    std::fabs(b.lo[static_cast<std::size_t>(l * n + j)]);
             const auto e = static_cast<std::size_t>(i * n + j);
-            // + one ulp per endpoint for rounding c ± rad to binary64.
+            // + two directed roundings per endpoint (c ± r, then ± the candidate term), each at
+            // most one ulp <= 2u|c|.
             const double limit = 4.0 * static_cast<double>(k) * 0x1p-53 * p * 1.01 +
-                                 4.0 * 0x1p-53 * std::fabs(c.hi[e]) + 1e-300;
+                                 8.0 * 0x1p-53 * std::fabs(c.hi[e]) + 1e-300;
             QVERIFY2(c.hi[e] - c.lo[e] <= limit,
                      qPrintable(QStringLiteral("width %1 > %2").arg(c.hi[e] - c.lo[e]).arg(limit)));
           }
@@ -550,29 +560,96 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
 void TestKernelBodies::matmulFinishEdgeCases() {
   using lossbound::gpu::makeMatmulBound;
   using lossbound::gpu::matmulFinish;
-  const auto b = makeMatmulBound(10.0, 0x1p-24, 0x1p-149);
+  const auto b = makeMatmulBound(10.0, Format::Fp32, 0x1p-24, false);
   const Interval whole = lossbound::entireInterval();
-  QVERIFY(sameBits(matmulFinish(std::nan(""), 0.0, 1.0, b, Format::Fp32), whole));
-  QVERIFY(sameBits(matmulFinish(1.0, std::nan(""), 1.0, b, Format::Fp32), whole));
-  QVERIFY(sameBits(matmulFinish(1.0, 0.0, kInf, b, Format::Fp32), whole));
-  QVERIFY(sameBits(matmulFinish(kInf, 0.0, 1.0, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(std::nan(""), 1.0, 1.0, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(1.0, 1.0, kInf, b, Format::Fp32), whole));
+  QVERIFY(sameBits(matmulFinish(kInf, 1.0, 1.0, b, Format::Fp32), whole));
+  // A magnitude beyond the accumulator's range: the candidate may overflow.
+  QVERIFY(sameBits(matmulFinish(1.0, 1.0, 3.5e38, b, Format::Fp32), whole));
   // k = 0: exact zero.
-  const auto b0 = makeMatmulBound(0.0, 0x1p-24, 0x1p-149);
+  const auto b0 = makeMatmulBound(0.0, Format::Fp32, 0x1p-24, true);
   const Interval zero = matmulFinish(0.0, 0.0, 0.0, b0, Format::Fp32);
   QVERIFY(zero.lo == 0.0 && zero.hi == 0.0);
-  // The underflow term alone keeps a zero centre from being a point when k > 0.
-  const Interval z = matmulFinish(0.0, 0.0, 0.0, b, Format::Fp64);
+  // The underflow terms keep a zero centre from being a point when k > 0.
+  const Interval z = matmulFinish(0.0, 0.0, 0.0, makeMatmulBound(3.0, Format::Fp64, 0x1p-53, true),
+                                  Format::Fp64);
   QVERIFY(z.lo < 0.0 && z.hi > 0.0);
-  // Unbounded operand → midRad radius +inf → unbounded product.
+  // Unbounded operand → midRad refuses it.
   double m = 0.0, r = 0.0;
-  lossbound::gpu::midRad(-kInf, 1.0, Format::Fp64, &m, &r);
-  QCOMPARE(r, kInf);
-  lossbound::gpu::midRad(1.0, 3.0, Format::Fp64, &m, &r);
+  QVERIFY(!lossbound::gpu::midRad(-kInf, 1.0, Format::Fp64, &m, &r));
+  QVERIFY(lossbound::gpu::midRad(1.0, 3.0, Format::Fp64, &m, &r));
   QCOMPARE(m, 2.0);
   QCOMPARE(r, 1.0);
   // Rounding to the input format happens before the split: [1 + 2^-30] is not a bf16 point.
-  lossbound::gpu::midRad(1.0 + 0x1p-30, 1.0 + 0x1p-30, Format::Bf16, &m, &r);
+  QVERIFY(lossbound::gpu::midRad(1.0 + 0x1p-30, 1.0 + 0x1p-30, Format::Bf16, &m, &r));
   QVERIFY(m - r <= 1.0 && m + r >= 1.0 + 0x1p-7);
+}
+
+void TestKernelBodies::matmulCompositionMatchesCpuRule() {
+  // aten.mm on the CPU backend and the GPU's host composition (same bodies, the CPU backend's
+  // GEMMs) must agree bit for bit: the GPU runs the CPU rule's arithmetic.
+  const lossbound::OpRule* rule = lossbound::opRegistry().find("aten.mm.default");
+  if (!rule) QSKIP("aten.mm is not registered yet");
+  std::unique_ptr<lossbound::Backend> backend;
+  try {
+    backend = lossbound::createCpuBackend();
+  } catch (const std::exception& e) {
+    QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
+  }
+  const lossbound::gpu::test::Gemm cpuGemm = [&](const double* a, const double* b, double* c,
+                                                 std::int64_t m, std::int64_t k, std::int64_t n) {
+    backend->gemm(a, b, c, m, k, n, false);
+  };
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (lossbound::DType dtype :
+       {lossbound::DType::Float64, lossbound::DType::Float32, lossbound::DType::BFloat16})
+    for (double relWidth : {0.0, 1e-4})
+      for (auto [m, k, n] : {std::array<std::int64_t, 3>{3, 1, 2}, {6, 40, 5}, {2, 0, 3}}) {
+        lossbound::gpu::test::HostIntervals a, b;
+        auto fill = [&](lossbound::gpu::test::HostIntervals& x, std::int64_t count) {
+          for (std::int64_t i = 0; i < count; ++i) {
+            const double v = normal(rng);
+            x.lo.push_back(v - std::fabs(v) * relWidth);
+            x.hi.push_back(v + std::fabs(v) * relWidth);
+          }
+        };
+        fill(a, m * k);
+        fill(b, k * n);
+        const lossbound::Tensor ta = lossbound::Tensor::interval({m, k}, dtype, a.lo, a.hi);
+        const lossbound::Tensor tb = lossbound::Tensor::interval({k, n}, dtype, b.lo, b.hi);
+        lossbound::Node node;
+        node.name = "mm0";
+        node.op = "aten.mm.default";
+        for (const char* name : {"a", "b"}) {
+          lossbound::IrValue v;
+          v.kind = lossbound::IrValue::Kind::Ref;
+          v.ref.name = name;
+          node.args.push_back(v);
+        }
+        node.outputs.push_back({lossbound::Shape{m, n}, dtype});
+        const lossbound::OpArgs args(node, [&](const lossbound::ValueRef& r)
+                                               -> const lossbound::Tensor& {
+          return r.name == "a" ? ta : tb;
+        });
+        const lossbound::PrecisionModel precision;
+        lossbound::OpContext ctx{precision, *backend, nullptr};
+        const lossbound::Tensor cpu = rule->interval(args, ctx).at(0);
+        const Format store = precision.storageFor(dtype);
+        const Format acc = ops::accumulationFormat(precision, dtype);
+        const auto gpu = lossbound::gpu::test::hostIntervalMatmul(
+            a, b, m, k, n, precision.matmulInputFor(dtype), acc,
+            precision.accumulationRoundoff(dtype), store, cpuGemm);
+        for (std::int64_t i = 0; i < m * n; ++i) {
+          const Interval g{gpu.lo[static_cast<std::size_t>(i)], gpu.hi[static_cast<std::size_t>(i)]};
+          QVERIFY2(sameBits(g, cpu.at(i)),
+                   qPrintable(QStringLiteral("dtype %1 m %2 k %3 n %4 [%5]: GPU composition %6, "
+                                             "CPU aten.mm %7")
+                                  .arg(static_cast<int>(dtype)).arg(m).arg(k).arg(n).arg(i)
+                                  .arg(show(g), show(cpu.at(i)))));
+        }
+      }
 }
 
 void TestKernelBodies::treeSumEnclosesRandomOrders() {

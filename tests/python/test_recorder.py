@@ -321,6 +321,12 @@ class RefusalTest(TempDirTest):
                                     r"_(param|tensor)_constant\d*'.*functional_call"):
             trace_step_program(step, {"s": torch.ones(())}, make_batch())
 
+    def test_unsupported_argument_names_the_node(self):
+        def step(p, b):
+            return {"loss": (p["w"] * (1 + 2j)).abs().sum()}
+        with self.assertRaisesRegex(UnsupportedGraphError, r"node 'mul' \(aten\.mul\.Tensor\)"):
+            trace_step_program(step, {"w": torch.ones(3)}, {})
+
     def test_bad_step_fn_results(self):
         w = {"w": torch.ones(3, requires_grad=True)}
         with self.assertRaisesRegex(RecorderError, "'loss'"):
@@ -431,7 +437,8 @@ class SchemaTest(TempDirTest):
             return p
         cases = {
             "dangling": lambda p: p["nodes"][0]["args"].__setitem__(0, {"ref": "nope"}),
-            "later": lambda p: p["nodes"][0]["args"].__setitem__(0, {"ref": p["nodes"][-1]["name"]}),
+            "later": lambda p: p["nodes"][0]["args"].__setitem__(
+                0, {"ref": p["nodes"][-1]["name"]}),
             "index": lambda p: p["nodes"][-1]["args"].__setitem__(0, {"ref": p["nodes"][0]["name"],
                                                                      "index": 7}),
             "nan": lambda p: p["nodes"][0]["args"].append(float("nan")),

@@ -36,8 +36,9 @@ class SamplesTest(unittest.TestCase):
                 path = sample_path(name, role)
                 self.assertTrue(os.path.isfile(path), path)
                 total += os.path.getsize(path)
-        all_h5 = glob.glob(os.path.join(SAMPLES_DIR, "*", "*.h5"))
-        self.assertEqual(total, sum(os.path.getsize(p) for p in all_h5))
+        run_files = [p for p in glob.glob(os.path.join(SAMPLES_DIR, "*", "*.h5"))
+                     if os.path.basename(p) in ("reference.h5", "candidate.h5")]
+        self.assertEqual(total, sum(os.path.getsize(p) for p in run_files), "unexpected samples")
         self.assertLessEqual(total, 10 * 1000 * 1000, "committed samples must stay <= 10 MB")
 
     def test_layout_and_fp64_replay_reproduces_logged_loss(self):

@@ -114,6 +114,13 @@ void requireCoverage(const Coverage& cov, std::size_t n, bool canOverflow) {
   if (canOverflow) QVERIFY2(cov.overflowFinite > 100, "too few overflow cases");
 }
 
+/// Returns +-(1 + k 2^-52) 2^e with 1 <= k < 2^10: products of two such values have an error term
+/// k m 2^-104 that is tiny against the product, the hardest case for a residual near underflow.
+double nearPowerOfTwo(Doubles& g, int e) {
+  const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>(g.intIn(1, 1023)), -52), e);
+  return g.chance(0.5) ? -v : v;
+}
+
 /// Adds every pair (or triple, for fma: a sample of triples) of edge values.
 void addEdgePairs(Cases& cs) {
   const auto& s = Doubles::specials();
@@ -215,13 +222,18 @@ class TestRounding : public QObject {
         case 2:
           cs.add(std::fabs(g.subnormal()));
           break;
-        case 3: {  // exact squares and their neighbours
-          const double s = std::fabs(g.shortMantissa(g.intIn(1, 26), -537, 511));
-          cs.add(g.nudge(s * s, 2));
+        case 3:
+          if (g.chance(0.5)) {  // around the 2^-968 switch, a = RN(r^2): a - sqrt(a)^2 is tiny
+            const double r = nearPowerOfTwo(g, g.intIn(-490, -478));
+            cs.add(std::fabs(r * r));
+          } else {  // exact squares and their neighbours
+            const double r = std::fabs(g.shortMantissa(g.intIn(1, 26), -537, 511));
+            cs.add(g.nudge(r * r, 2));
+          }
           break;
-        }
-        case 4:
-          cs.add(std::fabs(g.withExponent(1000, 1023)));
+        case 4:  // near overflow, and around the fast path's 2^-968 switch
+          cs.add(
+              std::fabs(g.chance(0.5) ? g.withExponent(1000, 1023) : g.withExponent(-975, -960)));
           break;
         default:
           cs.add(g.mixed());
@@ -300,6 +312,8 @@ class TestRounding : public QObject {
           const int ea = g.intIn(-60, 60);
           a = g.withExponent(ea, ea), b = g.withExponent(e - ea, e - ea + 1);
           if (e > 0) b = g.withExponent(std::min(e - ea, 1023), std::min(e - ea, 1023));
+          if (e < 0 && g.chance(0.5))  // a product error far below the product
+            a = nearPowerOfTwo(g, ea), b = nearPowerOfTwo(g, e - ea);
           c = g.chance(0.3) ? g.nudge(-(a * b), 2) : g.mixed();
           break;
         }
@@ -366,8 +380,12 @@ class TestRounding : public QObject {
           b = g.withExponent(std::clamp(e, -1074, 1023), std::clamp(e, -1074, 1023));
           break;
         }
-        case 2:
-          a = g.withExponent(1020, 1023), b = -sign * g.withExponent(1015, 1023);
+        case 2:  // near overflow: same signs, and a huge operand against a smaller one
+          if (g.chance(0.5)) {
+            a = g.withExponent(1020, 1023), b = -sign * g.withExponent(1015, 1023);
+          } else {
+            a = g.nudge(std::copysign(DBL_MAX, a), 8), b = g.withExponent(900, 1023);
+          }
           break;
         default:
           b = sign * g.nudge(a, 1) + g.subnormal();
@@ -388,12 +406,17 @@ class TestRounding : public QObject {
           break;  // product near overflow
         case 2:
           lo = -1000 - ea, hi = -940 - ea;
-          break;  // around the emulation's 2^-960 switch
+          break;  // around the fast path's 2^-968 switch
         default:
           lo = 940 - ea, hi = 980 - ea;
-          break;  // and its 2^960 switch
+          break;  // around the slow path's 2^960 switch
       }
       b = g.withExponent(std::clamp(lo, -1074, 1023), std::clamp(hi, -1074, 1023));
+      if (kind == 2 && g.chance(0.5)) {  // tiny residuals (k*m*2^-104 relative) near the switch
+        const int e = g.intIn(-1000, -940);
+        a = nearPowerOfTwo(g, g.intIn(-60, 60));
+        b = nearPowerOfTwo(g, e - std::ilogb(a));
+      }
       if (kind == 3 && g.chance(0.5)) {  // exact short products
         a = g.shortMantissa(g.intIn(1, 26), -540, 500);
         b = g.shortMantissa(g.intIn(1, 26), -540, 500);
@@ -418,8 +441,15 @@ class TestRounding : public QObject {
         return;
       }
       default:
-        lo = eb - 5, hi = eb + 5;
-        break;  // quotients near 1
+        if (g.chance(0.5)) {  // dividends around the fast path's 2^-968 switch; half of them
+                              // with a remainder a - q*b tiny against a (a = RN(q * b))
+          b = nearPowerOfTwo(g, g.intIn(-60, 60));
+          a = g.withExponent(-995, -955);
+          if (g.chance(0.5)) a = nearPowerOfTwo(g, std::ilogb(a) - std::ilogb(b)) * b;
+          return;
+        }
+        lo = eb - 5, hi = eb + 5;  // quotients near 1
+        break;
     }
     a = g.withExponent(std::clamp(lo, -1074, 1023), std::clamp(hi, -1074, 1023));
   }

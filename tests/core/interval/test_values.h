@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <numbers>
@@ -38,10 +39,16 @@ inline std::int64_t ordinal(double x) {
 }
 /// Returns how many binary64 steps lie from lo up to hi (finite, lo <= hi).
 inline double ulpsBetween(double lo, double hi) {
-  return static_cast<double>(ordinal(hi) - ordinal(lo));
+  // Unsigned: the distance from -DBL_MAX to DBL_MAX does not fit in an int64.
+  return static_cast<double>(static_cast<std::uint64_t>(ordinal(hi)) -
+                             static_cast<std::uint64_t>(ordinal(lo)));
 }
 /// Formats x exactly (hex float) for failure messages.
-inline QString hex(double x) { return QString::asprintf("%a", x); }
+inline QString hex(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", x);  // QString::asprintf has no %a
+  return QString::fromLatin1(buf);
+}
 
 /// Returns the seed of this run: $LOSSBOUND_TEST_SEED when set, else a fixed default.
 inline std::uint64_t testSeed() {

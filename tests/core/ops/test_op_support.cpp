@@ -1,9 +1,147 @@
+// The shared op helpers: γ bounds, correctly rounded arithmetic in a format, randomized
+// summation inside the order-free bound, libm perturbation inside the ulp table, argument
+// readers, reduction layouts.
 #include <QtTest>
+
+#include <cfloat>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "core/ops/op_support.h"
+#include "tests/core/ops/op_harness.h"
+
+using namespace lossbound;
+using namespace lossbound::ops;
 
 class TestOpSupport : public QObject {
   Q_OBJECT
+
  private slots:
-  void placeholder() { QVERIFY(true); }
+  void gammaIsUpperBound() {
+    const double u = 0x1p-24;
+    const double g = gammaUp(10, u);
+    QVERIFY(g >= 10 * u / (1 - 10 * u));
+    QVERIFY(g <= 10 * u / (1 - 10 * u) * (1 + 1e-15));
+    QCOMPARE(gammaUp(0, u), 0.0);
+    QCOMPARE(gammaUp(1 << 24, u), __builtin_huge_val());
+    QCOMPARE(sumErrorBound(1, 5.0, u), 0.0);
+    QVERIFY(sumErrorBound(3, 1.0, u) >= 2 * u);
+  }
+
+  void roundingInFormats() {
+    std::mt19937_64 rng(1);
+    for (int i = 0; i < 20000; ++i) {
+      const double x = test::wideValue(rng, 30) * (1 + 1e-9);
+      QCOMPARE(roundNearest(x, Format::Fp32), static_cast<double>(static_cast<float>(x)));
+      QCOMPARE(roundNearest(x, Format::Bf16), roundToFormat(x, Format::Bf16, RoundingDirection::Nearest));
+      const double z = roundTowardZero(x, Format::Tf32);
+      QVERIFY(std::fabs(z) <= std::fabs(x));
+      QVERIFY(std::fabs(x - z) < std::ldexp(1.0, std::ilogb(x) - 10));
+      // correctly rounded arithmetic on bf16 values via binary64 (innocuous double rounding)
+      const double a = roundNearest(test::wideValue(rng, 10), Format::Bf16);
+      const double b = roundNearest(test::wideValue(rng, 10), Format::Bf16);
+      QCOMPARE(addIn(a, b, Format::Bf16), roundToFormat(a + b, Format::Bf16, RoundingDirection::Nearest));
+      const float fa = static_cast<float>(x), fb = static_cast<float>(a), fc = static_cast<float>(b);
+      QCOMPARE(fmaIn(fa, fb, fc, Format::Fp32), static_cast<double>(std::fmaf(fa, fb, fc)));
+    }
+    QCOMPARE(roundNearest(1e300, Format::Fp32), __builtin_huge_val());
+    QCOMPARE(roundNearest(-1e300, Format::Fp16), -__builtin_huge_val());
+  }
+
+  void randomSumStaysInsideTheOrderFreeBound() {
+    std::mt19937_64 rng(2);
+    for (Format f : {Format::Fp64, Format::Fp32, Format::Bf16, Format::Fp16}) {
+      for (int t = 0; t < 400; ++t) {
+        const std::size_t n = 1 + rng() % 300;
+        std::vector<double> x(n);
+        long double exact = 0, abs = 0;
+        for (double& v : x) {
+          v = roundNearest(test::wideValue(rng, f == Format::Fp16 ? 3 : 12), f);
+          exact += v;
+          abs += std::fabs(v);
+        }
+        std::vector<double> y = x;
+        const double s = randomSum(y, f, rng);
+        const double bound = sumErrorBound(static_cast<std::int64_t>(n), static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f));
+        if (std::isfinite(s)) QVERIFY2(std::fabs(s - static_cast<double>(exact)) <= bound * (1 + 1e-12) + 1e-300, std::to_string(n).c_str());
+        // the result is a value of the format
+        QCOMPARE(roundNearest(s, f), s);
+        std::vector<double> b(n, 1.0);
+        std::vector<double> scratch;
+        const double d = randomDot(x, b, f, rng, scratch);
+        if (std::isfinite(d)) QVERIFY(std::fabs(d - static_cast<double>(exact)) <= dotErrorBound(static_cast<std::int64_t>(n), static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f), smallestSubnormal(f)));
+      }
+    }
+    // exact integer sums in fp64 are order independent
+    std::vector<double> ints{1, 2, 3, 4, 5, 6, 7};
+    QCOMPARE(randomSum(ints, Format::Fp64, rng), 28.0);
+    std::vector<double> none;
+    QCOMPARE(randomSum(none, Format::Fp32, rng), 0.0);
+  }
+
+  void randomSumsReachDifferentValues() {
+    // the executor must explore orders: 2^24 + ten 0.4s gives at least two fp32 results
+    std::mt19937_64 rng(3);
+    std::set<double> seen;
+    for (int t = 0; t < 200; ++t) {
+      std::vector<double> x(11, static_cast<double>(0.4f));
+      x[0] = 16777216.0;
+      seen.insert(randomSum(x, Format::Fp32, rng));
+    }
+    QVERIFY(seen.size() >= 2);
+  }
+
+  void libmPerturbationInsideTheTable() {
+    std::mt19937_64 rng(4);
+    for (Format store : {Format::Fp32, Format::Bf16, Format::Fp64}) {
+      const Format c = store == Format::Fp64 ? Format::Fp64 : Format::Fp32;
+      for (int t = 0; t < 20000; ++t) {
+        const double x = test::wideValue(rng, 3);
+        const Interval e = exp(Interval{x, x});
+        const Interval enc = libmEnclosure(e, LibmFn::Exp, c, store);
+        const double r = libmRandom(std::exp(x), LibmFn::Exp, c, store, rng);
+        QVERIFY(contains(enc, r));
+        QVERIFY(libmLocalError(std::exp(x), LibmFn::Exp, c, store) >= std::fabs(r - std::exp(x)));
+      }
+    }
+    const Interval w = widenUlps({1.0, 1.0}, 2, Format::Fp32);
+    QVERIFY(w.lo <= 1.0 - 2 * 0x1p-23 && w.hi >= 1.0 + 4 * 0x1p-24);
+    QCOMPARE(modelUlps(LibmFn::Exp, Format::Fp32), publishedUlps(LibmFn::Exp, Format::Fp32) + 1);
+  }
+
+  void scalarsAndArguments() {
+    std::mt19937_64 rng(5);
+    for (double s : {0.1, 1e-5, -3.7, 16777217.0})
+      for (Format f : {Format::Fp32, Format::Bf16, Format::Fp16})
+        for (int t = 0; t < 20; ++t) QVERIFY(contains(scalarEnclosure(s, f), randomScalar(s, f, rng)));
+    Node n;
+    n.name = "n";
+    n.op = "aten.sum.dim_IntList";
+    n.args = {test::in(0), test::ints({-1, 0}), test::flag(true)};
+    n.outputs = {{{}, DType::Float32}};
+    const Tensor x = Tensor::full({2, 3, 4}, DType::Float32, 1.0);
+    OpArgs a(n, [&](const ValueRef&) -> const Tensor& { return x; });
+    QCOMPARE(reduceDims(a, 1, "dim", 3), (std::vector<int>{0, 2}));
+    QCOMPARE(reducedShape({2, 3, 4}, {0, 2}, true), (Shape{1, 3, 1}));
+    QCOMPARE(reducedShape({2, 3, 4}, {0, 2}, false), (Shape{3}));
+    const ReductionLayout l = reductionLayout({2, 3, 4}, {0, 2});
+    QCOMPARE(l.outer, (std::vector<std::int64_t>{0, 4, 8}));
+    QCOMPARE(l.inner.size(), std::size_t{8});
+    QCOMPARE(l.inner[4], 12);
+    n.args[1] = test::ints({3});
+    OpArgs bad(n, [&](const ValueRef&) -> const Tensor& { return x; });
+    QVERIFY_THROWS_EXCEPTION(OpError, reduceDims(bad, 1, "dim", 3));
+  }
+
+  void sumEnclosureOverflow() {
+    SumEnclosure s{{0, 0}, 0};
+    accumulate(s, {60000, 60000});
+    accumulate(s, {60000, 60000});
+    QCOMPARE(roundedSumEnclosure(s, 2, Format::Fp16, Format::Fp16).hi, __builtin_huge_val());
+    const Interval r = roundedSumEnclosure(s, 2, Format::Fp32, Format::Fp16);
+    QVERIFY(r.lo <= 120000 && r.hi == __builtin_huge_val());  // stored in fp16: overflows
+  }
 };
 
 QTEST_GUILESS_MAIN(TestOpSupport)

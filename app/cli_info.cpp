@@ -1,0 +1,107 @@
+#include "app/cli_info.h"
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/runfile/run_file.h"
+
+namespace lossbound::app {
+
+namespace {
+
+constexpr int kExitInvalid = 2;
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// "0-49" or "0-9, 20, 30-31": consecutive steps collapsed into ranges.
+QString stepRanges(const std::vector<std::int64_t>& steps) {
+  QStringList parts;
+  for (std::size_t i = 0; i < steps.size();) {
+    std::size_t j = i;
+    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
+    parts << (i == j ? QString::number(steps[i]) : QStringLiteral("%1-%2").arg(steps[i]).arg(steps[j]));
+    i = j + 1;
+  }
+  if (parts.size() > 12) parts = parts.mid(0, 6) << QStringLiteral("...") << parts.mid(parts.size() - 3);
+  return parts.join(QStringLiteral(", "));
+}
+
+QString orDash(const std::string& s) { return s.empty() ? QStringLiteral("-") : q(s); }
+
+void summarise(const RunFile& run, QTextStream& out) {
+  const RunAttributes& a = run.attributes();
+  const RunLog& log = run.log();
+  out << q(run.path()) << ": valid Lossbound run file (format version " << a.formatVersion << ")\n";
+  out << "  run:          " << orDash(a.runName) << " (role: " << orDash(a.role) << ")\n";
+  out << "  framework:    " << orDash(a.framework) << "; device: " << orDash(a.device);
+  if (!a.float32MatmulPrecision.empty()) out << "; float32 matmul precision: " << q(a.float32MatmulPrecision);
+  out << "\n";
+  if (!a.created.empty()) out << "  created:      " << q(a.created) << "\n";
+  if (!a.notes.empty()) out << "  notes:        " << q(a.notes) << "\n";
+  const auto [lo, hi] = std::minmax_element(log.loss.begin(), log.loss.end());
+  out << "  steps:        " << log.steps.size() << " logged, " << log.steps.front() << " to " << log.steps.back()
+      << "\n";
+  out << "  loss:         " << QString::number(*lo, 'g', 6) << " to " << QString::number(*hi, 'g', 6)
+      << " (first " << QString::number(log.loss.front(), 'g', 6) << ", last "
+      << QString::number(log.loss.back(), 'g', 6) << ")\n";
+  if (!log.metrics.empty()) {
+    QStringList names;
+    for (const auto& [name, values] : log.metrics) names << q(name);
+    out << "  metrics:      " << names.join(QStringLiteral(", ")) << "\n";
+  }
+  const std::vector<std::int64_t> steps = run.checkpointSteps();
+  out << "  checkpoints:  " << steps.size();
+  if (!steps.empty()) out << " (steps " << stepRanges(steps) << ")";
+  out << "\n";
+  out << "  programs:     " << run.programs().size() << "\n";
+  for (const RunProgram& p : run.programs()) {
+    int uses = 0;
+    for (std::int64_t s : steps) uses += run.checkpointProgram(s).id == p.id ? 1 : 0;
+    out << "    " << q(p.id) << ": " << p.opCount << " ops, " << p.program.inputs.size() << " inputs, "
+        << p.program.outputs.size() << " outputs, used by " << uses << " checkpoint(s)";
+    if (!p.program.torchVersion.empty()) out << ", torch " << q(p.program.torchVersion);
+    out << "\n";
+    if (p.unsupported.empty()) {
+      out << "      all ops are supported\n";
+    } else {
+      std::map<std::string, std::vector<std::string>> byOp;
+      for (const UnsupportedOp& u : p.unsupported) byOp[u.op].push_back(u.node);
+      out << "      unsupported ops (" << byOp.size() << "; this program cannot be evaluated):\n";
+      for (const auto& [op, nodes] : byOp)
+        out << "        " << q(op) << " (" << nodes.size() << " node(s), first: " << q(nodes.front()) << ")\n";
+    }
+  }
+  for (const std::string& w : run.warnings()) out << "  warning: " << q(w) << "\n";
+}
+
+}  // namespace
+
+int runInfoCommand(const QStringList& files, QTextStream& out, QTextStream& err) {
+  if (files.isEmpty()) {
+    err << "usage: lossbound-cli info FILE...\n"
+           "validates run files (HDF5, docs/run-file-format.md) and summarises them; exit 0 when\n"
+           "all are valid, 2 otherwise\n";
+    return kExitInvalid;
+  }
+  int status = 0;
+  for (const QString& file : files) {
+    try {
+      const RunFile run = RunFile::open(file.toStdString());
+      summarise(run, out);
+    } catch (const std::exception& e) {
+      err << "lossbound-cli info: invalid run file: " << e.what() << "\n";
+      status = kExitInvalid;
+    } catch (...) {
+      err << "lossbound-cli info: " << file << ": unexpected failure while reading the file\n";
+      status = kExitInvalid;
+    }
+    out.flush();
+    err.flush();
+  }
+  return status;
+}
+
+}  // namespace lossbound::app

@@ -1,0 +1,240 @@
+#include "app/session_controller.h"
+
+#include "app/backend_status.h"
+#include "core/analysis/analyzer.h"
+#include "core/analysis/result_cache.h"
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/verdict.h"
+#include "core/interval/format_names.h"
+#include "core/runfile/run_pair.h"
+#include "gpu/cuda_device.h"
+
+#include <QFileInfo>
+#include <QPointer>
+#include <QSettings>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
+#include <exception>
+
+namespace lossbound::app {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+widgets::LossSeries seriesOf(const RunFileReplay& run) {
+  widgets::LossSeries s;
+  s.name = qs(run.name());
+  s.steps = run.file().log().steps;
+  s.loss = run.file().log().loss;
+  return s;
+}
+
+}  // namespace
+
+AnalysisSettings rememberedSettings() {
+  QSettings settings;
+  settings.beginGroup(QStringLiteral("recompute"));
+  AnalysisSettings s;
+  if (auto m = parseMethod(settings.value(QStringLiteral("method")).toString().toStdString()))
+    s.method = *m;
+  const QString precision = settings.value(QStringLiteral("precision")).toString();
+  if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
+  s.confidence = settings.value(QStringLiteral("confidence"), s.confidence).toDouble();
+  s.ensembleSize = settings.value(QStringLiteral("ensembleSize"), s.ensembleSize).toInt();
+  s.backend =
+      settings.value(QStringLiteral("backend"), QStringLiteral("auto")).toString().toStdString();
+  if (s.method == EnvelopeMethod::Interval)
+    s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
+  return s;
+}
+
+SessionController::SessionController(QObject* parent) : QObject(parent) {
+  connect(&mWatcher, &QFutureWatcher<void>::finished, this, [this] { mBusy = false; });
+}
+
+SessionController::~SessionController() {
+  cancel();
+  waitForJob();
+}
+
+bool SessionController::openPair(const QString& reference, const QString& candidate,
+                                 bool orderByRole) {
+  cancel();
+  waitForJob();
+  std::shared_ptr<RunFileReplay> ref, cand;
+  try {
+    if (reference.isEmpty() || candidate.isEmpty())
+      throw std::runtime_error("expected two run files (reference and candidate)");
+    ref = RunFileReplay::open(QFileInfo(reference).absoluteFilePath().toStdString());
+    cand = RunFileReplay::open(QFileInfo(candidate).absoluteFilePath().toStdString());
+  } catch (const std::exception& e) {
+    emit openFailed(qs(e.what()));
+    return false;
+  }
+  QString refPath = reference, candPath = candidate;
+  if (orderByRole && ref->file().attributes().role == "candidate" &&
+      cand->file().attributes().role != "candidate") {
+    std::swap(ref, cand);
+    std::swap(refPath, candPath);
+  }
+  mReference = ref;
+  mCandidate = cand;
+  mReferencePath = QFileInfo(refPath).absoluteFilePath();
+  mCandidatePath = QFileInfo(candPath).absoluteFilePath();
+  ++mJobId;  // drops progress of any earlier job still queued
+
+  mSession = {};
+  mSession.reference = seriesOf(*mReference);
+  mSession.candidate = seriesOf(*mCandidate);
+  mPairingProblem.clear();
+  try {
+    const RunPairCheck check = checkRunPair(mReference->file(), mCandidate->file());
+    mSession.checkpointSteps = check.commonSteps;
+    QStringList problems;
+    for (const std::string& e : check.errors) problems << qs(e);
+    if (check.commonSteps.empty())
+      problems << tr("the two runs have no checkpointed step in common");
+    mPairingProblem = problems.join(QLatin1Char('\n'));
+  } catch (const std::exception& e) {
+    mPairingProblem = qs(e.what());
+  }
+  AnalysisReport cached;
+  if (mPairingProblem.isEmpty()) cached = loadCached(rememberedSettings());
+  emit sessionOpened(mSession, cached);
+  return true;
+}
+
+AnalysisReport SessionController::loadCached(const AnalysisSettings& settings) const {
+  AnalysisReport report;
+  report.referenceName = mReference->name();
+  report.candidateName = mCandidate->name();
+  report.settings = settings;
+  try {
+    const std::string key =
+        analysisKey(settings, runIdentity(mReference->filePath(), mReference->logDigest()),
+                    runIdentity(mCandidate->filePath(), mCandidate->logDigest()));
+    ResultCache cache(ResultCache::defaultPath(mCandidate->filePath()));
+    report.steps = cache.load(key);
+    report.cacheFile = cache.path();
+  } catch (const std::exception&) {
+    report.steps.clear();  // no cache is not an error
+  }
+  return report;
+}
+
+QStringList SessionController::nodeNames() const {
+  QStringList names;
+  if (!mCandidate || mSession.checkpointSteps.empty()) return names;
+  try {
+    const auto program = mCandidate->programAt(mSession.checkpointSteps.front());
+    for (const auto& node : program->nodes) names << qs(node.name);
+  } catch (const std::exception&) {
+  }
+  return names;
+}
+
+std::vector<widgets::TensorSummary> SessionController::tensorsAt(std::int64_t step) const {
+  std::vector<widgets::TensorSummary> out;
+  if (!mReference || !mReference->file().hasCheckpoint(step)) return out;
+  try {
+    for (const auto& [name, tensor] : mReference->inputsAt(step)) {
+      double sum = 0;
+      for (double v : tensor.values()) sum += v * v;
+      out.push_back({qs(name), qs(shapeString(tensor.shape())),
+                     qs(std::string(dtypeName(tensor.dtype()))), std::sqrt(sum)});
+    }
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+bool SessionController::startAnalysis(const std::vector<std::int64_t>& steps,
+                                      const AnalysisSettings& settings) {
+  if (!hasSession()) {
+    emit analysisFailed(tr("Open a run pair first."));
+    return false;
+  }
+  if (mBusy) {
+    emit analysisFailed(tr("An analysis is already running; cancel it first."));
+    return false;
+  }
+  if (!mPairingProblem.isEmpty()) {
+    emit analysisFailed(tr("This pair cannot be analysed: %1").arg(mPairingProblem));
+    return false;
+  }
+  AnalyzerOptions options;
+  QString reason;
+  const bool cuda = settings.backend != "cpu" && gpu::cudaDeviceAvailable(&reason);
+  if (settings.backend == "cuda" && !cuda) {
+    emit analysisFailed(tr("Backend CUDA: %1").arg(reason));
+    return false;
+  }
+  if (cuda) {
+    options.backendFactory = [] {
+      QString why;
+      auto b = gpu::createCudaBackend(&why);
+      if (!b) throw std::runtime_error(why.toStdString());
+      return b;
+    };
+    options.backendDescription = backendStatusLine().toStdString();
+  } else {
+    options.backendDescription =
+        (settings.backend == "cpu" ? QStringLiteral("CPU") : backendStatusLine()).toStdString();
+  }
+
+  mCancel = std::make_shared<std::atomic<bool>>(false);
+  const int jobId = ++mJobId;
+  const int total = int(steps.size());
+  mBusy = true;
+  mJobTimer.start();
+  emit analysisStarted(settings, total);
+  auto ref = mReference;
+  auto cand = mCandidate;
+  auto cancelFlag = mCancel;
+  QPointer<SessionController> self(this);
+  mWatcher.setFuture(QtConcurrent::run([=] {
+    auto post = [self](auto fn) {
+      if (self) QMetaObject::invokeMethod(self, fn, Qt::QueuedConnection);
+    };
+    try {
+      const AnalysisReport report = Analyzer(options).analyse(
+          *ref, *cand, StepSelection::list(steps), settings,
+          [&](int done, int totalSteps, const StepResult& finished) {
+            post([self, jobId, done, totalSteps, finished] {
+              if (!self || self->mJobId != jobId) return;
+              const double elapsed = double(self->mJobTimer.elapsed()) / 1000.0;
+              const double remaining = done > 0 ? elapsed / done * (totalSteps - done) : -1.0;
+              emit self->stepFinished(finished, done, totalSteps, remaining);
+            });
+          },
+          cancelFlag.get());
+      post([self, jobId, report] {
+        if (!self || self->mJobId != jobId) return;
+        self->mBusy = false;
+        emit self->analysisFinished(report);
+      });
+    } catch (const std::exception& e) {
+      const QString message = qs(e.what());
+      post([self, jobId, message] {
+        if (!self || self->mJobId != jobId) return;
+        self->mBusy = false;
+        emit self->analysisFailed(message);
+      });
+    }
+  }));
+  return true;
+}
+
+void SessionController::cancel() {
+  if (mCancel) mCancel->store(true);
+}
+
+void SessionController::waitForJob() {
+  mWatcher.waitForFinished();
+  mBusy = false;
+}
+
+}  // namespace lossbound::app

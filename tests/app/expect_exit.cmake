@@ -1,0 +1,28 @@
+# Runs a command and checks its exit code (and optionally that stdout, or a file it wrote, matches
+# a regular expression). Used by the lossbound-cli tests, which need exact exit codes.
+#   cmake -DEXPECT_EXIT=3 "-DCOMMAND=a|b|c" [-DSTDOUT_REGEX=...] [-DFILE=F -DFILE_REGEX=...]
+#         -P expect_exit.cmake
+if(DEFINED FILE)
+  file(REMOVE "${FILE}")
+endif()
+string(REPLACE "|" ";" COMMAND "${COMMAND}")
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc STREQUAL EXPECT_EXIT)
+  message(FATAL_ERROR "expected exit code ${EXPECT_EXIT}, found ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "expected stdout to match '${STDOUT_REGEX}', found:\n${out}")
+endif()
+if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
+  message(FATAL_ERROR "expected stderr to match '${STDERR_REGEX}', found:\n${err}")
+endif()
+if(DEFINED FILE)
+  if(NOT EXISTS "${FILE}")
+    message(FATAL_ERROR "expected the command to write ${FILE}, found no file")
+  endif()
+  file(READ "${FILE}" content)
+  if(NOT content MATCHES "${FILE_REGEX}")
+    message(FATAL_ERROR "expected ${FILE} to match '${FILE_REGEX}', found:\n${content}")
+  endif()
+endif()
+message(STATUS "exit code ${rc} as expected")

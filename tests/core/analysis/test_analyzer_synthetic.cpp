@@ -1,0 +1,304 @@
+// The Analyzer on small in-memory runs (a linear layer + log_softmax + nll_loss): verdicts from the
+// replay, the self-check, unsupported ops, missing log entries, mismatched pairs, dtype rounding
+// of the reference's inputs, progress, cancellation and the rigorous confirmation of exits.
+#include "core/analysis/analyzer.h"
+#include "core/analysis/step_replay.h"
+#include "core/analysis/verdict.h"
+#include "core/backend.h"
+#include "core/program/program_parser.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace lossbound;
+
+namespace {
+
+/// The IR of loss = nll_loss(log_softmax(x @ w · scale)); `dtype` of the float inputs.
+std::string programJson(double scale, const char* dtype = "float32",
+                        const char* op = "aten.mul.Tensor") {
+  const std::string d = dtype;
+  return R"({"format":"lossbound-step-program","ir_version":1,"torch_version":"1.13.0",
+    "inputs":[{"name":"param:w","shape":[8,5],"dtype":")" +
+         d + R"("},
+              {"name":"batch:x","shape":[6,8],"dtype":")" +
+         d + R"("},
+              {"name":"batch:y","shape":[6],"dtype":"int64"}],
+    "nodes":[
+      {"name":"mm","op":"aten.mm.default","args":[{"ref":"batch:x"},{"ref":"param:w"}],"kwargs":{},
+       "outputs":[{"shape":[6,5],"dtype":")" +
+         d + R"("}]},
+      {"name":"scaled","op":")" +
+         op + R"(","args":[{"ref":"mm"},)" + std::to_string(scale) + R"(],
+       "kwargs":{},"outputs":[{"shape":[6,5],"dtype":")" +
+         d + R"("}]},
+      {"name":"lsm","op":"aten._log_softmax.default","args":[{"ref":"scaled"},1,false],"kwargs":{},
+       "outputs":[{"shape":[6,5],"dtype":")" +
+         d + R"("}]},
+      {"name":"nll","op":"aten.nll_loss_forward.default",
+       "args":[{"ref":"lsm"},{"ref":"batch:y"},null,1,-100],"kwargs":{},
+       "outputs":[{"shape":[],"dtype":")" +
+         d + R"("},{"shape":[],"dtype":")" + d + R"("}]}],
+    "outputs":[{"name":"loss","ref":{"ref":"nll","index":0}}]})";
+}
+
+/// A run held in memory: one program, checkpoints and a log.
+class MemoryRun final : public ReplayRun {
+ public:
+  MemoryRun(std::string name, std::shared_ptr<const Program> program)
+      : mName(std::move(name)), mProgram(std::move(program)) {}
+  std::string name() const override { return mName; }
+  std::vector<std::int64_t> checkpointSteps() const override {
+    std::vector<std::int64_t> s;
+    for (const auto& [k, v] : mInputs) s.push_back(k);
+    return s;
+  }
+  std::optional<double> loggedLoss(std::int64_t step) const override {
+    const auto it = mLoss.find(step);
+    return it == mLoss.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  std::shared_ptr<const Program> programAt(std::int64_t) const override { return mProgram; }
+  TensorMap inputsAt(std::int64_t step) const override { return mInputs.at(step); }
+
+  std::map<std::int64_t, TensorMap> mInputs;
+  std::map<std::int64_t, double> mLoss;
+
+ private:
+  std::string mName;
+  std::shared_ptr<const Program> mProgram;
+};
+
+std::shared_ptr<const Program> program(double scale, const char* dtype = "float32",
+                                       const char* op = "aten.mul.Tensor") {
+  return std::make_shared<const Program>(parseProgram(programJson(scale, dtype, op)));
+}
+
+/// Checkpoints at steps 0..n-1 with fp32-representable random values; losses from one
+/// randomized fp32 execution of the run's own program (a faithful recording).
+void fill(MemoryRun& run, int n, DType dtype = DType::Float32, bool fp32Values = true) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  auto backend = createCpuBackend();
+  for (int step = 0; step < n; ++step) {
+    auto values = [&](std::size_t count) {
+      std::vector<double> v(count);
+      for (double& x : v) {
+        x = normal(rng);
+        if (fp32Values) x = static_cast<float>(x);
+      }
+      return v;
+    };
+    std::vector<double> y(6);
+    for (int i = 0; i < 6; ++i) y[i] = static_cast<double>((step + i) % 5);
+    TensorMap in;
+    in["param:w"] = Tensor::point({8, 5}, dtype, values(40));
+    in["batch:x"] = Tensor::point({6, 8}, dtype, values(48));
+    in["batch:y"] = Tensor::point({6}, DType::Int64, y);
+    run.mInputs[step] = in;
+    EvalOptions o;
+    o.domain = EvalDomain::Random;
+    o.seed = 100 + step;
+    run.mLoss[step] = lossValue(evaluate(*run.programAt(step), in, *backend, o)).lo;
+  }
+}
+
+AnalyzerOptions opts() {
+  AnalyzerOptions o;
+  o.useCache = false;
+  return o;
+}
+
+}  // namespace
+
+class TestAnalyzerSynthetic : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void samePrograms_roundingEverywhere() {
+    for (EnvelopeMethod m :
+         {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder, EnvelopeMethod::Probabilistic}) {
+      MemoryRun ref("ref", program(1.0)), cand("cand", program(1.0));
+      fill(ref, 4);
+      fill(cand, 4);
+      // The candidate's recorded losses come from other random orders than the reference's.
+      for (auto& [s, l] : cand.mLoss) {
+        EvalOptions o;
+        o.domain = EvalDomain::Random;
+        o.seed = 999 + s;
+        auto b = createCpuBackend();
+        l = lossValue(evaluate(*cand.programAt(s), cand.mInputs[s], *b, o)).lo;
+      }
+      AnalysisSettings s;
+      s.method = m;
+      int calls = 0;
+      const AnalysisReport r = Analyzer(opts()).analyse(
+          ref, cand, StepSelection::all(), s, [&](int done, int total, const StepResult&) {
+            QCOMPARE(total, 4);
+            QCOMPARE(done, ++calls);
+          });
+      QCOMPARE(calls, 4);
+      QCOMPARE(r.steps.size(), std::size_t{4});
+      QVERIFY(!r.firstExit);
+      for (const StepResult& st : r.steps) {
+        QVERIFY2(st.verdict == StepVerdict::Rounding, st.note.c_str());
+        QVERIFY(st.lo < st.hi);
+        QVERIFY(std::abs(st.margin) <= 1);
+        QCOMPARE(st.method, m);
+      }
+      if (m != EnvelopeMethod::Interval) {
+        QVERIFY(!r.steps[0].budget.empty());
+        double total = 0;
+        for (const BudgetShare& b : r.steps[0].budget) total += b.share;
+        QVERIFY(total <= 1 + 1e-12 && total > 0.5);
+      }
+    }
+  }
+
+  void differentFormula_bug() {
+    // The candidate scales the logits by 1.01: a formula change far above fp32 rounding.
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.01));
+    fill(ref, 3);
+    fill(cand, 3);
+    for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
+      AnalysisSettings s;
+      s.method = m;
+      const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::parse("1:2"), s);
+      QCOMPARE(r.steps.size(), std::size_t{2});
+      QCOMPARE(*r.firstExit, std::int64_t{1});
+      for (const StepResult& st : r.steps) {
+        // Outside the first-order envelope and, confirmed, outside the rigorous interval too.
+        QCOMPARE(st.verdict, StepVerdict::BugCertain);
+        QVERIFY(std::abs(st.margin) > 1);
+        QVERIFY(st.selfCheckPassed);
+      }
+    }
+  }
+
+  void selfCheckFailure_untrustworthyNotBug() {
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.01));
+    fill(ref, 2);
+    fill(cand, 2);
+    cand.mLoss[0] *= 1.001;  // the candidate's log does not match its own program
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), {});
+    QCOMPARE(r.steps[0].verdict, StepVerdict::Untrustworthy);
+    QVERIFY(!r.steps[0].selfCheckPassed);
+    QVERIFY2(r.steps[0].note.find("Self-check failed") != std::string::npos,
+             r.steps[0].note.c_str());
+    QCOMPARE(r.steps[1].verdict, StepVerdict::BugCertain);
+    QCOMPARE(*r.firstExit, std::int64_t{1});
+  }
+
+  void missingLogAndUnsupportedOp_notBounded() {
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.0));
+    fill(ref, 2);
+    fill(cand, 2);
+    ref.mLoss.erase(1);
+    AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), {});
+    QCOMPARE(r.steps[1].verdict, StepVerdict::NotBounded);
+    QVERIFY2(r.steps[1].note.find("reference log has no loss at step 1") != std::string::npos,
+             r.steps[1].note.c_str());
+    QVERIFY(!r.firstExit);
+  }
+
+  void unsupportedOp_named() {
+    MemoryRun ref("ref", program(1.0));
+    fill(ref, 1);
+    MemoryRun cand("cand", program(1.0, "float32", "aten.frobnicate.default"));
+    cand.mInputs = ref.mInputs;
+    cand.mLoss = ref.mLoss;
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), {});
+    QCOMPARE(r.steps[0].verdict, StepVerdict::NotBounded);
+    QVERIFY2(r.steps[0].note.find("aten.frobnicate.default (node scaled)") != std::string::npos,
+             r.steps[0].note.c_str());
+  }
+
+  void mismatchedPair_refused() {
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.0));
+    fill(ref, 1);
+    fill(cand, 1);
+    auto other = std::make_shared<const Program>([] {
+      Program p = parseProgram(programJson(1.0));
+      p.inputs[1].spec.shape = {7, 8};
+      return p;
+    }());
+    MemoryRun wrong("wrong", other);
+    wrong.mInputs = cand.mInputs;
+    wrong.mLoss = cand.mLoss;
+    try {
+      Analyzer(opts()).analyse(ref, wrong, StepSelection::all(), {});
+      QFAIL("mismatched pair accepted");
+    } catch (const AnalysisError& e) {
+      QVERIFY2(std::string(e.what()).find("batch:x") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("[7, 8]") != std::string::npos, e.what());
+    }
+    MemoryRun none("none", program(1.0));
+    QVERIFY_THROWS_EXCEPTION(AnalysisError,
+                             Analyzer(opts()).analyse(ref, none, StepSelection::all(), {}));
+    AnalysisSettings bad;
+    bad.method = EnvelopeMethod::Probabilistic;
+    bad.confidence = 1.0;
+    QVERIFY_THROWS_EXCEPTION(AnalysisError,
+                             Analyzer(opts()).analyse(ref, cand, StepSelection::all(), bad));
+    AnalysisSettings node;
+    node.method = EnvelopeMethod::Interval;
+    node.startNode = "no_such_node";
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), node);
+    QCOMPARE(r.steps[0].verdict, StepVerdict::NotBounded);
+    QVERIFY2(r.steps[0].note.find("no_such_node") != std::string::npos, r.steps[0].note.c_str());
+  }
+
+  void startNode_notRigorous() {
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.01));
+    fill(ref, 1);
+    fill(cand, 1);
+    AnalysisSettings s;
+    s.method = EnvelopeMethod::Interval;
+    s.startNode = "lsm";
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+    QVERIFY(r.note.find("ignored") != std::string::npos);
+    QVERIFY2(
+        r.steps[0].note.find("Upstream of node 'lsm' rounding is ignored") != std::string::npos,
+        r.steps[0].note.c_str());
+    // Outside an interval started at a node is confirmed against the one from the inputs.
+    QCOMPARE(r.steps[0].verdict, StepVerdict::BugCertain);
+  }
+
+  void referenceInputsRounded() {
+    // Reference stores fp64 values; the candidate program takes fp32: rounded, and said so.
+    MemoryRun ref("ref", program(1.0, "float64")), cand("cand", program(1.0));
+    fill(ref, 1, DType::Float64, false);
+    fill(cand, 1);
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), {});
+    QVERIFY2(r.steps[0].note.find("rounded to nearest (float64 to float32)") != std::string::npos,
+             r.steps[0].note.c_str());
+    std::string note;
+    const TensorMap in = adaptInputs(*cand.programAt(0), ref.mInputs[0], &note);
+    for (double v : in.at("param:w").values())
+      QCOMPARE(v, static_cast<double>(static_cast<float>(v)));
+    QCOMPARE(in.at("param:w").dtype(), DType::Float32);
+  }
+
+  void ensembleAndCancellation() {
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.0));
+    fill(ref, 6);
+    fill(cand, 6);
+    AnalysisSettings s;
+    s.method = EnvelopeMethod::Ensemble;
+    s.ensembleSize = 8;
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::list({2, 4}), s);
+    QCOMPARE(r.steps.size(), std::size_t{2});
+    for (const StepResult& st : r.steps) QVERIFY(st.lo <= st.hi);
+
+    std::atomic<bool> cancel{true};
+    const AnalysisReport c =
+        Analyzer(opts()).analyse(ref, cand, StepSelection::all(), {}, {}, &cancel);
+    QVERIFY(c.cancelled);
+    QVERIFY(c.steps.empty());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestAnalyzerSynthetic)
+#include "test_analyzer_synthetic.moc"

@@ -1,0 +1,266 @@
+// Tests of core/program: the IR parser and validator (each structural defect gives a ProgramError
+// naming where, what was expected and what was found), and the evaluator (pruning, domains, start
+// node, progress, cancellation, errors naming node and op, the first-order reverse pass).
+#include <QTest>
+
+#include <atomic>
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/program/evaluator.h"
+#include "core/program/program_parser.h"
+#include "tests/core/program/test_program.h"
+
+using namespace lossbound;
+
+namespace {
+
+// loss = sum(w * x); "twice" = w + w (not needed by loss); w [2,3], x [3].
+const char* kProgram = R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "param:w", "shape": [2, 3], "dtype": "float64"},
+             {"name": "batch:x", "shape": [3], "dtype": "float64"}],
+  "nodes": [
+    {"name": "mul", "op": "aten.mul.Tensor", "args": [{"ref": "param:w"}, {"ref": "batch:x"}], "kwargs": {},
+     "outputs": [{"shape": [2, 3], "dtype": "float64"}]},
+    {"name": "sum_1", "op": "aten.sum.default", "args": [{"ref": "mul"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float64"}]},
+    {"name": "twice", "op": "aten.add.Tensor", "args": [{"ref": "param:w"}, {"ref": "param:w"}],
+     "kwargs": {"alpha": 1}, "outputs": [{"shape": [2, 3], "dtype": "float64"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "sum_1"}}, {"name": "twice", "ref": {"ref": "twice", "index": 0}}]})";
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  if (at == std::string::npos) throw std::logic_error("fixture text not found: " + from);
+  return s.replace(at, from.size(), to);
+}
+
+TensorMap inputs() {
+  return {{"param:w", Tensor::point({2, 3}, DType::Float64, {0.5, -1.25, 2.0, 0.75, 1.5, -0.5})},
+          {"batch:x", Tensor::point({3}, DType::Float64, {1.0, 2.0, 0.25})}};
+}
+std::string parseError(const std::string& json) {
+  try {
+    parseProgram(json, "prog.json");
+  } catch (const ProgramError& e) {
+    return e.what();
+  }
+  return "<parsed without error>";
+}
+void expectContains(const std::string& message, const std::vector<std::string>& parts) {
+  for (const std::string& p : parts)
+    QVERIFY2(message.find(p) != std::string::npos, ("expected \"" + p + "\" in: " + message).c_str());
+}
+
+constexpr double kLoss = 0.5 - 2.5 + 0.5 + 0.75 + 3.0 - 0.125;
+
+}  // namespace
+
+void TestProgram::parsesTheDocumentedShape() {
+  const Program p = parseProgram(kProgram);
+  QCOMPARE(p.inputs.size(), std::size_t{2});
+  QCOMPARE(p.nodes.size(), std::size_t{3});
+  QCOMPARE(p.nodes[2].kwargs.at("alpha").kind, IrValue::Kind::Int);
+  QCOMPARE(p.outputs[1].ref.name, std::string("twice"));
+  QCOMPARE(p.torchVersion, std::string("1.13.0"));
+  QVERIFY(unsupportedOps(p).empty());
+}
+
+void TestProgram::constantsKeepIntAndFloatApart() {
+  const std::string json = replaced(kProgram, R"("kwargs": {"alpha": 1})",
+      R"("kwargs": {"alpha": 2.0, "b": 1e-05, "c": 3, "d": {"float": "-inf"}, "e": {"dtype": "bfloat16"},
+                    "f": [1, [2.5, null, true]], "g": "mean", "h": {"device": "cpu"},
+                    "i": 9223372036854775807, "j": "a \"quoted\" 1.5 in a string"})");
+  const Program p = parseProgram(json);
+  const auto& kw = p.nodes[2].kwargs;
+  QCOMPARE(kw.at("alpha").kind, IrValue::Kind::Float);  // Qt alone would make 2.0 an integer
+  QCOMPARE(kw.at("alpha").floatValue, 2.0);
+  QCOMPARE(kw.at("b").floatValue, 1e-05);
+  QCOMPARE(kw.at("c").kind, IrValue::Kind::Int);
+  QVERIFY(std::isinf(kw.at("d").floatValue) && kw.at("d").floatValue < 0);
+  QCOMPARE(kw.at("e").dtypeValue, DType::BFloat16);
+  QCOMPARE(kw.at("f").list[1].list[0].floatValue, 2.5);
+  QCOMPARE(kw.at("f").list[1].list[1].kind, IrValue::Kind::None);
+  QCOMPARE(kw.at("g").stringValue, std::string("mean"));
+  QCOMPARE(kw.at("h").kind, IrValue::Kind::Device);
+  QCOMPARE(kw.at("i").intValue, std::int64_t{9223372036854775807});
+  QCOMPARE(kw.at("j").stringValue, std::string("a \"quoted\" 1.5 in a string"));
+}
+
+void TestProgram::structuralErrors() {
+  expectContains(parseError(R"({"format": "lossbound-step-program", "ir_version": 1, "inputs": [})"),
+                 {"prog.json", "malformed JSON at byte offset"});
+  expectContains(parseError("[]"), {"expected a JSON object at the top level"});
+  expectContains(parseError(replaced(kProgram, "lossbound-step-program", "other")),
+                 {"field 'format' is the string \"other\"", "expected \"lossbound-step-program\""});
+  expectContains(parseError(replaced(kProgram, R"("ir_version": 1)", R"("ir_version": 2)")),
+                 {"found IR version 2", "reads IR version 1"});
+  expectContains(parseError(replaced(kProgram, R"("ir_version": 1,)", "")), {"missing field 'ir_version'"});
+  expectContains(parseError(replaced(kProgram, R"({"ref": "batch:x"}], "kwargs")", R"({"ref": "batch:y"}], "kwargs")")),
+                 {"node 'mul' (#0, aten.mul.Tensor)", "refers to 'batch:y'", "no input or node has that name"});
+  expectContains(parseError(replaced(kProgram, R"("args": [{"ref": "mul"}])", R"("args": [{"ref": "twice"}])")),
+                 {"node 'sum_1'", "refers to node 'twice' (#2)", "execution order"});
+  expectContains(parseError(replaced(kProgram, R"("name": "twice", "op")", R"("name": "mul", "op")")),
+                 {"node 'mul' (#2)", "duplicate name"});
+  expectContains(parseError(replaced(kProgram, R"({"ref": "twice", "index": 0})", R"({"ref": "twice", "index": 3})")),
+                 {"program output 'twice'", "refers to twice[3]", "has 1 outputs"});
+  expectContains(parseError(replaced(kProgram, R"("shape": [3], "dtype": "float64")", R"("shape": [3], "dtype": "complex32")")),
+                 {"input 'batch:x'", "unknown dtype \"complex32\""});
+  expectContains(parseError(replaced(kProgram, R"("shape": [3])", R"("shape": [-3])")), {"input 'batch:x'", "is -3"});
+  expectContains(parseError(replaced(kProgram, R"("name": "loss")", R"("name": "total")")), {"no output called \"loss\""});
+  expectContains(parseError(replaced(kProgram, R"("outputs": [{"shape": [], "dtype": "float64"}])",
+                                     R"("outputs": [{"shape": [1], "dtype": "float64"}])")),
+                 {"program output 'loss'", "expected a 0-d floating tensor, found [1] float64"});
+  expectContains(parseError(replaced(kProgram, R"({"ref": "param:w"}, {"ref": "param:w"})", R"({"ref": "param:w"}, {"wat": 1})")),
+                 {"node 'twice'", "argument 1", "expected a reference", "found an object with keys {wat}"});
+  expectContains(parseError(replaced(kProgram, R"("name": "param:w")", R"("name": "w")")),
+                 {"input 'w'", "must start with \"param:\" or \"batch:\""});
+}
+
+void TestProgram::unknownOpIsAFindingNotAnError() {
+  const Program p = parseProgram(replaced(kProgram, "aten.add.Tensor", "aten.frobnicate.Tensor"));
+  const auto u = unsupportedOps(p);
+  QCOMPARE(u.size(), std::size_t{1});
+  QCOMPARE(u[0].node, std::string("twice"));
+  QCOMPARE(unsupportedOpNames(p), std::vector<std::string>{"aten.frobnicate.Tensor"});
+  const auto backend = createCpuBackend();
+  EvalOptions o;
+  o.outputs = {"twice"};
+  try {
+    evaluate(p, inputs(), *backend, o);
+    QFAIL("an unsupported op must not be evaluated");
+  } catch (const EvaluationError& e) {
+    expectContains(e.what(), {"node 'twice' (aten.frobnicate.Tensor)", "unsupported"});
+  }
+  // Only "loss" is requested by default: the unsupported node is pruned away.
+  QCOMPARE(evaluate(p, inputs(), *backend).outputs.at("loss").values()[0], kLoss);
+}
+
+void TestProgram::pruningAndProgress() {
+  const Program p = parseProgram(kProgram);
+  QCOMPARE(neededNodes(p, {"loss"}), (std::vector<std::size_t>{0, 1}));
+  QCOMPARE(neededNodes(p, {"twice"}), (std::vector<std::size_t>{2}));
+  const auto backend = createCpuBackend();
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  EvalOptions o;
+  o.progress = [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); };
+  const EvalResult r = evaluate(p, inputs(), *backend, o);
+  QCOMPARE(r.nodesEvaluated, std::size_t{2});
+  QCOMPARE(r.nodesSkipped, std::size_t{1});
+  QCOMPARE(r.outputs.size(), std::size_t{1});
+  QCOMPARE(r.outputs.at("loss").values()[0], kLoss);
+  QCOMPARE(calls, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}, {2, 2}}));
+  o.outputs = {"loss", "twice"};
+  const EvalResult both = evaluate(p, inputs(), *backend, o);
+  QCOMPARE(both.outputs.at("twice").values()[5], -1.0);
+}
+
+void TestProgram::inputErrors() {
+  const Program p = parseProgram(kProgram);
+  const auto backend = createCpuBackend();
+  TensorMap in = inputs();
+  in.erase("batch:x");
+  try {
+    evaluate(p, in, *backend);
+    QFAIL("a missing input must throw");
+  } catch (const EvaluationError& e) {
+    expectContains(e.what(), {"input 'batch:x' was not given", "[3] float64"});
+  }
+  in = inputs();
+  in["batch:x"] = Tensor::point({2}, DType::Float64, {1, 2});
+  try {
+    evaluate(p, in, *backend);
+    QFAIL("a mis-shaped input must throw");
+  } catch (const EvaluationError& e) {
+    expectContains(e.what(), {"input 'batch:x' is [2] float64", "expects [3] float64"});
+  }
+  EvalOptions o;
+  o.outputs = {"nothing"};
+  try {
+    evaluate(p, inputs(), *backend, o);
+    QFAIL("an unknown output must throw");
+  } catch (const EvaluationError& e) {
+    expectContains(e.what(), {"no output called 'nothing'", "loss, twice"});
+  }
+}
+
+void TestProgram::opFailureNamesNodeAndOp() {
+  // The trace says mul has shape [2, 3]; feeding x of another length makes the op itself fail.
+  Program p = parseProgram(kProgram);
+  p.inputs[1].spec.shape = {4};
+  TensorMap in = inputs();
+  in["batch:x"] = Tensor::point({4}, DType::Float64, {1, 2, 3, 4});
+  const auto backend = createCpuBackend();
+  try {
+    evaluate(p, in, *backend);
+    QFAIL("broadcasting [2, 3] with [4] must fail");
+  } catch (const EvaluationError& e) {
+    expectContains(e.what(), {"node 'mul'", "aten.mul.Tensor"});
+    QCOMPARE(e.op(), std::string("aten.mul.Tensor"));
+  }
+}
+
+void TestProgram::cancellation() {
+  const Program p = parseProgram(kProgram);
+  const auto backend = createCpuBackend();
+  std::atomic<bool> cancel{false};
+  EvalOptions o;
+  o.cancel = &cancel;
+  o.progress = [&](std::size_t done, std::size_t) { cancel = done >= 1; };
+  QVERIFY_THROWS_EXCEPTION(Cancelled, evaluate(p, inputs(), *backend, o));
+  cancel = false;
+  o.progress = nullptr;
+  QCOMPARE(evaluate(p, inputs(), *backend, o).outputs.at("loss").values()[0], kLoss);
+}
+
+void TestProgram::intervalDomainAndStartNode() {
+  Program p = parseProgram(kProgram);
+  for (Node& n : p.nodes) n.outputs[0].dtype = DType::Float32;  // model fp32 rounding
+  p.inputs[0].spec.dtype = DType::Float32;
+  p.inputs[1].spec.dtype = DType::Float32;
+  TensorMap in = inputs();
+  for (auto& [name, t] : in) t = t.withDtype(DType::Float32);
+  const auto backend = createCpuBackend();
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  const Tensor full = evaluate(p, in, *backend, o).outputs.at("loss");
+  QVERIFY(full.isInterval());
+  QVERIFY(full.lo()[0] <= kLoss && kLoss <= full.hi()[0]);
+  QVERIFY(full.hi()[0] > full.lo()[0]);
+  o.startNode = "sum_1";  // mul is exact: the enclosure can only get narrower
+  const Tensor late = evaluate(p, in, *backend, o).outputs.at("loss");
+  QVERIFY(late.lo()[0] <= kLoss && kLoss <= late.hi()[0]);
+  QVERIFY(late.hi()[0] - late.lo()[0] <= full.hi()[0] - full.lo()[0]);
+  o.startNode = "nope";
+  QVERIFY_THROWS_EXCEPTION(EvaluationError, evaluate(p, in, *backend, o));
+}
+
+void TestProgram::firstOrderAdjointsAndBudget() {
+  Program p = parseProgram(kProgram);
+  for (Node& n : p.nodes) n.outputs[0].dtype = DType::Float32;
+  p.inputs[0].spec.dtype = DType::Float32;
+  p.inputs[1].spec.dtype = DType::Float32;
+  TensorMap in = inputs();
+  for (auto& [name, t] : in) t = t.withDtype(DType::Float32);
+  const auto backend = createCpuBackend();
+  const FirstOrderResult r = evaluateFirstOrder(p, in, *backend);
+  QCOMPARE(r.loss, kLoss);
+  QCOMPARE(r.nodesEvaluated, std::size_t{2});
+  QCOMPARE(r.nodes.size(), std::size_t{2});
+  QCOMPARE(r.nodes[0].node, std::string("mul"));
+  QCOMPARE(r.nodes[1].node, std::string("sum_1"));
+  // mul's adjoint is 1 everywhere, so its term is the sum of its local bounds: > 0 in fp32
+  // (2 of its 6 products are not representable exactly? all are here — so only the sum rounds).
+  QVERIFY(r.nodes[1].bound > 0);
+  double total = 0, squares = 0;
+  for (const NodeBudget& b : r.nodes) {
+    total += b.bound;
+    squares += b.sumSquares;
+    QVERIFY(b.sumSquares <= b.bound * b.bound + 1e-300);
+  }
+  QCOMPARE(r.bound, total);
+  QCOMPARE(r.sumSquares, squares);
+  // The bound must cover the actual fp32 rounding of the loss, here |fl32(sum) - sum|.
+  QVERIFY(std::fabs(static_cast<double>(static_cast<float>(kLoss)) - kLoss) <= r.bound);
+}
+
+QTEST_GUILESS_MAIN(TestProgram)

@@ -1,0 +1,19 @@
+// libFuzzer target: parseProgram() on arbitrary bytes must either return a valid Program or
+// throw ProgramError — never crash, hang or throw anything else.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "core/program/program_parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    const lossbound::Program p = lossbound::parseProgram(text, "fuzz");
+    lossbound::validateProgram(p);  // a parsed program must also pass the validator on its own
+    (void)lossbound::unsupportedOps(p);
+  } catch (const lossbound::ProgramError&) {
+  }
+  return 0;
+}

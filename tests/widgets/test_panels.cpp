@@ -1,0 +1,147 @@
+// Verdict panel (summaries of every verdict tier), step inspector (top ops, per-method
+// envelopes, tensors) and recompute dialog (step choices, method fields, QSettings memory).
+#include "tests/widgets/synthetic.h"
+#include "widgets/recompute_dialog.h"
+#include "widgets/step_inspector.h"
+#include "widgets/verdict_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace lossbound;
+using namespace lossbound::widgets;
+using namespace lossbound::widgets::test;
+
+class TestPanels : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir mSettingsDir;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(mSettingsDir.isValid());
+    QCoreApplication::setOrganizationName(QStringLiteral("LossboundTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_panels"));
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, mSettingsDir.path());
+  }
+
+  void verdictTiers() {
+    VerdictPanel panel;
+    QCOMPARE(panel.summary().verdict, OverallVerdict::NotAnalysed);
+
+    AnalysisReport report = makeReport({100, 200, 300, 400}, 300);
+    panel.setReport(report);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::BugCertain);
+    QCOMPARE(panel.summary().firstExit, std::optional<std::int64_t>(300));
+    QVERIFY(panel.plainText().contains(QStringLiteral("First exit at step 300")));
+    QVERIFY(panel.plainText().contains(
+        QString::fromUtf8(methodGuarantee(EnvelopeMethod::FirstOrder).data())));
+    QVERIFY(panel.plainText().contains(QStringLiteral("Self-check passed at all 4")));
+
+    report.steps[2].verdict = StepVerdict::BugLikely;
+    panel.setReport(report);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::BugLikely);
+    QVERIFY(panel.summary().headline.contains(QStringLiteral("likely")));
+
+    AnalysisReport clean = makeReport({100, 200}, std::nullopt);
+    panel.setReport(clean, 3);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::Rounding);
+    QVERIFY(panel.plainText().contains(QStringLiteral("3 more running")));
+
+    clean.steps[1].verdict = StepVerdict::Untrustworthy;
+    clean.steps[1].selfCheckPassed = false;
+    panel.setReport(clean);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::Untrustworthy);
+    QVERIFY(panel.summary().selfCheckText.contains(QStringLiteral("FAILED")));
+
+    // Infinite envelopes hold everything: inconclusive, not "rounding".
+    AnalysisReport unbounded = makeReport({100, 200}, std::nullopt);
+    for (StepResult& r : unbounded.steps) r.lo = -INFINITY, r.hi = INFINITY, r.margin = 0;
+    panel.setReport(unbounded);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::NotBounded);
+    QVERIFY(panel.summary().countsText.contains(QStringLiteral("infinite at 2")));
+
+    AnalysisReport interval = makeReport({100}, std::nullopt);
+    interval.settings.method = EnvelopeMethod::Interval;
+    interval.settings.startNode = "logits";
+    panel.setReport(interval);
+    QVERIFY(panel.summary().guarantee.contains(QStringLiteral("rounding before it is ignored")));
+    QVERIFY(panel.summary().settingsText.contains(QStringLiteral("from node logits")));
+  }
+
+  void inspectorShowsTopOpsMethodsTensors() {
+    StepInspector inspector;
+    StepResult fo = makeResult(300, true);
+    fo.budget.clear();
+    for (int i = 0; i < 14; ++i)
+      fo.budget.push_back({"node_" + std::to_string(i), "aten.mm.default", 0, (i + 1) / 105.0});
+    StepResult prob = makeResult(300, true, 0.01, EnvelopeMethod::Probabilistic);
+    prob.budget.clear();
+    std::vector<TensorSummary> tensors{
+        {QStringLiteral("params/w"), QStringLiteral("[4, 4]"), QStringLiteral("float32"), 2.5},
+        {QStringLiteral("batch/ids"), QStringLiteral("[8]"), QStringLiteral("int64"), 12}};
+    inspector.setStep(300, {prob, fo}, tensors);
+    QCOMPARE(inspector.budgetBarCount(), StepInspector::kTopOps);
+    QVERIFY(inspector.budgetLabels().front().startsWith(QStringLiteral("node_13 · mm")));
+    QVERIFY(inspector.budgetLabels().front().contains(QStringLiteral("13.3%")));
+    QCOMPARE(inspector.methodRowCount(), 2);
+    QCOMPARE(inspector.tensorRowCount(), 2);
+    inspector.clear();
+    QCOMPARE(inspector.budgetBarCount(), 0);
+    QCOMPARE(inspector.tensorRowCount(), 0);
+  }
+
+  void recomputeDialogBuildsRequests() {
+    QSettings().remove(QStringLiteral("recompute"));
+    const std::vector<std::int64_t> cps{0, 100, 200, 300, 400};
+    {
+      RecomputeDialog dialog(cps, {100, 300, 350});  // 350 has no checkpoint: ignored
+      QCOMPARE(dialog.stepChoice(), RecomputeDialog::StepChoice::Selected);
+      QCOMPARE(dialog.request().steps, (std::vector<std::int64_t>{100, 300}));
+      dialog.setStepChoice(RecomputeDialog::StepChoice::AllCheckpointed);
+      QCOMPARE(dialog.request().steps, cps);
+      dialog.setStepChoice(RecomputeDialog::StepChoice::Range);
+      dialog.setRange(150, 400);
+      QCOMPARE(dialog.request().steps, (std::vector<std::int64_t>{200, 300, 400}));
+      QCOMPARE(dialog.request().settings.method, EnvelopeMethod::FirstOrder);
+
+      dialog.setMethod(EnvelopeMethod::Interval);
+      auto* node = dialog.findChild<QComboBox*>(QStringLiteral("startNode"));
+      auto* caveat = dialog.findChild<QLabel*>(QStringLiteral("startNodeCaveat"));
+      QVERIFY(node && caveat);
+      QVERIFY(caveat->isHidden());
+      node->setCurrentText(QStringLiteral("logits"));
+      QVERIFY(!caveat->isHidden());
+      QVERIFY(caveat->text().contains(QStringLiteral("ignored")));
+      auto* precision = dialog.findChild<QComboBox*>(QStringLiteral("precision"));
+      precision->setCurrentIndex(precision->findText(QStringLiteral("bf16")));
+      auto* backend = dialog.findChild<QComboBox*>(QStringLiteral("backend"));
+      backend->setCurrentIndex(backend->findData(QStringLiteral("cpu")));
+      const RecomputeRequest r = dialog.request();
+      QCOMPARE(r.settings.method, EnvelopeMethod::Interval);
+      QCOMPARE(r.settings.startNode, std::string("logits"));
+      QCOMPARE(r.settings.precision, std::optional<Format>(Format::Bf16));
+      QCOMPARE(r.settings.backend, std::string("cpu"));
+      dialog.accept();
+    }
+    {
+      // Remembered: method, node, precision, backend, the range choice.
+      RecomputeDialog dialog(cps, {});
+      const RecomputeRequest r = dialog.request();
+      QCOMPARE(r.settings.method, EnvelopeMethod::Interval);
+      QCOMPARE(r.settings.startNode, std::string("logits"));
+      QCOMPARE(r.settings.precision, std::optional<Format>(Format::Bf16));
+      QCOMPARE(r.settings.backend, std::string("cpu"));
+      QCOMPARE(dialog.stepChoice(), RecomputeDialog::StepChoice::Range);
+      QVERIFY(!dialog.findChild<QWidget*>(QStringLiteral("selectedSteps"))->isEnabled());
+    }
+  }
+};
+
+QTEST_MAIN(TestPanels)
+#include "test_panels.moc"

@@ -1,0 +1,187 @@
+#include "widgets/step_inspector.h"
+
+#include "widgets/palette.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace lossbound::widgets {
+
+namespace {
+
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+/// "aten.mm.default" → "mm"; other names unchanged.
+QString shortOp(const std::string& op) {
+  QString s = QString::fromStdString(op);
+  if (s.startsWith(QStringLiteral("aten."))) s = s.mid(5);
+  if (s.endsWith(QStringLiteral(".default"))) s.chop(8);
+  return s;
+}
+
+QTableWidgetItem* numberItem(double v, int digits = 10) {
+  auto* item = new QTableWidgetItem;
+  item->setData(Qt::DisplayRole, std::isnan(v) ? QVariant(QStringLiteral("—"))
+                                               : QVariant(QString::number(v, 'g', digits)));
+  item->setData(Qt::UserRole, v);
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return item;
+}
+
+QTableWidget* makeTable(QWidget* parent, const QStringList& headers, const char* name) {
+  auto* t = new QTableWidget(0, int(headers.size()), parent);
+  t->setObjectName(QString::fromLatin1(name));
+  t->setHorizontalHeaderLabels(headers);
+  t->verticalHeader()->setVisible(false);
+  t->horizontalHeader()->setStretchLastSection(true);
+  t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->setWordWrap(false);
+  return t;
+}
+
+}  // namespace
+
+StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  mTitle = new QLabel(this);
+  QFont bold = mTitle->font();
+  bold.setBold(true);
+  mTitle->setFont(bold);
+  layout->addWidget(mTitle);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  mBudget = new QCustomPlot(split);
+  mBudget->setMinimumHeight(190);
+  mBudget->xAxis->setLabel(tr("share of the rounding bound (%)"));
+  mBudget->xAxis->setRange(0, 100);
+  mBudget->yAxis->setRangeReversed(true);  // largest share on top
+  mBudget->yAxis->grid()->setVisible(false);
+  QFont small = mBudget->yAxis->tickLabelFont();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  mBudget->yAxis->setTickLabelFont(small);
+  mMethods =
+      makeTable(split, {tr("method"), tr("lo"), tr("hi"), tr("width"), tr("margin"), tr("verdict")},
+                "methods");
+  mTensors = makeTable(split, {tr("tensor"), tr("shape"), tr("dtype"), tr("L2 norm")}, "tensors");
+  mTensors->setSortingEnabled(true);
+  split->addWidget(mBudget);
+  split->addWidget(mMethods);
+  split->addWidget(mTensors);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setStretchFactor(2, 2);
+  layout->addWidget(split, 1);
+  clear();
+}
+
+void StepInspector::clear() {
+  mTitle->setText(tr("Step inspector — click a step in the plot or the table"));
+  setStep(0, {}, {});
+  mTitle->setText(tr("Step inspector — click a step in the plot or the table"));
+}
+
+void StepInspector::setStep(std::int64_t step, const std::vector<StepResult>& perMethod,
+                            const std::vector<TensorSummary>& tensors) {
+  mTitle->setText(tr("Step %1").arg(step));
+
+  // Budget: the result that carries one (first-order terms are shared by the adjoint methods).
+  std::vector<BudgetShare> budget;
+  for (const StepResult& r : perMethod)
+    if (!r.budget.empty()) {
+      budget = r.budget;
+      break;
+    }
+  std::sort(budget.begin(), budget.end(),
+            [](const BudgetShare& a, const BudgetShare& b) { return a.share > b.share; });
+  if (budget.size() > std::size_t(kTopOps)) budget.resize(std::size_t(kTopOps));
+  mBudget->clearPlottables();
+  mBudget->clearItems();
+  mBudgetLabels.clear();
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QVector<double> keys, values;
+  for (std::size_t i = 0; i < budget.size(); ++i) {
+    const BudgetShare& b = budget[i];
+    const QString label =
+        QStringLiteral("%1 · %2").arg(QString::fromStdString(b.node), shortOp(b.op));
+    ticker->addTick(double(i), label);
+    mBudgetLabels << QStringLiteral("%1  (%2%)").arg(label).arg(b.share * 100, 0, 'f', 1);
+    keys << double(i);
+    values << b.share * 100;
+  }
+  mBudget->yAxis->setTicker(ticker);
+  mBudget->yAxis->setRange(-0.6, std::max<double>(double(budget.size()) - 0.4, 0.4));
+  if (!budget.empty()) {
+    auto* bars = new QCPBars(mBudget->yAxis, mBudget->xAxis);
+    bars->setWidth(0.7);
+    QColor fill = kBandColor;
+    fill.setAlpha(170);
+    bars->setBrush(fill);
+    bars->setPen(QPen(kBandColor.darker(130)));
+    bars->setData(keys, values, true);
+    for (std::size_t i = 0; i < budget.size(); ++i) {
+      auto* text = new QCPItemText(mBudget);
+      text->position->setCoords(values[qsizetype(i)], keys[qsizetype(i)]);
+      text->position->setAxes(mBudget->xAxis, mBudget->yAxis);
+      text->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+      text->setText(QStringLiteral(" %1%").arg(values[qsizetype(i)], 0, 'f', 1));
+      text->setClipToAxisRect(false);
+    }
+  }
+  mBudget->replot(QCustomPlot::rpQueuedReplot);
+
+  mMethods->setRowCount(int(perMethod.size()));
+  for (int row = 0; row < int(perMethod.size()); ++row) {
+    const StepResult& r = perMethod[std::size_t(row)];
+    const bool bounded = r.verdict != StepVerdict::NotBounded;
+    const double nan = std::nan("");
+    mMethods->setItem(row, 0, new QTableWidgetItem(qs(methodName(r.method))));
+    mMethods->setItem(row, 1, numberItem(bounded ? r.lo : nan));
+    mMethods->setItem(row, 2, numberItem(bounded ? r.hi : nan));
+    mMethods->setItem(row, 3, numberItem(bounded ? r.hi - r.lo : nan, 4));
+    mMethods->setItem(row, 4, numberItem(bounded ? r.margin : nan, 4));
+    auto* verdict = new QTableWidgetItem(qs(verdictName(r.verdict)));
+    verdict->setForeground(verdictColor(r.verdict));
+    verdict->setBackground(verdictTint(r.verdict));
+    if (!r.note.empty()) verdict->setToolTip(QString::fromStdString(r.note));
+    mMethods->setItem(row, 5, verdict);
+  }
+  mMethods->resizeColumnsToContents();
+
+  mTensors->setSortingEnabled(false);
+  mTensors->setRowCount(int(tensors.size()));
+  for (int row = 0; row < int(tensors.size()); ++row) {
+    const TensorSummary& t = tensors[std::size_t(row)];
+    mTensors->setItem(row, 0, new QTableWidgetItem(t.name));
+    mTensors->setItem(row, 1, new QTableWidgetItem(t.shape));
+    mTensors->setItem(row, 2, new QTableWidgetItem(t.dtype));
+    auto* norm = new QTableWidgetItem;
+    norm->setData(Qt::DisplayRole, t.norm);  // a double, so that sorting is numeric
+    norm->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    mTensors->setItem(row, 3, norm);
+  }
+  mTensors->setSortingEnabled(true);
+  mTensors->resizeColumnsToContents();
+}
+
+int StepInspector::budgetBarCount() const {
+  for (int i = 0; i < mBudget->plottableCount(); ++i)
+    if (auto* bars = qobject_cast<QCPBars*>(mBudget->plottable(i))) return bars->data()->size();
+  return 0;
+}
+
+QStringList StepInspector::budgetLabels() const { return mBudgetLabels; }
+
+int StepInspector::methodRowCount() const { return mMethods->rowCount(); }
+
+int StepInspector::tensorRowCount() const { return mTensors->rowCount(); }
+
+}  // namespace lossbound::widgets
