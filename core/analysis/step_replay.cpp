@@ -36,14 +36,6 @@ Interval lossValue(const EvalResult& result) {
   return it->second.at(0);
 }
 
-double binary64Allowance(const Program& program, const PrecisionModel& precision) {
-  double uMin = 1.0;
-  for (const Node& n : program.nodes)
-    for (const TensorSpec& s : n.outputs)
-      if (isFloating(s.dtype)) uMin = std::min(uMin, unitRoundoff(precision.storageFor(s.dtype)));
-  return std::min(1.0, std::ldexp(1.0, 10 - 53) / uMin);
-}
-
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options) {
   constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -70,9 +62,9 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
       } else {
         env.bound = mul_up(options.lambda, sqrt_up(fo.sumSquares));
       }
-      // The binary64 point value is not exact either: see binary64Allowance().
-      const double allowance = mul_up(fo.bound, binary64Allowance(program, options.precision));
-      const double radius = add_up(env.bound, allowance);
+      // The binary64 point value is not exact either: add its own first-order bound.
+      env.pointBound = fo.pointBound;
+      const double radius = add_up(env.bound, fo.pointBound);
       env.lo = sub_down(fo.loss, radius);
       env.hi = add_up(fo.loss, radius);
       if (std::isnan(env.lo) || std::isnan(env.hi)) {

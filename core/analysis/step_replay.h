@@ -3,13 +3,9 @@
 // (ARCHITECTURE §1), and the adaptation of another run's checkpoint to a program's inputs.
 //
 // First-order and probabilistic envelopes are centred on the binary64 point evaluation, which has
-// rounding errors of its own. They are bounded by the same first-order sum with binary64 local
-// errors; since every local error bound of the precision model scales with its format's unit
-// roundoff u, that sum is about (2^-53 / u)·bound — for fp32 ≈ 2e-9·bound, below the O(u²) terms
-// the first-order method already drops (≈ u·bound). It is added anyway: binary64Allowance() ×
-// bound (1024× the scaled estimate, and the whole bound again when the model itself computes in
-// fp64), plus outward rounding of the endpoints. The tests check the allowance against the
-// binary64 first-order bound computed explicitly.
+// rounding errors of its own. Its first-order bound (the same adjoints with binary64 local errors,
+// FirstOrderResult::pointBound, ≈ (2^-53 / u)·bound) is added to the radius, plus outward rounding
+// of the endpoints.
 
 #include "core/analysis/analysis_types.h"
 #include "core/ops/precision_model.h"
@@ -25,11 +21,6 @@
 namespace lossbound {
 
 class Backend;
-
-/// Returns the factor a first-order bound is enlarged by for the binary64 rounding of the point
-/// evaluation it is centred on: min(1, 2^10 · 2^-53 / u_min), u_min the smallest unit roundoff of
-/// any floating node output of `program` under `precision` (2^-19 for fp32 programs).
-double binary64Allowance(const Program& program, const PrecisionModel& precision);
 
 /// Thrown when a checkpoint does not fit a program (missing input, shape or kind mismatch); the
 /// message names the input, what the program expects and what the checkpoint holds.
@@ -54,6 +45,7 @@ struct Envelope {
   double lo = 0, hi = 0;
   double point = 0;               ///< binary64 point loss (NaN when the method does not compute it)
   double bound = 0;               ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
+  double pointBound = 0;          ///< first-order bound of the binary64 point value's own rounding
   std::vector<NodeBudget> nodes;  ///< first-order terms per node (first-order, probabilistic)
 };
 

@@ -47,7 +47,12 @@ Operand operand(const OpArgs& a, std::size_t i) {
 }
 
 /// The interval rounding step RO_F (identity for integral outputs).
-Interval ro(Interval x, Format f, bool integral) { return integral ? x : roundOutward(x, f); }
+/// Rounds outward into f; an exact ±inf point (a selected literal -inf mask value) is kept, as it
+/// is representable in every format (roundOutward would read it as an overflow past DBL_MAX).
+Interval ro(Interval x, Format f, bool integral) {
+  if (integral || (x.lo == x.hi && std::isinf(x.lo))) return x;
+  return roundOutward(x, f);
+}
 
 /// Operand enclosure for interval rules: scalars become scalarEnclosure(s, F).
 Tensor enclosureOf(const Operand& o, Format f, bool integral) {
@@ -224,7 +229,8 @@ struct ArithRule {
     // A scalar s is used as s' in {s, RN_fp32(s), RN_F(s)}: relative change <= eps(s), computed
     // exactly (subnormal scalars in fp16/bf16 have large relative errors).
     auto eps = [&](double v) {
-      if (v == 0.0) return 0.0;
+      // A Python float is a double: an fp64 op uses it as it is (as scalarEnclosure does).
+      if (v == 0.0 || f == Format::Fp64) return 0.0;
       double e = 0.0;
       for (double w : {roundNearest(v, Format::Fp32), roundNearest(v, f)})
         if (w != 0.0) e = std::max(e, std::fabs(w - v) / std::min(std::fabs(v), std::fabs(w)));
@@ -639,7 +645,7 @@ struct SelectRule {
     // Only a selected Python scalar is converted: its error is |RN(s) - s| exactly (0 for ±inf,
     // e.g. masked_fill with -inf).
     auto conv = [f](double s) {
-      if (!std::isfinite(s)) return 0.0;
+      if (!std::isfinite(s) || f == Format::Fp64) return 0.0;
       return std::max(std::fabs(roundNearest(s, f) - s), std::fabs(roundNearest(s, Format::Fp32) - s));
     };
     const double ex = x.scalar ? conv(x.value) : 0.0, ey = y.scalar ? conv(y.value) : 0.0;

@@ -244,6 +244,10 @@ inline Tensor localErrorFromEnclosure(const Tensor& pointOut, const Tensor& encl
   for (std::size_t i = 0; i < e.size(); ++i) {
     const double y = pointOut.values()[i];
     const Interval r = encl.at(static_cast<std::int64_t>(i));
+    if (r.lo == y && r.hi == y) {  // known exactly (also an exact ±inf, e.g. a masked entry)
+      e[i] = 0.0;
+      continue;
+    }
     const double d = std::fmax(sub_up(r.hi, y), sub_up(y, r.lo));
     e[i] = std::isnan(d) ? HUGE_VAL : std::fmax(d, 0.0);
   }

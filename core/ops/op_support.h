@@ -75,13 +75,18 @@ Tensor mapPoint(const Tensor& x, DType dtype, F&& f) {
   return Tensor::point(x.shape(), dtype, std::move(out));
 }
 
+/// Returns r with NaN endpoints replaced by the entire line. Unlike sanitize(), an exact ±inf point
+/// is kept: in a tensor it is the IEEE value the candidate holds (a -inf attention mask), exact in
+/// every format; the scalar core's reading "overflowed past DBL_MAX" would lose that exactness.
+inline Interval tensorElement(Interval r) { return hasNan(r) ? entireInterval() : r; }
+
 /// Returns an interval tensor with f(x_i) (f: Interval → Interval).
 template <typename F>
 Tensor mapInterval(const Tensor& x, DType dtype, F&& f) {
   const auto n = static_cast<std::size_t>(x.numel());
   std::vector<double> lo(n), hi(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const Interval r = sanitize(f(x.at(static_cast<std::int64_t>(i))));
+    const Interval r = tensorElement(f(x.at(static_cast<std::int64_t>(i))));
     lo[i] = r.lo;
     hi[i] = r.hi;
   }
@@ -112,7 +117,7 @@ Tensor mapInterval2(const OpArgs& args, const Tensor& a, const Tensor& b, DType 
   std::int64_t off[2];
   for (std::int64_t i = 0; i < ix.size(); ++i) {
     ix.offsets(i, off);
-    const Interval r = sanitize(f(a.at(off[0]), b.at(off[1])));
+    const Interval r = tensorElement(f(a.at(off[0]), b.at(off[1])));
     lo[static_cast<std::size_t>(i)] = r.lo;
     hi[static_cast<std::size_t>(i)] = r.hi;
   }
@@ -145,7 +150,7 @@ Tensor mapInterval3(const OpArgs& args, const Tensor& a, const Tensor& b, const 
   std::int64_t off[3];
   for (std::int64_t i = 0; i < ix.size(); ++i) {
     ix.offsets(i, off);
-    const Interval r = sanitize(f(a.at(off[0]), b.at(off[1]), c.at(off[2])));
+    const Interval r = tensorElement(f(a.at(off[0]), b.at(off[1]), c.at(off[2])));
     lo[static_cast<std::size_t>(i)] = r.lo;
     hi[static_cast<std::size_t>(i)] = r.hi;
   }

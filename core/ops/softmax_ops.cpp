@@ -106,8 +106,9 @@ double divDownSafe(double a, double b) {  // a, b >= 0
   return div_down(a, b);
 }
 
-/// Encloses softmax (log == false) or log-softmax of one row of interval inputs under the model.
-void rowInterval(const std::vector<Interval>& x, const Model& m, bool log, std::vector<Interval>& y) {
+/// Encloses softmax (log == false) or log-softmax of one row of finite interval inputs.
+void rowIntervalFinite(const std::vector<Interval>& x, const Model& m, bool log,
+                       std::vector<Interval>& y) {
   const std::size_t n = x.size();
   y.assign(n, entireInterval());
   if (n == 0) return;
@@ -203,6 +204,34 @@ void rowInterval(const std::vector<Interval>& x, const Model& m, bool log, std::
   }
 }
 
+/// Encloses softmax (log == false) or log-softmax of one row under the model. Entries that are
+/// exactly −inf (a causal or padding mask) are taken out of the row: fl(−inf − m) = −inf and
+/// exp(−inf) = 0 exactly in IEEE 754 (§9.2 special cases), and adding an exact 0 to a sum is
+/// exact, so they give exactly 0 (log-softmax: −inf) and leave the other entries' bounds as for
+/// the shorter row. Any other non-finite entry, or a row that is all −inf (NaN in PyTorch), gives
+/// no bound (the entire line).
+void rowInterval(const std::vector<Interval>& x, const Model& m, bool log, std::vector<Interval>& y) {
+  const std::size_t n = x.size();
+  std::vector<Interval> kept;
+  std::vector<std::size_t> where;
+  kept.reserve(n);
+  where.reserve(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (x[j].lo == -kInf && x[j].hi == -kInf) continue;
+    kept.push_back(x[j]);
+    where.push_back(j);
+  }
+  if (kept.empty() || kept.size() == n) {
+    rowIntervalFinite(x, m, log, y);
+    return;
+  }
+  std::vector<Interval> part;
+  rowIntervalFinite(kept, m, log, part);
+  const Interval masked = log ? Interval{-kInf, -kInf} : Interval{0.0, 0.0};
+  y.assign(n, masked);
+  for (std::size_t k = 0; k < kept.size(); ++k) y[where[k]] = part[k];
+}
+
 /// One random execution of softmax / log-softmax on a row.
 void rowRandom(const std::vector<double>& x, const Model& m, bool log, std::mt19937_64& rng,
                std::vector<double>& y) {
@@ -219,7 +248,8 @@ void rowRandom(const std::vector<double>& x, const Model& m, bool log, std::mt19
   const int pubExp = publishedUlps(LibmFn::Exp, m.c);
   for (std::size_t j = 0; j < n; ++j) {
     d[j] = roundNearest(x[j] - shift, m.c);
-    e[j] = std::max(0.0, perturbUlps(std::exp(d[j]), pubExp, m.c, rng));
+    // exp(−inf) = 0 exactly in every libm: a masked entry is never perturbed.
+    e[j] = d[j] == -kInf ? 0.0 : std::max(0.0, perturbUlps(std::exp(d[j]), pubExp, m.c, rng));
   }
   std::vector<double> terms = e;
   const double s = randomSum(terms, m.c, rng);

@@ -243,6 +243,9 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
   const std::vector<const OpRule*> rules = rulesFor(program, schedule.order());
   schedule.setInputs(inputs);
   OpContext ctx{options.precision, backend, nullptr};
+  PrecisionModel binary64 = options.precision;
+  binary64.override = Format::Fp64;
+  OpContext ctx64{binary64, backend, nullptr};
 
   const std::size_t forward = schedule.order().size();
   const std::size_t total = 2 * forward;
@@ -306,6 +309,21 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
           if (std::isnan(t)) t = HUGE_VAL;
           b.bound += t;
           b.sumSquares += t * t;
+        }
+      }
+      // The binary64 point evaluation's own rounding, to first order: same adjoints, the local
+      // bounds of an fp64 execution (it is one: every point rule computes in binary64 or wider).
+      const std::vector<Tensor> local64 =
+          guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx64); });
+      checkResults(node, local64, "localError");
+      for (std::size_t k = 0; k < outputs.size(); ++k) {
+        if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
+        const auto g = outAdj[k]->values();
+        const auto r = local64[k].hi();
+        for (std::size_t e = 0; e < g.size(); ++e) {
+          if (g[e] == 0) continue;
+          const double t = std::abs(g[e]) * r[e];
+          out.pointBound += std::isnan(t) ? HUGE_VAL : t;
         }
       }
       out.bound += b.bound;

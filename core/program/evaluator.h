@@ -98,6 +98,7 @@ struct FirstOrderResult {
   double loss = 0;                  ///< the point (binary64) value of the loss output
   double bound = 0;                 ///< Σ over nodes of NodeBudget::bound
   double sumSquares = 0;            ///< Σ over nodes of NodeBudget::sumSquares
+  double pointBound = 0;            ///< first-order bound of `loss`'s own binary64 rounding
   std::vector<NodeBudget> nodes;    ///< every evaluated node with a floating output, program order
   std::size_t nodesEvaluated = 0;   ///< forward nodes run after pruning
 };
@@ -112,7 +113,9 @@ EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& ba
                     const EvalOptions& options = {});
 
 /// Evaluates the loss output (options.outputs.front(), default "loss") in point arithmetic and
-/// runs the reverse pass; returns the per-node first-order terms. options.domain is ignored.
+/// runs the reverse pass; returns the per-node first-order terms under options.precision and, with
+/// the same adjoints, the first-order bound of the binary64 evaluation itself (pointBound).
+/// options.domain is ignored.
 /// Throws EvaluationError (also for an op without vjp/localError support) or Cancelled.
 FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inputs,
                                     Backend& backend, const EvalOptions& options = {});

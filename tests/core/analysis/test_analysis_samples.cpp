@@ -186,14 +186,17 @@ class TestAnalysisSamples : public QObject {
                  (where + " escape the interval envelope").c_str());
         QVERIFY2(fo.lo <= spread.lo && spread.hi <= fo.hi,
                  (where + " escape the first-order envelope").c_str());
-        // The binary64 allowance of the first-order method covers the binary64 first-order bound.
+        // The radius includes the binary64 evaluation's own first-order bound, computed with the
+        // same adjoints; it is the bound of an fp64 run (a model override checks the same number).
         EvalOptions e64;
         e64.precision.override = Format::Fp64;
         const FirstOrderResult b64 = evaluateFirstOrder(*program, inputs, *backend, e64);
-        const double allowance = fo.bound * binary64Allowance(*program, PrecisionModel{});
-        QVERIFY2(b64.bound <= allowance, (where + ": binary64 bound " + std::to_string(b64.bound) +
-                                          " > allowance " + std::to_string(allowance))
-                                             .c_str());
+        QVERIFY2(b64.bound > 0 && std::abs(b64.bound - fo.pointBound) <= 1e-12 * b64.bound,
+                 (where + ": pointBound " + std::to_string(fo.pointBound) +
+                  " differs from the fp64 first-order bound " + std::to_string(b64.bound))
+                     .c_str());
+        QVERIFY2(fo.hi - fo.lo >= 2 * (fo.bound + fo.pointBound),
+                 (where + ": the first-order radius lacks the binary64 term").c_str());
         for (const auto& [name, env] : {std::pair{"interval", iv}, std::pair{"first-order", fo},
                                         std::pair{"probabilistic", pr}}) {
           const double h = (env.hi - env.lo) / 2;
@@ -204,7 +207,7 @@ class TestAnalysisSamples : public QObject {
               h / half, half / std::abs(centre));
         }
         qInfo("%-17s step %2lld binary64 first-order bound / fp32 bound = %.3g", sample,
-              static_cast<long long>(step), b64.bound / fo.bound);
+              static_cast<long long>(step), fo.pointBound / fo.bound);
       }
     }
   }
