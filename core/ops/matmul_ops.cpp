@@ -156,7 +156,7 @@ bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in, std:
     if (!std::isfinite(x.lo) || !std::isfinite(x.hi)) return false;
     const double m = midpoint(x);
     // RN differences, then one ulp up (plus the smallest subnormal) bound the exact ones.
-    const double r = std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
+    const double r = x.lo == x.hi ? 0.0 : std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
     mid[static_cast<std::size_t>(i)] = m;
     rad[static_cast<std::size_t>(i)] = r;
     if (r != 0.0) isPoint = false;
@@ -213,7 +213,8 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
   // kRadInflate >= (1 - u)^-8 and the floor kRadFloor >= 8·2^-1075. Only the final endpoints
   // g1 ∓ rad use directed rounding.
   constexpr double kRadInflate = 1.0 + 0x1p-45;
-  constexpr double kRadFloor = 0x1p-1060;
+  // k = 0: every term is an exact 0 (the empty product), so no underflow floor either.
+  const double kRadFloor = k == 0 ? 0.0 : 0x1p-1060;
   const double cMid = mul_up(g64, up);          // γ_k^64 / (1 - γ_k)
   const double cAcc = mul_up(mul_up(gAcc, absAlpha), up);
   const double cEtaMid = add_up(mul_up(kEta, g64), kEta);
