@@ -144,7 +144,8 @@ LB_HD inline Interval mul(Interval x, Interval y) {
   // and `&`, not `||` and `&&`: the signs of data make unpredictable branches.
   double lo, hi;
   const bool xs = (x.lo >= 0.0) | (x.hi <= 0.0), ys = (y.lo >= 0.0) | (y.hi <= 0.0);  // one sign
-  const bool finite = (x.lo > -inf()) & (x.hi < inf()) & (y.lo > -inf()) & (y.hi < inf());
+  const double big = inf();  // a constant, so the `&` below have no calls (clang's -Wbitwise-…)
+  const bool finite = (x.lo > -big) & (x.hi < big) & (y.lo > -big) & (y.hi < big);
   if (finite & xs & ys) {
     const bool xn = x.hi <= 0.0, yn = y.hi <= 0.0;
     lo = mul_down(pick(yn, x.hi, x.lo), pick(xn, y.hi, y.lo));
@@ -213,7 +214,8 @@ LB_HD inline Interval div(Interval x, Interval y) {
   // Then the extremes are two known endpoint quotients, selected by sign without branches
   // (y > 0, x >= 0: lo/hi and hi/lo; y > 0, x <= 0: lo/lo and hi/hi; y < 0: mirrored); `|` and
   // `&` rather than `||` and `&&`, because the signs of data make unpredictable branches.
-  const bool finite = (x.lo > -inf()) & (x.hi < inf()) & (y.lo > -inf()) & (y.hi < inf());
+  const double big = inf();  // a constant, so the `&` below have no calls (clang's -Wbitwise-…)
+  const bool finite = (x.lo > -big) & (x.hi < big) & (y.lo > -big) & (y.hi < big);
   if (finite & ((y.lo > 0.0) | (y.hi < 0.0)) & ((x.lo >= 0.0) | (x.hi <= 0.0))) {
     const bool xn = x.hi <= 0.0, yn = y.hi < 0.0;
     return {div_down(pick(yn, x.hi, x.lo), pick(xn, y.lo, y.hi)),
