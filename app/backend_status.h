@@ -1,11 +1,31 @@
 #pragma once
-// One sentence for the status bar, the About box and the CLI: which backend computes and why.
+// Which backend computes and why: one choice for the CLI and the GUI, and one sentence for the
+// status bar, the About box and the CLI.
 
 #include <QString>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
 
 namespace lossbound::app {
 
 /// Returns e.g. "CUDA — NVIDIA A100" or "CPU — no CUDA device: <reason>".
 QString backendStatusLine();
+
+/// The outcome of chooseBackend().
+struct BackendChoice {
+  bool ok = true;      ///< false only for "cuda" without a usable CUDA backend
+  QString error;       ///< why, when !ok
+  std::function<std::unique_ptr<Backend>()> factory;  ///< empty: the analyzer's CPU backends
+  std::string description;  ///< "CUDA — <device>", "CPU", or "CPU — no CUDA device: <reason>"
+};
+
+/// Chooses the backend for `requested` ("auto", "cpu" or "cuda"): CUDA when asked for or when
+/// "auto" and a CUDA backend can really be created (one is created to check, so a device that is
+/// present but unusable falls back with its reason); otherwise the CPU, saying why.
+BackendChoice chooseBackend(const std::string& requested);
 
 }  // namespace lossbound::app

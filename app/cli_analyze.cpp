@@ -312,23 +312,13 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
   // Backend: CUDA only when asked for or available.
   AnalyzerOptions options;
   options.useCache = !p.isSet(noCache);
-  QString reason;
-  const bool cuda = settings.backend != "cpu" && gpu::cudaDeviceAvailable(&reason);
-  if (settings.backend == "cuda" && !cuda) {
-    err << "lossbound-cli analyze: --backend cuda: " << reason << "\n";
+  const BackendChoice backendChoice = chooseBackend(settings.backend);
+  if (!backendChoice.ok) {
+    err << "lossbound-cli analyze: --backend cuda: " << backendChoice.error << "\n";
     return kExitBadInput;
   }
-  if (cuda) {
-    options.backendFactory = [] {
-      QString why;
-      auto b = gpu::createCudaBackend(&why);
-      if (!b) throw std::runtime_error(why.toStdString());
-      return b;
-    };
-    options.backendDescription = backendStatusLine().toStdString();
-  } else if (settings.backend == "auto") {
-    options.backendDescription = ("CPU — " + reason).toStdString();
-  }
+  options.backendFactory = backendChoice.factory;
+  options.backendDescription = backendChoice.description;
 
   std::unique_ptr<RunFileReplay> reference, candidate;
   try {

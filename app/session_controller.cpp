@@ -166,24 +166,13 @@ bool SessionController::startAnalysis(const std::vector<std::int64_t>& steps,
     return false;
   }
   AnalyzerOptions options;
-  QString reason;
-  const bool cuda = settings.backend != "cpu" && gpu::cudaDeviceAvailable(&reason);
-  if (settings.backend == "cuda" && !cuda) {
-    emit analysisFailed(tr("Backend CUDA: %1").arg(reason));
+  const BackendChoice backendChoice = chooseBackend(settings.backend);
+  if (!backendChoice.ok) {
+    emit analysisFailed(tr("Backend CUDA: %1").arg(backendChoice.error));
     return false;
   }
-  if (cuda) {
-    options.backendFactory = [] {
-      QString why;
-      auto b = gpu::createCudaBackend(&why);
-      if (!b) throw std::runtime_error(why.toStdString());
-      return b;
-    };
-    options.backendDescription = backendStatusLine().toStdString();
-  } else {
-    options.backendDescription =
-        (settings.backend == "cpu" ? QStringLiteral("CPU") : backendStatusLine()).toStdString();
-  }
+  options.backendFactory = backendChoice.factory;
+  options.backendDescription = backendChoice.description;
 
   mCancel = std::make_shared<std::atomic<bool>>(false);
   const int jobId = ++mJobId;

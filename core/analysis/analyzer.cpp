@@ -21,6 +21,25 @@ namespace lossbound {
 
 namespace {
 
+/// Throws AnalysisError when `node` is not in the candidate's program at `step`, suggesting the
+/// input of the log-softmax (usually the logits) when there is one.
+void checkStartNode(const ReplayRun& candidate, std::int64_t step, const std::string& node) {
+  std::shared_ptr<const Program> program;
+  try {
+    program = candidate.programAt(step);
+  } catch (const std::exception&) {
+    return;  // the replay reports an unreadable program at that step
+  }
+  if (findNode(*program, node) >= 0) return;
+  std::string hint;
+  for (const Node& n : program->nodes)
+    if (n.op.rfind("aten._log_softmax", 0) == 0 && !n.args.empty() &&
+        n.args[0].kind == IrValue::Kind::Ref)
+      hint = " (the log-softmax's input, usually the logits, is '" + n.args[0].ref.name + "')";
+  throw AnalysisError("start node '" + node + "': the candidate's program at step " +
+                      std::to_string(step) + " has no node of that name" + hint);
+}
+
 using Clock = std::chrono::steady_clock;
 
 /// The two replays of a step: the envelope (candidate program on the reference's checkpoint) and
@@ -162,6 +181,7 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
   }
 
   checkPairing(reference, candidate, steps);
+  if (!settings.startNode.empty()) checkStartNode(candidate, steps.front(), settings.startNode);
 
   AnalysisReport report;
   report.referenceName = reference.name();
@@ -277,9 +297,11 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
     // One single-threaded backend per worker when steps run in parallel: no oversubscription.
     if (workers > 1 && !mOptions.backendFactory) omp_set_num_threads(1);
     std::unique_ptr<Backend> backend;
+    std::string backendError = "no compute backend could be created";
     try {
       backend = mOptions.backendFactory ? mOptions.backendFactory() : createCpuBackend();
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      backendError = std::string("no compute backend could be created: ") + e.what();
     }
     {
       std::lock_guard lock(mutex);
@@ -296,7 +318,7 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
       if (!backend) {
         PartResult pr;
         pr.finished = true;
-        pr.error = "no compute backend could be created";
+        pr.error = backendError;
         std::lock_guard lock(mutex);
         parts[job.slot][job.part == Part::Main ? 0 : 1] = std::move(pr);
         if (parts[job.slot][0].finished && parts[job.slot][1].finished)
@@ -346,6 +368,7 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
       r.budget = budgetShares(terms);
       classifyStep(r, rigorous);
       std::string note = m.note;
+      if (!r.note.empty()) note += (note.empty() ? "" : " ") + r.note;
       if (r.verdict == StepVerdict::BugLikely && m.confirmed) {
         if (!insideEnvelope(r.referenceLoss, m.rigorous.lo, m.rigorous.hi)) {
           r.verdict = StepVerdict::BugCertain;

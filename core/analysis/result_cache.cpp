@@ -27,6 +27,9 @@ namespace {
 
 constexpr const char* kFormat = "lossbound-results-cache";
 constexpr int kFormatVersion = 1;
+/// Part of every key: bump it whenever an op rule, an envelope method or a verdict rule changes
+/// what an analysis returns, so that caches written before are recomputed, not trusted.
+constexpr int kEngineRevision = 2;
 
 /// Closes an HDF5 handle with its own close function when it goes out of scope.
 class H5Id {
@@ -240,6 +243,7 @@ std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& ref
   QJsonObject key;
   key[QStringLiteral("cache_format_version")] = kFormatVersion;
   key[QStringLiteral("lossbound_version")] = QStringLiteral(LOSSBOUND_VERSION);
+  key[QStringLiteral("engine_revision")] = kEngineRevision;
   key[QStringLiteral("settings")] = s;
   key[QStringLiteral("reference")] = ident(reference);
   key[QStringLiteral("candidate")] = ident(candidate);

@@ -56,6 +56,16 @@ void classifyStep(StepResult& r, bool rigorous) {
   r.margin = envelopeMargin(r.referenceLoss, r.lo, r.hi);
   r.selfCheckPassed = insideEnvelope(r.candidateLoss, r.selfLo, r.selfHi);
   r.verdict = decideVerdict(bounded, r.selfCheckPassed, r.inside, rigorous);
+  // Inside an envelope with an infinite endpoint proves nothing: an op's bound overflowed or an
+  // input was not finite. An exit beyond a finite endpoint still stands.
+  if (r.verdict == StepVerdict::Rounding && (std::isinf(r.lo) || std::isinf(r.hi))) {
+    r.verdict = StepVerdict::NotBounded;
+    if (!r.note.empty()) r.note += " ";
+    r.note +=
+        "The envelope is unbounded ([" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+        "]): a bound overflowed on the way to the loss, so rounding cannot be confirmed; try "
+        "another method or start the interval at a later node.";
+  }
 }
 
 void markNotBounded(StepResult& r, const std::string& reason) {

@@ -38,6 +38,7 @@ StepVerdict decideVerdict(bool bounded, bool selfCheckPassed, bool inside, bool 
 
 /// Fills `inside`, `margin`, `selfCheckPassed` and `verdict` of r from its lo/hi, selfLo/selfHi,
 /// referenceLoss and candidateLoss. `rigorous` says whether [lo, hi] is a guarantee (isRigorous).
+/// A reference inside an envelope with an infinite endpoint is not bounded (reason in r.note).
 void classifyStep(StepResult& r, bool rigorous);
 
 /// Marks r as not bounded for `reason` (the envelope becomes NaN, inside false).

@@ -136,6 +136,22 @@ class TestAnalysisLogic : public QObject {
     QVERIFY(!r.selfCheckPassed);
     QCOMPARE(r.verdict, StepVerdict::Untrustworthy);
 
+    // An unbounded envelope proves no rounding (an overflowed bound); an exit beyond its finite
+    // endpoint still counts.
+    r.candidateLoss = 1.5;
+    r.note.clear();
+    r.lo = -std::numeric_limits<double>::infinity();
+    r.hi = std::numeric_limits<double>::infinity();
+    r.selfLo = r.lo;
+    r.selfHi = r.hi;
+    classifyStep(r, true);
+    QCOMPARE(r.verdict, StepVerdict::NotBounded);
+    QVERIFY(r.note.find("unbounded") != std::string::npos);
+    r.lo = 3.0;
+    r.note.clear();
+    classifyStep(r, true);
+    QCOMPARE(r.verdict, StepVerdict::BugCertain);
+
     markNotBounded(r, "unsupported op: aten.foo.default (node foo)");
     QCOMPARE(r.verdict, StepVerdict::NotBounded);
     QVERIFY(!r.inside);

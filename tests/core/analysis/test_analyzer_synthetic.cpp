@@ -245,9 +245,13 @@ class TestAnalyzerSynthetic : public QObject {
     AnalysisSettings node;
     node.method = EnvelopeMethod::Interval;
     node.startNode = "no_such_node";
-    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), node);
-    QCOMPARE(r.steps[0].verdict, StepVerdict::NotBounded);
-    QVERIFY2(r.steps[0].note.find("no_such_node") != std::string::npos, r.steps[0].note.c_str());
+    // An unknown start node is bad usage, refused before any replay, naming the node.
+    try {
+      Analyzer(opts()).analyse(ref, cand, StepSelection::all(), node);
+      QFAIL("unknown start node accepted");
+    } catch (const AnalysisError& e) {
+      QVERIFY2(std::string(e.what()).find("'no_such_node'") != std::string::npos, e.what());
+    }
   }
 
   void startNode_notRigorous() {
