@@ -36,21 +36,43 @@ LB_HD inline FormatSpec formatSpec(Format f) {
   return {53, -1022, 1023};
 }
 
+// The three constants below are looked up, not computed with ldexp: they sit in per-element loops
+// of the op rules. test_precision checks them against their definitions from formatSpec().
+
 /// Returns the unit roundoff u = 2^-p of round-to-nearest in format f.
 LB_HD inline double unitRoundoff(Format f) {
-  return ::ldexp(1.0, -formatSpec(f).precision);
+  switch (f) {
+    case Format::Fp64: return 0x1p-53;
+    case Format::Fp32: return 0x1p-24;
+    case Format::Tf32: return 0x1p-11;
+    case Format::Bf16: return 0x1p-8;
+    case Format::Fp16: return 0x1p-11;
+  }
+  return 0x1p-53;
 }
 
 /// Returns the smallest positive subnormal 2^(emin - p + 1) of format f.
 LB_HD inline double smallestSubnormal(Format f) {
-  const FormatSpec s = formatSpec(f);
-  return ::ldexp(1.0, s.emin - s.precision + 1);
+  switch (f) {
+    case Format::Fp64: return 0x1p-1074;
+    case Format::Fp32: return 0x1p-149;
+    case Format::Tf32: return 0x1p-136;
+    case Format::Bf16: return 0x1p-133;
+    case Format::Fp16: return 0x1p-24;
+  }
+  return 0x1p-1074;
 }
 
 /// Returns the largest finite value (2 - 2^(1-p)) * 2^emax of format f.
 LB_HD inline double largestFinite(Format f) {
-  const FormatSpec s = formatSpec(f);
-  return ::ldexp(2.0 - ::ldexp(1.0, 1 - s.precision), s.emax);
+  switch (f) {
+    case Format::Fp64: return 0x1.fffffffffffffp+1023;
+    case Format::Fp32: return 0x1.fffffep+127;
+    case Format::Tf32: return 0x1.ffcp+127;
+    case Format::Bf16: return 0x1.fep+127;
+    case Format::Fp16: return 0x1.ffcp+15;
+  }
+  return 0x1.fffffffffffffp+1023;
 }
 
 /// How a value is rounded into a format.
@@ -63,6 +85,17 @@ LB_HD inline double roundToFormat(double x, Format f, RoundingDirection dir) {
   if (f == Format::Fp64 || x != x || x == 0.0 || x == interval_detail::inf() ||
       x == -interval_detail::inf())
     return x;
+#if !defined(__CUDA_ARCH__)
+  if (f == Format::Fp32 && (x < 0.0 ? -x : x) <= 0x1.fffffep+127) {
+    // The conversion to float rounds to nearest (ties to even) in every range, subnormals
+    // included; a directed result is that value or the float next to it toward x.
+    const float r = static_cast<float>(x);
+    const double rd = static_cast<double>(r);
+    if (dir == RoundingDirection::Down && rd > x) return static_cast<double>(::nextafterf(r, -HUGE_VALF));
+    if (dir == RoundingDirection::Up && rd < x) return static_cast<double>(::nextafterf(r, HUGE_VALF));
+    return rd;
+  }
+#endif
   const FormatSpec s = formatSpec(f);
   const bool negative = x < 0.0;
   double a = negative ? -x : x;

@@ -240,6 +240,14 @@ class TestPrecision : public QObject {
     QCOMPARE(lossbound::largestFinite(Format::Fp64), DBL_MAX);
     QCOMPARE(lossbound::unitRoundoff(Format::Bf16), std::ldexp(1.0, -8));
     QCOMPARE(lossbound::unitRoundoff(Format::Fp16), std::ldexp(1.0, -11));
+    // The looked-up constants equal their definitions from formatSpec() for every format.
+    for (Format f : {Format::Fp64, Format::Fp32, Format::Tf32, Format::Bf16, Format::Fp16}) {
+      const FormatSpec s = lossbound::formatSpec(f);
+      QCOMPARE(lossbound::unitRoundoff(f), std::ldexp(1.0, -s.precision));
+      QCOMPARE(lossbound::smallestSubnormal(f), std::ldexp(1.0, s.emin - s.precision + 1));
+      QCOMPARE(lossbound::largestFinite(f),
+               std::ldexp(2.0 - std::ldexp(1.0, 1 - s.precision), s.emax));
+    }
   }
 };
 
