@@ -340,15 +340,23 @@ Binary fixedBinary(const OpArgs&) {
 }  // namespace
 
 void registerActivationOps(OpRegistry& r) {
-  r.add("aten.relu", reluRule());
+  // In-place variants (relu_ sigmoid_ tanh_) have the rules of their out-of-place forms: the
+  // evaluator gives every node a fresh value (as for add_, exp_).
+  const auto relu = reluRule();
+  r.add("aten.relu", relu);
+  r.add("aten.relu_.default", relu);
   r.add("aten.threshold_backward", thresholdBackwardRule());
   r.add("aten.gelu", unaryRule(geluKind));
   r.add("aten.gelu_backward", binaryRule(geluBackwardKind));
   r.add("aten.silu", unaryRule(fixedUnary<Unary::Silu>));
   r.add("aten.silu_backward", binaryRule(fixedBinary<Binary::SiluBackward>));
-  r.add("aten.sigmoid", unaryRule(fixedUnary<Unary::Sigmoid>));
+  const auto sigmoid = unaryRule(fixedUnary<Unary::Sigmoid>);
+  r.add("aten.sigmoid", sigmoid);
+  r.add("aten.sigmoid_.default", sigmoid);
   r.add("aten.sigmoid_backward", binaryRule(fixedBinary<Binary::SigmoidBackward>));
-  r.add("aten.tanh", unaryRule(fixedUnary<Unary::Tanh>));
+  const auto tanh = unaryRule(fixedUnary<Unary::Tanh>);
+  r.add("aten.tanh", tanh);
+  r.add("aten.tanh_.default", tanh);
   r.add("aten.tanh_backward", binaryRule(fixedBinary<Binary::TanhBackward>));
 }
 

@@ -1,5 +1,5 @@
 // Elementwise ops: arithmetic (tensor and scalar forms, alpha, in-place variants), exp log sqrt
-// rsqrt pow reciprocal abs neg, comparisons, logical ops, where, masked_fill, clamp.
+// rsqrt pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons, logical ops, where, masked_fill, clamp.
 //
 // Error model of "any reasonable implementation" (PyTorch CPU/CUDA kernels):
 // - + − × ÷ sqrt are correctly rounded in the compute format C (fp32 "opmath" for bf16/fp16/fp32
@@ -16,6 +16,7 @@
 
 #include "core/interval/elementary.h"
 #include "core/ops/families.h"
+#include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
@@ -469,6 +470,63 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
   return makeRule(std::move(f));
 }
 
+// pow.Scalar: a ** x for a Python scalar base a and a tensor exponent x. PyTorch 1.13 calls
+// pow(wrapped_scalar_tensor(a), x) (base 1: full_like(x, 1)), so the base reaches the kernel as
+// a, RN_fp32(a) (CUDA opmath) or RN_F(a) (CPU scalar_t): the enclosure of scalarEnclosure.
+std::shared_ptr<const OpRule> powScalarBaseRule() {
+  // Encloses {b^x : b in B, x in X} exactly: exp(x·ln b) for b > 0 (interval arithmetic covers the
+  // monotone pieces); a base that may be <= 0 is bounded only for a point integer exponent.
+  auto exact = [](Interval b, Interval x) {
+    if (b.lo == 1.0 && b.hi == 1.0) return Interval{1.0, 1.0};
+    if (b.lo > 0.0) return exp(mul(x, log(b)));
+    if (x.lo == x.hi && x.lo == std::floor(x.lo)) return UnaryRule::powExact(b, x.lo);
+    return entireInterval();  // a negative base with a fractional exponent is NaN
+  };
+  auto fns = std::make_shared<RuleFns>();
+  fns->point = [](const OpArgs& a, OpContext&) {
+    const double base = a.numberArg(0, "self");
+    return std::vector<Tensor>{mapPoint(a.tensor(1), a.outSpec().dtype, [&](double x) { return std::pow(base, x); })};
+  };
+  fns->interval = [exact](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const double base = a.numberArg(0, "self");
+    const Interval b = isIntegral(t) ? point(base) : scalarEnclosure(base, fo);
+    return std::vector<Tensor>{mapInterval(a.tensor(1), t, [&](Interval x) {
+      const Interval e = exact(b, x);
+      if (isIntegral(t) || (b.lo == 1.0 && b.hi == 1.0)) return e;
+      // The candidate's libm pow in c within modelUlps (op_support.h table), then stored in fo.
+      return libmEnclosure(e, LibmFn::Pow, c, fo);
+    })};
+  };
+  fns->random = [](const OpArgs& a, OpContext& ctx) {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const double base = a.numberArg(0, "self");
+    if (isIntegral(t) || base == 1.0) return std::vector<Tensor>{mapPoint(a.tensor(1), t, [&](double x) { return std::pow(base, x); })};
+    const double b = randomScalar(base, fo, *ctx.rng);
+    return std::vector<Tensor>{mapPoint(a.tensor(1), t, [&](double x) {
+      return libmRandom(std::pow(b, x), LibmFn::Pow, c, fo, *ctx.rng);
+    })};
+  };
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    // d(a^x)/dx = a^x·ln a (a > 0; PyTorch's pow backward, 0 for other bases here).
+    const double base = a.numberArg(0, "self");
+    const Tensor& x = a.tensor(1);
+    const Tensor d = mapPoint2(a, g[0], x, x.dtype(), [&](double gv, double xv) {
+      return base > 0.0 ? gv * std::pow(base, xv) * std::log(base) : 0.0;
+    });
+    return std::vector<std::optional<Tensor>>{gradFor(x, d)};
+  };
+  // The enclosure on exact inputs includes the base's cast to fo, which a ulp model of y alone
+  // would miss (|x|·u_F relative): localError is its distance to the point value.
+  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
+    return nn::localErrorVia(*fns, a, o, ctx);
+  };
+  return makeRule(*fns);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Comparisons and logical ops (exact; uncertain outcomes are [0, 1])
 
@@ -797,6 +855,7 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add("aten.pow.Tensor_Scalar", unaryRule(Unary::PowScalar));
   r.add("aten.pow_.Scalar", unaryRule(Unary::PowScalar));
   r.add("aten.pow.Tensor_Tensor", powTensorTensorRule());
+  r.add("aten.pow.Scalar", powScalarBaseRule());
 
   const std::pair<const char*, Cmp> cmps[] = {{"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt},
                                               {"gt", Cmp::Gt}, {"le", Cmp::Le}, {"ge", Cmp::Ge}};

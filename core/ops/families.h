@@ -5,21 +5,23 @@ namespace lossbound {
 
 class OpRegistry;
 
-/// add sub mul div neg rsub (tensor and scalar forms, in-place variants), exp log sqrt rsqrt pow,
+/// add sub mul div neg rsub (tensor and scalar forms, in-place variants), exp log sqrt rsqrt pow
+/// (Tensor_Scalar, Tensor_Tensor, Scalar),
 /// comparisons (eq ne lt gt le ge), bitwise_not, where, masked_fill, clone/detach-like identities.
 void registerElementwiseOps(OpRegistry& r);
-/// mm addmm bmm (midpoint–radius interval matmul on the Backend).
+/// mm addmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
 void registerMatmulOps(OpRegistry& r);
 /// sum (all forms) mean amax.
 void registerReductionOps(OpRegistry& r);
 /// view _unsafe_view _reshape_alias expand t transpose permute slice slice_backward select
-/// unsqueeze squeeze cat split clone detach lift_fresh_copy _to_copy tril.
+/// unsqueeze squeeze squeeze_ cat split clone detach lift_fresh_copy _to_copy tril.
 void registerViewOps(OpRegistry& r);
 /// ones zeros full ones_like zeros_like full_like arange scalar_tensor fill_.
 void registerCreationOps(OpRegistry& r);
 /// addcmul addcdiv lerp (SGD and AdamW updates).
 void registerOptimizerOps(OpRegistry& r);
-/// relu threshold_backward gelu gelu_backward silu sigmoid tanh and their backward ops.
+/// relu threshold_backward gelu gelu_backward silu sigmoid tanh, their backward ops, and
+/// relu_ sigmoid_ tanh_.
 void registerActivationOps(OpRegistry& r);
 /// _softmax _softmax_backward_data _log_softmax _log_softmax_backward_data.
 void registerSoftmaxOps(OpRegistry& r);

@@ -3,13 +3,17 @@
 // (N, d1, ...) (nll_loss2d); reduction 0 = none, 1 = mean, 2 = sum; ignore_index; weight None or
 // a (C) tensor. Outputs of the forward op: (output, total_weight).
 //
-// Error model ("any reasonable implementation", PyTorch 1.13 CPU/CUDA kernels), in the
-// accumulation format c (fp32 for fp32/bf16/fp16, fp64 for fp64), stored in s:
-//  - each kept term is −w_t·x[n, t] (one rounding in c when a weight is given, exact without);
-//  - output (sum) = Σ terms in any order and bracketing: |error| ≤ γ_m Σ|w x| + m·η_c
-//    (Higham 2002, eq. 3.5; without weights γ_{m−1}Σ|x|, eq. 4.4), m = number of kept terms;
-//  - total_weight = Σ w_t in any order (γ_{m−1}Σ|w|; exact for counts below 2^24);
-//  - mean = fl_c(sum / total_weight) (one rounding); all-ignored mean is 0/0 = NaN: the
+// Error model ("any reasonable implementation", PyTorch 1.13 CPU/CUDA kernels), stored in s.
+// The CUDA kernels accumulate in c = acc_type (fp32 for fp32/bf16/fp16, fp64 for fp64); the CPU
+// kernels (aten/src/ATen/native/LossNLL.cpp nll_loss_out_frame, LossNLL2d.cpp) keep their cascade
+// partial sums in scalar_t, i.e. in s, and without weights divide by static_cast<scalar_t>(count)
+// (bf16 counts above 256 are not exact). Both are enclosed, with a = the coarser of c and s:
+//  - each kept term is −w_t·x[n, t] (one rounding in c or s when a weight is given, exact without);
+//  - output (sum) = Σ terms in any order and bracketing in c or s: |error| ≤ γ_m^a Σ|w x| + m·η_a
+//    (Higham 2002, eq. 3.5; without weights γ_{m−1}^a Σ|x|, eq. 4.4), m = number of kept terms
+//    (γ^a is infinite once m·u_a ≥ 1: bf16 with 256 or more kept targets is unbounded);
+//  - total_weight = Σ w_t in any order in c or s (γ_{m−1}^a Σ|w|), or RN_s(count) without weights;
+//  - mean = fl(sum / total_weight) in c, then s; all-ignored mean is 0/0 = NaN: the
 //    enclosure is then the entire line (nothing can be said about a NaN);
 //  - backward: grad_input[n, t] = −w_t·g / total_weight computed as (−w)·fl(g / tw) (CPU) or
 //    fl(−w·g) / tw, two roundings in c, then stored in s; every other element is exactly 0.
@@ -134,7 +138,10 @@ std::shared_ptr<const OpRule> forwardRule() {
     const Format s0 = outFormat(a, ctx, 0);
     const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
     const Format c = accumulationFormat(ctx.precision, t0);
-    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    // The CPU kernel accumulates in s0 (coarser than c for bf16/fp16): bound with the coarser.
+    const bool storageAcc = unitRoundoff(s0) > unitRoundoff(c);
+    const Format acc = storageAcc ? s0 : c;
+    const double u = unitRoundoff(acc) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
     const IntervalDomain d{c};
     Interval sum{0.0, 0.0}, tw{0.0, 0.0};
     double absSum = 0.0, absW = 0.0;
@@ -157,15 +164,18 @@ std::shared_ptr<const OpRule> forwardRule() {
                                  intervalScalar({0.0, 0.0}, t1)};
     const auto m = static_cast<std::int64_t>(l.kept.size());
     // Order-free sums (Higham 2002, eq. 3.5 with weights, eq. 4.4 without).
-    const double es = w ? dotErrorBound(m, absSum, u, smallestSubnormal(c)) : sumErrorBound(m, absSum, u);
+    const double eta = std::fmax(smallestSubnormal(c), smallestSubnormal(acc));
+    const double es = w ? dotErrorBound(m, absSum, u, eta) : sumErrorBound(m, absSum, u);
     const double ew = sumErrorBound(m, absW, u);
+    // Values in acc are values in c, so rounding outward to c keeps the storage-format results.
     const Interval sumC = d.round({sub_down(sum.lo, es), add_up(sum.hi, es)});
-    const Interval twC = d.round({sub_down(tw.lo, ew), add_up(tw.hi, ew)});
+    Interval twC = d.round({sub_down(tw.lo, ew), add_up(tw.hi, ew)});
+    if (!w) twC = hull(twC, roundOutward(tw, s0));  // static_cast<scalar_t>(count) (CPU)
     Interval out;
     if (l.reduction == kSum) out = sumC;
     else if (twC.lo <= 0.0 && twC.hi >= 0.0) out = entireInterval();  // 0/0 or unbounded
     else out = d.div(sumC, twC);
-    if (!(add_up(absSum, es) < largestFinite(c))) out = entireInterval();  // partial sums may overflow
+    if (!(add_up(absSum, es) < largestFinite(acc))) out = entireInterval();  // partial sums may overflow
     return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0), intervalScalar(roundOutward(twC, s1), t1)};
   };
   fns->random = [](const OpArgs& a, OpContext& ctx) {
@@ -175,7 +185,10 @@ std::shared_ptr<const OpRule> forwardRule() {
     const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
     const Format s0 = outFormat(a, ctx, 0);
     const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
-    const Format c = accumulationFormat(ctx.precision, t0);
+    // Half of the executions model the CPU kernel: products, partial sums and the count in s0.
+    const bool storageAcc = unitRoundoff(s0) > unitRoundoff(accumulationFormat(ctx.precision, t0)) &&
+                            ((*ctx.rng)() & 1) != 0;
+    const Format c = storageAcc ? s0 : accumulationFormat(ctx.precision, t0);
     std::vector<double> terms, ws, none(static_cast<std::size_t>(l.outCount), 0.0);
     for (const Entry& e : l.kept) {
       const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
@@ -188,7 +201,8 @@ std::shared_ptr<const OpRule> forwardRule() {
     if (l.reduction == kNone)
       return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)), Tensor::scalar(0.0, t1)};
     const double sum = randomSum(terms, c, *ctx.rng);
-    const double tw = randomSum(ws, c, *ctx.rng);
+    const double tw = storageAcc && !w ? roundNearest(static_cast<double>(ws.size()), s0) : randomSum(ws, c, *ctx.rng);
+    // fl_s(a / b) of two s values: computed in fp32, then rounded (innocuous, Figueroa 1995).
     const double out = l.reduction == kSum ? sum : roundNearest(sum / tw, c);
     return std::vector<Tensor>{Tensor::scalar(roundNearest(out, s0), t0), Tensor::scalar(roundNearest(tw, s1), t1)};
   };

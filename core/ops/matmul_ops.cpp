@@ -1,4 +1,4 @@
-// Matrix products: mm, addmm, bmm, matmul (1-D/2-D/N-D with batch broadcasting), dot.
+// Matrix products: mm, addmm, bmm, mv, matmul (1-D/2-D/N-D with batch broadcasting), dot.
 //
 // Error model of "any reasonable implementation": the inputs are rounded to the matmul input
 // format (tf32, or the storage format) with any direction (round-to-nearest, or truncation on
@@ -323,7 +323,7 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
 // ---------------------------------------------------------------------------------------------
 // Rules
 
-enum class Kind { Mm, Bmm, Matmul, Dot, Addmm };
+enum class Kind { Mm, Bmm, Mv, Matmul, Dot, Addmm };
 
 struct MatmulRule {
   Kind kind;
@@ -338,6 +338,11 @@ struct MatmulRule {
       case Kind::Addmm: checkRanks(a, x, y, 2, false); break;
       case Kind::Bmm: checkRanks(a, x, y, 3, true); break;
       case Kind::Dot: checkRanks(a, x, y, 1, false); break;
+      case Kind::Mv:
+        if (x.rank() != 2 || y.rank() != 1)
+          a.fail("expected a 2-D matrix and a 1-D vector, found shapes " + shapeString(x.shape()) +
+                 " and " + shapeString(y.shape()));
+        break;
       case Kind::Matmul: break;
     }
     return planMatmul(a, x.shape(), y.shape());
@@ -483,6 +488,7 @@ void registerMatmulOps(OpRegistry& r) {
   r.add("aten.bmm.default", matmulRule(Kind::Bmm));
   r.add("aten.matmul.default", matmulRule(Kind::Matmul));
   r.add("aten.dot.default", matmulRule(Kind::Dot));
+  r.add("aten.mv.default", matmulRule(Kind::Mv));
   r.add("aten.addmm.default", matmulRule(Kind::Addmm));
 }
 

@@ -4,8 +4,10 @@
 // format (fp32 for bf16/fp16, else the output's storage format) in any order and bracketing
 // (cascade, split, atomics, tree reductions), each addition correctly rounded; the result is
 // rounded to the storage format. |fl(Σx) - Σx| <= γ_{n-1} Σ|x_i| for any summation tree
-// (Higham 2002, eq. 4.4; Jeannerod–Rump 2013: (n-1)u suffices). mean divides the rounded sum by n,
-// or multiplies it by RN(1/n): the interval rule takes the hull of both. max/min are exact.
+// (Higham 2002, eq. 4.4; Jeannerod–Rump 2013: (n-1)u suffices). mean divides the sum by n, or
+// multiplies it by RN(1/n), with the sum held in the accumulation format or first rounded to the
+// storage format (PyTorch 1.13 CPU: sum_out into the bf16/fp16 result, then div_(n) — two
+// roundings to storage): the interval rule takes the hull of all four. max/min are exact.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -94,7 +96,10 @@ struct ReduceRule {
         } else if (n == 0) {
           r = entireInterval();  // 0/0: NaN in every implementation
         } else {
-          const Interval sum = roundedSumEnclosure(s, n, acc, acc, ctx.precision.truncatingAccumulation);
+          // Sum kept in acc, or rounded to storage first (torch CPU mean = sum_out + div_).
+          const bool trunc = ctx.precision.truncatingAccumulation;
+          const Interval sum = hull(roundedSumEnclosure(s, n, acc, acc, trunc),
+                                    roundedSumEnclosure(s, n, acc, store, trunc));
           const Interval nn{static_cast<double>(n), static_cast<double>(n)};
           const Interval q1 = roundOutward(div(sum, nn), acc);
           const Interval q2 = roundOutward(mul(sum, roundOutward(div(Interval{1.0, 1.0}, nn), acc)), acc);
@@ -125,6 +130,7 @@ struct ReduceRule {
     std::vector<double> terms, out(l.outer.size());
     const double n = static_cast<double>(l.inner.size());
     const bool recip = (rng() & 1) != 0;
+    const bool sumToStorage = (rng() & 2) != 0;  // torch CPU: sum_out in the output dtype, div_
     for (std::size_t i = 0; i < out.size(); ++i) {
       terms.clear();
       for (std::int64_t off : l.inner) terms.push_back(v[static_cast<std::size_t>(l.outer[i] + off)]);
@@ -135,6 +141,7 @@ struct ReduceRule {
         continue;
       }
       double s = randomSum(terms, acc, rng);
+      if (kind == Kind::Mean && sumToStorage) s = roundNearest(s, store);
       if (kind == Kind::Mean) s = recip ? mulIn(s, roundNearest(1.0 / n, acc), acc) : roundNearest(s / n, acc);
       out[i] = roundNearest(s, store);
     }
@@ -186,8 +193,16 @@ struct ReduceRule {
       // the binary64 reference sum has its own γ_{n-1}^64 error
       double e = add_up(sumErrorBound(n, abs, u), sumErrorBound(n, abs, 0x1p-53));
       const double y = outs[0].values()[i];
-      if (kind == Kind::Mean && n > 0) e = add_up(div_up(e, static_cast<double>(n)), roundingError(y, acc, acc) * 2);
-      if (store != acc) e = add_up(e, roundingError(y, store, store));
+      // Each later rounding acts on a value of magnitude <= |y| + (the error so far).
+      const auto mag = [&] { return add_up(std::fabs(y), e); };
+      if (kind == Kind::Mean && n > 0) {
+        e = div_up(e, static_cast<double>(n));
+        // the sum may be rounded to storage before the division (torch CPU sum_out + div_)
+        if (store != acc) e = add_up(e, roundingError(mag(), store, store));
+        // s / n, or s · RN(1/n): at most two roundings in acc
+        e = add_up(e, mul_up(roundingError(mag(), acc, acc), 2.0));
+      }
+      if (store != acc) e = add_up(e, roundingError(kind == Kind::Mean ? mag() : y, store, store));
       out[i] = e;
     }
     return {Tensor::point(outs[0].shape(), t, std::move(out))};

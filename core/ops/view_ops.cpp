@@ -621,7 +621,9 @@ void registerViewOps(OpRegistry& r) {
   r.add("aten.slice.Tensor", gatherRule(sliceArgGather));
   r.add("aten.select.int", gatherRule([](const OpArgs& a, const Shape& s) { return selectGather(a, s, 1); }));
   r.add("aten.unsqueeze.default", gatherRule(unsqueezeGather));
-  r.add("aten.squeeze.dim", gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); }));
+  const auto squeezeDim = gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
+  r.add("aten.squeeze.dim", squeezeDim);
+  r.add("aten.squeeze_.dim", squeezeDim);  // in place: a fresh value per node, as for tril_
   r.add("aten.squeeze.default", gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
   r.add("aten.slice_backward.default", backwardScatterRule(false));
   r.add("aten.select_backward.default", backwardScatterRule(true));

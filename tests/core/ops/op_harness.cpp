@@ -275,6 +275,26 @@ EnclosureReport checkEnclosure(const OpCase& c, int trials, std::mt19937_64& rng
   return rep;
 }
 
+std::vector<Tensor> intervalOutputs(const OpCase& c) {
+  const OpRule& rule = ruleFor(c.op);
+  OpContext ctx{c.precision, backend(), nullptr};
+  Bound mid(c, midpoints(c.inputs));
+  const std::vector<Tensor> pointOut = rule.point(mid.args(), ctx);
+  Bound box(c, c.inputs);
+  box.setShapes(pointOut);
+  return rule.interval(box.args(), ctx);
+}
+
+std::vector<Tensor> localErrorOutputs(const OpCase& c, std::vector<Tensor>* pointOut) {
+  const OpRule& rule = ruleFor(c.op);
+  OpContext ctx{c.precision, backend(), nullptr};
+  Bound b(c, midpoints(c.inputs));
+  const std::vector<Tensor> out = rule.point(b.args(), ctx);
+  b.setShapes(out);
+  if (pointOut) *pointOut = out;
+  return rule.localError(b.args(), out, ctx);
+}
+
 VjpReport checkVjp(const OpCase& c, std::mt19937_64& rng, int directions, double h) {
   const OpRule& rule = ruleFor(c.op);
   VjpReport rep;

@@ -64,6 +64,11 @@ struct EnclosureReport {
 /// inputs are points.
 EnclosureReport checkEnclosure(const OpCase& c, int trials, std::mt19937_64& rng);
 
+/// Returns the interval rule's outputs for the case (output shapes taken from point()).
+std::vector<Tensor> intervalOutputs(const OpCase& c);
+/// Returns the point rule's outputs and the local error bounds of each (for exact point inputs).
+std::vector<Tensor> localErrorOutputs(const OpCase& c, std::vector<Tensor>* pointOut = nullptr);
+
 /// The result of a finite-difference check of vjp().
 struct VjpReport {
   double maxRelError = 0.0;  ///< max |fd - analytic| / (|fd| + |analytic| + tiny) over checks

@@ -1,5 +1,5 @@
 // Activation op rules (relu threshold_backward gelu gelu_backward silu silu_backward sigmoid
-// sigmoid_backward tanh tanh_backward): per op and precision, 1,000 random cases (shapes with
+// sigmoid_backward tanh tanh_backward relu_ sigmoid_ tanh_): per op and precision, 1,000 random cases (shapes with
 // size-0 and size-1 dims, wide value ranges, point and interval inputs) with zero escapes from
 // the interval rule, |random − point| ≤ localError, and vjp against finite differences.
 #include <QtTest>
@@ -100,6 +100,13 @@ class TestActivationOps : public QObject {
   void tanh() {
     checkAllFormats("tanh", unary("aten.tanh.default"));
     checkVjpCases("tanh", forVjp(unary("aten.tanh.default")));
+  }
+  void inPlaceVariants() {
+    // relu_ sigmoid_ tanh_ (in place): the same contract as the out-of-place forms.
+    for (const char* op : {"aten.relu_.default", "aten.sigmoid_.default", "aten.tanh_.default"}) {
+      checkAllFormats(op, unary(op));
+      checkVjpCases(op, forVjp(unary(op)));
+    }
   }
   void silu() {
     checkAllFormats("silu", unary("aten.silu.default"));

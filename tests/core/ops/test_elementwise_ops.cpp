@@ -84,6 +84,10 @@ std::vector<OpSpec> specs() {
                  return std::vector<IrValue>{num(e[rng() % 7])};
                }});
   s.push_back({"aten.pow.Tensor_Tensor", 2, Domain::Small, none});
+  s.push_back({"aten.pow.Scalar", 1, Domain::Small, [](std::mt19937_64& rng) {  // base ** tensor
+                 const double b[] = {2.0, 0.1, 1.0, 0.5, 3.7, 2.718281828459045, 10.0};
+                 return std::vector<IrValue>{num(b[rng() % 7])};
+               }});
   for (const char* op : {"aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.gt.Tensor",
                          "aten.le.Tensor", "aten.ge.Tensor"})
     s.push_back({op, 2, Domain::Any, none, true, false});
@@ -125,7 +129,9 @@ OpCase makeCase(const OpSpec& spec, Format f, std::mt19937_64& rng, bool interva
     }
   }
   auto extra = spec.extraArgs(rng);
-  if (spec.op.find("add") != std::string::npos || spec.op.find("sub") != std::string::npos) {
+  if (spec.op == "aten.pow.Scalar") {
+    c.args.insert(c.args.begin(), extra.begin(), extra.end());  // pow.Scalar(Scalar self, Tensor exponent)
+  } else if (spec.op.find("add") != std::string::npos || spec.op.find("sub") != std::string::npos) {
     if (!extra.empty() && spec.tensors == 2) c.kwargs["alpha"] = extra[0];
     else for (auto& e : extra) c.args.push_back(e);
   } else {
@@ -198,6 +204,26 @@ class TestElementwiseOps : public QObject {
         }
       }
     }
+  }
+
+  void powScalarNegativeAndTinyBases() {
+    // (-2) ** x: integer exponents give signed values, fractional ones NaN (an entire enclosure);
+    // 1e-30 ** x: the base underflows to 0 in bf16/fp16 casts (0 ** x is 0, 1 or inf).
+    std::mt19937_64 rng(3);
+    for (Format f : kFormats)
+      for (double base : {-2.0, 1e-30}) {
+        const DType t = dtypeFor(f);
+        OpCase c;
+        c.op = "aten.pow.Scalar";
+        c.outDtypes = {t};
+        c.args = {num(base), in(0)};
+        c.inputs = {Tensor::point({6}, t, {-3.0, -1.0, 0.0, 2.0, 5.0, 0.5})};
+        EnclosureReport r = checkEnclosure(c, 200, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        c.inputs = {Tensor::interval({2}, t, {1.0, -0.5}, {1.5, 0.25})};
+        r = checkEnclosure(c, 200, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      }
   }
 
   void comparisonsOfOverlappingIntervalsAreUncertain() {

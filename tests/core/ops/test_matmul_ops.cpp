@@ -1,4 +1,4 @@
-// Matrix-product rules (mm, addmm, bmm, matmul, dot): zero escapes of the randomized executor
+// Matrix-product rules (mm, addmm, bmm, mv, matmul, dot): zero escapes of the randomized executor
 // (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius interval
 // rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1 dims,
 // wide value ranges, underflow and overflow; adjoints against finite differences.
@@ -51,6 +51,9 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
     const std::int64_t b = dim(rng) % 4;
     c.inputs = {input({b, m, k}, f, iv, rng), input({b, k, n}, f, iv, rng)};
     c.args = {in(0), in(1)};
+  } else if (op == "aten.mv.default") {
+    c.inputs = {input({m, k}, f, iv, rng), input({k}, f, iv, rng)};
+    c.args = {in(0), in(1)};
   } else if (op == "aten.dot.default") {
     c.inputs = {input({k}, f, iv, rng), input({k}, f, iv, rng)};
     c.args = {in(0), in(1)};
@@ -76,7 +79,7 @@ class TestMatmulOps : public QObject {
   void enclosureEveryOpEveryFormat() {
     std::mt19937_64 rng(2024);
     for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.matmul.default", "aten.dot.default"}) {
+                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"}) {
       for (Format f : kFormats) {
         int trials = 0;
         for (int caseNo = 0; trials < 1000; ++caseNo) {
@@ -153,7 +156,7 @@ class TestMatmulOps : public QObject {
   void adjointsMatchFiniteDifferences() {
     std::mt19937_64 rng(17);
     for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.matmul.default", "aten.dot.default"})
+                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"})
       for (int t = 0; t < 10; ++t) {
         OpCase c = makeCase(op, Format::Fp64, rng, false);
         for (auto& x : c.inputs) {
@@ -169,7 +172,7 @@ class TestMatmulOps : public QObject {
 
   void localErrorBoundsObservedRounding() {
     std::mt19937_64 rng(21);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.matmul.default"})
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.mv.default", "aten.matmul.default"})
       for (Format f : kFormats)
         for (int t = 0; t < 10; ++t) {
           const OpCase c = makeCase(op, f, rng, false);
@@ -185,6 +188,9 @@ class TestMatmulOps : public QObject {
     c.inputs = {Tensor::full({2, 3}, DType::Float32, 1.0), Tensor::full({4, 2}, DType::Float32, 1.0)};
     c.args = {in(0), in(1)};
     std::mt19937_64 rng(1);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+    c.op = "aten.mv.default";  // mv wants a matrix and a vector, not two matrices
+    c.inputs[1] = Tensor::full({3, 1}, DType::Float32, 1.0);
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
   }
 };

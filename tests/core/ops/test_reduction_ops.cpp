@@ -141,6 +141,26 @@ class TestReductionOps : public QObject {
         }
   }
 
+  void meanRoundsTheSumToStorageBeforeDividing() {
+    // Bug: PyTorch 1.13 CPU computes a bf16/fp16 mean as sum_out into a bf16 result, then div_(n):
+    // the sum is rounded to bf16 before the division. The old rule rounded the sum only to fp32
+    // and gave [1.6875, 1.6953125] here, which torch's 1.703125 (sum 8.46 → 8.5, /5 → 1.7 → bf16)
+    // escapes. The local error must cover it too.
+    for (const char* op : {"aten.mean.default", "aten.mean.dim"}) {
+      OpCase c;
+      c.op = op;
+      c.outDtypes = {DType::BFloat16};
+      c.inputs = {Tensor::point({5}, DType::BFloat16, {1.6015625, 1.515625, 1.75, 1.609375, 1.9921875})};
+      c.args = {in(0)};
+      if (std::string(op).ends_with(".dim")) c.args.insert(c.args.end(), {ints({0}), flag(false)});
+      const std::vector<Tensor> r = intervalOutputs(c);
+      QVERIFY2(contains(r[0].at(0), 1.703125), op);
+      std::vector<Tensor> y;
+      const std::vector<Tensor> le = localErrorOutputs(c, &y);
+      QVERIFY2(std::fabs(1.703125 - y[0].values()[0]) <= le[0].values()[0], op);
+    }
+  }
+
   void overflowingSumsAreUnbounded() {
     OpCase c;
     c.op = "aten.sum.default";

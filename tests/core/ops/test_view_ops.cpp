@@ -174,6 +174,31 @@ class TestViewOps : public QObject {
       }
   }
 
+  void squeezeInPlaceEveryFormat() {
+    // squeeze_.dim (in place) has the value semantics of squeeze.dim: exact in every format.
+    std::mt19937_64 rng(41);
+    for (Format f : {Format::Fp64, Format::Fp32, Format::Bf16, Format::Fp16}) {
+      const DType t = dtypeFor(f);
+      int trials = 0;
+      for (int k = 0; trials < 1000; ++k) {
+        const int rank = 1 + static_cast<int>(rng() % 3);
+        Shape s = randomShape(rank, rng, 4, 0.08);
+        const auto d = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rank));
+        if (rng() % 2) s[static_cast<std::size_t>(d)] = 1;
+        const Tensor x = k % 2 ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
+        const OpCase c = one("aten.squeeze_.dim", {x}, {in(0), integer(rng() % 2 ? d : d - rank)}, {t});
+        const EnclosureReport r = checkEnclosure(c, 20, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        trials += r.trials;
+        QCOMPARE(runPoint(c)[0].shape(), runPoint(one("aten.squeeze.dim", {x}, c.args, {t}))[0].shape());
+        if (k % 4 == 0) {
+          const VjpReport v = checkVjp(c, rng);
+          QVERIFY2(v.maxRelError < 1e-6, v.where.c_str());
+        }
+      }
+    }
+  }
+
   void castsRoundPerFormat() {
     std::mt19937_64 rng(12);
     const DType floats[] = {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16};
