@@ -8,6 +8,7 @@
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 #include "core/runfile/run_file.h"
+#include "core/runfile/run_pair.h"
 #include "gpu/cuda_device.h"
 
 #include <QCommandLineParser>
@@ -17,6 +18,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace lossbound::app {
@@ -142,6 +144,24 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
         << " analysed steps are inside the " << qs(methodName(s.method)) << " envelope.\n"
         << "first exit: none\n";
   }
+}
+
+// Prints a warning per analysed step whose batches differ between the runs (the replay uses the
+// reference's batch) and appends it to that step's note, so the CSV and JSON carry it too.
+void addBatchWarnings(const RunFile& reference, const RunFile& candidate, AnalysisReport& report,
+                      QTextStream& err) {
+  for (StepResult& r : report.steps) {
+    std::optional<std::string> warning;
+    try {
+      warning = compareBatches(reference, candidate, r.step);
+    } catch (const std::exception& e) {
+      warning = "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
+    }
+    if (!warning) continue;
+    err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";
+    r.note += (r.note.empty() ? "" : " ") + std::string("Warning: ") + *warning + ".";
+  }
+  err.flush();
 }
 
 }  // namespace
@@ -322,10 +342,21 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
 
   std::unique_ptr<RunFileReplay> reference, candidate;
   try {
+    // Validate in a child process first: a corrupt file that crashes libhdf5 becomes an error.
+    RunFile::validateIsolated(p.value(ref).toStdString());
+    RunFile::validateIsolated(p.value(cand).toStdString());
     reference = RunFileReplay::open(p.value(ref).toStdString());
     candidate = RunFileReplay::open(p.value(cand).toStdString());
   } catch (const std::exception& e) {
     err << "lossbound-cli analyze: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  // A log-only run is a valid run file (info shows it) but has nothing to replay.
+  for (const RunFileReplay* run : {reference.get(), candidate.get()}) {
+    if (!run->file().checkpointSteps().empty()) continue;
+    err << "lossbound-cli analyze: " << qs(run->file().path())
+        << ": /checkpoints: expected checkpoints (analyze replays checkpointed steps, so both runs "
+           "need them), found none; record some with RunRecorder.checkpoint()\n";
     return kExitBadInput;
   }
 
@@ -336,6 +367,7 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
     err << "lossbound-cli analyze: " << e.what() << "\n";
     return kExitBadInput;
   }
+  addBatchWarnings(reference->file(), candidate->file(), report, err);
   printSummary(report, p.value(ref), p.value(cand), out);
 
   QString error;

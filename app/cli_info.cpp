@@ -89,6 +89,7 @@ int runInfoCommand(const QStringList& files, QTextStream& out, QTextStream& err)
   int status = 0;
   for (const QString& file : files) {
     try {
+      RunFile::validateIsolated(file.toStdString());  // a crash inside libhdf5 stays in a child
       const RunFile run = RunFile::open(file.toStdString());
       summarise(run, out);
     } catch (const std::exception& e) {

@@ -24,11 +24,14 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace lossbound::app {
 
 namespace {
 
 constexpr int kMaxRecent = 8;
+constexpr qsizetype kMaxBannerWarnings = 5;  // more would push the workbench off screen
 
 QString lastFolder() {
   return QSettings().value(QStringLiteral("paths/lastFolder"), QDir::homePath()).toString();
@@ -104,8 +107,15 @@ MainWindow::MainWindow(QWidget* parent)
             const QStringList paths = mController->paths();
             setWindowTitle(
                 tr("Lossbound — %1 vs %2").arg(session.reference.name, session.candidate.name));
+            QStringList banner;
             if (!mController->pairingProblem().isEmpty())
-              showError(tr("This pair cannot be analysed: %1").arg(mController->pairingProblem()));
+              banner << tr("This pair cannot be analysed: %1").arg(mController->pairingProblem());
+            const QStringList& warnings = mController->pairingWarnings();
+            for (qsizetype i = 0; i < std::min<qsizetype>(warnings.size(), kMaxBannerWarnings); ++i)
+              banner << tr("Warning: %1").arg(warnings[i]);
+            if (warnings.size() > kMaxBannerWarnings)
+              banner << tr("(%1 more warnings)").arg(warnings.size() - kMaxBannerWarnings);
+            if (!banner.isEmpty()) showError(banner.join(QLatin1Char('\n')));
             statusBar()->showMessage(cached.steps.empty()
                                          ? tr("%1 steps logged, %2 checkpointed in both runs")
                                                .arg(session.reference.steps.size())

@@ -67,8 +67,13 @@ bool SessionController::openPair(const QString& reference, const QString& candid
   try {
     if (reference.isEmpty() || candidate.isEmpty())
       throw std::runtime_error("expected two run files (reference and candidate)");
-    ref = RunFileReplay::open(QFileInfo(reference).absoluteFilePath().toStdString());
-    cand = RunFileReplay::open(QFileInfo(candidate).absoluteFilePath().toStdString());
+    const std::string refFile = QFileInfo(reference).absoluteFilePath().toStdString();
+    const std::string candFile = QFileInfo(candidate).absoluteFilePath().toStdString();
+    // Validate in a child process first: a corrupt file that crashes libhdf5 becomes an error.
+    RunFile::validateIsolated(refFile);
+    RunFile::validateIsolated(candFile);
+    ref = RunFileReplay::open(refFile);
+    cand = RunFileReplay::open(candFile);
   } catch (const std::exception& e) {
     emit openFailed(qs(e.what()));
     return false;
@@ -89,9 +94,15 @@ bool SessionController::openPair(const QString& reference, const QString& candid
   mSession.reference = seriesOf(*mReference);
   mSession.candidate = seriesOf(*mCandidate);
   mPairingProblem.clear();
+  mPairingWarnings.clear();
+  for (const auto& run : {mReference, mCandidate})
+    for (const std::string& w : run->file().warnings())
+      mPairingWarnings << QStringLiteral("%1: %2").arg(qs(run->name()), qs(w));
   try {
-    const RunPairCheck check = checkRunPair(mReference->file(), mCandidate->file());
+    // Batch data compared at every common step: differing batches void the comparison there.
+    const RunPairCheck check = checkRunPair(mReference->file(), mCandidate->file(), true);
     mSession.checkpointSteps = check.commonSteps;
+    for (const std::string& w : check.warnings) mPairingWarnings << qs(w);
     QStringList problems;
     for (const std::string& e : check.errors) problems << qs(e);
     if (check.commonSteps.empty())

@@ -12,6 +12,7 @@
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <atomic>
 #include <cstdint>
@@ -45,6 +46,9 @@ class SessionController : public QObject {
   const std::vector<std::int64_t>& analysableSteps() const { return mSession.checkpointSteps; }
   /// Returns why the pair cannot be analysed ("" when it can).
   const QString& pairingProblem() const { return mPairingProblem; }
+  /// Returns remarks about the open pair that do not prevent analysis: the files' own warnings
+  /// and the steps whose batches differ between the runs.
+  const QStringList& pairingWarnings() const { return mPairingWarnings; }
   /// Returns the node names of the candidate's first program (for the start-node list).
   QStringList nodeNames() const;
   /// Returns the tensors of the reference checkpoint at `step` with their L2 norms (empty when
@@ -82,6 +86,7 @@ class SessionController : public QObject {
 
   std::shared_ptr<RunFileReplay> mReference, mCandidate;
   QString mReferencePath, mCandidatePath, mPairingProblem;
+  QStringList mPairingWarnings;
   widgets::SessionData mSession;
   std::shared_ptr<std::atomic<bool>> mCancel;
   QFutureWatcher<void> mWatcher;

@@ -164,7 +164,10 @@ auto guarded(const Node& node, const char* what, F&& body) -> decltype(body()) {
   }
 }
 
-void checkResults(const Node& node, const std::vector<Tensor>& results, const char* what) {
+// Checks a rule's results against the trace: output count, shapes, and (for value results, not
+// localError bounds) the dtype the candidate declared and stored.
+void checkResults(const Node& node, const std::vector<Tensor>& results, const char* what,
+                  bool checkDtype = true) {
   if (results.size() != node.outputs.size())
     throw EvaluationError(nodeLabel(node) + ": the " + what + " rule returned " +
                               std::to_string(results.size()) + " outputs, the trace has " +
@@ -175,6 +178,14 @@ void checkResults(const Node& node, const std::vector<Tensor>& results, const ch
       throw EvaluationError(nodeLabel(node) + ": output " + std::to_string(k) + " of the " + what +
                                 " rule has shape " + shapeString(results[k].shape()) +
                                 ", the trace says " + shapeString(node.outputs[k].shape),
+                            node.name, node.op);
+  if (!checkDtype) return;
+  for (std::size_t k = 0; k < results.size(); ++k)
+    if (!node.outputs[k].none && results[k].dtype() != node.outputs[k].dtype)
+      throw EvaluationError(nodeLabel(node) + ": output " + std::to_string(k) + " of the " + what +
+                                " rule has dtype " + std::string(dtypeName(results[k].dtype())) +
+                                ", the trace declares " +
+                                std::string(dtypeName(node.outputs[k].dtype)),
                             node.name, node.op);
 }
 
@@ -296,7 +307,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs.
       NodeBudget b{node.name, node.op, 0.0, 0.0};
       const std::vector<Tensor> local = guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx); });
-      checkResults(node, local, "localError");
+      checkResults(node, local, "localError", false);
       for (std::size_t k = 0; k < outputs.size(); ++k) {
         if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
         const auto g = outAdj[k]->values();
@@ -315,7 +326,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       // bounds of an fp64 execution (it is one: every point rule computes in binary64 or wider).
       const std::vector<Tensor> local64 =
           guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx64); });
-      checkResults(node, local64, "localError");
+      checkResults(node, local64, "localError", false);
       for (std::size_t k = 0; k < outputs.size(); ++k) {
         if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
         const auto g = outAdj[k]->values();

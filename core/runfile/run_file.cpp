@@ -6,6 +6,17 @@
 
 #include <hdf5.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#define LOSSBOUND_HAVE_FORK 1
+#endif
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -401,6 +412,9 @@ struct RunFile::Impl {
   Handle tensorDataset(const CheckpointEntry& entry, const InputSpec& input, std::string& path,
                        Reader::Extent& extent) const;
   Tensor readTensor(const CheckpointEntry& entry, const InputSpec& input) const;
+  // Visits the chunk index of every checkpoint tensor: the metadata H5Dread touches beyond what
+  // validate() opened (used by the crash-isolated validation, not by open()).
+  void walkChunkIndexes() const;
   static std::string datasetPath(const CheckpointEntry& entry, const std::string& input) {
     const bool param = input.starts_with("param:");
     return entry.group + (param ? "/params/" : "/batch/") + input.substr(6);
@@ -611,6 +625,29 @@ void RunFile::Impl::readCheckpoints() {
                        std::to_string(unlogged.front()) + "): their loss cannot be compared");
 }
 
+void RunFile::Impl::walkChunkIndexes() const {
+  for (const auto& [step, entry] : checkpoints) {
+    for (const InputSpec& in : programs[entry.program].program.inputs) {
+      std::string path;
+      Reader::Extent extent;
+      Handle d = tensorDataset(entry, in, path, extent);
+      Handle dcpl(H5Dget_create_plist(d.get()), H5Pclose);
+      if (!dcpl.valid()) reader.failHdf5(path, "cannot read the dataset's creation properties");
+      if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) continue;
+      Handle space(H5Dget_space(d.get()), H5Sclose);  // 1.10 rejects H5S_ALL here
+      if (!space.valid()) reader.failHdf5(path, "cannot read the dataspace");
+      hsize_t chunks = 0;
+      if (H5Dget_num_chunks(d.get(), space.get(), &chunks) < 0) reader.failHdf5(path, "cannot read the chunk index");
+      for (hsize_t i = 0; i < chunks; ++i) {
+        haddr_t address = 0;
+        hsize_t bytes = 0;
+        if (H5Dget_chunk_info(d.get(), space.get(), i, nullptr, nullptr, &address, &bytes) < 0)
+          reader.failHdf5(path, "cannot read chunk " + std::to_string(i) + " of the chunk index");
+      }
+    }
+  }
+}
+
 Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& input) const {
   std::string path;
   Reader::Extent extent;
@@ -715,6 +752,10 @@ RunFile::~RunFile() {
 
 RunFile RunFile::open(const std::string& path) {
   std::lock_guard lock(hdf5Mutex());
+  return RunFile(openUnlocked(path));
+}
+
+std::unique_ptr<RunFile::Impl> RunFile::openUnlocked(const std::string& path) {
   silenceHdf5();
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -742,7 +783,82 @@ RunFile RunFile::open(const std::string& path) {
   }
   auto impl = std::make_unique<Impl>(path, Handle(file, H5Fclose));
   impl->validate();
-  return RunFile(std::move(impl));
+  return impl;
+}
+
+void RunFile::validateIsolated(const std::string& path) {
+#ifdef LOSSBOUND_HAVE_FORK
+  int fds[2];
+  if (pipe(fds) != 0) return;  // no isolation possible; the caller's own open() still validates
+  pid_t pid = -1;
+  {
+    // Holding the lock across fork() means no other thread is inside HDF5, so the child inherits
+    // a consistent library state (the child must not lock: the owner is the parent's thread).
+    std::lock_guard lock(hdf5Mutex());
+    pid = fork();
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    // The child reports "O" or "E<path>\0<message>" and leaves with _exit: no atexit handlers,
+    // no stdio flush, no Qt teardown of state it shares with the parent.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) dup2(null, STDERR_FILENO);  // glibc's abort text
+    const rlimit noCore{0, 0};
+    setrlimit(RLIMIT_CORE, &noCore);
+    std::string report = "O";
+    try {
+      openUnlocked(path)->walkChunkIndexes();
+    } catch (const RunFileError& e) {
+      const std::string what = e.what();
+      const std::size_t prefix = e.file().size() + 2 + (e.path().empty() ? 0 : e.path().size() + 2);
+      report = "E" + e.path() + '\0' + what.substr(std::min(prefix, what.size()));
+    } catch (const std::exception& e) {
+      report = std::string("E") + '\0' + e.what();
+    } catch (...) {
+      report = std::string("E") + '\0' + "unexpected failure while validating the file";
+    }
+    for (std::size_t done = 0; done < report.size();) {
+      const ssize_t n = write(fds[1], report.data() + done, report.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(1);
+      done += static_cast<std::size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  if (pid < 0) {  // cannot fork (out of processes or memory): no isolation, as documented
+    close(fds[0]);
+    return;
+  }
+  std::string report;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    report.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = sig == SIGSEGV ? " SIGSEGV" : sig == SIGBUS ? " SIGBUS" : sig == SIGABRT ? " SIGABRT"
+                     : sig == SIGFPE  ? " SIGFPE"  : sig == SIGILL ? " SIGILL" : sig == SIGKILL ? " SIGKILL" : "";
+    throw RunFileError(path, "", "the HDF5 library crashed reading this file (signal " + std::to_string(sig) + name +
+                                     " in the validating child process): the file is corrupt");
+  }
+  if (report == "O") return;
+  if (report.starts_with("E")) {
+    const std::size_t zero = report.find('\0');
+    if (zero != std::string::npos) throw RunFileError(path, report.substr(1, zero - 1), report.substr(zero + 1));
+  }
+  throw RunFileError(path, "", "the validating child process ended without a result (exit status " +
+                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+#else
+  (void)path;
+#endif
 }
 
 RunFile RunFile::openImage(const void* data, std::size_t size, const std::string& name) {

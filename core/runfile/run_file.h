@@ -78,6 +78,10 @@ class RunFile {
  public:
   /// Opens and validates `path` read-only; throws RunFileError naming what is wrong and where.
   static RunFile open(const std::string& path);
+  /// Validates `path` as open() does, plus every checkpoint tensor's chunk index, in a forked
+  /// child process; throws the RunFileError open() would throw, or one saying the HDF5 library
+  /// crashed, so a corrupt file cannot crash the caller (a no-op where fork() is unavailable).
+  static void validateIsolated(const std::string& path);
   /// Opens and validates an in-memory HDF5 file image (tests, fuzzing); `name` is used in messages.
   static RunFile openImage(const void* data, std::size_t size, const std::string& name);
 
@@ -113,6 +117,8 @@ class RunFile {
  private:
   struct Impl;
   explicit RunFile(std::unique_ptr<Impl> impl);
+  // open() without the HDF5 lock (the caller holds it, or is a forked child).
+  static std::unique_ptr<Impl> openUnlocked(const std::string& path);
   std::unique_ptr<Impl> mImpl;
 };
 

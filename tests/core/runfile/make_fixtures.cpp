@@ -1,15 +1,18 @@
-// Writes good.h5 and bad.h5 (non-monotonic steps) into the directory (created if needed) given as argument; used by
-// the `lossbound-cli info` tests in tests/app.
+// Writes good.h5, bad.h5 (non-monotonic steps), no-checkpoints.h5, no-programs.h5, batch-differs.h5
+// (a candidate for good.h5 whose batch at step 0 differs) and, given the sample
+// gradaccum-fixed/candidate.h5, corrupt.h5 (crashes libhdf5 1.10.8) into DIR (created if needed);
+// used by the `lossbound-cli` tests in tests/app.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <string>
 
+#include "tests/core/runfile/corrupt_sample.h"
 #include "tests/core/runfile/run_file_writer.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s DIR [SAMPLE_CANDIDATE_H5]\n", argv[0]);
     return 2;
   }
   try {
@@ -20,6 +23,20 @@ int main(int argc, char** argv) {
     RunFixture bad;
     bad.steps = {0, 2, 1};
     writeRunFile(dir + "/bad.h5", bad);
+    RunFixture noCheckpoints;
+    noCheckpoints.checkpointSteps.clear();
+    writeRunFile(dir + "/no-checkpoints.h5", noCheckpoints);
+    RunFixture noPrograms;
+    noPrograms.writePrograms = false;
+    writeRunFile(dir + "/no-programs.h5", noPrograms);
+    // Step 0 only, x[2] = 0.5 instead of 0.25; its logged loss is the true one for its tensors.
+    RunFixture batchDiffers;
+    batchDiffers.checkpointSteps = {0};
+    batchDiffers.tensors = defaultTensors(0);
+    batchDiffers.tensors[1].values[2] = 0.5;
+    batchDiffers.loss = {2.5, defaultLoss(1), defaultLoss(2)};
+    writeRunFile(dir + "/batch-differs.h5", batchDiffers);
+    if (argc == 3) writeCrashingCorruptSample(argv[2], dir + "/corrupt.h5");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -175,21 +175,23 @@ void writeRunFile(const std::string& path, const RunFixture& f) {
   const std::string id = "0123456789abcdef";
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t pg = checkId(H5Gcreate2(file, ("programs/" + id).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), "program group");
-  intAttr(pg, "ir_version", f.irVersionAttr);
-  {
-    hid_t type = H5Tcopy(H5T_C_S1);
-    H5Tset_size(type, H5T_VARIABLE);
-    H5Tset_cset(type, H5T_CSET_UTF8);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t d = checkId(H5Dcreate2(pg, "graph", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "graph");
-    const char* p = graph.c_str();
-    check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), "graph");
-    H5Dclose(d);
-    H5Sclose(space);
-    H5Tclose(type);
+  if (f.writePrograms) {
+    hid_t pg = checkId(H5Gcreate2(file, ("programs/" + id).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), "program group");
+    intAttr(pg, "ir_version", f.irVersionAttr);
+    {
+      hid_t type = H5Tcopy(H5T_C_S1);
+      H5Tset_size(type, H5T_VARIABLE);
+      H5Tset_cset(type, H5T_CSET_UTF8);
+      hid_t space = H5Screate(H5S_SCALAR);
+      hid_t d = checkId(H5Dcreate2(pg, "graph", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "graph");
+      const char* p = graph.c_str();
+      check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), "graph");
+      H5Dclose(d);
+      H5Sclose(space);
+      H5Tclose(type);
+    }
+    H5Gclose(pg);
   }
-  H5Gclose(pg);
   for (std::int64_t step : f.checkpointSteps) {
     hid_t cg = checkId(H5Gcreate2(file, ("checkpoints/" + std::to_string(step)).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
                        "checkpoint group");

@@ -29,7 +29,8 @@ struct RunFixture {
   bool stepAsFloat = false;           ///< store /log/step as float64 (a wrong dtype)
   std::string graph;                  ///< empty = defaultGraph()
   std::int64_t irVersionAttr = 1;
-  std::vector<std::int64_t> checkpointSteps{0, 1, 2};
+  bool writePrograms = true;          ///< false = no /programs group
+  std::vector<std::int64_t> checkpointSteps{0, 1, 2};  ///< empty = no /checkpoints group
   std::string programAttr;            ///< empty = the real program id
   std::vector<FixtureTensor> tensors; ///< empty = defaultTensors(step) per checkpoint
 };

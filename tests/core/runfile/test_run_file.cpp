@@ -5,14 +5,18 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <random>
+
+#include <hdf5.h>
 
 #include "core/backend.h"
 #include "core/program/evaluator.h"
 #include "core/runfile/run_file.h"
 #include "core/runfile/run_pair.h"
+#include "tests/core/runfile/corrupt_sample.h"
 #include "tests/core/runfile/run_file_writer.h"
 
 using namespace lossbound;
@@ -329,6 +333,118 @@ class TestRunFile : public QObject {
     check = checkRunPair(a, d);
     QVERIFY(!check.ok());
     expectContains(check.errors.front(), {"input 'batch:x' is [3] float32 in the reference but [2, 3] float32 in the candidate"});
+  }
+
+  void missingGroups() {
+    // No /checkpoints: a log-only run is valid (viewable), with a warning.
+    RunFixture logOnly;
+    logOnly.checkpointSteps.clear();
+    writeRunFile(path("log-only.h5"), logOnly);
+    const RunFile run = RunFile::open(path("log-only.h5"));
+    QVERIFY(run.checkpointSteps().empty());
+    QCOMPARE(run.warnings().size(), std::size_t{1});
+    expectContains(run.warnings().front(), {"there is no /checkpoints group"});
+    // No /programs while checkpoints name a program: an error at the checkpoint's attribute.
+    RunFixture noPrograms;
+    noPrograms.writePrograms = false;
+    expectContains(fixtureError("no-programs.h5", noPrograms),
+                   {"no-programs.h5", "/checkpoints/0/@program", "names program \"0123456789abcdef\"",
+                    "not stored under /programs"});
+    // Neither: valid, two warnings.
+    noPrograms.checkpointSteps.clear();
+    writeRunFile(path("neither.h5"), noPrograms);
+    const RunFile neither = RunFile::open(path("neither.h5"));
+    QVERIFY(neither.programs().empty());
+    QCOMPARE(neither.warnings().size(), std::size_t{2});
+    expectContains(neither.warnings().front(), {"there is no /programs group"});
+  }
+
+  void batchesDifferWarning() {
+    writeRunFile(path("a.h5"), RunFixture{});
+    RunFixture diff;
+    diff.tensors = defaultTensors(0);
+    diff.tensors[1].values[2] = 0.5;
+    writeRunFile(path("c.h5"), diff);
+    const RunPairCheck check = checkRunPair(RunFile::open(path("a.h5")), RunFile::open(path("c.h5")), true);
+    QVERIFY(check.ok());
+    // Steps 0, 1, 2 all hold step 0's tensors in c.h5; x differs from a.h5's at every step.
+    QCOMPARE(check.warnings.size(), std::size_t{3});
+    expectContains(check.warnings[0], {"step 0: batch input 'batch:x' differs", "0.5 in the candidate"});
+    expectContains(check.warnings[1], {"step 1: batch input 'batch:x' differs"});
+  }
+
+  // Guards the SIGSEGV inside H5Lget_name_by_idx (libhdf5 1.10.8) on a sample with 20 bytes
+  // overwritten: validateIsolated() must turn it into a RunFileError, never a crash.
+  void crashingCorruptFileIsACleanError() {
+    const std::string sample = LOSSBOUND_SOURCE_DIR "/samples/gradaccum-fixed/candidate.h5";
+    writeCrashingCorruptSample(sample, path("corrupt.h5"));
+    std::string message = "<validated without error>";
+    try {
+      RunFile::validateIsolated(path("corrupt.h5"));
+    } catch (const RunFileError& e) {
+      message = e.what();
+      QCOMPARE(e.file(), path("corrupt.h5"));
+    }
+    expectContains(message, {path("corrupt.h5") + ": "});
+#if H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE == 8
+    expectContains(message, {"the HDF5 library crashed reading this file (signal 11 SIGSEGV in the validating "
+                             "child process): the file is corrupt"});
+#endif
+    // The child reports the reader's own errors unchanged, with file and path.
+    RunFixture bad;
+    bad.steps = {0, 2, 1};
+    writeRunFile(path("bad.h5"), bad);
+    try {
+      RunFile::validateIsolated(path("bad.h5"));
+      QFAIL("bad.h5 validated without error");
+    } catch (const RunFileError& e) {
+      QCOMPARE(std::string(e.what()), openError(path("bad.h5")));
+      QCOMPARE(e.path(), std::string("/log/step"));
+    }
+    expectContains([&] {
+      try {
+        RunFile::validateIsolated(path("nope.h5"));
+      } catch (const RunFileError& e) {
+        return std::string(e.what());
+      }
+      return std::string("<validated without error>");
+    }(), {"nope.h5", "no such file"});
+    // A good file validates; report what the isolation costs on the sample.
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    RunFile::validateIsolated(sample);
+    const auto t1 = Clock::now();
+    const RunFile run = RunFile::open(sample);
+    const auto t2 = Clock::now();
+    QVERIFY(!run.checkpointSteps().empty());
+    qInfo("isolated validation %.1f ms, in-process open %.1f ms (gradaccum-fixed/candidate.h5)",
+          std::chrono::duration<double, std::milli>(t1 - t0).count(),
+          std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+
+  // A seeded sweep of 20-byte corruptions over the sample's link storage: each is an error or a
+  // valid file, and this process survives them all.
+  void corruptionSweepNeverCrashes() {
+    const std::string sample = LOSSBOUND_SOURCE_DIR "/samples/gradaccum-fixed/candidate.h5";
+    std::ifstream in(sample, std::ios::binary);
+    const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    QVERIFY(original.size() > 40000);
+    std::mt19937 rng(7);
+    int crashed = 0;
+    for (int trial = 0; trial < 24; ++trial) {
+      std::string bytes = original;
+      const std::size_t offset = original.size() - 40000 + rng() % (40000 - 20);
+      for (std::size_t i = 0; i < 20; ++i) bytes[offset + i] = static_cast<char>(rng() & 0xff);
+      const std::string file = path("sweep.h5");
+      std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      try {
+        RunFile::validateIsolated(file);
+      } catch (const RunFileError& e) {
+        expectContains(e.what(), {file + ": "});
+        crashed += std::string(e.what()).find("the HDF5 library crashed") != std::string::npos;
+      }
+    }
+    qInfo("%d of 24 corruptions crashed the HDF5 library in the child process", crashed);
   }
 
   void openImageMatchesOpen() {
