@@ -17,7 +17,7 @@ constexpr double kSnapPixels = 6;
 
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
-/// Returns a tick label: "0", "0.5", "1", "-10", "100", "1e3", "-1e6".
+/// Returns a tick label: "0", "2", "-10", "100", "1e3", "-1e6".
 QString tickLabel(double m) {
   if (m == 0) return QStringLiteral("0");
   const double a = std::abs(m);
@@ -131,8 +131,7 @@ void MarginPlot::updateTicks() {
   const int decades = maxAbs >= 10 ? int(std::floor(std::log10(maxAbs))) : 0;
   const int every = std::max(1, (decades + 4) / 5);
   for (int k = 0; k <= decades; k += every) magnitudes.push_back(std::pow(10.0, k));
-  if (maxAbs < 10) magnitudes.insert(magnitudes.begin(), 0.5);
-  if (maxAbs < 10) magnitudes.push_back(5);
+  if (maxAbs < 10) magnitudes.insert(magnitudes.end(), {2.0, 5.0});
   std::vector<double> ticks{0};
   for (double m : magnitudes) ticks.push_back(m), ticks.push_back(-m);
   std::sort(ticks.begin(), ticks.end());
