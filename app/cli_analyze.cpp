@@ -2,6 +2,7 @@
 
 #include "app/backend_status.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/report_csv.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/step_selection.h"
@@ -34,15 +35,6 @@ QString num(double v) {
   if (std::isnan(v)) return QStringLiteral("nan");
   if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
   return QString::number(v, 'g', 17);
-}
-
-QString csvField(const QString& s) {
-  if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) &&
-      !s.contains(QLatin1Char('\n')))
-    return s;
-  QString q = s;
-  q.replace(QLatin1String("\""), QLatin1String("\"\""));
-  return QLatin1Char('"') + q + QLatin1Char('"');
 }
 
 QString qs(std::string_view s) {
@@ -174,32 +166,6 @@ int analyzeExitCode(const AnalysisReport& report) {
     if (r.verdict == StepVerdict::NotBounded || r.verdict == StepVerdict::Untrustworthy)
       return kExitNotBounded;
   return kExitNoExit;
-}
-
-QString reportCsv(const AnalysisReport& report) {
-  QString csv = QStringLiteral(
-      "step,reference_loss,candidate_loss,envelope_lo,envelope_hi,inside,verdict,method,margin,"
-      "self_check,self_lo,self_hi,point_loss,note\n");
-  for (const StepResult& r : report.steps) {
-    const QStringList fields = {QString::number(r.step),
-                                num(r.referenceLoss),
-                                num(r.candidateLoss),
-                                num(r.lo),
-                                num(r.hi),
-                                r.inside ? QStringLiteral("true") : QStringLiteral("false"),
-                                qs(verdictName(r.verdict)),
-                                qs(methodName(r.method)),
-                                num(r.margin),
-                                r.selfCheckPassed ? QStringLiteral("pass") : QStringLiteral("fail"),
-                                num(r.selfLo),
-                                num(r.selfHi),
-                                num(r.pointLoss),
-                                qs(r.note)};
-    QStringList quoted;
-    for (const QString& f : fields) quoted << csvField(f);
-    csv += quoted.join(QLatin1Char(',')) + QLatin1Char('\n');
-  }
-  return csv;
 }
 
 int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
@@ -371,7 +337,8 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
   printSummary(report, p.value(ref), p.value(cand), out);
 
   QString error;
-  if (p.isSet(csv) && !writeAtomically(p.value(csv), reportCsv(report).toUtf8(), &error)) {
+  if (p.isSet(csv) &&
+      !writeAtomically(p.value(csv), QByteArray::fromStdString(stepsCsv(report.steps)), &error)) {
     err << "lossbound-cli analyze: --csv: " << error << "\n";
     return kExitBadInput;
   }

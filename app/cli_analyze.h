@@ -34,7 +34,4 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err);
 /// Returns the exit code for a finished report (0, 3 or 4).
 int analyzeExitCode(const AnalysisReport& report);
 
-/// Returns the report as CSV (header line + one line per step).
-QString reportCsv(const AnalysisReport& report);
-
 }  // namespace lossbound::app

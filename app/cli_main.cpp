@@ -1,11 +1,17 @@
-// lossbound-cli: the headless tool. Parses the command line and dispatches to core.
-#include <QCommandLineParser>
+// lossbound-cli: the headless tool. Parses the command line and dispatches to core. Only
+// `analyze --png F` needs the widgets layer: then, and only then, it runs a QApplication (on the
+// offscreen platform when there is no display) and installs the plot renderer.
+#include "app/backend_status.h"
+#include "app/cli_analyze.h"
+#include "app/cli_info.h"
+#include "widgets/export.h"
+
+#include <QApplication>
 #include <QCoreApplication>
 #include <QTextStream>
 
-#include "app/backend_status.h"
-#include "app/cli_info.h"
-#include "app/cli_analyze.h"
+#include <cstring>
+#include <memory>
 
 namespace {
 
@@ -19,10 +25,35 @@ int usage(QTextStream& err) {
   return kExitBadUsage;
 }
 
+/// Returns true for `lossbound-cli analyze ... --png F` (also `--png=F`).
+bool wantsPng(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "analyze") != 0) return false;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--png") == 0 || std::strncmp(argv[i], "--png=", 6) == 0) return true;
+  return false;
+}
+
+/// Creates the application: a QApplication (widgets can render) for --png, else a
+/// QCoreApplication. Without a platform chosen and without a display, the QApplication uses the
+/// offscreen platform so that the CLI keeps working headless.
+std::unique_ptr<QCoreApplication> makeApplication(int& argc, char** argv) {
+  if (!wantsPng(argc, argv)) return std::make_unique<QCoreApplication>(argc, argv);
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  auto app = std::make_unique<QApplication>(argc, argv);
+  lossbound::app::setAnalyzePngExporter(
+      [](const lossbound::AnalysisReport& report, const QString& path, QString* error) {
+        *error = lossbound::widgets::exportAnalysisPng({}, report, path);
+        return error->isEmpty();
+      });
+  return app;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  QCoreApplication app(argc, argv);
+  const std::unique_ptr<QCoreApplication> app = makeApplication(argc, argv);
   QCoreApplication::setApplicationName(QStringLiteral("lossbound-cli"));
   QCoreApplication::setApplicationVersion(QStringLiteral(LOSSBOUND_VERSION));
   QTextStream out(stdout), err(stderr);

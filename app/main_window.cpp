@@ -6,6 +6,7 @@
 #include "widgets/about_box.h"
 #include "widgets/export.h"
 #include "widgets/loss_plot.h"
+#include "widgets/png_resolution.h"
 #include "widgets/recompute_dialog.h"
 #include "widgets/workbench_view.h"
 
@@ -205,7 +206,9 @@ void MainWindow::buildMenus() {
   connect(mWorkbench->lossPlot(), &widgets::LossPlot::logYChanged, logY, &QAction::setChecked);
   QAction* xOnly = view->addAction(tr("Zoom &x only"));
   xOnly->setCheckable(true);
+  xOnly->setChecked(mWorkbench->lossPlot()->xOnly());
   connect(xOnly, &QAction::toggled, mWorkbench->lossPlot(), &widgets::LossPlot::setXOnly);
+  connect(mWorkbench->lossPlot(), &widgets::LossPlot::xOnlyChanged, xOnly, &QAction::setChecked);
   mSessionActions = {exportAction, recompute};
   for (QAction* a : mSessionActions) a->setEnabled(false);
 
@@ -317,8 +320,13 @@ void MainWindow::exportDialog() {
     error = widgets::exportReportPdf(
         plots, mWorkbench->report(),
         {mController->paths().value(0), mController->paths().value(1), mBackendLine}, path);
-  else
-    error = widgets::exportPlotsPng(plots, path, 2.0);
+  else if (const auto resolution = widgets::askPngResolution(
+               this, QSettings().value(QStringLiteral("export/pngScale"), 2.0).toDouble())) {
+    QSettings().setValue(QStringLiteral("export/pngScale"), resolution->scale);
+    error = widgets::exportPlotsPng(plots, path, resolution->scale, resolution->dpi);
+  } else {
+    return;  // cancelled
+  }
   if (error.isEmpty())
     statusBar()->showMessage(tr("Exported %1").arg(path), 8000);
   else

@@ -1,5 +1,6 @@
 #include "widgets/export.h"
 
+#include "core/analysis/report_csv.h"
 #include "widgets/about_box.h"
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
@@ -143,29 +144,11 @@ QString exportPlotsPdf(const QList<PlotPanel*>& plots, const QString& path) {
   });
 }
 
-QString stepTableCsvHeader() {
-  return QStringLiteral(
-      "step,reference_loss,candidate_loss,envelope_lo,envelope_hi,margin,inside,verdict,method");
-}
+QString stepTableCsvHeader() { return QString::fromStdString(stepsCsvHeader()); }
 
 QString exportStepTableCsv(const std::vector<StepResult>& steps, const QString& path) {
   return writeAtomically(path, [&](QIODevice& device) -> QString {
-    QByteArray out = stepTableCsvHeader().toUtf8() + '\n';
-    auto num = [](double v) { return QByteArray::number(v, 'g', 17); };
-    for (const StepResult& r : steps) {
-      const bool bounded = r.verdict != StepVerdict::NotBounded;
-      QList<QByteArray> cells{
-          QByteArray::number(qint64(r.step)),
-          num(r.referenceLoss),
-          num(r.candidateLoss),
-          bounded ? num(r.lo) : QByteArray(),
-          bounded ? num(r.hi) : QByteArray(),
-          bounded ? num(r.margin) : QByteArray(),
-          bounded ? QByteArray(r.inside ? "true" : "false") : QByteArray(),
-          QByteArray(verdictName(r.verdict).data(), qsizetype(verdictName(r.verdict).size())),
-          QByteArray(methodName(r.method).data(), qsizetype(methodName(r.method).size()))};
-      out += cells.join(',') + '\n';
-    }
+    const QByteArray out = QByteArray::fromStdString(stepsCsv(steps));
     if (device.write(out) != out.size()) return device.errorString();
     return {};
   });

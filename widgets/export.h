@@ -38,11 +38,11 @@ QString exportPlotsSvg(const QList<PlotPanel*>& plots, const QString& path);
 /// message or an empty string.
 QString exportPlotsPdf(const QList<PlotPanel*>& plots, const QString& path);
 
-/// Returns the CSV header line of exportStepTableCsv (without newline).
+/// Returns the CSV header line of exportStepTableCsv (without newline): stepsCsvHeader().
 QString stepTableCsvHeader();
-/// Writes one CSV line per step result under stepTableCsvHeader(); numbers in full precision
-/// (%.17g), "inside" as true/false, envelope fields empty for steps that were not bounded.
-/// Returns an error message or an empty string.
+/// Writes the steps with stepsCsv() (core/analysis/report_csv.h), the same columns as
+/// `lossbound-cli analyze --csv`: numbers in full precision (%.17g), "inside" as true/false,
+/// envelope fields empty for steps that were not bounded. Returns an error message or "".
 QString exportStepTableCsv(const std::vector<StepResult>& steps, const QString& path);
 
 /// Writes a one-page A4 PDF: title and runs, the plots as an image, the verdict in words, the

@@ -206,11 +206,15 @@ void LossPlot::setResults(const std::vector<StepResult>& steps,
 }
 
 void LossPlot::setXOnly(bool xOnly) {
+  const bool changed = xOnly != (mPlot->axisRect()->rangeZoom() == Qt::Horizontal);
   const Qt::Orientations o = xOnly ? Qt::Horizontal : (Qt::Horizontal | Qt::Vertical);
   mPlot->axisRect()->setRangeDrag(o);
   mPlot->axisRect()->setRangeZoom(o);
-  const QSignalBlocker block(mXOnlyBox);
-  mXOnlyBox->setChecked(xOnly);
+  {
+    const QSignalBlocker block(mXOnlyBox);
+    mXOnlyBox->setChecked(xOnly);
+  }
+  if (changed) emit xOnlyChanged(xOnly);
 }
 
 bool LossPlot::xOnly() const { return mXOnlyBox->isChecked(); }

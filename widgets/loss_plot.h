@@ -74,6 +74,8 @@ class LossPlot : public PlotPanel {
  signals:
   /// Emitted when the log-y setting changes.
   void logYChanged(bool logY);
+  /// Emitted when the x-only zoom setting changes (from setXOnly or the plot's own checkbox).
+  void xOnlyChanged(bool xOnly);
 
  protected:
   std::optional<std::int64_t> stepNearPixel(double pixelX) const override;

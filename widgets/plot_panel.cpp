@@ -61,7 +61,7 @@ double PlotPanel::xToPixel(double x) const {
 }
 
 double PlotPanel::yToPixel(double y) const {
-  return mPlot->yAxis->coordToPixel(y) + mPlot->mapTo(this, QPoint(0, 0)).y();
+  return mPlot->yAxis->coordToPixel(plotY(y)) + mPlot->mapTo(this, QPoint(0, 0)).y();
 }
 
 double PlotPanel::replotNow() {

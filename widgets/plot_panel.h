@@ -35,7 +35,8 @@ class PlotPanel : public QWidget {
   QRect plotArea() const;
   /// Returns the horizontal pixel, in this widget's coordinates, of step `x`.
   double xToPixel(double x) const;
-  /// Returns the vertical pixel, in this widget's coordinates, of value `y`.
+  /// Returns the vertical pixel, in this widget's coordinates, of value `y` (in the panel's
+  /// units: a loss, a margin; a panel with a transformed axis maps it through plotY()).
   double yToPixel(double y) const;
 
   /// Replots immediately (not queued) and returns the time the replot took in milliseconds.
@@ -52,6 +53,8 @@ class PlotPanel : public QWidget {
  protected:
   /// Creates the panel with an empty plot; subclasses add their graphs.
   explicit PlotPanel(QWidget* parent);
+  /// Returns the plot coordinate that draws value `y` (identity unless the axis is transformed).
+  virtual double plotY(double y) const { return y; }
   /// Returns the step a click at widget-x `pixelX` (plot coordinates) refers to, if any.
   virtual std::optional<std::int64_t> stepNearPixel(double pixelX) const = 0;
   /// Shows a vertical marker at `step` (with a label when `withLabel`), or hides it.

@@ -24,6 +24,9 @@ VerdictPanel::VerdictPanel(QWidget* parent) : QWidget(parent) {
   big.setPointSizeF(big.pointSizeF() * 1.35);
   big.setBold(true);
   mHeadline->setFont(big);
+  mNotice = makeLabel(this, "notice");
+  mNotice->setStyleSheet(QStringLiteral("color: #6a4a00; font-style: italic"));
+  mNotice->hide();
   mFirstExit = makeLabel(this, "firstExit");
   mCounts = makeLabel(this, "counts");
   mMethod = makeLabel(this, "method");
@@ -34,7 +37,8 @@ VerdictPanel::VerdictPanel(QWidget* parent) : QWidget(parent) {
   mSelfCheck = makeLabel(this, "selfCheck");
   mSettings = makeLabel(this, "settings");
   mSettings->setStyleSheet(QStringLiteral("color: #555"));
-  for (QLabel* l : {mHeadline, mFirstExit, mCounts, mMethod, mGuarantee, mSelfCheck, mSettings})
+  for (QLabel* l :
+       {mHeadline, mNotice, mFirstExit, mCounts, mMethod, mGuarantee, mSelfCheck, mSettings})
     layout->addWidget(l);
   layout->addStretch(1);
   setReport({});
@@ -62,10 +66,18 @@ void VerdictPanel::setReport(const AnalysisReport& report, int pending) {
            : tr("\nComputed on: %1").arg(QString::fromStdString(report.backendDescription))));
 }
 
+void VerdictPanel::setNotice(const QString& notice) {
+  mNotice->setText(notice);
+  mNotice->setVisible(!notice.isEmpty());
+}
+
+QString VerdictPanel::notice() const { return mNotice->text(); }
+
 QString VerdictPanel::plainText() const {
   QStringList lines;
   for (QLabel* l : {mHeadline, mFirstExit, mCounts, mMethod, mGuarantee, mSelfCheck, mSettings})
     lines << l->text();
+  if (!mNotice->text().isEmpty()) lines.insert(1, mNotice->text());
   return lines.join(QLatin1Char('\n'));
 }
 

@@ -22,6 +22,10 @@ class VerdictPanel : public QWidget {
 
   /// Shows `report`; `pending` steps are still being computed (0 when the analysis is complete).
   void setReport(const AnalysisReport& report, int pending = 0);
+  /// Shows `notice` (e.g. that earlier results were replaced) under the headline; "" hides it.
+  void setNotice(const QString& notice);
+  /// Returns the notice shown ("" when none).
+  QString notice() const;
   /// Returns the summary currently shown.
   const VerdictSummary& summary() const { return mSummary; }
   /// Returns everything shown, as plain text (one line per field).
@@ -31,6 +35,7 @@ class VerdictPanel : public QWidget {
   VerdictSummary mSummary;
   int mPending = 0;
   QLabel* mHeadline = nullptr;
+  QLabel* mNotice = nullptr;
   QLabel* mFirstExit = nullptr;
   QLabel* mCounts = nullptr;
   QLabel* mMethod = nullptr;

@@ -1,5 +1,6 @@
 #include "widgets/verdict_summary.h"
 
+#include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 #include "widgets/palette.h"
 
@@ -23,10 +24,7 @@ bool isBug(StepVerdict v) { return v == StepVerdict::BugLikely || v == StepVerdi
 }  // namespace
 
 std::optional<std::int64_t> firstExitOf(const std::vector<StepResult>& steps) {
-  std::optional<std::int64_t> first;
-  for (const StepResult& s : steps)
-    if (isBug(s.verdict) && (!first || s.step < *first)) first = s.step;
-  return first;
+  return firstExit(steps);
 }
 
 QString settingsSummary(const AnalysisSettings& s) {

@@ -37,7 +37,8 @@ struct VerdictSummary {
   std::optional<std::int64_t> firstExit;
 };
 
-/// Returns the earliest step whose verdict is a bug (likely or certain), or nothing.
+/// Returns the earliest step whose verdict is a bug (likely or certain), or nothing: core's
+/// firstExit() (core/analysis/verdict.h).
 std::optional<std::int64_t> firstExitOf(const std::vector<StepResult>& steps);
 
 /// Returns the analysis of `report` in words. Uses report.firstExit when set, else firstExitOf.

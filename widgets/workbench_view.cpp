@@ -1,5 +1,6 @@
 #include "widgets/workbench_view.h"
 
+#include "core/analysis/verdict.h"
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
 #include "widgets/step_inspector.h"
@@ -73,6 +74,8 @@ void WorkbenchView::setSession(const SessionData& session, const AnalysisReport&
   mAllResults.clear();
   mInspected.reset();
   mPending = 0;
+  mJobSteps.clear();
+  mNotice.clear();
   mLossPlot->setSession(session);
   mTable->stepModel()->setSession(session);
   mInspector->clear();
@@ -86,7 +89,7 @@ void WorkbenchView::setReport(const AnalysisReport& report) {
   std::sort(mReport.steps.begin(), mReport.steps.end(),
             [](const StepResult& a, const StepResult& b) { return a.step < b.step; });
   for (const StepResult& r : mReport.steps) mAllResults[r.step][r.method] = r;
-  if (!mReport.firstExit) mReport.firstExit = firstExitOf(mReport.steps);
+  if (!mReport.firstExit) mReport.firstExit = firstExit(mReport.steps);
   const auto selection = mTable->selectedSteps();  // a model reset would drop it
   mTable->stepModel()->setResults(mReport.steps);
   mTable->selectSteps(selection);
@@ -95,14 +98,33 @@ void WorkbenchView::setReport(const AnalysisReport& report) {
 }
 
 void WorkbenchView::beginAnalysis(const AnalysisSettings& settings, int pendingSteps) {
-  AnalysisReport fresh;
-  fresh.referenceName =
+  // Results computed with the same envelope settings are merged (the recomputed steps replace
+  // theirs, the others stay); with other settings they would not be comparable, so they go.
+  const std::size_t earlier = mReport.steps.size();
+  const bool merge = earlier > 0 && sameResultSettings(mReport.settings, settings);
+  AnalysisReport next;
+  next.referenceName =
       mReport.referenceName.empty() ? mSession.reference.name.toStdString() : mReport.referenceName;
-  fresh.candidateName =
+  next.candidateName =
       mReport.candidateName.empty() ? mSession.candidate.name.toStdString() : mReport.candidateName;
-  fresh.backendDescription = mReport.backendDescription;
-  fresh.settings = settings;
-  setReport(fresh);
+  next.backendDescription = mReport.backendDescription;
+  next.settings = settings;
+  if (merge) {
+    next.steps = mReport.steps;
+    mNotice =
+        tr("Recomputing %n step(s); results of the other steps with the same settings are "
+           "kept and merged.",
+           nullptr, pendingSteps);
+  } else if (earlier > 0) {
+    mNotice = tr("Settings changed (%1 → %2): the %n earlier result(s) were replaced, not merged.",
+                 nullptr, int(earlier))
+                  .arg(settingsSummary(mReport.settings), settingsSummary(settings));
+  } else {
+    mNotice.clear();
+  }
+  next.firstExit = firstExit(next.steps);
+  mJobSteps.clear();
+  setReport(next);
   mPending = pendingSteps;
   refreshResults();
 }
@@ -111,14 +133,13 @@ void WorkbenchView::updateStep(const StepResult& result) {
   auto& steps = mReport.steps;
   const auto it = std::lower_bound(steps.begin(), steps.end(), result.step,
                                    [](const StepResult& r, std::int64_t s) { return r.step < s; });
-  if (it != steps.end() && it->step == result.step) {
+  if (it != steps.end() && it->step == result.step)
     *it = result;
-  } else {
+  else
     steps.insert(it, result);
-    mPending = std::max(0, mPending - 1);
-  }
+  if (mJobSteps.insert(result.step).second) mPending = std::max(0, mPending - 1);
   mAllResults[result.step][result.method] = result;
-  mReport.firstExit = firstExitOf(steps);
+  mReport.firstExit = firstExit(steps);
   mTable->stepModel()->updateResult(result);
   refreshResults();
   if (mInspected == result.step) refreshInspector();
@@ -126,10 +147,23 @@ void WorkbenchView::updateStep(const StepResult& result) {
 
 void WorkbenchView::finishAnalysis(const std::optional<AnalysisReport>& report) {
   mPending = 0;
-  if (report)
-    setReport(*report);
-  else
+  mJobSteps.clear();
+  if (!report) {
     refreshResults();
+    return;
+  }
+  // The job's report holds its own steps only: merge them into what is shown and recompute the
+  // first exit over the merged set (core's rule, as for a whole analysis).
+  AnalysisReport merged = *report;
+  if (sameResultSettings(mReport.settings, report->settings)) {
+    merged.steps = mergeResults(mReport.steps, report->steps);
+  } else if (!mReport.steps.empty()) {
+    mNotice = tr("Settings changed (%1 → %2): the %n earlier result(s) were replaced, not merged.",
+                 nullptr, int(mReport.steps.size()))
+                  .arg(settingsSummary(mReport.settings), settingsSummary(report->settings));
+  }
+  merged.firstExit = firstExit(merged.steps);
+  setReport(merged);
 }
 
 void WorkbenchView::setTensorProvider(TensorProvider provider) {
@@ -154,6 +188,7 @@ void WorkbenchView::refreshResults() {
   mLossPlot->setResults(mReport.steps, mReport.firstExit);
   mMarginPlot->setResults(mReport.steps, mReport.firstExit);
   mVerdict->setReport(mReport, mPending);
+  mVerdict->setNotice(mNotice);
 }
 
 void WorkbenchView::refreshInspector() {

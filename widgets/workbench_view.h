@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 class QSplitter;
@@ -43,12 +44,16 @@ class WorkbenchView : public QWidget {
   void setSession(const SessionData& session, const AnalysisReport& report = {});
   /// Replaces the analysis shown (keeps the runs and the results of other methods).
   void setReport(const AnalysisReport& report);
-  /// Starts a new analysis with `settings` for `pendingSteps`: the report restarts empty with
-  /// those settings; earlier results remain in the inspector. Results arrive with updateStep().
+  /// Starts an analysis with `settings` for `pendingSteps` steps. With the same result settings
+  /// as the report shown (sameResultSettings), its results stay and the new ones are merged in;
+  /// otherwise the report restarts empty and the verdict panel says the earlier results were
+  /// replaced. Earlier results remain in the inspector. Results arrive with updateStep().
   void beginAnalysis(const AnalysisSettings& settings, int pendingSteps);
   /// Adds or replaces the result of one step as the analysis finishes it; redraws everything.
   void updateStep(const StepResult& result);
-  /// Marks the analysis finished (pending count 0); `report` is the final one if given.
+  /// Marks the analysis finished (pending count 0). A final `report` (the job's steps only) is
+  /// merged into the results shown when its settings match theirs, else replaces them; the first
+  /// exit is recomputed over the merged steps.
   void finishAnalysis(const std::optional<AnalysisReport>& report = std::nullopt);
   /// Sets where the inspector gets a checkpoint's tensors from.
   void setTensorProvider(TensorProvider provider);
@@ -95,6 +100,8 @@ class WorkbenchView : public QWidget {
   SessionData mSession;
   AnalysisReport mReport;
   int mPending = 0;
+  std::set<std::int64_t> mJobSteps;  // steps the running analysis has delivered
+  QString mNotice;                   // shown in the verdict panel: merged or replaced results
   std::map<std::int64_t, std::map<EnvelopeMethod, StepResult>> mAllResults;
   std::optional<std::int64_t> mInspected;
   TensorProvider mTensors;

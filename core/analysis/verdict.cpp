@@ -87,6 +87,35 @@ std::optional<std::int64_t> firstExit(const std::vector<StepResult>& steps) {
   return first;
 }
 
+bool sameResultSettings(const AnalysisSettings& a, const AnalysisSettings& b) {
+  if (a.method != b.method || a.precision != b.precision) return false;
+  switch (a.method) {
+    case EnvelopeMethod::Interval:
+      return a.startNode == b.startNode;
+    case EnvelopeMethod::Probabilistic:
+      return a.confidence == b.confidence;
+    case EnvelopeMethod::Ensemble:
+      return a.ensembleSize == b.ensembleSize && a.seed == b.seed;
+    case EnvelopeMethod::FirstOrder:
+      return true;
+  }
+  return true;
+}
+
+std::vector<StepResult> mergeResults(std::vector<StepResult> base,
+                                     const std::vector<StepResult>& newer) {
+  auto byStep = [](const StepResult& x, const StepResult& y) { return x.step < y.step; };
+  std::stable_sort(base.begin(), base.end(), byStep);
+  for (const StepResult& r : newer) {
+    const auto it = std::lower_bound(base.begin(), base.end(), r, byStep);
+    if (it != base.end() && it->step == r.step)
+      *it = r;
+    else
+      base.insert(it, r);
+  }
+  return base;
+}
+
 std::vector<BudgetShare> budgetShares(const std::vector<BudgetTerm>& terms, std::size_t top) {
   double total = 0;
   for (const BudgetTerm& t : terms) total += std::abs(t.bound);

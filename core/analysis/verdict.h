@@ -50,6 +50,16 @@ bool isExit(StepVerdict v);
 /// Returns the earliest step whose verdict is an exit, or nothing.
 std::optional<std::int64_t> firstExit(const std::vector<StepResult>& steps);
 
+/// Returns true when results computed with `a` and with `b` bound the same envelope and may be
+/// shown together: same method, precision and (interval) start node; same confidence for the
+/// probabilistic method; same size and seed for the ensemble. The backend does not count.
+bool sameResultSettings(const AnalysisSettings& a, const AnalysisSettings& b);
+
+/// Returns `base` with `newer` merged in, in increasing step order: a step of `newer` replaces
+/// the result of the same step in `base`; the other steps of `base` stay.
+std::vector<StepResult> mergeResults(std::vector<StepResult> base,
+                                     const std::vector<StepResult>& newer);
+
 /// One node's part of the first-order bound: Σ over its elements of |g|·r.
 struct BudgetTerm {
   std::string node;

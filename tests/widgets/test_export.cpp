@@ -16,6 +16,28 @@ using namespace lossbound;
 using namespace lossbound::widgets;
 using namespace lossbound::widgets::test;
 
+namespace {
+
+/// Splits one CSV line, honouring RFC 4180 quotes.
+QStringList splitCsvLine(const QString& line) {
+  QStringList cells{QString()};
+  bool quoted = false;
+  for (qsizetype i = 0; i < line.size(); ++i) {
+    const QChar c = line[i];
+    if (quoted && c == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"'))
+      cells.back() += c, ++i;
+    else if (c == QLatin1Char('"'))
+      quoted = !quoted;
+    else if (c == QLatin1Char(',') && !quoted)
+      cells << QString();
+    else
+      cells.back() += c;
+  }
+  return cells;
+}
+
+}  // namespace
+
 class TestExport : public QObject {
   Q_OBJECT
 
@@ -82,29 +104,34 @@ class TestExport : public QObject {
     QVERIFY(pdf.size() > 1000);
   }
 
+  // The GUI's CSV and `lossbound-cli analyze --csv` share one writer and one column order.
   void csvParsesWithItsHeader() {
     QCOMPARE(exportStepTableCsv(mReport.steps, path(QStringLiteral("steps.csv"))), QString());
     const QStringList lines =
         QString::fromUtf8(read(QStringLiteral("steps.csv"))).trimmed().split(QLatin1Char('\n'));
-    QCOMPARE(lines.front(), QStringLiteral("step,reference_loss,candidate_loss,envelope_lo,"
-                                           "envelope_hi,margin,inside,verdict,method"));
+    QCOMPARE(lines.front(),
+             QStringLiteral("step,reference_loss,candidate_loss,envelope_lo,envelope_hi,inside,"
+                            "verdict,method,margin,self_check,self_lo,self_hi,point_loss,note"));
+    QCOMPARE(lines.front(), stepTableCsvHeader());
     QCOMPARE(lines.size(), int(mReport.steps.size()) + 1);
     const QStringList header = lines.front().split(QLatin1Char(','));
     for (int i = 1; i < lines.size(); ++i) {
-      const QStringList cells = lines[i].split(QLatin1Char(','));
+      const QStringList cells = splitCsvLine(lines[i]);
       QCOMPARE(cells.size(), header.size());
       const StepResult& r = mReport.steps[std::size_t(i - 1)];
       QCOMPARE(cells[0].toLongLong(), qint64(r.step));
       QCOMPARE(cells[1].toDouble(), r.referenceLoss);  // round-trips exactly
       if (r.verdict == StepVerdict::NotBounded) {
-        QVERIFY(cells[3].isEmpty() && cells[6].isEmpty());
-        QCOMPARE(cells[7], QStringLiteral("not bounded"));
+        QVERIFY(cells[3].isEmpty() && cells[5].isEmpty() && cells[8].isEmpty());
+        QCOMPARE(cells[6], QStringLiteral("not bounded"));
       } else {
         QCOMPARE(cells[3].toDouble(), r.lo);
         QCOMPARE(cells[4].toDouble(), r.hi);
-        QCOMPARE(cells[6], r.inside ? QStringLiteral("true") : QStringLiteral("false"));
+        QCOMPARE(cells[5], r.inside ? QStringLiteral("true") : QStringLiteral("false"));
+        QCOMPARE(cells[8].toDouble(), r.margin);
       }
-      QCOMPARE(cells[8], QStringLiteral("first-order"));
+      QCOMPARE(cells[7], QStringLiteral("first-order"));
+      QCOMPARE(cells[13], QString::fromStdString(r.note));
     }
   }
 

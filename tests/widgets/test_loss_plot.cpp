@@ -5,6 +5,7 @@
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
 
+#include <QCheckBox>
 #include <QSignalSpy>
 #include <QTest>
 #include <QWheelEvent>
@@ -231,6 +232,68 @@ class TestLossPlot : public QObject {
     margins.setResults({}, std::nullopt);
     QCOMPARE(margins.insideCount() + margins.outsideCount(), 0);
     QVERIFY(!margins.firstExitX());
+  }
+
+  // With a bug, margins of -92..+70 used to squash the ±1 band into a line (linear y axis).
+  void marginBandStaysReadableWithOutliers() {
+    MarginPlot margins;
+    showPlot(margins, {1000, 220});
+    std::vector<StepResult> steps;
+    const double values[] = {0.2, -0.7, 0.9, -92, 70, 3, -0.1, 12};
+    for (int i = 0; i < 8; ++i) {
+      StepResult r = makeResult(i * 100, false);
+      r.margin = values[i];
+      r.inside = std::abs(r.margin) <= 1;
+      r.verdict = r.inside ? StepVerdict::Rounding : StepVerdict::BugCertain;
+      steps.push_back(r);
+    }
+    margins.setResults(steps, 300);
+    margins.setXRange(-50, 800);
+    margins.replotNow();
+    QCOMPARE(margins.insideCount(), 4);
+    QCOMPARE(margins.outsideCount(), 4);
+    // The outliers are in view, and the band keeps a readable share of the plot's height.
+    const auto [lo, hi] = margins.visibleMarginRange();
+    QVERIFY2(lo <= -92 && hi >= 70, qPrintable(QStringLiteral("%1 %2").arg(lo).arg(hi)));
+    const QRect area = margins.plotArea();
+    const double band = margins.yToPixel(-1) - margins.yToPixel(1);
+    QVERIFY2(band >= 0.12 * area.height(),
+             qPrintable(QStringLiteral("band %1 px of %2").arg(band).arg(area.height())));
+    // The scale is monotonic: margin 3 above 1, -92 below -1, both inside the plot area.
+    QVERIFY(margins.yToPixel(3) < margins.yToPixel(1));
+    QVERIFY(margins.yToPixel(-92) > margins.yToPixel(-1));
+    QVERIFY(margins.yToPixel(-92) <= area.bottom() && margins.yToPixel(70) >= area.top());
+    // Ticks are labelled in margins at decades: 0, ±1, ±10 at least.
+    const std::vector<double> ticks = margins.tickMargins();
+    for (double m : {-10.0, -1.0, 0.0, 1.0, 10.0})
+      QVERIFY2(std::find(ticks.begin(), ticks.end(), m) != ticks.end(),
+               qPrintable(QString::number(m)));
+    QVERIFY(std::is_sorted(ticks.begin(), ticks.end()));
+    // The tooltip gives the real margin, not the transformed one.
+    QVERIFY2(margins.toolTipAt(300).contains(QStringLiteral("-92")),
+             qPrintable(margins.toolTipAt(300)));
+    QVERIFY(margins.toolTipAt(450).isEmpty());
+    // The transform and its inverse agree.
+    for (double m : {-1e6, -92.0, -1.0, 0.0, 0.5, 70.0})
+      QVERIFY(std::abs(MarginPlot::signedLogInverse(MarginPlot::signedLog(m)) - m) <=
+              1e-9 * std::max(1.0, std::abs(m)));
+  }
+
+  void xOnlyCheckboxEmitsItsChange() {
+    LossPlot plot;
+    QSignalSpy spy(&plot, &LossPlot::xOnlyChanged);
+    plot.setXOnly(true);
+    plot.setXOnly(true);
+    QCOMPARE(spy.count(), 1);
+    QVERIFY(plot.xOnly());
+    auto* box = plot.findChild<QCheckBox*>();
+    QVERIFY(box);
+    for (QCheckBox* b : plot.findChildren<QCheckBox*>())
+      if (b->text().contains(QStringLiteral("x only"))) box = b;
+    box->setChecked(false);  // the plot's own checkbox
+    QCOMPARE(spy.count(), 2);
+    QCOMPARE(spy.last().at(0).toBool(), false);
+    QVERIFY(!plot.xOnly());
   }
 
   void redrawWithOneMillionSteps() {

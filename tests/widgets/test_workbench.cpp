@@ -54,6 +54,82 @@ class TestWorkbench : public QObject {
     QCOMPARE(view.report().firstExit, std::optional<std::int64_t>(3000));
   }
 
+  // Recomputing a subset used to swap in an empty report and install only the job's steps.
+  void recomputingASubsetMergesWithTheSameSettings() {
+    WorkbenchView view;
+    view.setSession(makeSession(4000, 4000, 200));
+    AnalysisSettings settings;
+    settings.backend = "cpu";
+    AnalysisReport all = makeReport({0, 1000, 2000, 3000}, 3000);
+    all.settings = settings;
+    view.beginAnalysis(settings, 4);
+    view.finishAnalysis(all);
+    QCOMPARE(view.report().steps.size(), std::size_t(4));
+    QCOMPARE(view.report().firstExit, std::optional<std::int64_t>(3000));
+
+    // Recompute step 1000 only, now outside: the other steps stay, the first exit moves to 1000.
+    AnalysisSettings again = settings;
+    again.backend = "auto";  // the backend does not change the envelope
+    view.beginAnalysis(again, 1);
+    QCOMPARE(view.report().steps.size(), std::size_t(4));
+    QVERIFY(view.verdictPanel()->plainText().contains(QStringLiteral("1 more running")));
+    const StepResult outside = makeResult(1000, true);
+    view.updateStep(outside);
+    QVERIFY(!view.verdictPanel()->plainText().contains(QStringLiteral("more running")));
+    AnalysisReport job;
+    job.settings = again;
+    job.steps = {outside};
+    job.firstExit = 1000;
+    view.finishAnalysis(job);
+    QCOMPARE(view.report().steps.size(), std::size_t(4));
+    QCOMPARE(view.report().firstExit, std::optional<std::int64_t>(1000));
+    QCOMPARE(view.lossPlot()->firstExitX(), std::optional<double>(1000));
+    QCOMPARE(view.stepTable()->stepModel()->rowCount(), 20);
+    QCOMPARE(view.verdictPanel()->summary().verdict, OverallVerdict::BugCertain);
+    QVERIFY(view.verdictPanel()->notice().contains(QStringLiteral("merged")));
+
+    // Recompute step 1000 again, now inside: the first exit goes back to 3000 (not to "none",
+    // which the job's own report would say).
+    view.beginAnalysis(again, 1);
+    job.steps = {makeResult(1000, false)};
+    job.firstExit.reset();
+    view.updateStep(job.steps.front());
+    view.finishAnalysis(job);
+    QCOMPARE(view.report().steps.size(), std::size_t(4));
+    QCOMPARE(view.report().firstExit, std::optional<std::int64_t>(3000));
+    QCOMPARE(view.marginPlot()->firstExitX(), std::optional<double>(3000));
+  }
+
+  void recomputingWithOtherSettingsReplacesAndSaysSo() {
+    WorkbenchView view;
+    view.setSession(makeSession(4000, 4000, 200));
+    AnalysisReport all = makeReport({0, 1000, 2000, 3000}, 3000);
+    view.beginAnalysis(all.settings, 4);
+    view.finishAnalysis(all);
+    QVERIFY(view.verdictPanel()->notice().isEmpty());
+
+    AnalysisSettings interval;
+    interval.method = EnvelopeMethod::Interval;
+    view.beginAnalysis(interval, 1);
+    QCOMPARE(view.report().steps.size(), std::size_t(0));
+    const QString notice = view.verdictPanel()->notice();
+    QVERIFY2(notice.contains(QStringLiteral("replaced")) && notice.contains(QStringLiteral("4")),
+             qPrintable(notice));
+    QVERIFY(view.verdictPanel()->plainText().contains(notice));
+    AnalysisReport job;
+    job.settings = interval;
+    job.steps = {makeResult(2000, false, 0.08, EnvelopeMethod::Interval)};
+    view.updateStep(job.steps.front());
+    view.finishAnalysis(job);
+    QCOMPARE(view.report().steps.size(), std::size_t(1));
+    QVERIFY(!view.report().firstExit);
+    QCOMPARE(view.verdictPanel()->summary().verdict, OverallVerdict::Rounding);
+    QVERIFY(view.verdictPanel()->notice().contains(QStringLiteral("replaced")));
+    // A new session forgets the notice.
+    view.setSession(makeSession(100, 100, 10));
+    QVERIFY(view.verdictPanel()->notice().isEmpty());
+  }
+
   void axesAreSynchronised() {
     WorkbenchView view;
     view.resize(1200, 800);

@@ -10,6 +10,7 @@
 #include "widgets/verdict_panel.h"
 #include "widgets/workbench_view.h"
 
+#include <QAction>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -77,6 +78,19 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.workbench()->lossPlot()->candidatePointCount(), 50);
     QCOMPARE(w.workbench()->lossPlot()->checkpointMarkerCount(), 50);
     QCOMPARE(w.workbench()->stepTable()->stepModel()->rowCount(), 50);
+  }
+
+  void zoomXOnlyMenuFollowsThePlot() {
+    MainWindow w;
+    QAction* menu = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+      if (a->text().remove(QLatin1Char('&')) == QStringLiteral("Zoom x only")) menu = a;
+    QVERIFY(menu);
+    QVERIFY(!menu->isChecked());
+    w.workbench()->lossPlot()->setXOnly(true);  // as the plot's own checkbox does
+    QVERIFY(menu->isChecked());
+    menu->setChecked(false);
+    QVERIFY(!w.workbench()->lossPlot()->xOnly());
   }
 
   void badFileShowsTheReadersMessage() {
