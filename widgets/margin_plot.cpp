@@ -39,7 +39,7 @@ double MarginPlot::signedLogInverse(double t) {
 }
 
 MarginPlot::MarginPlot(QWidget* parent) : PlotPanel(parent) {
-  mPlot->yAxis->setLabel(tr("margin (half-widths, signed log scale)"));
+  mPlot->yAxis->setLabel(tr("margin (log)"));
   mPlot->axisRect()->setRangeZoom(Qt::Horizontal);
   mPlot->axisRect()->setRangeDrag(Qt::Horizontal);
   mPlot->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
@@ -132,7 +132,10 @@ void MarginPlot::updateTicks() {
   const int every = std::max(1, (decades + 4) / 5);
   for (int k = 0; k <= decades; k += every) magnitudes.push_back(std::pow(10.0, k));
   if (maxAbs < 10) magnitudes.insert(magnitudes.end(), {2.0, 5.0});
-  std::vector<double> ticks{0};
+  // With decades on the axis, 0 and ±1 are too close to label all three: the dashed zero line
+  // marks 0, the labels go to the band's edges ±1.
+  std::vector<double> ticks;
+  if (maxAbs < 10) ticks.push_back(0);
   for (double m : magnitudes) ticks.push_back(m), ticks.push_back(-m);
   std::sort(ticks.begin(), ticks.end());
   mTickMargins.clear();
