@@ -261,15 +261,7 @@ struct ArithRule {
 };
 
 std::shared_ptr<const OpRule> arithRule(Arith op) {
-  auto r = std::make_shared<ArithRule>(ArithRule{op});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(ArithRule{op});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,15 +399,7 @@ struct UnaryRule {
 };
 
 std::shared_ptr<const OpRule> unaryRule(Unary op) {
-  auto r = std::make_shared<UnaryRule>(UnaryRule{op});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(UnaryRule{op});
 }
 
 // pow.Tensor_Tensor: x^y with the libm pow error (x > 0 expected).
@@ -712,15 +696,7 @@ struct SelectRule {
 };
 
 std::shared_ptr<const OpRule> selectRule(std::size_t condIdx, std::size_t aIdx, std::size_t bIdx) {
-  auto r = std::make_shared<SelectRule>(SelectRule{condIdx, aIdx, bIdx});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(SelectRule{condIdx, aIdx, bIdx});
 }
 
 // ---------------------------------------------------------------------------------------------

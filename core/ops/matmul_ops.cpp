@@ -470,15 +470,7 @@ struct MatmulRule {
 };
 
 std::shared_ptr<const OpRule> matmulRule(Kind kind) {
-  auto r = std::make_shared<MatmulRule>(MatmulRule{kind});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(MatmulRule{kind});
 }
 
 }  // namespace

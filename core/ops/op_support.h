@@ -305,6 +305,21 @@ struct RuleFns {
 };
 /// Returns an OpRule that forwards to fns (every function must be set).
 std::shared_ptr<const OpRule> makeRule(RuleFns fns);
+
+/// Returns an OpRule that forwards to the point/interval/random/vjp/localError member functions
+/// of `rule` (one shared immutable copy of it).
+template <typename R>
+std::shared_ptr<const OpRule> makeRuleOf(R rule) {
+  auto r = std::make_shared<const R>(std::move(rule));
+  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
+                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
+                       OpContext& c) { return r->vjp(a, o, g, c); },
+                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
+                     return r->localError(a, o, c);
+                   }});
+}
 /// Returns a localError function reporting zero error (exact ops: views, copies, comparisons).
 std::vector<Tensor> zeroLocalError(std::span<const Tensor> outputs);
 /// Returns zero gradients of input shapes for differentiable float inputs, nullopt for others.

@@ -183,15 +183,7 @@ struct UpdateRule {
 };
 
 std::shared_ptr<const OpRule> updateRule(Kind kind) {
-  auto r = std::make_shared<UpdateRule>(UpdateRule{kind});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(UpdateRule{kind});
 }
 
 }  // namespace

@@ -210,15 +210,7 @@ struct ReduceRule {
 };
 
 std::shared_ptr<const OpRule> reduceRule(Kind kind, bool full) {
-  auto r = std::make_shared<ReduceRule>(ReduceRule{kind, full});
-  return makeRule({[r](const OpArgs& a, OpContext& c) { return r->point(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->interval(a, c); },
-                   [r](const OpArgs& a, OpContext& c) { return r->random(a, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g,
-                       OpContext& c) { return r->vjp(a, o, g, c); },
-                   [r](const OpArgs& a, std::span<const Tensor> o, OpContext& c) {
-                     return r->localError(a, o, c);
-                   }});
+  return makeRuleOf(ReduceRule{kind, full});
 }
 
 // max.dim / min.dim: (values, indices). Indices of interval inputs: every position that can hold

@@ -193,6 +193,25 @@ void checkCancel(const EvalOptions& options) {
   if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
+// Adds Σ|g|·r and Σ(g·r)² over the floating outputs of `node` that have an adjoint g, with the
+// local bounds r of `local`. A zero adjoint owns no budget even where r is infinite (e.g. masked
+// -inf logits); an unknown local bound (NaN) counts as unbounded.
+void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
+                       const std::vector<Tensor>& local, double& sum, double& sumSquares) {
+  for (std::size_t k = 0; k < adjoints.size() && k < local.size(); ++k) {
+    if (!adjoints[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
+    const auto g = adjoints[k]->values();
+    const auto r = local[k].hi();
+    for (std::size_t e = 0; e < g.size(); ++e) {
+      if (g[e] == 0) continue;
+      double t = std::abs(g[e]) * r[e];
+      if (std::isnan(t)) t = HUGE_VAL;
+      sum += t;
+      sumSquares += t * t;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::size_t> neededNodes(const Program& program, const std::vector<std::string>& outputs) {
@@ -304,38 +323,20 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
                                          [](const TensorSpec& s) { return isFloating(s.dtype); });
     if (anyAdjoint) {
       const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
-      // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs.
+      // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs; then the
+      // binary64 point evaluation's own rounding, to first order: the same adjoints with the
+      // local bounds of an fp64 execution (it is one: every point rule computes in binary64 or
+      // wider).
       NodeBudget b{node.name, node.op, 0.0, 0.0};
-      const std::vector<Tensor> local = guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx); });
-      checkResults(node, local, "localError", false);
-      for (std::size_t k = 0; k < outputs.size(); ++k) {
-        if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
-        const auto g = outAdj[k]->values();
-        const auto r = local[k].hi();
-        for (std::size_t e = 0; e < g.size(); ++e) {
-          // A zero adjoint owns no budget even where r is infinite (e.g. masked -inf logits); an
-          // unknown local bound (NaN) counts as unbounded.
-          if (g[e] == 0) continue;
-          double t = std::abs(g[e]) * r[e];
-          if (std::isnan(t)) t = HUGE_VAL;
-          b.bound += t;
-          b.sumSquares += t * t;
-        }
-      }
-      // The binary64 point evaluation's own rounding, to first order: same adjoints, the local
-      // bounds of an fp64 execution (it is one: every point rule computes in binary64 or wider).
-      const std::vector<Tensor> local64 =
-          guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, ctx64); });
-      checkResults(node, local64, "localError", false);
-      for (std::size_t k = 0; k < outputs.size(); ++k) {
-        if (!outAdj[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
-        const auto g = outAdj[k]->values();
-        const auto r = local64[k].hi();
-        for (std::size_t e = 0; e < g.size(); ++e) {
-          if (g[e] == 0) continue;
-          const double t = std::abs(g[e]) * r[e];
-          out.pointBound += std::isnan(t) ? HUGE_VAL : t;
-        }
+      double unusedSquares = 0.0;
+      for (OpContext* c : {&ctx, &ctx64}) {
+        const std::vector<Tensor> local =
+            guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, *c); });
+        checkResults(node, local, "localError", false);
+        if (c == &ctx)
+          addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares);
+        else
+          addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
       }
       out.bound += b.bound;
       out.sumSquares += b.sumSquares;
