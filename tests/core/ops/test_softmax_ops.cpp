@@ -96,6 +96,44 @@ class TestSoftmaxOps : public QObject {
     checkAllFormats("_log_softmax(half_to_float)", ::softmax("aten._log_softmax.default", true));
     checkVjpCases("_log_softmax", moderate(::softmax("aten._log_softmax.default")));
   }
+  /// A causal mask (exact -inf above the diagonal, as masked_fill leaves it): masked entries are
+  /// exactly 0 (log-softmax: -inf), the others finite, and no randomized execution escapes.
+  void maskedEntriesAreExact() {
+    std::mt19937_64 rng(31);
+    for (bool log : {false, true})
+      for (Format f : {Format::Fp64, Format::Fp32, Format::Bf16, Format::Fp16})
+        for (bool iv : {false, true}) {
+          const std::int64_t n = 6;
+          const DType t = dtypeFor(f);
+          std::vector<double> lo(n * n), hi(n * n);
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              const double v = j > i ? -HUGE_VAL : static_cast<double>(rng() % 33) / 8.0 - 2.0;
+              lo[static_cast<std::size_t>(i * n + j)] = v;
+              hi[static_cast<std::size_t>(i * n + j)] = iv && j <= i ? v + 0.125 : v;
+            }
+          OpCase c;
+          c.op = log ? "aten._log_softmax.default" : "aten._softmax.default";
+          c.precision = modelFor(std::nullopt);
+          c.inputs = {iv ? Tensor::interval({n, n}, t, lo, hi) : Tensor::point({n, n}, t, lo)};
+          c.args = {in(0), integer(-1), flag(false)};
+          c.outDtypes = {t};
+          const EnclosureReport r = checkEnclosure(c, 200, rng);
+          QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+          const Tensor y = intervalOutputs(c).at(0);
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              const Interval e = y.at(i * n + j);
+              if (j > i) {
+                const double masked = log ? -HUGE_VAL : 0.0;
+                QVERIFY2(e.lo == masked && e.hi == masked, qPrintable(QString::number(i * n + j)));
+              } else {
+                QVERIFY2(std::isfinite(e.lo) && std::isfinite(e.hi),
+                         qPrintable(QString::number(i * n + j)));
+              }
+            }
+        }
+  }
   void softmaxBackwardData() {
     const auto m = backwardData("aten._softmax_backward_data.default", false);
     checkAllFormats("_softmax_backward_data", m);
