@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "core/kernels/kernel_types.h"
+
 namespace lossbound {
 
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
@@ -26,6 +28,33 @@ class Backend {
   /// Runs body(begin, end) over [0, n) in parallel chunks; returns when all are done.
   virtual void parallelFor(std::int64_t n,
                            const std::function<void(std::int64_t, std::int64_t)>& body) = 0;
+
+  // ---- Optional interval kernels ------------------------------------------------------------
+  // A backend may take over the per-element and per-row work of some op rules (the CUDA backend
+  // does). Each hook returns false when the backend does not offer it, and the op rule then
+  // computes on the host itself; when it returns true, `out` holds what the bodies of
+  // core/kernels/kernel_bodies.h give (bit for bit for elementwise ops; reductions may sum in
+  // another order, which directed rounding makes sound). Host memory in and out, contiguous.
+  // The CPU backend offers none: its op rules are the reference the hooks are tested against.
+
+  /// out[i] = kernels::unaryBody(op, x[i], model) for i < n.
+  virtual bool unary(kernels::UnaryOp /*op*/, const kernels::ElementwiseModel& /*model*/,
+                     kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
+                     std::int64_t /*n*/) {
+    return false;
+  }
+  /// out[i] = kernels::binaryBody(op, x[i], y[yCount == 1 ? 0 : i], model) for i < n.
+  virtual bool binary(kernels::BinaryOp /*op*/, const kernels::ElementwiseModel& /*model*/,
+                      kernels::ConstIntervalSpan /*x*/, kernels::ConstIntervalSpan /*y*/,
+                      std::int64_t /*yCount*/, kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
+    return false;
+  }
+  /// Encloses every row sum of x[rows×cols] in any order: accumulate, then kernels::sumFinish.
+  virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
+                      std::int64_t /*rows*/, std::int64_t /*cols*/,
+                      const kernels::SumModel& /*model*/) {
+    return false;
+  }
 };
 
 /// Returns the CPU backend (Eigen GEMMs, OpenMP over both cores).

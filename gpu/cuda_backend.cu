@@ -17,6 +17,8 @@
 
 namespace lossbound::gpu {
 
+using namespace kernels;
+
 struct CudaBackend::Impl {
   explicit Impl(int device) : resources(device) {}
   std::mutex mutex;  // one stream, one handle: calls from several threads take turns
@@ -109,9 +111,9 @@ void CudaBackend::gemm(const double* a, const double* b, double* c, std::int64_t
   r.synchronize();
 }
 
-void CudaBackend::unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x,
+bool CudaBackend::unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x,
                         IntervalSpan out, std::int64_t n) {
-  if (n <= 0) return;
+  if (n <= 0) return true;
   checkSpan(x, "unary operand");
   checkSpan(out, "unary result");
   std::lock_guard lock(mImpl->mutex);
@@ -122,12 +124,13 @@ void CudaBackend::unary(UnaryOp op, const ElementwiseModel& model, ConstInterval
   launchUnary(op, model, dx.lo.data(), dx.hi.data(), dout.lo.data(), dout.hi.data(), n, s);
   dout.toHost(out, count(n), s);
   r.synchronize();
+  return true;
 }
 
-void CudaBackend::binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x,
+bool CudaBackend::binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x,
                          ConstIntervalSpan y, std::int64_t yCount, IntervalSpan out,
                          std::int64_t n) {
-  if (n <= 0) return;
+  if (n <= 0) return true;
   if (yCount != n && yCount != 1)
     throw std::invalid_argument("CUDA backend: binary op expects yCount == n (" +
                                 std::to_string(n) + ") or 1, found " + std::to_string(yCount));
@@ -143,6 +146,7 @@ void CudaBackend::binary(BinaryOp op, const ElementwiseModel& model, ConstInterv
                dout.lo.data(), dout.hi.data(), n, s);
   dout.toHost(out, count(n), s);
   r.synchronize();
+  return true;
 }
 
 void CudaBackend::store(Format format, ConstIntervalSpan x, IntervalSpan out, std::int64_t n) {
@@ -221,14 +225,14 @@ void CudaBackend::intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, Inter
   r.synchronize();
 }
 
-void CudaBackend::rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows,
+bool CudaBackend::rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows,
                          std::int64_t cols, const SumModel& model) {
-  if (rows <= 0) return;
+  if (rows <= 0) return true;
   checkSpan(out, "row sum result");
   if (cols <= 0) {
     std::fill(out.lo, out.lo + rows, 0.0);
     std::fill(out.hi, out.hi + rows, 0.0);
-    return;
+    return true;
   }
   checkSpan(x, "row sum operand");
   std::lock_guard lock(mImpl->mutex);
@@ -240,6 +244,7 @@ void CudaBackend::rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t row
                model.truncating, dout.lo.data(), dout.hi.data(), s);
   dout.toHost(out, count(rows), s);
   r.synchronize();
+  return true;
 }
 
 void CudaBackend::rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows,

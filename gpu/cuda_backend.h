@@ -1,6 +1,6 @@
 #pragma once
 // CudaBackend: the Backend on one CUDA device — cuBLAS GEMMs in round-to-nearest, interval
-// kernels whose bodies are the shared rules of gpu/kernel_bodies.h, host-side parallelFor.
+// kernels whose bodies are the shared rules of core/kernels/kernel_bodies.h, host-side parallelFor.
 // Plain C++ (no CUDA types; the CUDA state hides behind a pointer to an incomplete Impl), so any
 // target may include it. It exists only in CUDA builds; callers that must also build without CUDA
 // use createCudaBackend() from gpu/cuda_device.h.
@@ -17,22 +17,16 @@
 #include <string>
 
 #include "core/backend.h"
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 
 namespace lossbound::gpu {
 
-/// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for
-/// a point operand).
-struct ConstIntervalSpan {
-  const double* lo = nullptr;
-  const double* hi = nullptr;
-};
-
-/// Writable interval result in host memory.
-struct IntervalSpan {
-  double* lo = nullptr;
-  double* hi = nullptr;
-};
+using kernels::BinaryOp;
+using kernels::ConstIntervalSpan;
+using kernels::ElementwiseModel;
+using kernels::IntervalSpan;
+using kernels::SumModel;
+using kernels::UnaryOp;
 
 /// How the candidate computes a matrix product (the CPU rule's GemmModel): input rounding
 /// (tf32/bf16/...), accumulation format and its unit roundoff (2u when truncating), storage.
@@ -41,14 +35,6 @@ struct MatmulModel {
   Format accumulation = Format::Fp64;
   double accumulationRoundoff = 0x1p-53;
   Format storage = Format::Fp64;
-};
-
-/// How the candidate computes a sum (any order): accumulation format (2u when truncating) and
-/// storage format — the arguments of ops::roundedSumEnclosure.
-struct SumModel {
-  Format accumulation = Format::Fp64;
-  Format storage = Format::Fp64;
-  bool truncating = false;
 };
 
 /// The Backend on one CUDA device (see the file comment).
@@ -71,27 +57,27 @@ class CudaBackend final : public Backend {
   void parallelFor(std::int64_t n,
                    const std::function<void(std::int64_t, std::int64_t)>& body) override;
 
-  /// out[i] = unaryBody(op, x[i], model) for i < n.
-  void unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
-             std::int64_t n);
+  /// out[i] = unaryBody(op, x[i], model) for i < n; returns true (offered).
+  bool unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
+             std::int64_t n) override;
   /// out[i] = binaryBody(op, x[i], y[yCount == 1 ? 0 : i], model) for i < n (yCount is n or 1:
-  /// a scalar right operand broadcasts).
-  void binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, ConstIntervalSpan y,
-              std::int64_t yCount, IntervalSpan out, std::int64_t n);
+  /// a scalar right operand broadcasts); returns true (offered).
+  bool binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, ConstIntervalSpan y,
+              std::int64_t yCount, IntervalSpan out, std::int64_t n) override;
   /// out[i] = storeBody(x[i], format) = roundOutward(x[i], format).
   void store(Format format, ConstIntervalSpan x, IntervalSpan out, std::int64_t n);
 
   /// Encloses every C[m×n] the candidate can compute as A[m×k]·B[k×n] for point matrices inside
   /// the interval operands, in any order: midpoint–radius on three cuBLAS Dgemm calls and the
-  /// CPU rule's finishing arithmetic (gpu/kernel_bodies.h); any non-finite operand endpoint makes
+  /// CPU rule's finishing arithmetic (core/kernels/kernel_bodies.h); any non-finite operand endpoint makes
   /// every element entire, as on the CPU.
   void intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, IntervalSpan c, std::int64_t m,
                       std::int64_t k, std::int64_t n, const MatmulModel& model);
 
   /// Encloses every row sum (x is rows×cols, out has rows entries) the candidate can compute in
   /// any order: directed-rounding tree reductions, then sumFinish (γ_(cols-1) term, overflow).
-  void rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
-              const SumModel& model);
+  bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
+              const SumModel& model) override;
   /// Encloses every row maximum (exact: max is not rounded): [max lo, max hi] per row.
   void rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols);
 

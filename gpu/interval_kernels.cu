@@ -1,5 +1,5 @@
 // Elementwise, matmul-finishing and reduction interval kernels. The per-element work is the
-// shared LB_HD bodies of gpu/kernel_bodies.h (the rules of core/interval), so the device runs
+// shared LB_HD bodies of core/kernels/kernel_bodies.h (the rules of core/interval), so the device runs
 // exactly the code that tests/gpu checks on the host, with the rounding table mapped to the CUDA
 // directed-rounding intrinsics (core/interval/rounding.h under __CUDA_ARCH__).
 #include "gpu/interval_kernels.cuh"
@@ -9,6 +9,8 @@
 #include "gpu/cuda_check.cuh"
 
 namespace lossbound::gpu {
+
+using namespace kernels;
 namespace {
 
 constexpr int kBlock = 256;

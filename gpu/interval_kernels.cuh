@@ -1,15 +1,20 @@
 #pragma once
 // Launchers of the interval kernels (device-side code only: takes cudaStream_t). Each kernel
-// applies one body of gpu/kernel_bodies.h per element with a grid-stride loop; all launches are
+// applies one body of core/kernels/kernel_bodies.h per element with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 
 namespace lossbound::gpu {
+
+using kernels::BinaryOp;
+using kernels::ElementwiseModel;
+using kernels::MatmulBound;
+using kernels::UnaryOp;
 
 /// y[i] = |x[i]| for i < n.
 void launchAbs(const double* x, double* y, std::int64_t n, cudaStream_t stream);

@@ -9,9 +9,9 @@
 #include <functional>
 #include <vector>
 
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 
-namespace lossbound::gpu::test {
+namespace lossbound::kernels::test {
 
 /// C[m×n] = A[m×k]·B[k×n] row-major, round-to-nearest, any order.
 using Gemm = std::function<void(const double*, const double*, double*, std::int64_t,
@@ -35,7 +35,7 @@ struct HostIntervals {
   std::vector<double> lo, hi;
 };
 
-/// Encloses every product the candidate can compute (see gpu/kernel_bodies.h).
+/// Encloses every product the candidate can compute (see core/kernels/kernel_bodies.h).
 inline HostIntervals hostIntervalMatmul(const HostIntervals& a, const HostIntervals& b,
                                         std::int64_t m, std::int64_t k, std::int64_t n,
                                         Format input, Format accumulation,
@@ -81,4 +81,4 @@ inline HostIntervals hostIntervalMatmul(const HostIntervals& a, const HostInterv
   return c;
 }
 
-}  // namespace lossbound::gpu::test
+}  // namespace lossbound::kernels::test

@@ -3,7 +3,7 @@
 // bodies must also compile for the device in this unit.
 #include "tests/gpu/kernel_bodies_nvcc.h"
 
-namespace lossbound::gpu::test {
+namespace lossbound::kernels::test {
 
 __global__ void unaryBodyKernel(UnaryOp op, ElementwiseModel model, const Interval* x,
                                 Interval* out) {
@@ -37,4 +37,4 @@ Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool trunca
   return sumFinish(s, static_cast<double>(n), acc, store, truncating);
 }
 
-}  // namespace lossbound::gpu::test
+}  // namespace lossbound::kernels::test

@@ -2,9 +2,9 @@
 // The kernel bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), exposed to the plain
 // C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
 
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 
-namespace lossbound::gpu::test {
+namespace lossbound::kernels::test {
 
 /// unaryBody compiled by nvcc (host side).
 Interval nvccUnaryBody(UnaryOp op, Interval x, const ElementwiseModel& model);
@@ -20,4 +20,4 @@ Interval nvccMatmulFinish(double g1, double g2, double g4, double k, Format acc,
 /// accumulate (in order) + sumFinish compiled by nvcc (host side).
 Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating);
 
-}  // namespace lossbound::gpu::test
+}  // namespace lossbound::kernels::test

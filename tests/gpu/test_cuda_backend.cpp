@@ -21,17 +21,17 @@
 #include "core/ops/op_support.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_device.h"
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 #include "tests/gpu/host_interval_matmul.h"
 
 using lossbound::Format;
 using lossbound::Interval;
-using lossbound::gpu::BinaryOp;
-using lossbound::gpu::ConstIntervalSpan;
-using lossbound::gpu::ElementwiseModel;
-using lossbound::gpu::IntervalSpan;
-using lossbound::gpu::UnaryOp;
-using lossbound::gpu::test::HostIntervals;
+using lossbound::kernels::BinaryOp;
+using lossbound::kernels::ConstIntervalSpan;
+using lossbound::kernels::ElementwiseModel;
+using lossbound::kernels::IntervalSpan;
+using lossbound::kernels::UnaryOp;
+using lossbound::kernels::test::HostIntervals;
 namespace ops = lossbound::ops;
 
 namespace {
@@ -117,7 +117,7 @@ void TestCudaBackend::gemmAgreesWithCpu() {
     mGpu->gemm(a.data(), b.data(), cg.data(), m, k, n);
     mCpu->gemm(a.data(), b.data(), cc.data(), m, k, n);
     mCpu->gemm(a.data(), b.data(), p.data(), m, k, n, /*absolute=*/true);
-    const double g = lossbound::gpu::gammaUp(static_cast<double>(k), 0x1p-53);
+    const double g = lossbound::kernels::gammaUp(static_cast<double>(k), 0x1p-53);
     for (std::size_t i = 0; i < cg.size(); ++i) {
       const double tol = kGemmGammaFactor * g * p[i] * (1.0 + 1e-12) + 2.0 * k * 0x1p-1074;
       QVERIFY2(std::fabs(cg[i] - cc[i]) <= tol,
@@ -135,7 +135,7 @@ void TestCudaBackend::absoluteGemmAgreesWithCpu() {
   std::vector<double> cg(static_cast<std::size_t>(m * n)), cc(cg.size());
   mGpu->gemm(a.data(), b.data(), cg.data(), m, k, n, true);
   mCpu->gemm(a.data(), b.data(), cc.data(), m, k, n, true);
-  const double g = lossbound::gpu::gammaUp(static_cast<double>(k), 0x1p-53);
+  const double g = lossbound::kernels::gammaUp(static_cast<double>(k), 0x1p-53);
   for (std::size_t i = 0; i < cg.size(); ++i) {
     QVERIFY(cg[i] >= 0.0);
     QVERIFY(std::fabs(cg[i] - cc[i]) <= kGemmGammaFactor * g * cc[i] * (1.0 + 1e-12));
@@ -156,26 +156,26 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
                                                {Format::Fp32, Format::Fp32},
                                                {Format::Fp32, Format::Bf16}};
   for (const auto& [compute, store] : formats) {
-    for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+    for (int o = 0; o < lossbound::kernels::kBinaryOpCount; ++o) {
       const auto op = static_cast<BinaryOp>(o);
       const ElementwiseModel model{compute, store, 0};
       mGpu->binary(op, model, {x.lo.data(), x.hi.data()}, {y.lo.data(), y.hi.data()}, n,
                    {lo.data(), hi.data()}, n);
       for (std::size_t i = 0; i < lo.size(); ++i) {
-        const Interval h = lossbound::gpu::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[i], y.hi[i]}, model);
+        const Interval h = lossbound::kernels::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[i], y.hi[i]}, model);
         QVERIFY2(sameBits(h.lo, lo[i]) && sameBits(h.hi, hi[i]),
                  qPrintable(QStringLiteral("binary op %1 [%2]: gpu %3 host %4")
                                 .arg(o).arg(i).arg(show({lo[i], hi[i]}), show(h))));
       }
     }
-    for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+    for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
       const auto op = static_cast<UnaryOp>(o);
       const bool libm = op >= UnaryOp::Exp && op <= UnaryOp::Sigmoid;
       const bool rsqrt = op == UnaryOp::Rsqrt;
       const ElementwiseModel model{compute, store, (libm || rsqrt) ? 3 : 0};
       mGpu->unary(op, model, {x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, n);
       for (std::size_t i = 0; i < lo.size(); ++i) {
-        const Interval h = lossbound::gpu::unaryBody(op, {x.lo[i], x.hi[i]}, model);
+        const Interval h = lossbound::kernels::unaryBody(op, {x.lo[i], x.hi[i]}, model);
         const Interval g{lo[i], hi[i]};
         if (!libm) {
           QVERIFY2(sameBits(h.lo, g.lo) && sameBits(h.hi, g.hi),
@@ -190,7 +190,7 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
                  qPrintable(QStringLiteral("unary op %1 [%2]: gpu %3 host %4")
                                 .arg(o).arg(i).arg(show(g), show(h))));
         if (x.lo[i] == x.hi[i]) {  // point input: the host libm value must be inside
-          const Interval ref = lossbound::gpu::unaryBody(op, {x.lo[i], x.lo[i]},
+          const Interval ref = lossbound::kernels::unaryBody(op, {x.lo[i], x.lo[i]},
                                                          ElementwiseModel{Format::Fp64, Format::Fp64, 0});
           const double v = 0.5 * ref.lo + 0.5 * ref.hi;
           QVERIFY2(lossbound::contains(g, v),
@@ -228,7 +228,7 @@ void TestCudaBackend::intervalMatmulAgreesWithCpuAndEncloses() {
                       std::vector<double>(static_cast<std::size_t>(m * n))};
       mGpu->intervalMatmul({a.lo.data(), a.hi.data()}, {b.lo.data(), b.hi.data()},
                            {g.lo.data(), g.hi.data()}, m, k, n, model);
-      const HostIntervals c = lossbound::gpu::test::hostIntervalMatmul(
+      const HostIntervals c = lossbound::kernels::test::hostIntervalMatmul(
           a, b, m, k, n, cs.input, cs.acc, model.accumulationRoundoff, cs.store, cpuGemm);
       std::vector<double> row(static_cast<std::size_t>(k)), col(row.size()), scratch;
       std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -258,7 +258,7 @@ void TestCudaBackend::rowSumAgreesWithCpuAndEncloses() {
   for (auto [rows, cols] : {std::array<std::int64_t, 2>{1, 1}, {7, 1000}, {300, 4097}}) {
     const HostIntervals x = randomIntervals(rng, rows * cols, 1e-6);
     std::vector<double> lo(static_cast<std::size_t>(rows)), hi(lo.size());
-    const lossbound::gpu::SumModel model{Format::Fp32, Format::Fp32, false};
+    const lossbound::kernels::SumModel model{Format::Fp32, Format::Fp32, false};
     mGpu->rowSum({x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, rows, cols, model);
     for (std::int64_t r = 0; r < rows; ++r) {
       ops::SumEnclosure s{{0.0, 0.0}, 0.0};

@@ -1,4 +1,4 @@
-// The host test of the CUDA kernel bodies (gpu/kernel_bodies.h). The kernels run these LB_HD
+// The host test of the CUDA kernel bodies (core/kernels/kernel_bodies.h). The kernels run these LB_HD
 // functions on the device; here they run with the exact host emulation of the rounding table, and
 // must give, bit for bit, what the CPU path gives on the same inputs:
 // - the CPU helpers of core/ops/op_support.h (widenUlps, libmEnclosure, gammaUp,
@@ -29,7 +29,7 @@
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
-#include "gpu/kernel_bodies.h"
+#include "core/kernels/kernel_bodies.h"
 #include "tests/gpu/host_interval_matmul.h"
 #if defined(LOSSBOUND_TEST_NVCC_HOST)
 #include "tests/gpu/kernel_bodies_nvcc.h"
@@ -37,9 +37,9 @@
 
 using lossbound::Format;
 using lossbound::Interval;
-using lossbound::gpu::BinaryOp;
-using lossbound::gpu::ElementwiseModel;
-using lossbound::gpu::UnaryOp;
+using lossbound::kernels::BinaryOp;
+using lossbound::kernels::ElementwiseModel;
+using lossbound::kernels::UnaryOp;
 namespace ops = lossbound::ops;
 
 namespace {
@@ -203,7 +203,7 @@ void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
   for (const auto& [compute, store] : kFormatPairs) {
     for (int ulps = 0; ulps <= 8; ++ulps)
       for (Interval x : xs) {
-        const Interval gpu = lossbound::gpu::widenUlps(x, ulps, compute);
+        const Interval gpu = lossbound::kernels::widenUlps(x, ulps, compute);
         const Interval cpu = ops::widenUlps(x, ulps, compute);
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("widenUlps(%1, %2): gpu %3, cpu %4")
@@ -213,18 +213,18 @@ void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
   }
   for (std::int64_t n : {0, 1, 2, 3, 17, 1000, 1 << 20, 1 << 30})
     for (double u : {0x1p-53, 0x1p-24, 0x1p-11, 0x1p-8})
-      QVERIFY2(sameBits(lossbound::gpu::gammaUp(static_cast<double>(n), u), ops::gammaUp(n, u)),
+      QVERIFY2(sameBits(lossbound::kernels::gammaUp(static_cast<double>(n), u), ops::gammaUp(n, u)),
                qPrintable(QStringLiteral("gammaUp(%1, %2)").arg(n).arg(u)));
 }
 
 void TestKernelBodies::unaryBodiesMatchCpuPath() {
   const auto xs = testIntervals(2, kRandomIntervals);
   std::size_t checked = 0;
-  for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+  for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
     const auto op = static_cast<UnaryOp>(o);
     for (const auto& [compute, store] : kFormatPairs)
       for (Interval x : xs) {
-        const Interval gpu = lossbound::gpu::unaryBody(op, x, modelFor(op, compute, store));
+        const Interval gpu = lossbound::kernels::unaryBody(op, x, modelFor(op, compute, store));
         const Interval cpu = cpuUnary(op, x, compute, store);
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("%1(%2) compute %3 store %4: kernel body %5, CPU %6")
@@ -241,14 +241,14 @@ void TestKernelBodies::unaryBodiesMatchCpuPath() {
 void TestKernelBodies::binaryBodiesMatchCpuPath() {
   const auto xs = testIntervals(3, 3'000);
   const auto ys = testIntervals(4, 3'000);
-  for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+  for (int o = 0; o < lossbound::kernels::kBinaryOpCount; ++o) {
     const auto op = static_cast<BinaryOp>(o);
     for (const auto& [compute, store] : kFormatPairs)
       for (std::size_t i = 0; i < xs.size(); ++i) {
         // Pair every x with a y from another position, and every edge x with every edge y.
         const Interval x = xs[i], y = ys[(i * 7919) % ys.size()];
         const ElementwiseModel model{compute, store, 0};
-        const Interval gpu = lossbound::gpu::binaryBody(op, x, y, model);
+        const Interval gpu = lossbound::kernels::binaryBody(op, x, y, model);
         const Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("%1(%2, %3) store %4: kernel body %5, CPU %6")
@@ -266,13 +266,13 @@ void TestKernelBodies::storeBodyIsOutwardRounding() {
   std::uniform_real_distribution<double> d(-1e6, 1e6);
   for (int i = 0; i < 100'000; ++i) {
     const double v = d(rng);
-    const Interval s32 = lossbound::gpu::storeBody({v, v}, Format::Fp32);
+    const Interval s32 = lossbound::kernels::storeBody({v, v}, Format::Fp32);
     const double rn32 = static_cast<double>(static_cast<float>(v));
     QVERIFY(lossbound::contains(s32, rn32));
     QCOMPARE(static_cast<double>(static_cast<float>(s32.lo)), s32.lo);
     QCOMPARE(static_cast<double>(static_cast<float>(s32.hi)), s32.hi);
     for (Format f : {Format::Bf16, Format::Fp16, Format::Tf32}) {
-      const Interval s = lossbound::gpu::storeBody({v, v}, f);
+      const Interval s = lossbound::kernels::storeBody({v, v}, f);
       QVERIFY(lossbound::contains(s, ops::roundNearest(v, f)));
       QVERIFY(sameBits(s, lossbound::roundOutward({v, v}, f)));
     }
@@ -293,13 +293,13 @@ void TestKernelBodies::sumBodiesMatchCpuHelpers() {
       }
       for (const auto& [acc, store] : kFormatPairs)
         for (bool truncating : {false, true}) {
-          lossbound::gpu::SumState g;
+          lossbound::kernels::SumState g;
           ops::SumEnclosure c{{0.0, 0.0}, 0.0};
           for (Interval x : terms) {
-            lossbound::gpu::accumulate(g, x);
+            lossbound::kernels::accumulate(g, x);
             ops::accumulate(c, x);
           }
-          const Interval gpu = lossbound::gpu::sumFinish(g, static_cast<double>(n), acc, store,
+          const Interval gpu = lossbound::kernels::sumFinish(g, static_cast<double>(n), acc, store,
                                                          truncating);
           const Interval cpu = ops::roundedSumEnclosure(c, static_cast<std::int64_t>(n), acc,
                                                         store, truncating);
@@ -413,11 +413,11 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   };
   for (const auto& [name, op] : unaryOps)
     check(name, 1, [op = op](Interval a, Interval) {
-      return lossbound::gpu::unaryBody(op, a, modelFor(op, Format::Fp32, Format::Fp32));
+      return lossbound::kernels::unaryBody(op, a, modelFor(op, Format::Fp32, Format::Fp32));
     });
   for (const auto& [name, op] : binaryOps)
     check(name, 2, [op = op](Interval a, Interval b) {
-      return lossbound::gpu::binaryBody(op, a, b, ElementwiseModel{Format::Fp32, Format::Fp32, 0});
+      return lossbound::kernels::binaryBody(op, a, b, ElementwiseModel{Format::Fp32, Format::Fp32, 0});
     });
   if (!compared.isEmpty()) qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
   if (!missing.isEmpty())
@@ -429,25 +429,25 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
 #if !defined(LOSSBOUND_TEST_NVCC_HOST)
   QSKIP("built without CUDA: no nvcc translation unit to compare with");
 #else
-  namespace t = lossbound::gpu::test;
+  namespace t = lossbound::kernels::test;
   const auto xs = testIntervals(9, 5'000);
-  for (int o = 0; o < lossbound::gpu::kUnaryOpCount; ++o) {
+  for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
     const auto op = static_cast<UnaryOp>(o);
     for (const auto& [compute, store] : kFormatPairs)
       for (Interval x : xs) {
         const ElementwiseModel model = modelFor(op, compute, store);
-        const Interval a = lossbound::gpu::unaryBody(op, x, model), b = t::nvccUnaryBody(op, x, model);
+        const Interval a = lossbound::kernels::unaryBody(op, x, model), b = t::nvccUnaryBody(op, x, model);
         if (!sameBits(a, b))
           QFAIL(qPrintable(QStringLiteral("%1(%2): g++ %3, nvcc host %4")
                                .arg(unaryName(op), show(x), show(a), show(b))));
       }
   }
-  for (int o = 0; o < lossbound::gpu::kBinaryOpCount; ++o) {
+  for (int o = 0; o < lossbound::kernels::kBinaryOpCount; ++o) {
     const auto op = static_cast<BinaryOp>(o);
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const Interval x = xs[i], y = xs[(i * 7919) % xs.size()];
       const ElementwiseModel model{Format::Fp32, Format::Bf16, 0};
-      const Interval a = lossbound::gpu::binaryBody(op, x, y, model),
+      const Interval a = lossbound::kernels::binaryBody(op, x, y, model),
                      b = t::nvccBinaryBody(op, x, y, model);
       QVERIFY2(sameBits(a, b), qPrintable(QStringLiteral("%1(%2, %3): g++ %4, nvcc host %5")
                                               .arg(binaryName(op), show(x), show(y), show(a),
@@ -456,9 +456,9 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
   }
   for (Interval x : xs)
     for (Format f : {Format::Fp64, Format::Fp32, Format::Tf32, Format::Bf16, Format::Fp16}) {
-      QVERIFY(sameBits(lossbound::gpu::storeBody(x, f), t::nvccStoreBody(x, f)));
+      QVERIFY(sameBits(lossbound::kernels::storeBody(x, f), t::nvccStoreBody(x, f)));
       double m = 0.0, r = 0.0;
-      lossbound::gpu::midRad(x.lo, x.hi, f, &m, &r);
+      lossbound::kernels::midRad(x.lo, x.hi, f, &m, &r);
       QVERIFY(sameBits(Interval{m, r}, t::nvccMidRad(x.lo, x.hi, f)));
     }
   std::mt19937_64 rng(10);
@@ -467,18 +467,18 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
     const double g1 = d(rng), g2 = std::fabs(d(rng)) * 10.0, g4 = g2 * (1.0 + 1e-3);
     const double k = static_cast<double>(1 + rng() % 4096);
     const bool points = i % 2 == 0;
-    const lossbound::gpu::MatmulBound bound =
-        lossbound::gpu::makeMatmulBound(k, Format::Fp32, 0x1p-24, points);
-    QVERIFY(sameBits(lossbound::gpu::matmulFinish(g1, g2, g4, bound, Format::Fp32),
+    const lossbound::kernels::MatmulBound bound =
+        lossbound::kernels::makeMatmulBound(k, Format::Fp32, 0x1p-24, points);
+    QVERIFY(sameBits(lossbound::kernels::matmulFinish(g1, g2, g4, bound, Format::Fp32),
                      t::nvccMatmulFinish(g1, g2, g4, k, Format::Fp32, 0x1p-24, points,
                                          Format::Fp32)));
   }
   std::vector<Interval> terms(xs.begin(), xs.begin() + 300);
   for (Interval& x : terms)
     if (lossbound::hasNan(x) || lossbound::isEmpty(x)) x = {-1.0, 2.0};
-  lossbound::gpu::SumState s;
-  for (Interval x : terms) lossbound::gpu::accumulate(s, x);
-  QVERIFY(sameBits(lossbound::gpu::sumFinish(s, 300.0, Format::Fp32, Format::Bf16, false),
+  lossbound::kernels::SumState s;
+  for (Interval x : terms) lossbound::kernels::accumulate(s, x);
+  QVERIFY(sameBits(lossbound::kernels::sumFinish(s, 300.0, Format::Fp32, Format::Bf16, false),
                    t::nvccSum(terms.data(), 300, Format::Fp32, Format::Bf16, false)));
 #endif
 }
@@ -502,8 +502,8 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
   std::vector<double> scratch;
   for (const Case& cs : cases)
     for (auto [m, k, n] : {std::array<std::int64_t, 3>{3, 1, 2}, {4, 37, 5}, {2, 300, 3}}) {
-      lossbound::gpu::test::HostIntervals a, b;
-      auto fill = [&](lossbound::gpu::test::HostIntervals& x, std::int64_t count) {
+      lossbound::kernels::test::HostIntervals a, b;
+      auto fill = [&](lossbound::kernels::test::HostIntervals& x, std::int64_t count) {
         for (std::int64_t i = 0; i < count; ++i) {
           const double v = normal(rng) * std::ldexp(1.0, static_cast<int>(rng() % 9) - 4);
           const double w = std::fabs(v) * cs.relWidth * unit(rng);
@@ -513,11 +513,11 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
       };
       fill(a, m * k);
       fill(b, k * n);
-      const auto c = lossbound::gpu::test::hostIntervalMatmul(
+      const auto c = lossbound::kernels::test::hostIntervalMatmul(
           a, b, m, k, n, cs.input, cs.acc, lossbound::unitRoundoff(cs.acc), cs.store,
-          lossbound::gpu::test::naiveGemm());
+          lossbound::kernels::test::naiveGemm());
       for (int trial = 0; trial < 200; ++trial) {
-        auto pick = [&](const lossbound::gpu::test::HostIntervals& x, std::size_t i) {
+        auto pick = [&](const lossbound::kernels::test::HostIntervals& x, std::size_t i) {
           const int how = static_cast<int>(rng() % 3);
           const double v = how == 0 ? x.lo[i] : how == 1 ? x.hi[i]
                                                           : x.lo[i] + (x.hi[i] - x.lo[i]) * unit(rng);
@@ -562,8 +562,8 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
 }
 
 void TestKernelBodies::matmulFinishEdgeCases() {
-  using lossbound::gpu::makeMatmulBound;
-  using lossbound::gpu::matmulFinish;
+  using lossbound::kernels::makeMatmulBound;
+  using lossbound::kernels::matmulFinish;
   const auto b = makeMatmulBound(10.0, Format::Fp32, 0x1p-24, false);
   const Interval whole = lossbound::entireInterval();
   QVERIFY(sameBits(matmulFinish(std::nan(""), 1.0, 1.0, b, Format::Fp32), whole));
@@ -581,12 +581,12 @@ void TestKernelBodies::matmulFinishEdgeCases() {
   QVERIFY(z.lo < 0.0 && z.hi > 0.0);
   // Unbounded operand → midRad refuses it.
   double m = 0.0, r = 0.0;
-  QVERIFY(!lossbound::gpu::midRad(-kInf, 1.0, Format::Fp64, &m, &r));
-  QVERIFY(lossbound::gpu::midRad(1.0, 3.0, Format::Fp64, &m, &r));
+  QVERIFY(!lossbound::kernels::midRad(-kInf, 1.0, Format::Fp64, &m, &r));
+  QVERIFY(lossbound::kernels::midRad(1.0, 3.0, Format::Fp64, &m, &r));
   QCOMPARE(m, 2.0);
   QCOMPARE(r, 1.0);
   // Rounding to the input format happens before the split: [1 + 2^-30] is not a bf16 point.
-  QVERIFY(lossbound::gpu::midRad(1.0 + 0x1p-30, 1.0 + 0x1p-30, Format::Bf16, &m, &r));
+  QVERIFY(lossbound::kernels::midRad(1.0 + 0x1p-30, 1.0 + 0x1p-30, Format::Bf16, &m, &r));
   QVERIFY(m - r <= 1.0 && m + r >= 1.0 + 0x1p-7);
 }
 
@@ -604,7 +604,7 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
   } catch (const std::exception& e) {
     QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
   }
-  const lossbound::gpu::test::Gemm cpuGemm = [&](const double* a, const double* b, double* c,
+  const lossbound::kernels::test::Gemm cpuGemm = [&](const double* a, const double* b, double* c,
                                                  std::int64_t m, std::int64_t k, std::int64_t n) {
     backend->gemm(a, b, c, m, k, n, false);
   };
@@ -615,8 +615,8 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
        {lossbound::DType::Float64, lossbound::DType::Float32, lossbound::DType::BFloat16})
     for (double relWidth : {0.0, 1e-4})
       for (auto [m, k, n] : {std::array<std::int64_t, 3>{3, 1, 2}, {6, 40, 5}, {2, 0, 3}}) {
-        lossbound::gpu::test::HostIntervals a, b;
-        auto fill = [&](lossbound::gpu::test::HostIntervals& x, std::int64_t count) {
+        lossbound::kernels::test::HostIntervals a, b;
+        auto fill = [&](lossbound::kernels::test::HostIntervals& x, std::int64_t count) {
           for (std::int64_t i = 0; i < count; ++i) {
             const double v = normal(rng);
             x.lo.push_back(v - std::fabs(v) * relWidth);
@@ -646,14 +646,14 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
         const lossbound::Tensor cpu = rule->interval(args, ctx).at(0);
         const Format store = precision.storageFor(dtype);
         const Format acc = ops::accumulationFormat(precision, dtype);
-        const auto gpu = lossbound::gpu::test::hostIntervalMatmul(
+        const auto gpu = lossbound::kernels::test::hostIntervalMatmul(
             a, b, m, k, n, precision.matmulInputFor(dtype), acc,
             precision.accumulationRoundoff(dtype), store, cpuGemm);
         // Randomized executions on points drawn from the operand enclosures (endpoints and
         // midpoints), random orders, blockings and FMA.
         std::vector<lossbound::Tensor> runs;
         for (int trial = 0; trial < 200; ++trial) {
-          auto pick = [&](const lossbound::gpu::test::HostIntervals& x, std::int64_t r,
+          auto pick = [&](const lossbound::kernels::test::HostIntervals& x, std::int64_t r,
                           std::int64_t c) {
             std::vector<double> v;
             for (std::size_t i = 0; i < x.lo.size(); ++i) {
@@ -707,11 +707,11 @@ void TestKernelBodies::treeSumEnclosesRandomOrders() {
       xs.push_back({v, std::nextafter(v, kInf)});
     }
     // 256 strided partial states merged pairwise, as rowSumKernel does.
-    std::vector<lossbound::gpu::SumState> part(256);
-    for (std::size_t i = 0; i < n; ++i) lossbound::gpu::accumulate(part[i % 256], xs[i]);
+    std::vector<lossbound::kernels::SumState> part(256);
+    for (std::size_t i = 0; i < n; ++i) lossbound::kernels::accumulate(part[i % 256], xs[i]);
     for (std::size_t s = 128; s > 0; s >>= 1)
-      for (std::size_t t = 0; t < s; ++t) part[t] = lossbound::gpu::merge(part[t], part[t + s]);
-    const Interval tree = lossbound::gpu::sumFinish(part[0], static_cast<double>(n), Format::Fp32,
+      for (std::size_t t = 0; t < s; ++t) part[t] = lossbound::kernels::merge(part[t], part[t + s]);
+    const Interval tree = lossbound::kernels::sumFinish(part[0], static_cast<double>(n), Format::Fp32,
                                                     Format::Fp32, false);
     ops::SumEnclosure seq{{0.0, 0.0}, 0.0};
     for (Interval x : xs) ops::accumulate(seq, x);

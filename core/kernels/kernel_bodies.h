@@ -1,9 +1,10 @@
 #pragma once
-// Kernel bodies: the per-element work of every CUDA interval kernel, as LB_HD inline functions
-// built only from the shared rules of core/interval. The .cu kernels call them on the device
-// (directed rounding = CUDA intrinsics); tests/gpu calls the very same functions on the host
-// (directed rounding = the exact emulation of core/interval/rounding.h), which is how the GPU code
-// is tested on machines without a GPU. Plain C++: no CUDA types, any compiler can include it.
+// Kernel bodies: the per-element work of every interval kernel a Backend may offer, as LB_HD
+// inline functions built only from the shared rules of core/interval. The CUDA kernels (gpu/)
+// call them on the device (directed rounding = CUDA intrinsics); tests call the very same
+// functions on the host (directed rounding = the exact emulation of core/interval/rounding.h),
+// which is how the GPU code is tested on machines without a GPU. Plain C++: no CUDA types, any
+// compiler can include it.
 //
 // Invariants: every body returns an enclosure (never a NaN endpoint); an unknown or unbounded
 // operand gives a wider result, never a narrower one.
@@ -13,30 +14,9 @@
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/interval/rounding.h"
+#include "core/kernels/kernel_types.h"
 
-namespace lossbound::gpu {
-
-/// Elementwise operations with one interval operand.
-enum class UnaryOp : int {
-  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu
-};
-/// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 14;
-
-/// Elementwise operations with two interval operands.
-enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max };
-/// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 6;
-
-/// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
-/// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of
-/// its implementation in ulps of the compute format (0 for the correctly rounded operations;
-/// core/ops' modelUlps(fn, compute) — published libm error + 1 — for transcendental functions).
-struct ElementwiseModel {
-  Format compute = Format::Fp64;
-  Format storage = Format::Fp64;
-  int ulps = 0;
-};
+namespace lossbound::kernels {
 
 /// Returns x widened outward by `ulps` ulps of f in relative terms, exactly as the CPU rules'
 /// ops::widenUlps (core/ops/op_support.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| + ulps·η_f)]
@@ -271,4 +251,4 @@ LB_HD inline Interval sumFinish(const SumState& s, double n, Format acc, Format 
   return roundOutward(r, store);
 }
 
-}  // namespace lossbound::gpu
+}  // namespace lossbound::kernels

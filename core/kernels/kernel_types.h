@@ -1,0 +1,55 @@
+#pragma once
+// The vocabulary of the interval kernels a Backend may offer (core/backend.h): which operation,
+// in which precision, on which host arrays. Plain C++ (no CUDA types); the bodies that give these
+// operations their meaning are in core/kernels/kernel_bodies.h.
+
+#include <cstdint>
+
+#include "core/interval/precision.h"
+
+namespace lossbound::kernels {
+
+/// Elementwise operations with one interval operand.
+enum class UnaryOp : int {
+  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu
+};
+/// Number of UnaryOp values (for tests and tables).
+inline constexpr int kUnaryOpCount = 14;
+
+/// Elementwise operations with two interval operands.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max };
+/// Number of BinaryOp values.
+inline constexpr int kBinaryOpCount = 6;
+
+/// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
+/// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of
+/// its implementation in ulps of the compute format (0 for the correctly rounded operations;
+/// core/ops' modelUlps(fn, compute) — published libm error + 1 — for transcendental functions).
+struct ElementwiseModel {
+  Format compute = Format::Fp64;
+  Format storage = Format::Fp64;
+  int ulps = 0;
+};
+
+/// How the candidate computes a sum (any order): accumulation format (2u when truncating) and
+/// storage format — the arguments of ops::roundedSumEnclosure.
+struct SumModel {
+  Format accumulation = Format::Fp64;
+  Format storage = Format::Fp64;
+  bool truncating = false;
+};
+
+/// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for
+/// a point operand).
+struct ConstIntervalSpan {
+  const double* lo = nullptr;
+  const double* hi = nullptr;
+};
+
+/// Writable interval result in host memory.
+struct IntervalSpan {
+  double* lo = nullptr;
+  double* hi = nullptr;
+};
+
+}  // namespace lossbound::kernels
