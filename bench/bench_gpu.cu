@@ -2,7 +2,11 @@
 // cublasDgemm and cublasSgemm on the same device, measured side by side in one run. Prints
 // "no CUDA device: <reason>" and exits 0 where there is no device.
 //
+// Then the replay time per step: one sample step replayed with the interval and first-order
+// methods on the CPU backend and on the CUDA backend, side by side.
+//
 // Usage: bench-gpu [N ...]   (square sizes; default 256 1024 2048)
+//        LOSSBOUND_BENCH_SAMPLE=<sample dir> picks the replayed sample (default gradaccum-hf-bug).
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -14,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu_replay_timing.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_check.cuh"
 #include "gpu/cuda_device.h"
@@ -116,8 +121,7 @@ int main(int argc, char** argv) {
                 flop / s64 * 1e-9, flop / sGemm * 1e-9, flop / sIvl * 1e-9, sIvl / s64,
                 sIvl / sGemm);
   }
-  std::printf("replay time per step: not measured (the analysis replay does not run on the CUDA "
-              "backend yet)\n");
+  lossbound::printReplayTiming(*gpu);
   LB_CUBLAS_CHECK(cublasDestroy(handle));
   LB_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;

@@ -37,6 +37,10 @@ class Backend {
   // another order, which directed rounding makes sound). Host memory in and out, contiguous.
   // The CPU backend offers none: its op rules are the reference the hooks are tested against.
 
+  /// Returns true when the backend offers any interval kernel hook (op rules skip the
+  /// preparation of an offer otherwise).
+  virtual bool offersIntervalKernels() const { return false; }
+
   /// out[i] = kernels::unaryBody(op, x[i], model) for i < n.
   virtual bool unary(kernels::UnaryOp /*op*/, const kernels::ElementwiseModel& /*model*/,
                      kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,

@@ -57,6 +57,8 @@ class CudaBackend final : public Backend {
   void parallelFor(std::int64_t n,
                    const std::function<void(std::int64_t, std::int64_t)>& body) override;
 
+  /// Returns true: unary, binary and rowSum run on the device.
+  bool offersIntervalKernels() const override { return true; }
   /// out[i] = unaryBody(op, x[i], model) for i < n; returns true (offered).
   bool unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
              std::int64_t n) override;

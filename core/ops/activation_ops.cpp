@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/ops/families.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
@@ -150,6 +151,14 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
+    // sigmoid and tanh are kernel bodies of the same formula (tests/gpu/test_kernel_offload).
+    if (op == Unary::Sigmoid || op == Unary::Tanh) {
+      const bool sig = op == Unary::Sigmoid;
+      const kernels::ElementwiseModel model{d.c, s, modelUlps(sig ? LibmFn::Exp : LibmFn::Tanh, d.c)};
+      if (auto r = offerUnary(ctx.backend, sig ? kernels::UnaryOp::Sigmoid : kernels::UnaryOp::Tanh,
+                              model, x, t))
+        return std::vector<Tensor>{std::move(*r)};
+    }
     return std::vector<Tensor>{mapInterval(x, t, [&](Interval v) {
       Interval r = unaryF(d, op, v, 0);
       for (int k = 1; k < variants(op); ++k) r = hull(r, unaryF(d, op, v, k));
@@ -256,6 +265,9 @@ std::shared_ptr<const OpRule> reluRule() {
   };
   fns->interval = [](const OpArgs& a, OpContext& ctx) {
     const Format s = outFormat(a, ctx);
+    if (auto r = offerUnary(ctx.backend, kernels::UnaryOp::Relu, {s, s, 0}, a.tensor(0),
+                            a.outSpec(0).dtype))
+      return std::vector<Tensor>{std::move(*r)};
     return std::vector<Tensor>{mapInterval(a.tensor(0), a.outSpec(0).dtype, [s](Interval v) {
       return roundOutward(lossbound::max(v, Interval{0.0, 0.0}), s);
     })};

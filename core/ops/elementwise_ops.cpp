@@ -17,6 +17,7 @@
 #include "core/interval/elementary.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
@@ -100,6 +101,18 @@ struct ArithRule {
       a.fail("rounding_mode '" + m->stringValue + "' is not supported (only true division)");
   }
 
+  /// The backend kernel computing x op y (alpha aside), if any (rsub swaps its operands: none).
+  std::optional<kernels::BinaryOp> kernelOf() const {
+    switch (op) {
+      case Arith::Add: return kernels::BinaryOp::Add;
+      case Arith::Sub: return kernels::BinaryOp::Sub;
+      case Arith::Mul: return kernels::BinaryOp::Mul;
+      case Arith::Div: return kernels::BinaryOp::Div;
+      case Arith::Rsub: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
   double exact(double x, double y, double alpha) const {
     switch (op) {
       case Arith::Add: return x + alpha * y;
@@ -129,6 +142,12 @@ struct ArithRule {
     const double alpha = alphaOf(a);
     const Interval al = integral ? lossbound::point(alpha) : scalarEnclosure(alpha, f);
     const bool recip = divisorIsScalar(oy) && !integral;
+    // Offered to the backend when the arithmetic is one binary body: alpha 1, true division
+    // without the reciprocal variant (tests/gpu/test_kernel_offload checks bit-identity).
+    if (const auto k = kernelOf(); k && !integral && alpha == 1.0 && !recip)
+      if (auto r = offerBinary(ctx.backend, *k, {f, f, 0}, x, y,
+                               broadcastAll(a, {x.shape(), y.shape()}), t))
+        return {std::move(*r)};
     return {mapInterval2(a, x, y, t, [&](Interval p, Interval q) -> Interval {
       switch (op) {
         case Arith::Add:
@@ -333,12 +352,32 @@ struct UnaryRule {
     return {mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(op, x, p); })};
   }
 
+  /// The backend kernel computing this op, if any (pow.Scalar has none).
+  static std::optional<kernels::UnaryOp> kernelOf(Unary op) {
+    switch (op) {
+      case Unary::Neg: return kernels::UnaryOp::Neg;
+      case Unary::Abs: return kernels::UnaryOp::Abs;
+      case Unary::Reciprocal: return kernels::UnaryOp::Reciprocal;
+      case Unary::Sqrt: return kernels::UnaryOp::Sqrt;
+      case Unary::Rsqrt: return kernels::UnaryOp::Rsqrt;
+      case Unary::Exp: return kernels::UnaryOp::Exp;
+      case Unary::Log: return kernels::UnaryOp::Log;
+      case Unary::PowScalar: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
     const DType t = a.outSpec().dtype;
     const double p = exponent(a);
     const bool integral = isIntegral(t);
     const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const auto fn = libmOf(op, p);
+    // The same arithmetic as below: kernels::unaryBody = libmEnclosure / roundOutward of the exact
+    // extension (tests/gpu/test_kernel_offload checks bit-identity in every format).
+    if (const auto k = kernelOf(op); k && !integral)
+      if (auto r = offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0}, a.tensor(0), t))
+        return {std::move(*r)};
     return {mapInterval(a.tensor(0), t, [&](Interval x) {
       const Interval e = exactEnclosure(op, x, p);
       if (integral) return e;

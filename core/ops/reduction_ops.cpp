@@ -13,12 +13,22 @@
 #include <string>
 
 #include "core/ops/families.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 namespace lossbound {
 
 namespace {
+
+/// True when the reduced elements of output i are x[i·n, (i+1)·n): rows of a rows×n matrix.
+bool rowsAreContiguous(const ops::ReductionLayout& l, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    if (l.inner[static_cast<std::size_t>(j)] != j) return false;
+  for (std::size_t i = 0; i < l.outer.size(); ++i)
+    if (l.outer[i] != static_cast<std::int64_t>(i) * n) return false;
+  return true;
+}
 
 using namespace ops;
 
@@ -77,6 +87,13 @@ struct ReduceRule {
     const bool integral = isIntegral(t);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
+    const auto rows = static_cast<std::int64_t>(l.outer.size());
+    if (kind == Kind::Sum && !integral && n > 0 && rowsAreContiguous(l, n)) {
+      const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation};
+      if (auto r = offerRowSum(ctx.backend, model, x, rows, n,
+                               reducedShape(x.shape(), ra.dims, ra.keepdim), t))
+        return {std::move(*r)};
+    }
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {
       Interval r;

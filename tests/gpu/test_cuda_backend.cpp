@@ -294,37 +294,41 @@ void TestCudaBackend::rowMaxIsBitIdentical() {
 }
 
 void TestCudaBackend::wholeSampleReplayAgreesWithCpu() {
-  // The replay of each sample's candidate program on the reference state at step 0, with the CUDA
-  // backend as the Backend (the matmul rules' GEMMs run on cuBLAS) and with the CPU backend: both
-  // rigorous envelopes must contain the CPU's randomized executions (ensemble), and their widths
-  // must agree within kGpuWidthFactor.
+  // The replay of each sample's candidate program on the reference state at its first and last
+  // step, with the CUDA backend as the Backend (GEMMs on cuBLAS; elementwise ops, row sums and
+  // the other offered kernels on the device) and with the CPU backend: both rigorous envelopes
+  // must contain the CPU's randomized executions (ensemble), and their widths must agree within
+  // kGpuWidthFactor.
   using namespace lossbound;
   for (const char* sample : {"gradaccum-fixed", "gradaccum-hf-bug", "kernel-path"}) {
     const std::string dir = std::string(LOSSBOUND_SOURCE_DIR) + "/samples/" + sample + "/";
     const auto reference = RunFileReplay::open(dir + "reference.h5");
     const auto candidate = RunFileReplay::open(dir + "candidate.h5");
-    const auto program = candidate->programAt(0);
-    const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
-    ReplayOptions o;
-    o.method = EnvelopeMethod::Ensemble;
-    o.ensembleSize = 64;
-    const Envelope observed = replayEnvelope(*program, inputs, *mCpu, o);
-    for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
-      o.method = m;
-      const Envelope cpu = replayEnvelope(*program, inputs, *mCpu, o);
-      const Envelope gpu = replayEnvelope(*program, inputs, *mGpu, o);
-      const QString where = QStringLiteral("%1, method %2: observed [%3, %4], cpu [%5, %6], "
-                                           "gpu [%7, %8]")
-                                .arg(sample)
-                                .arg(static_cast<int>(m))
-                                .arg(observed.lo, 0, 'g', 17).arg(observed.hi, 0, 'g', 17)
-                                .arg(cpu.lo, 0, 'g', 17).arg(cpu.hi, 0, 'g', 17)
-                                .arg(gpu.lo, 0, 'g', 17).arg(gpu.hi, 0, 'g', 17);
-      QVERIFY2(cpu.lo <= observed.lo && observed.hi <= cpu.hi, qPrintable(where));
-      QVERIFY2(gpu.lo <= observed.lo && observed.hi <= gpu.hi, qPrintable(where));
-      QVERIFY2(gpu.hi - gpu.lo <= kGpuWidthFactor * (cpu.hi - cpu.lo) &&
-                   cpu.hi - cpu.lo <= kGpuWidthFactor * (gpu.hi - gpu.lo),
-               qPrintable(where));
+    for (std::int64_t step : {std::int64_t{0}, std::int64_t{49}}) {
+      const auto program = candidate->programAt(step);
+      const TensorMap inputs = adaptInputs(*program, reference->inputsAt(step), nullptr);
+      ReplayOptions o;
+      o.method = EnvelopeMethod::Ensemble;
+      o.ensembleSize = 64;
+      const Envelope observed = replayEnvelope(*program, inputs, *mCpu, o);
+      for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
+        o.method = m;
+        const Envelope cpu = replayEnvelope(*program, inputs, *mCpu, o);
+        const Envelope gpu = replayEnvelope(*program, inputs, *mGpu, o);
+        const QString where = QStringLiteral("%1 step %2, method %3: observed [%4, %5], "
+                                             "cpu [%6, %7], gpu [%8, %9]")
+                                  .arg(sample)
+                                  .arg(step)
+                                  .arg(static_cast<int>(m))
+                                  .arg(observed.lo, 0, 'g', 17).arg(observed.hi, 0, 'g', 17)
+                                  .arg(cpu.lo, 0, 'g', 17).arg(cpu.hi, 0, 'g', 17)
+                                  .arg(gpu.lo, 0, 'g', 17).arg(gpu.hi, 0, 'g', 17);
+        QVERIFY2(cpu.lo <= observed.lo && observed.hi <= cpu.hi, qPrintable(where));
+        QVERIFY2(gpu.lo <= observed.lo && observed.hi <= gpu.hi, qPrintable(where));
+        QVERIFY2(gpu.hi - gpu.lo <= kGpuWidthFactor * (cpu.hi - cpu.lo) &&
+                     cpu.hi - cpu.lo <= kGpuWidthFactor * (gpu.hi - gpu.lo),
+                 qPrintable(where));
+      }
     }
   }
 }

@@ -1,0 +1,54 @@
+#include "bench/gpu_replay_timing.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
+
+namespace lossbound {
+
+namespace {
+
+/// Best of `reps` runs of f, in seconds.
+template <typename F>
+double bestOf(int reps, F&& f) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = s < best ? s : best;
+  }
+  return best;
+}
+
+}  // namespace
+
+/// Prints the replay time of step 0 of a sample on the CPU and the CUDA backend, per method.
+void printReplayTiming(Backend& gpu) {
+  const char* env = std::getenv("LOSSBOUND_BENCH_SAMPLE");
+  const std::string dir =
+      env ? env : std::string(LOSSBOUND_SOURCE_DIR) + "/samples/gradaccum-hf-bug";
+  const auto reference = RunFileReplay::open(dir + "/reference.h5");
+  const auto candidate = RunFileReplay::open(dir + "/candidate.h5");
+  const auto program = candidate->programAt(0);
+  const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
+  const auto cpu = createCpuBackend();
+  std::printf("\nreplay time per step: %s, step 0, %zu nodes, best of 3\n", dir.c_str(),
+              program->nodes.size());
+  std::printf("%-14s %12s %12s %10s\n", "method", "CPU ms", "CUDA ms", "CPU/CUDA");
+  for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
+    ReplayOptions o;
+    o.method = m;
+    const double c = bestOf(3, [&] { replayEnvelope(*program, inputs, *cpu, o); });
+    const double g = bestOf(3, [&] { replayEnvelope(*program, inputs, gpu, o); });
+    std::printf("%-14s %12.2f %12.2f %10.2f\n",
+                m == EnvelopeMethod::Interval ? "interval" : "first-order", c * 1e3, g * 1e3,
+                c / g);
+  }
+}
+
+}  // namespace lossbound

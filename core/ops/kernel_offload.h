@@ -1,0 +1,34 @@
+#pragma once
+// Offers the per-element and per-row work of an op rule to the backend's interval kernel hooks
+// (core/backend.h). Each function returns the result tensor when the backend computed it, or
+// nullopt when the rule must compute on the host itself: the backend offers no kernels, or an
+// operand endpoint is not finite (the host rules keep exact ±inf semantics, e.g. attention masks,
+// which the kernel bodies' sanitizing would widen).
+
+#include <cstdint>
+#include <optional>
+
+#include "core/backend.h"
+#include "core/tensor/tensor.h"
+
+namespace lossbound::ops {
+
+/// Returns kernels::unaryBody(op, x_i, model) for every element of x, labelled `dtype`.
+std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
+                                 const kernels::ElementwiseModel& model, const Tensor& x,
+                                 DType dtype);
+
+/// Returns kernels::binaryBody(op, x_i, y_i, model) shaped `shape`, the broadcast shape of x and
+/// y. Offered only when x has that shape and y has it too or is a single element; other
+/// broadcasts give nullopt.
+std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
+                                  const kernels::ElementwiseModel& model, const Tensor& x,
+                                  const Tensor& y, const Shape& shape, DType dtype);
+
+/// Returns the enclosure of every row sum of x viewed as rows×cols (contiguous rows), shaped
+/// `shape` (rows elements) and labelled `dtype`.
+std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model,
+                                  const Tensor& x, std::int64_t rows, std::int64_t cols,
+                                  const Shape& shape, DType dtype);
+
+}  // namespace lossbound::ops

@@ -1,0 +1,69 @@
+#pragma once
+// HostKernelBackend: the CPU backend plus every interval kernel hook, run on the host with the
+// shared kernel bodies (core/kernels/kernel_bodies.h) and the emulated directed rounding. It is
+// what the CUDA backend does minus the device: the op rules' offers, the bodies and the shapes
+// they are given can be tested on a machine without a GPU. Sums accumulate in index order, as
+// the CPU rules do, so every hook is bit-identical to the rule it replaces.
+
+#include <atomic>
+#include <memory>
+
+#include "core/backend.h"
+#include "core/kernels/kernel_bodies.h"
+
+namespace lossbound::kernels::test {
+
+class HostKernelBackend final : public Backend {
+ public:
+  HostKernelBackend() : mCpu(createCpuBackend()) {}
+
+  std::string name() const override { return "host kernels (" + mCpu->name() + ")"; }
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute) override {
+    mCpu->gemm(a, b, c, m, k, n, absolute);
+  }
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    mCpu->parallelFor(n, body);
+  }
+
+  bool offersIntervalKernels() const override { return true; }
+  bool unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
+             std::int64_t n) override {
+    ++unaryCalls;
+    for (std::int64_t i = 0; i < n; ++i) put(out, i, unaryBody(op, {x.lo[i], x.hi[i]}, model));
+    return true;
+  }
+  bool binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, ConstIntervalSpan y,
+              std::int64_t yCount, IntervalSpan out, std::int64_t n) override {
+    ++binaryCalls;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t j = yCount == 1 ? 0 : i;
+      put(out, i, binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[j], y.hi[j]}, model));
+    }
+    return true;
+  }
+  bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
+              const SumModel& model) override {
+    ++rowSumCalls;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      SumState s;
+      for (std::int64_t c = 0; c < cols; ++c)
+        accumulate(s, {x.lo[r * cols + c], x.hi[r * cols + c]});
+      put(out, r, sumFinish(s, static_cast<double>(cols), model.accumulation, model.storage,
+                            model.truncating));
+    }
+    return true;
+  }
+
+  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0};
+
+ private:
+  static void put(IntervalSpan out, std::int64_t i, Interval v) {
+    out.lo[i] = v.lo;
+    out.hi[i] = v.hi;
+  }
+  std::unique_ptr<Backend> mCpu;
+};
+
+}  // namespace lossbound::kernels::test

@@ -1,0 +1,195 @@
+// The op rules' offers to a backend's interval kernel hooks (core/ops/kernel_offload.h), tested
+// on the host: HostKernelBackend runs the hooks with the shared kernel bodies, the CPU backend
+// declines them, and both must give the same bits — op by op in every storage format, and for
+// whole sample replays. Counters make sure the hooks were really taken.
+
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
+#include "core/backend.h"
+#include "core/ops/op_rule.h"
+#include "core/ops/registry.h"
+#include "tests/gpu/host_kernel_backend.h"
+
+using lossbound::DType;
+using lossbound::Tensor;
+using lossbound::kernels::test::HostKernelBackend;
+
+namespace {
+
+/// Random finite interval operands of shape [rows, cols]: points, narrow and wide intervals over
+/// magnitudes 2^-30..2^30, and huge values near the fp16/bf16 overflow thresholds; `positive`
+/// keeps every endpoint > 0 (for log, sqrt, rsqrt).
+Tensor randomOperand(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, bool positive) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0), e(-30.0, 30.0);
+  std::vector<double> lo, hi;
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    double a = u(rng) * std::exp2(e(rng));
+    if (i % 17 == 3) a = 65504.0 * (1.0 + u(rng));  // around fp16's largest finite value
+    if (positive) a = std::fabs(a) + 0x1p-40;
+    double w = 0.0;
+    switch (i % 3) {
+      case 0: break;                                       // point
+      case 1: w = std::fabs(a) * 0x1p-20; break;           // narrow
+      default: w = std::fabs(a) * std::fabs(u(rng)); break;  // wide
+    }
+    double l = a - w, h = a + w;
+    if (positive && l <= 0.0) l = a * 0.5;
+    lo.push_back(l);
+    hi.push_back(h);
+  }
+  return Tensor::interval({rows, cols}, DType::Float32, std::move(lo), std::move(hi));
+}
+
+lossbound::IrValue ref(const char* name) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::Ref;
+  v.ref.name = name;
+  return v;
+}
+
+lossbound::IrValue number(double x) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::Float;
+  v.floatValue = x;
+  return v;
+}
+
+lossbound::IrValue intList(std::vector<std::int64_t> values) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::List;
+  for (std::int64_t x : values) {
+    lossbound::IrValue i;
+    i.kind = lossbound::IrValue::Kind::Int;
+    i.intValue = x;
+    v.list.push_back(i);
+  }
+  return v;
+}
+
+bool sameBits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.numel() != b.numel()) return false;
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    const auto x = a.at(i), y = b.at(i);
+    if (std::memcmp(&x.lo, &y.lo, sizeof(double)) != 0 ||
+        std::memcmp(&x.hi, &y.hi, sizeof(double)) != 0)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class TestKernelOffload : public QObject {
+  Q_OBJECT
+ private slots:
+  void everyOfferIsBitIdenticalToTheHostRule();
+  void wholeSampleReplaysAreBitIdentical();
+};
+
+void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
+  struct Case {
+    std::string op;
+    std::vector<lossbound::IrValue> args;
+    bool positive = false;
+  };
+  const std::vector<Case> cases = {
+      {"aten.neg.default", {ref("x")}},
+      {"aten.abs.default", {ref("x")}},
+      {"aten.reciprocal.default", {ref("x")}},
+      {"aten.sqrt.default", {ref("x")}, true},
+      {"aten.rsqrt.default", {ref("x")}, true},
+      {"aten.exp.default", {ref("x")}},
+      {"aten.log.default", {ref("x")}, true},
+      {"aten.sigmoid.default", {ref("x")}},
+      {"aten.tanh.default", {ref("x")}},
+      {"aten.relu.default", {ref("x")}},
+      {"aten.add.Tensor", {ref("x"), ref("y")}},
+      {"aten.sub.Tensor", {ref("x"), ref("y")}},
+      {"aten.mul.Tensor", {ref("x"), ref("y")}},
+      {"aten.div.Tensor", {ref("x"), ref("y")}},
+      {"aten.mul.Tensor", {ref("x"), ref("s")}},   // a one-element tensor broadcast
+      {"aten.add.Tensor", {ref("x"), number(0.1)}},  // a Python scalar
+      {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
+      {"aten.sum.default", {ref("x")}},
+  };
+  std::mt19937_64 rng(20261123);
+  const lossbound::PrecisionModel precision;
+  const auto cpu = lossbound::createCpuBackend();
+  HostKernelBackend host;
+  int offered = 0;
+  for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16}) {
+    for (const Case& c : cases) {
+      const lossbound::OpRule* rule = lossbound::opRegistry().find(c.op);
+      QVERIFY2(rule, c.op.c_str());
+      const Tensor x = randomOperand(rng, 7, 33, c.positive).withDtype(dtype);
+      const Tensor y = randomOperand(rng, 7, 33, c.positive).withDtype(dtype);
+      const Tensor s = randomOperand(rng, 1, 1, c.positive).withDtype(dtype);
+      lossbound::Node node;
+      node.name = "node0";
+      node.op = c.op;
+      node.args = c.args;
+      auto lookup = [&](const lossbound::ValueRef& r) -> const Tensor& {
+        return r.name == "x" ? x : r.name == "y" ? y : s;
+      };
+      // The traced output spec: what the point rule computes (shape) in the operand dtype.
+      lossbound::OpContext cpuCtx{precision, *cpu, nullptr};
+      node.outputs.push_back({x.shape(), dtype});
+      {
+        const lossbound::OpArgs args(node, lookup);
+        node.outputs[0].shape = rule->point(args, cpuCtx).at(0).shape();
+      }
+      const lossbound::OpArgs args(node, lookup);
+      const int before = host.unaryCalls + host.binaryCalls + host.rowSumCalls;
+      lossbound::OpContext hostCtx{precision, host, nullptr};
+      const auto a = rule->interval(args, cpuCtx);
+      const auto b = rule->interval(args, hostCtx);
+      const QString where = QStringLiteral("%1 (%2 args) in %3")
+                                .arg(QString::fromStdString(c.op))
+                                .arg(c.args.size())
+                                .arg(QString::fromUtf8(lossbound::dtypeName(dtype).data()));
+      QVERIFY2(host.unaryCalls + host.binaryCalls + host.rowSumCalls == before + 1,
+               qPrintable(where + QStringLiteral(": the rule did not offer its work")));
+      QCOMPARE(a.size(), b.size());
+      QVERIFY2(sameBits(a[0], b[0]), qPrintable(where + QStringLiteral(": bits differ")));
+      ++offered;
+    }
+  }
+  qInfo("%d op/format cases offered to the host kernels, all bit-identical", offered);
+}
+
+void TestKernelOffload::wholeSampleReplaysAreBitIdentical() {
+  using namespace lossbound;
+  const auto cpu = createCpuBackend();
+  HostKernelBackend host;
+  for (const char* sample : {"gradaccum-fixed", "gradaccum-hf-bug", "kernel-path"}) {
+    const std::string dir = std::string(LOSSBOUND_SOURCE_DIR) + "/samples/" + sample + "/";
+    const auto reference = RunFileReplay::open(dir + "reference.h5");
+    const auto candidate = RunFileReplay::open(dir + "candidate.h5");
+    const auto program = candidate->programAt(0);
+    const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
+    ReplayOptions o;
+    o.method = EnvelopeMethod::Interval;
+    const int before = host.unaryCalls + host.binaryCalls + host.rowSumCalls;
+    const Envelope a = replayEnvelope(*program, inputs, *cpu, o);
+    const Envelope b = replayEnvelope(*program, inputs, host, o);
+    const int calls = host.unaryCalls + host.binaryCalls + host.rowSumCalls - before;
+    qInfo("%s: %d kernel offers; envelope [%.17g, %.17g]", sample, calls, b.lo, b.hi);
+    QVERIFY2(calls > 0, sample);
+    QVERIFY2(a.lo == b.lo && a.hi == b.hi,
+             qPrintable(QStringLiteral("%1: cpu [%2, %3], host kernels [%4, %5]")
+                            .arg(sample)
+                            .arg(a.lo, 0, 'g', 17).arg(a.hi, 0, 'g', 17)
+                            .arg(b.lo, 0, 'g', 17).arg(b.hi, 0, 'g', 17)));
+  }
+}
+
+QTEST_GUILESS_MAIN(TestKernelOffload)
+#include "test_kernel_offload.moc"
