@@ -48,6 +48,7 @@ struct ComputeDomain {
   LB_HD Interval lit(double v) const { return round(point(v)); }
   LB_HD Interval add(Interval a, Interval b) const { return round(lossbound::add(a, b)); }
   LB_HD Interval sub(Interval a, Interval b) const { return round(lossbound::sub(a, b)); }
+  LB_HD Interval mul(Interval a, Interval b) const { return round(lossbound::mul(a, b)); }
   LB_HD Interval div(Interval a, Interval b) const { return round(lossbound::div(a, b)); }
   /// exp in the candidate's libm: `ulps` ulps of c around the exact value, clamped at 0.
   LB_HD Interval exp(Interval a, int ulps) const {
@@ -59,7 +60,12 @@ struct ComputeDomain {
   LB_HD Interval tanh(Interval a, int ulps) const {
     return round(intersect(widenUlps(lossbound::tanh(a), ulps, c), Interval{-1.0, 1.0}));
   }
+  /// erf in the candidate's libm: `ulps` ulps of c around the exact value, clamped to [-1, 1].
+  LB_HD Interval erf(Interval a, int ulps) const {
+    return round(intersect(widenUlps(lossbound::erf(a), ulps, c), Interval{-1.0, 1.0}));
+  }
 };
+
 
 /// Returns the exact-arithmetic interval extension of a unary op (before storage rounding).
 LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
@@ -79,6 +85,7 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Erf: return lossbound::erf(x);
     case UnaryOp::Sigmoid: return lossbound::sigmoid(x);
     case UnaryOp::Relu: return lossbound::max(x, Interval{0.0, 0.0});
+    case UnaryOp::GeluErf: break;  // composed in the compute format by unaryBody only
   }
   return entireInterval();
 }
@@ -98,7 +105,8 @@ LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
 
 /// Encloses every value the candidate can store for op(a), a in x. Sigmoid and tanh follow the
 /// CPU activation rules: sigmoid = 1 / (1 + exp(0 - x)) with every step in the compute format
-/// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1]; the others are the exact
+/// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1], gelu = (x·½)·(1 + erf(x·√½))
+/// with every step in the compute format (model.ulps are erf's); the others are the exact
 /// extension through storeResult (model.ulps are the function's own).
 LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
   const ComputeDomain d{model.compute};
@@ -108,6 +116,14 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
           d.div(d.lit(1.0), d.add(d.lit(1.0), d.exp(d.sub(d.lit(0.0), x), model.ulps))),
           model.storage);
     case UnaryOp::Tanh: return roundOutward(d.tanh(x, model.ulps), model.storage);
+    case UnaryOp::GeluErf: {
+      // √½: the binary64 M_SQRT1_2 = 0x1.6a09e667f3bcdp-1 widened by one ulp each way, which
+      // contains the exact value (the activation rules' nearConst(M_SQRT1_2, 1)).
+      const Interval k = d.round(Interval{0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bcep-1});
+      const Interval half = d.lit(0.5), one = d.lit(1.0);
+      return roundOutward(d.mul(d.mul(x, half), d.add(one, d.erf(d.mul(x, k), model.ulps))),
+                          model.storage);
+    }
     default: return storeResult(unaryExact(op, x), model);
   }
 }

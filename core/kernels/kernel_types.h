@@ -11,10 +11,11 @@ namespace lossbound::kernels {
 
 /// Elementwise operations with one interval operand.
 enum class UnaryOp : int {
-  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu
+  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu,
+  GeluErf  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 14;
+inline constexpr int kUnaryOpCount = 15;
 
 /// Elementwise operations with two interval operands.
 enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max };

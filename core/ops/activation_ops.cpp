@@ -19,6 +19,7 @@
 // tiny exact value), as the fp32 kernels do.
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/ops/families.h"
@@ -134,6 +135,24 @@ void requireFloating(const OpArgs& args, const Tensor& t) {
   if (!isFloating(t.dtype())) args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
 }
 
+/// The backend kernel whose body is this activation's interval formula, if any (silu's hull of
+/// two bracketings and gelu's tanh form have none).
+std::optional<kernels::UnaryOp> kernelOf(Unary op) {
+  switch (op) {
+    case Unary::Sigmoid: return kernels::UnaryOp::Sigmoid;
+    case Unary::Tanh: return kernels::UnaryOp::Tanh;
+    case Unary::GeluNone: return kernels::UnaryOp::GeluErf;
+    default: return std::nullopt;
+  }
+}
+
+/// The libm function whose ulps the kernel body of op takes (sigmoid: exp; gelu: erf).
+LibmFn libmOf(kernels::UnaryOp op) {
+  if (op == kernels::UnaryOp::Sigmoid) return LibmFn::Exp;
+  if (op == kernels::UnaryOp::Tanh) return LibmFn::Tanh;
+  return LibmFn::Erf;
+}
+
 /// A rule for y = f(x), elementwise.
 std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind) {
   auto fns = std::make_shared<RuleFns>();
@@ -151,13 +170,10 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
-    // sigmoid and tanh are kernel bodies of the same formula (tests/gpu/test_kernel_offload).
-    if (op == Unary::Sigmoid || op == Unary::Tanh) {
-      const bool sig = op == Unary::Sigmoid;
-      const kernels::ElementwiseModel model{d.c, s, modelUlps(sig ? LibmFn::Exp : LibmFn::Tanh, d.c)};
-      if (auto r = offerUnary(ctx.backend, sig ? kernels::UnaryOp::Sigmoid : kernels::UnaryOp::Tanh,
-                              model, x, t))
-        return std::vector<Tensor>{std::move(*r)};
+    // sigmoid, tanh and gelu are kernel bodies of the same formulas (tests/gpu/test_kernel_offload).
+    if (const auto k = kernelOf(op)) {
+      const kernels::ElementwiseModel model{d.c, s, modelUlps(libmOf(*k), d.c)};
+      if (auto r = offerUnary(ctx.backend, *k, model, x, t)) return std::vector<Tensor>{std::move(*r)};
     }
     return std::vector<Tensor>{mapInterval(x, t, [&](Interval v) {
       Interval r = unaryF(d, op, v, 0);

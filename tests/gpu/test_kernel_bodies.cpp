@@ -62,7 +62,8 @@ QString show(Interval x) {
 
 const char* unaryName(UnaryOp op) {
   static const char* names[] = {"neg",  "abs",   "sqr",  "sqrt", "rsqrt", "reciprocal", "exp",
-                                "expm1", "log",  "log1p", "tanh", "erf",   "sigmoid",    "relu"};
+                                "expm1", "log",  "log1p", "tanh", "erf",   "sigmoid",    "relu", "gelu"};
+  static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
 const char* binaryName(BinaryOp op) {
@@ -89,6 +90,7 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Erf: return erf(x);
     case UnaryOp::Sigmoid: return sigmoid(x);
     case UnaryOp::Relu: return max(x, Interval{0.0, 0.0});
+    case UnaryOp::GeluErf: break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
 }
@@ -125,6 +127,7 @@ std::optional<ops::LibmFn> libmFn(UnaryOp op) {
 /// (sigmoid is composed from exp, so it takes exp's ulps).
 ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
   if (op == UnaryOp::Sigmoid) return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
+  if (op == UnaryOp::GeluErf) return {compute, store, ops::modelUlps(ops::LibmFn::Erf, compute)};
   const auto fn = libmFn(op);
   return {compute, store, fn ? ops::modelUlps(*fn, compute) : 0};
 }
@@ -138,6 +141,12 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     return lossbound::roundOutward(
         d.div(d.lit(1.0), d.add(d.lit(1.0), d.fn(ops::nn::Fn::Exp, d.sub(d.lit(0.0), x)))), store);
   if (op == UnaryOp::Tanh) return lossbound::roundOutward(d.fn(ops::nn::Fn::Tanh, x), store);
+  if (op == UnaryOp::GeluErf) {  // the activation rule's formula for approximate='none'
+    const ops::nn::Const sqrtHalf = ops::nn::nearConst(M_SQRT1_2, 1);
+    const Interval half = d.lit(0.5), one = d.lit(1.0);
+    return lossbound::roundOutward(
+        d.mul(d.mul(x, half), d.add(one, d.fn(ops::nn::Fn::Erf, d.mul(x, d.k(sqrtHalf))))), store);
+  }
   const Interval exact = cpuUnaryExact(op, x);
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
@@ -319,7 +328,8 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.exp.default", UnaryOp::Exp},     {"aten.expm1.default", UnaryOp::Expm1},
       {"aten.log.default", UnaryOp::Log},     {"aten.log1p.default", UnaryOp::Log1p},
       {"aten.tanh.default", UnaryOp::Tanh},   {"aten.erf.default", UnaryOp::Erf},
-      {"aten.sigmoid.default", UnaryOp::Sigmoid}, {"aten.relu.default", UnaryOp::Relu}};
+      {"aten.sigmoid.default", UnaryOp::Sigmoid}, {"aten.relu.default", UnaryOp::Relu},
+      {"aten.gelu.default", UnaryOp::GeluErf}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},         {"aten.sub.Tensor", BinaryOp::Sub},
       {"aten.mul.Tensor", BinaryOp::Mul},         {"aten.div.Tensor", BinaryOp::Div},

@@ -111,6 +111,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sigmoid.default", {ref("x")}},
       {"aten.tanh.default", {ref("x")}},
       {"aten.relu.default", {ref("x")}},
+      {"aten.gelu.default", {ref("x")}},
       {"aten.add.Tensor", {ref("x"), ref("y")}},
       {"aten.sub.Tensor", {ref("x"), ref("y")}},
       {"aten.mul.Tensor", {ref("x"), ref("y")}},
