@@ -47,7 +47,8 @@ class Backend {
                      std::int64_t /*n*/) {
     return false;
   }
-  /// out[i] = kernels::binaryBody(op, x[i], y[yCount == 1 ? 0 : i], model) for i < n.
+  /// out[i] = kernels::binaryBody(op, x[i], y[i mod yCount], model) for i < n; yCount divides n
+  /// (y broadcast over leading dims repeats every yCount elements).
   virtual bool binary(kernels::BinaryOp /*op*/, const kernels::ElementwiseModel& /*model*/,
                       kernels::ConstIntervalSpan /*x*/, kernels::ConstIntervalSpan /*y*/,
                       std::int64_t /*yCount*/, kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {

@@ -131,9 +131,9 @@ bool CudaBackend::binary(BinaryOp op, const ElementwiseModel& model, ConstInterv
                          ConstIntervalSpan y, std::int64_t yCount, IntervalSpan out,
                          std::int64_t n) {
   if (n <= 0) return true;
-  if (yCount != n && yCount != 1)
-    throw std::invalid_argument("CUDA backend: binary op expects yCount == n (" +
-                                std::to_string(n) + ") or 1, found " + std::to_string(yCount));
+  if (yCount <= 0 || n % yCount != 0)
+    throw std::invalid_argument("CUDA backend: binary op expects yCount dividing n (" +
+                                std::to_string(n) + "), found " + std::to_string(yCount));
   checkSpan(x, "left operand");
   checkSpan(y, "right operand");
   checkSpan(out, "binary result");
@@ -142,7 +142,7 @@ bool CudaBackend::binary(BinaryOp op, const ElementwiseModel& model, ConstInterv
   r.makeCurrent();
   const cudaStream_t s = r.stream();
   DeviceInterval dx(x, count(n), s), dy(y, count(yCount), s), dout(count(n));
-  launchBinary(op, model, dx.lo.data(), dx.hi.data(), dy.lo.data(), dy.hi.data(), yCount == 1,
+  launchBinary(op, model, dx.lo.data(), dx.hi.data(), dy.lo.data(), dy.hi.data(), yCount,
                dout.lo.data(), dout.hi.data(), n, s);
   dout.toHost(out, count(n), s);
   r.synchronize();

@@ -62,8 +62,8 @@ class CudaBackend final : public Backend {
   /// out[i] = unaryBody(op, x[i], model) for i < n; returns true (offered).
   bool unary(UnaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, IntervalSpan out,
              std::int64_t n) override;
-  /// out[i] = binaryBody(op, x[i], y[yCount == 1 ? 0 : i], model) for i < n (yCount is n or 1:
-  /// a scalar right operand broadcasts); returns true (offered).
+  /// out[i] = binaryBody(op, x[i], y[i mod yCount], model) for i < n (yCount divides n: a right
+  /// operand broadcast over leading dims repeats); returns true (offered).
   bool binary(BinaryOp op, const ElementwiseModel& model, ConstIntervalSpan x, ConstIntervalSpan y,
               std::int64_t yCount, IntervalSpan out, std::int64_t n) override;
   /// out[i] = storeBody(x[i], format) = roundOutward(x[i], format).

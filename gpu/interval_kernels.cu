@@ -42,10 +42,10 @@ __global__ void unaryKernel(UnaryOp op, ElementwiseModel model, const double* xl
 }
 
 __global__ void binaryKernel(BinaryOp op, ElementwiseModel model, const double* xlo,
-                             const double* xhi, const double* ylo, const double* yhi, bool yScalar,
-                             double* olo, double* ohi, std::int64_t n) {
+                             const double* xhi, const double* ylo, const double* yhi,
+                             std::int64_t yCount, double* olo, double* ohi, std::int64_t n) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
-    const std::int64_t j = yScalar ? 0 : i;
+    const std::int64_t j = yCount == n ? i : i % yCount;
     const Interval r = binaryBody(op, Interval{xlo[i], xhi[i]}, Interval{ylo[j], yhi[j]}, model);
     olo[i] = r.lo;
     ohi[i] = r.hi;
@@ -166,10 +166,10 @@ void launchUnary(UnaryOp op, ElementwiseModel model, const double* xlo, const do
 }
 
 void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
-                  const double* ylo, const double* yhi, bool yScalar, double* olo, double* ohi,
-                  std::int64_t n, cudaStream_t stream) {
+                  const double* ylo, const double* yhi, std::int64_t yCount, double* olo,
+                  double* ohi, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  binaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, ylo, yhi, yScalar, olo,
+  binaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, ylo, yhi, yCount, olo,
                                                   ohi, n);
   LB_CUDA_CHECK_LAUNCH(binaryKernel);
 }

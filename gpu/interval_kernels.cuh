@@ -21,10 +21,10 @@ void launchAbs(const double* x, double* y, std::int64_t n, cudaStream_t stream);
 /// out = unaryBody(op, x, model) elementwise.
 void launchUnary(UnaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
                  double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
-/// out = binaryBody(op, x, y, model) elementwise; y broadcasts when yScalar.
+/// out[i] = binaryBody(op, x[i], y[i mod yCount], model); yCount divides n (y repeats).
 void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const double* xhi,
-                  const double* ylo, const double* yhi, bool yScalar, double* olo, double* ohi,
-                  std::int64_t n, cudaStream_t stream);
+                  const double* ylo, const double* yhi, std::int64_t yCount, double* olo,
+                  double* ohi, std::int64_t n, cudaStream_t stream);
 /// out = storeBody(x, format) elementwise.
 void launchStore(Format format, const double* xlo, const double* xhi, double* olo, double* ohi,
                  std::int64_t n, cudaStream_t stream);

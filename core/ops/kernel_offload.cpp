@@ -22,6 +22,18 @@ bool offerable(const Backend& backend, std::initializer_list<const Tensor*> tens
 
 kernels::ConstIntervalSpan span(const Tensor& t) { return {t.lo().data(), t.hi().data()}; }
 
+/// True when `small` broadcast to `shape` only repeats along leading dims: after dropping its
+/// leading 1s it equals the trailing dims of `shape` (so element i reads small[i mod numel]).
+bool repeatsAlongLeadingDims(const Shape& small, const Shape& shape) {
+  std::size_t first = 0;
+  while (first < small.size() && small[first] == 1) ++first;
+  const std::size_t k = small.size() - first;
+  if (k > shape.size()) return false;
+  for (std::size_t d = 0; d < k; ++d)
+    if (small[first + d] != shape[shape.size() - k + d]) return false;
+  return true;
+}
+
 }  // namespace
 
 std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
@@ -37,14 +49,19 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype) {
-  if (x.shape() != shape || !(y.shape() == shape || y.numel() == 1) ||
-      !offerable(backend, {&x, &y}))
+  const bool commutative = op == kernels::BinaryOp::Add || op == kernels::BinaryOp::Mul;
+  const bool swap = x.shape() != shape && commutative;
+  const Tensor& full = swap ? y : x;
+  const Tensor& other = swap ? x : y;
+  if (full.shape() != shape || other.numel() == 0 ||
+      !repeatsAlongLeadingDims(other.shape(), shape) || !offerable(backend, {&x, &y}))
     return std::nullopt;
-  const auto n = static_cast<std::size_t>(x.numel());
+  const auto n = static_cast<std::size_t>(full.numel());
   std::vector<double> lo(n), hi(n);
-  if (!backend.binary(op, model, span(x), span(y), y.numel(), {lo.data(), hi.data()}, x.numel()))
+  if (!backend.binary(op, model, span(full), span(other), other.numel(), {lo.data(), hi.data()},
+                      full.numel()))
     return std::nullopt;
-  return Tensor::interval(x.shape(), dtype, std::move(lo), std::move(hi));
+  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
 }
 
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model,

@@ -19,8 +19,10 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
                                  DType dtype);
 
 /// Returns kernels::binaryBody(op, x_i, y_i, model) shaped `shape`, the broadcast shape of x and
-/// y. Offered only when x has that shape and y has it too or is a single element; other
-/// broadcasts give nullopt.
+/// y. Offered when one operand has that shape and the other broadcasts over leading dims only
+/// (a scalar, a bias row, a position table): it then repeats in memory. When the full-shaped
+/// operand is y, only the commutative add and mul are offered (with the operands swapped, which
+/// gives the same bits: interval add and mul are symmetric). Other broadcasts give nullopt.
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype);

@@ -38,7 +38,7 @@ class HostKernelBackend final : public Backend {
               std::int64_t yCount, IntervalSpan out, std::int64_t n) override {
     ++binaryCalls;
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t j = yCount == 1 ? 0 : i;
+      const std::int64_t j = i % yCount;
       put(out, i, binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[j], y.hi[j]}, model));
     }
     return true;

@@ -159,13 +159,18 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
     for (int o = 0; o < lossbound::kernels::kBinaryOpCount; ++o) {
       const auto op = static_cast<BinaryOp>(o);
       const ElementwiseModel model{compute, store, 0};
-      mGpu->binary(op, model, {x.lo.data(), x.hi.data()}, {y.lo.data(), y.hi.data()}, n,
-                   {lo.data(), hi.data()}, n);
-      for (std::size_t i = 0; i < lo.size(); ++i) {
-        const Interval h = lossbound::kernels::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[i], y.hi[i]}, model);
-        QVERIFY2(sameBits(h.lo, lo[i]) && sameBits(h.hi, hi[i]),
-                 qPrintable(QStringLiteral("binary op %1 [%2]: gpu %3 host %4")
-                                .arg(o).arg(i).arg(show({lo[i], hi[i]}), show(h))));
+      // y of n elements, then a y that repeats every 250 elements (broadcast over leading dims).
+      for (const std::int64_t yCount : {n, std::int64_t{250}}) {
+        mGpu->binary(op, model, {x.lo.data(), x.hi.data()}, {y.lo.data(), y.hi.data()}, yCount,
+                     {lo.data(), hi.data()}, n);
+        for (std::size_t i = 0; i < lo.size(); ++i) {
+          const std::size_t j = i % static_cast<std::size_t>(yCount);
+          const Interval h =
+              lossbound::kernels::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[j], y.hi[j]}, model);
+          QVERIFY2(sameBits(h.lo, lo[i]) && sameBits(h.hi, hi[i]),
+                   qPrintable(QStringLiteral("binary op %1 [%2], y of %3: gpu %4 host %5")
+                                  .arg(o).arg(i).arg(yCount).arg(show({lo[i], hi[i]}), show(h))));
+        }
       }
     }
     for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
