@@ -34,6 +34,18 @@ bool repeatsAlongLeadingDims(const Shape& small, const Shape& shape) {
   return true;
 }
 
+/// Returns the interval tensor of a hook's result; a NaN endpoint (which the bodies never give,
+/// but a device libm might) becomes the entire line, as ops::tensorElement does on the host.
+Tensor resultTensor(const Shape& shape, DType dtype, std::vector<double> lo,
+                    std::vector<double> hi) {
+  for (std::size_t i = 0; i < lo.size(); ++i)
+    if (std::isnan(lo[i]) || std::isnan(hi[i])) {
+      lo[i] = -HUGE_VAL;
+      hi[i] = HUGE_VAL;
+    }
+  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+}
+
 }  // namespace
 
 std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
@@ -43,7 +55,7 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
   const auto n = static_cast<std::size_t>(x.numel());
   std::vector<double> lo(n), hi(n);
   if (!backend.unary(op, model, span(x), {lo.data(), hi.data()}, x.numel())) return std::nullopt;
-  return Tensor::interval(x.shape(), dtype, std::move(lo), std::move(hi));
+  return resultTensor(x.shape(), dtype, std::move(lo), std::move(hi));
 }
 
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
@@ -61,7 +73,7 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
   if (!backend.binary(op, model, span(full), span(other), other.numel(), {lo.data(), hi.data()},
                       full.numel()))
     return std::nullopt;
-  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model,
@@ -71,7 +83,7 @@ std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& mod
   const auto n = static_cast<std::size_t>(rows);
   std::vector<double> lo(n), hi(n);
   if (!backend.rowSum(span(x), {lo.data(), hi.data()}, rows, cols, model)) return std::nullopt;
-  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
 }  // namespace lossbound::ops
