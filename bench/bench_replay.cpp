@@ -14,6 +14,7 @@
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
+#include "core/kernels/host_kernel_backend.h"
 
 #include <QCoreApplication>
 #include <QProcess>
@@ -44,6 +45,52 @@ double medianSeconds(int repeats, const std::function<void()>& f) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
+
+/// Runs f and adds its wall time to `total`; returns what f returns.
+template <typename F>
+auto timed(double& total, F&& f) {
+  struct Add {
+    double& total;
+    std::chrono::steady_clock::time_point t0;
+    ~Add() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } add{total, std::chrono::steady_clock::now()};
+  return f();
+}
+
+/// Forwards to an inner backend and adds up the wall time spent in its GEMMs and in its interval
+/// kernel hooks: the work the CUDA backend takes off the host.
+class TimedBackend final : public Backend {
+ public:
+  explicit TimedBackend(Backend& inner) : mInner(inner) {}
+  std::string name() const override { return mInner.name(); }
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute) override {
+    timed(gemmSeconds, [&] { mInner.gemm(a, b, c, m, k, n, absolute); });
+  }
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    mInner.parallelFor(n, body);
+  }
+  bool offersIntervalKernels() const override { return mInner.offersIntervalKernels(); }
+  bool unary(kernels::UnaryOp op, const kernels::ElementwiseModel& m,
+             kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override {
+    return timed(kernelSeconds, [&] { return mInner.unary(op, m, x, out, n); });
+  }
+  bool binary(kernels::BinaryOp op, const kernels::ElementwiseModel& m,
+              kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
+              kernels::IntervalSpan out, std::int64_t n) override {
+    return timed(kernelSeconds, [&] { return mInner.binary(op, m, x, y, yCount, out, n); });
+  }
+  bool rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
+              std::int64_t cols, const kernels::SumModel& m) override {
+    return timed(kernelSeconds, [&] { return mInner.rowSum(x, out, rows, cols, m); });
+  }
+
+  double gemmSeconds = 0, kernelSeconds = 0;
+
+ private:
+  Backend& mInner;
+};
 
 const char* kTorchScript = R"PY(
 import sys, time, json
@@ -166,6 +213,23 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%-46s %12.3f %14.2f\n", r.name, r.seconds * 1e3, r.seconds / point);
   std::printf("\n%s\n", torchNote.c_str());
+
+  // Which share of each replay the CUDA backend would take off the host: its GEMMs and its
+  // offered interval kernels, timed here on the host (kernel bodies with emulated rounding).
+  kernels::HostKernelBackend hostKernels;
+  std::printf("\nshare of the replay in work the CUDA backend takes (GEMMs, offered kernels), on "
+              "the host:\n");
+  for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
+    ReplayOptions o;
+    o.method = m;
+    TimedBackend timed(hostKernels);
+    const double total = medianSeconds(repeats, [&] { replayEnvelope(*program, inputs, timed, o); });
+    const double runs = repeats + 1;  // medianSeconds warms up once
+    std::printf("  %-12s GEMMs %5.1f%%, kernels %5.1f%%, host-only rest %5.1f%%\n",
+                std::string(methodName(m)).c_str(),
+                100 * timed.gemmSeconds / runs / total, 100 * timed.kernelSeconds / runs / total,
+                100 * (1 - (timed.gemmSeconds + timed.kernelSeconds) / runs / total));
+  }
   const double interval = rows[1].seconds / point, firstOrder = rows[2].seconds / point;
   std::printf(
       "goal (interval and first-order <= 5x point replay): interval %.2fx, first-order "

@@ -16,11 +16,11 @@
 #include "core/backend.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
-#include "tests/gpu/host_kernel_backend.h"
+#include "core/kernels/host_kernel_backend.h"
 
 using lossbound::DType;
 using lossbound::Tensor;
-using lossbound::kernels::test::HostKernelBackend;
+using lossbound::kernels::HostKernelBackend;
 
 namespace {
 

@@ -2,8 +2,9 @@
 // HostKernelBackend: the CPU backend plus every interval kernel hook, run on the host with the
 // shared kernel bodies (core/kernels/kernel_bodies.h) and the emulated directed rounding. It is
 // what the CUDA backend does minus the device: the op rules' offers, the bodies and the shapes
-// they are given can be tested on a machine without a GPU. Sums accumulate in index order, as
-// the CPU rules do, so every hook is bit-identical to the rule it replaces.
+// they are given can be tested on a machine without a GPU (tests/gpu/test_kernel_offload), and
+// bench-replay measures which share of a replay the CUDA backend would take. Sums accumulate in
+// index order, as the CPU rules do, so every hook is bit-identical to the rule it replaces.
 
 #include <atomic>
 #include <memory>
@@ -11,8 +12,9 @@
 #include "core/backend.h"
 #include "core/kernels/kernel_bodies.h"
 
-namespace lossbound::kernels::test {
+namespace lossbound::kernels {
 
+/// The CPU backend whose interval kernel hooks run the kernel bodies on the host (see above).
 class HostKernelBackend final : public Backend {
  public:
   HostKernelBackend() : mCpu(createCpuBackend()) {}
@@ -56,6 +58,7 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  /// How many times each hook was taken.
   std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0};
 
  private:
@@ -66,4 +69,4 @@ class HostKernelBackend final : public Backend {
   std::unique_ptr<Backend> mCpu;
 };
 
-}  // namespace lossbound::kernels::test
+}  // namespace lossbound::kernels
