@@ -489,7 +489,8 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
   namespace k = lossbound::kernels;
   for (const auto& [c, st] : kFormatPairs)
     for (bool truncating : {false, true}) {
-      const int kExp = ops::modelUlps(ops::LibmFn::Exp, c), kLog = ops::modelUlps(ops::LibmFn::Log, c);
+      const int kExp = ops::modelUlps(ops::LibmFn::Exp, c);
+      const int kLog = ops::modelUlps(ops::LibmFn::Log, c);
       const k::SoftmaxModel model = k::makeSoftmaxModel(c, st, truncating, kExp, kLog);
       const k::SoftmaxModel nvccModel = t::nvccMakeSoftmaxModel(c, st, truncating, kExp, kLog);
       QVERIFY(std::memcmp(&model, &nvccModel, sizeof model) == 0);
@@ -825,9 +826,10 @@ void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
             halfToFloat.boolValue = t.in != t.out;
             node.args = {ref, dim, halfToFloat};
             node.outputs.push_back({shape, t.out});
-            const lossbound::OpArgs args(node, [&](const lossbound::ValueRef&) -> const lossbound::Tensor& {
+            const auto lookup = [&](const lossbound::ValueRef&) -> const lossbound::Tensor& {
               return in;
-            });
+            };
+            const lossbound::OpArgs args(node, lookup);
             lossbound::OpContext ctx{pm, *backend, nullptr};
             const lossbound::Tensor y = rule->interval(args, ctx).at(0);
             for (std::int64_t r = 0; r < rows; ++r)

@@ -220,7 +220,8 @@ class TestSoftmaxOps : public QObject {
             QVERIFY2(hook.lastRows == l.rows && hook.lastCols == l.cols, qPrintable(where));
           }
           for (std::int64_t i = 0; i < numel; ++i) {
-            const Interval e = y.at(i), w = offer && l.contiguous ? Interval{-1.0, 2.0} : want.at(i);
+            const Interval e = y.at(i);
+            const Interval w = offer && l.contiguous ? Interval{-1.0, 2.0} : want.at(i);
             QVERIFY2(std::memcmp(&e, &w, sizeof e) == 0, qPrintable(where));
           }
         }
