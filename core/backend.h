@@ -12,6 +12,10 @@
 
 namespace lossbound {
 
+namespace kernels {
+struct SoftmaxModel;  // core/kernels/softmax_row.h
+}  // namespace kernels
+
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
 class Backend {
  public:
@@ -58,6 +62,13 @@ class Backend {
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,
                       const kernels::SumModel& /*model*/) {
+    return false;
+  }
+  /// out row r = kernels::softmaxRow(x row r, model, log) for the rows×cols row-major x (softmax
+  /// or log-softmax over the last dim).
+  virtual bool softmaxRows(const kernels::SoftmaxModel& /*model*/, bool /*log*/,
+                           kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
+                           std::int64_t /*rows*/, std::int64_t /*cols*/) {
     return false;
   }
 };

@@ -247,6 +247,24 @@ bool CudaBackend::rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t row
   return true;
 }
 
+bool CudaBackend::softmaxRows(const SoftmaxModel& model, bool log, ConstIntervalSpan x,
+                              IntervalSpan out, std::int64_t rows, std::int64_t cols) {
+  if (rows <= 0 || cols <= 0) return true;
+  checkSpan(x, "softmax operand");
+  checkSpan(out, "softmax result");
+  std::lock_guard lock(mImpl->mutex);
+  const CudaResources& r = mImpl->resources;
+  r.makeCurrent();
+  const cudaStream_t s = r.stream();
+  DeviceInterval dx(x, count(rows, cols), s), dout(count(rows, cols));
+  DeviceBuffer<double> scratch(count(rows, softmaxRowScratch(cols)));
+  launchSoftmaxRows(model, log, dx.lo.data(), dx.hi.data(), rows, cols, dout.lo.data(),
+                    dout.hi.data(), scratch.data(), s);
+  dout.toHost(out, count(rows, cols), s);
+  r.synchronize();
+  return true;
+}
+
 void CudaBackend::rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows,
                          std::int64_t cols) {
   if (rows <= 0) return;

@@ -18,6 +18,7 @@
 
 #include "core/backend.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
 
 namespace lossbound::gpu {
 
@@ -25,6 +26,7 @@ using kernels::BinaryOp;
 using kernels::ConstIntervalSpan;
 using kernels::ElementwiseModel;
 using kernels::IntervalSpan;
+using kernels::SoftmaxModel;
 using kernels::SumModel;
 using kernels::UnaryOp;
 
@@ -80,6 +82,11 @@ class CudaBackend final : public Backend {
   /// any order: directed-rounding tree reductions, then sumFinish (γ_(cols-1) term, overflow).
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const SumModel& model) override;
+  /// out row r = softmaxRow(x row r, model, log) for x[rows×cols] (softmax or log-softmax over
+  /// the last dim), one device thread per row; returns true (offered). The device libm inside
+  /// the body's exp/log bounds may move them by its published margin (both enclose).
+  bool softmaxRows(const SoftmaxModel& model, bool log, ConstIntervalSpan x, IntervalSpan out,
+                   std::int64_t rows, std::int64_t cols) override;
   /// Encloses every row maximum (exact: max is not rounded): [max lo, max hi] per row.
   void rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols);
 

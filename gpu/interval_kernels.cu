@@ -1,4 +1,4 @@
-// Elementwise, matmul-finishing and reduction interval kernels. The per-element work is the
+// Elementwise, matmul-finishing, reduction and softmax-row interval kernels. The per-element work is the
 // shared LB_HD bodies of core/kernels/kernel_bodies.h (the rules of core/interval), so the device runs
 // exactly the code that tests/gpu checks on the host, with the rounding table mapped to the CUDA
 // directed-rounding intrinsics (core/interval/rounding.h under __CUDA_ARCH__).
@@ -148,6 +148,20 @@ __global__ void rowMaxKernel(const double* xlo, const double* xhi, std::int64_t 
   }
 }
 
+// One thread per row (grid-stride over rows), each with its own slice of the scratch buffer
+// (rows × softmaxRowScratch(cols) doubles). The simplest mapping of the row body, whose prefix
+// and suffix sums are sequential: the device runs exactly the host's loop. The threads of a warp
+// read rows `cols` apart (uncoalesced), which is acceptable for the row counts of one step.
+__global__ void softmaxRowsKernel(SoftmaxModel model, bool log, const double* xlo,
+                                  const double* xhi, std::int64_t rows, std::int64_t cols,
+                                  double* olo, double* ohi, double* scratch) {
+  const std::int64_t per = softmaxRowScratch(cols);
+  for (std::int64_t row = firstIndex(); row < rows; row += strideOf()) {
+    const std::int64_t o = row * cols;
+    softmaxRow(xlo + o, xhi + o, cols, model, log, olo + o, ohi + o, scratch + row * per);
+  }
+}
+
 __global__ void probeKernel(int* flag) { *flag = 1; }
 
 }  // namespace
@@ -212,6 +226,15 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
   const auto grid = static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
   rowMaxKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, olo, ohi);
   LB_CUDA_CHECK_LAUNCH(rowMaxKernel);
+}
+
+void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
+                       std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
+                       double* scratch, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  softmaxRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, xlo, xhi, rows, cols, olo,
+                                                          ohi, scratch);
+  LB_CUDA_CHECK_LAUNCH(softmaxRowsKernel);
 }
 
 void probeDevice(cudaStream_t stream) {

@@ -8,12 +8,14 @@
 #include <cstdint>
 
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
 
 namespace lossbound::gpu {
 
 using kernels::BinaryOp;
 using kernels::ElementwiseModel;
 using kernels::MatmulBound;
+using kernels::SoftmaxModel;
 using kernels::UnaryOp;
 
 /// y[i] = |x[i]| for i < n.
@@ -42,6 +44,11 @@ void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::
 /// Row maxima of x[rows×cols]: [max lo, max hi] per row.
 void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
                   double* olo, double* ohi, cudaStream_t stream);
+/// out = softmaxRow (log: log-softmax) of every row of x[rows×cols]; scratch holds
+/// rows × softmaxRowScratch(cols) doubles of device memory (one thread per row).
+void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
+                       std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
+                       double* scratch, cudaStream_t stream);
 /// Launches a one-thread kernel and waits for it: fails when the binary has no code for the
 /// device (cudaErrorNoKernelImageForDevice) or the device is unusable.
 void probeDevice(cudaStream_t stream);

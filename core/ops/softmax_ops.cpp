@@ -27,7 +27,9 @@
 //    d_i − log S = −log(S / P_i),  P_i = exp(d_i),
 // the same ratios, plus the log and subtraction errors of step 5 (Blanchard–Higham–Higham,
 // eq. (2.6)–(2.9): error of the shifted log-sum-exp is dominated by u·|d_i| and γ_n terms).
-// Online (flash-style) rescaling is not in the model.
+// Online (flash-style) rescaling is not in the model. The enclosure of one row is the LB_HD body
+// kernels::softmaxRow (core/kernels/softmax_row.h), which a Backend may run itself
+// (Backend::softmaxRows; the CUDA backend does).
 //
 // Backward ops (PyTorch formulas): _softmax_backward_data: gI = y·(g − Σ_j g_j y_j) or
 // y·g − y·s, the dot product in any order in c (Higham 2002, eq. 3.5, γ_n plus n·η_c for
@@ -37,6 +39,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/backend.h"
+#include "core/kernels/softmax_row.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
@@ -65,176 +69,60 @@ int softmaxDim(const OpArgs& a, const Tensor& x, std::size_t pos = 1) {
   }
 }
 
-/// Bounds of the model for one op.
-struct Model {
-  Format c;         // compute format
-  Format s;         // storage format of the output
-  double u;         // unit roundoff of c
-  double uAcc;      // unit roundoff of the sums (2u with truncating accumulation)
-  double eta;       // smallest subnormal of c
-  int kExp, kLog;   // modelUlps of exp and log in c
-  double beta;      // relative error of exp: 2·kExp·u (with the ulp slack of widenUlps)
-  double etaExp;    // absolute error of exp: kExp·eta
-  double noShiftT;  // rows with every |x| <= T may be computed without the max shift
-};
-
-Model modelFor(const OpArgs& a, const OpContext& ctx) {
-  Model m;
-  const DType t = a.outSpec(0).dtype;
-  m.s = outFormat(a, ctx);
-  m.c = accumulationFormat(ctx.precision, t);
-  m.u = unitRoundoff(m.c);
-  m.uAcc = m.u * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
-  m.eta = smallestSubnormal(m.c);
-  m.kExp = modelUlps(LibmFn::Exp, m.c);
-  m.kLog = modelUlps(LibmFn::Log, m.c);
-  // Same relative size of an ulp as widenUlps (op_support): 2u per ulp, with slack 2^-10.
-  m.beta = mul_up(mul_up(2.0 * m.kExp, m.u), 1.0 + 0x1p-10);
-  m.etaExp = mul_up(static_cast<double>(m.kExp), m.eta);
-  m.noShiftT = std::floor(std::log(largestFinite(m.c)) / 4.0);
-  return m;
+/// Returns the bounds of the error model for one op (kernels::SoftmaxModel): compute format c =
+/// the accumulation format of the output dtype, storage s = its format, model ulps of exp and log.
+kernels::SoftmaxModel modelFor(const OpArgs& a, const OpContext& ctx) {
+  const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+  return kernels::makeSoftmaxModel(c, outFormat(a, ctx), ctx.precision.truncatingAccumulation,
+                                   modelUlps(LibmFn::Exp, c), modelUlps(LibmFn::Log, c));
 }
 
-double divUpSafe(double a, double b) {  // a, b >= 0
-  if (a == 0.0) return 0.0;
-  if (b == 0.0 || a == kInf) return kInf;
-  return div_up(a, b);
-}
-double divDownSafe(double a, double b) {  // a, b >= 0
-  if (a == 0.0 || b == kInf) return 0.0;
-  if (b == 0.0) return kInf;
-  return div_down(a, b);
-}
-
-/// Encloses softmax (log == false) or log-softmax of one row of finite interval inputs.
-void rowIntervalFinite(const std::vector<Interval>& x, const Model& m, bool log,
-                       std::vector<Interval>& y) {
-  const std::size_t n = x.size();
-  y.assign(n, entireInterval());
-  if (n == 0) return;
-  double maxLo = -kInf, maxHi = -kInf, maxMag = 0.0;
-  for (const Interval& v : x) {
-    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) return;  // unbounded input: no bound
-    maxLo = std::max(maxLo, v.lo);
-    maxHi = std::max(maxHi, v.hi);
-    maxMag = std::max(maxMag, mag(v));
-  }
-  const bool noShift = maxMag <= m.noShiftT;
-  Interval shift{maxLo, maxHi};
-  if (noShift) shift = hull(shift, Interval{0.0, 0.0});
-  const double c0 = maxHi;
-  const double gamma = gammaUp(static_cast<std::int64_t>(n) - 1, m.uAcc);
-  const double tLo = sub_down(1.0, gamma), tHi = add_up(1.0, gamma);
-
-  std::vector<double> magd(n), pLo(n), pHi(n);
-  for (std::size_t j = 0; j < n; ++j) {
-    magd[j] = mag(lossbound::sub(x[j], shift));
-    const double r = mul_up(m.u, magd[j]);  // |α_j (x_j − m)|
-    pLo[j] = std::max(0.0, elementaryDown(Elementary::Exp, sub_down(sub_down(x[j].lo, c0), r)));
-    pHi[j] = elementaryUp(Elementary::Exp, add_up(sub_up(x[j].hi, c0), r));
-  }
-  // Sums of all q_j but one, from prefix and suffix sums (directed).
-  std::vector<double> preLo(n + 1, 0.0), preHi(n + 1, 0.0), sufLo(n + 1, 0.0), sufHi(n + 1, 0.0);
-  for (std::size_t j = 0; j < n; ++j) {
-    preLo[j + 1] = add_down(preLo[j], pLo[j]);
-    preHi[j + 1] = add_up(preHi[j], pHi[j]);
-  }
-  for (std::size_t j = n; j-- > 0;) {
-    sufLo[j] = add_down(sufLo[j + 1], pLo[j]);
-    sufHi[j] = add_up(sufHi[j + 1], pHi[j]);
-  }
-
-  // Log-softmax only: an enclosure of S itself, for the error of log_c(S) and of m + L.
-  double eLogCommon = 0.0;
-  if (log) {
-    double sLo = 0.0, sHi = 0.0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const double r = mul_up(m.u, magd[j]);
-      const double lo = mul_down(elementaryDown(Elementary::Exp, sub_down(sub_down(x[j].lo, shift.hi), r)),
-                                 sub_down(1.0, m.beta));
-      sLo = add_down(sLo, std::max(0.0, sub_down(lo, m.etaExp)));
-      const double hi = elementaryUp(Elementary::Exp, add_up(sub_up(x[j].hi, shift.lo), r));
-      sHi = add_up(sHi, add_up(mul_up(hi, add_up(1.0, m.beta)), m.etaExp));
+/// Encloses softmax (log == false) or log-softmax of x along dim under m (the enclosure of one
+/// row is kernels::softmaxRow, core/kernels/softmax_row.h). Contiguous rows (nothing after dim)
+/// go to the backend's softmaxRows hook first; when it is not offered, or the rows are strided,
+/// the body runs on the host, rows split over backend.parallelFor (strided rows are gathered).
+Tensor intervalRows(const Tensor& x, int dim, DType out, const kernels::SoftmaxModel& m, bool log,
+                    Backend& backend) {
+  const Rows rows = rowsAlong(x.shape(), dim);
+  std::vector<double> lo(static_cast<std::size_t>(x.numel())), hi(lo.size());
+  if (lo.empty()) return Tensor::interval(x.shape(), out, std::move(lo), std::move(hi));
+  const auto xl = x.lo(), xh = x.hi();
+  const bool contiguous = rows.inner == 1;
+  if (contiguous && backend.softmaxRows(m, log, {xl.data(), xh.data()}, {lo.data(), hi.data()},
+                                        rows.count(), rows.n))
+    return Tensor::interval(x.shape(), out, std::move(lo), std::move(hi));
+  backend.parallelFor(rows.count(), [&](std::int64_t begin, std::int64_t end) {
+    const auto n = static_cast<std::size_t>(rows.n);
+    std::vector<double> scratch(static_cast<std::size_t>(kernels::softmaxRowScratch(rows.n)));
+    std::vector<double> rowLo(contiguous ? 0 : n), rowHi(rowLo.size()), resLo(rowLo.size()),
+        resHi(rowLo.size());
+    for (std::int64_t r = begin; r < end; ++r) {
+      if (contiguous) {
+        const auto o = static_cast<std::size_t>(r * rows.n);
+        kernels::softmaxRow(xl.data() + o, xh.data() + o, rows.n, m, log, lo.data() + o,
+                            hi.data() + o, scratch.data());
+        continue;
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
+        rowLo[j] = xl[k];
+        rowHi[j] = xh[k];
+      }
+      kernels::softmaxRow(rowLo.data(), rowHi.data(), rows.n, m, log, resLo.data(), resHi.data(),
+                          scratch.data());
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
+        lo[k] = resLo[j];
+        hi[k] = resHi[j];
+      }
     }
-    sLo = mul_down(sLo, tLo);
-    sHi = mul_up(sHi, tHi);
-    const double ls = sLo > 0.0 ? mag(lossbound::log(Interval{sLo, sHi})) : kInf;  // |log S|
-    const double relLog = mul_up(mul_up(2.0 * m.kLog, m.u), 1.0 + 0x1p-10);
-    const double etaLog = mul_up(static_cast<double>(m.kLog), m.eta);
-    const double eLog = add_up(mul_up(relLog, ls), etaLog);          // |L − log S|
-    const double magL = add_up(ls, eLog);                             // |L|
-    const double eMl = mul_up(m.u, add_up(mag(shift), magL));         // |fl(m + L) − (m + L)|
-    eLogCommon = add_up(eLog, eMl);
-  }
-
-  const double nm1 = static_cast<double>(n - 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double r = mul_up(m.u, magd[i]);
-    // ε_i bounds η_exp / P_i, P_i = exp(d_i) >= exp(x_i.lo − m.hi − u|d_i|).
-    const double eps = mul_up(m.etaExp, elementaryUp(Elementary::Exp, add_up(sub_up(shift.hi, x[i].lo), r)));
-    const double aLo = std::max(0.0, sub_down(sub_down(1.0, m.beta), eps));
-    const double aHi = add_up(add_up(1.0, m.beta), eps);
-    double qLo = 0.0, qHi = 0.0;  // bounds of Σ_{j≠i} e_j t_j / P_i
-    if (n > 1) {
-      const double slex = add_down(preLo[i], sufLo[i + 1]);
-      const double shex = add_up(preHi[i], sufHi[i + 1]);
-      const double lo = sub_down(divDownSafe(mul_down(sub_down(1.0, m.beta), slex), pHi[i]), mul_up(nm1, eps));
-      qLo = mul_down(tLo, std::max(0.0, lo));
-      qHi = mul_up(tHi, add_up(divUpSafe(mul_up(add_up(1.0, m.beta), shex), pLo[i]), mul_up(nm1, eps)));
-      if (std::isnan(qHi)) qHi = kInf;
-      if (std::isnan(qLo)) qLo = 0.0;
-    }
-    Interval r2;
-    if (!log) {
-      const double yLo = aLo == 0.0 ? 0.0 : div_down(1.0, add_up(tHi, divUpSafe(qHi, aLo)));
-      const double yHi = div_up(1.0, add_down(tLo, divDownSafe(qLo, aHi)));
-      const double f2Lo = mul_down(sub_down(1.0, m.u), sub_down(1.0, m.u));
-      const double f2Hi = mul_up(add_up(1.0, m.u), add_up(1.0, m.u));
-      r2 = {std::max(0.0, mul_down(yLo, f2Lo)), mul_up(yHi, f2Hi)};
-    } else {
-      // S / P_i = a_i t_i + Q_i / P_i; y_i = −log(S / P_i) + errors.
-      const double zLo = add_down(mul_down(aLo, tLo), qLo);
-      const double zHi = add_up(mul_up(aHi, tHi), qHi);
-      const Interval lz = zLo > 0.0 ? lossbound::log(Interval{zLo, zHi}) : Interval{-kInf, lossbound::log(Interval{zHi, zHi}).hi};
-      const double e = add_up(eLogCommon, r);  // + |α_i d_i| of the fl(x_i − fl(m + L)) variant
-      Interval base{sub_down(-lz.hi, e), add_up(-lz.lo, e)};
-      r2 = lossbound::mul(base, Interval{sub_down(1.0, m.u), add_up(1.0, m.u)});
-    }
-    y[i] = roundOutward(r2, m.s);
-  }
-}
-
-/// Encloses softmax (log == false) or log-softmax of one row under the model. Entries that are
-/// exactly −inf (a causal or padding mask) are taken out of the row: fl(−inf − m) = −inf and
-/// exp(−inf) = 0 exactly in IEEE 754 (§9.2 special cases), and adding an exact 0 to a sum is
-/// exact, so they give exactly 0 (log-softmax: −inf) and leave the other entries' bounds as for
-/// the shorter row. Any other non-finite entry, or a row that is all −inf (NaN in PyTorch), gives
-/// no bound (the entire line).
-void rowInterval(const std::vector<Interval>& x, const Model& m, bool log, std::vector<Interval>& y) {
-  const std::size_t n = x.size();
-  std::vector<Interval> kept;
-  std::vector<std::size_t> where;
-  kept.reserve(n);
-  where.reserve(n);
-  for (std::size_t j = 0; j < n; ++j) {
-    if (x[j].lo == -kInf && x[j].hi == -kInf) continue;
-    kept.push_back(x[j]);
-    where.push_back(j);
-  }
-  if (kept.empty() || kept.size() == n) {
-    rowIntervalFinite(x, m, log, y);
-    return;
-  }
-  std::vector<Interval> part;
-  rowIntervalFinite(kept, m, log, part);
-  const Interval masked = log ? Interval{-kInf, -kInf} : Interval{0.0, 0.0};
-  y.assign(n, masked);
-  for (std::size_t k = 0; k < kept.size(); ++k) y[where[k]] = part[k];
+  });
+  return Tensor::interval(x.shape(), out, std::move(lo), std::move(hi));
 }
 
 /// One random execution of softmax / log-softmax on a row.
-void rowRandom(const std::vector<double>& x, const Model& m, bool log, std::mt19937_64& rng,
-               std::vector<double>& y) {
+void rowRandom(const std::vector<double>& x, const kernels::SoftmaxModel& m, bool log,
+               std::mt19937_64& rng, std::vector<double>& y) {
   const std::size_t n = x.size();
   y.assign(n, 0.0);
   if (n == 0) return;
@@ -316,17 +204,13 @@ std::shared_ptr<const OpRule> softmaxRule(bool log) {
   fns->interval = [log](const OpArgs& a, OpContext& ctx) {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
-    const Model m = modelFor(a, ctx);
-    auto v = mapRows<Interval>(x, dim, [&](std::int64_t i) { return x.at(i); },
-                               [&](const std::vector<Interval>& in, std::vector<Interval>& out) {
-                                 rowInterval(in, m, log, out);
-                               });
-    return std::vector<Tensor>{intervalTensor(x.shape(), a.outSpec(0).dtype, v)};
+    return std::vector<Tensor>{
+        intervalRows(x, dim, a.outSpec(0).dtype, modelFor(a, ctx), log, ctx.backend)};
   };
   fns->random = [log](const OpArgs& a, OpContext& ctx) {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
-    const Model m = modelFor(a, ctx);
+    const kernels::SoftmaxModel m = modelFor(a, ctx);
     auto v = mapRows<double>(x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
                              [&](const std::vector<double>& in, std::vector<double>& out) {
                                rowRandom(in, m, log, *ctx.rng, out);
@@ -396,7 +280,7 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
     const int dim = check(a);
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
-    const Model m = modelFor(a, ctx);
+    const kernels::SoftmaxModel m = modelFor(a, ctx);
     const IntervalDomain d{m.c};
     const Rows rows = rowsAlong(g.shape(), dim);
     std::vector<Interval> out(static_cast<std::size_t>(g.numel()));
@@ -430,7 +314,7 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
     const int dim = check(a);
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
-    const Model m = modelFor(a, ctx);
+    const kernels::SoftmaxModel m = modelFor(a, ctx);
     const RandomDomain d{m.c, ctx.rng};
     const Rows rows = rowsAlong(g.shape(), dim);
     std::vector<double> out(static_cast<std::size_t>(g.numel())), gr, yr, scratch;

@@ -10,6 +10,12 @@ __global__ void unaryBodyKernel(UnaryOp op, ElementwiseModel model, const Interv
   out[threadIdx.x] = unaryBody(op, x[threadIdx.x], model);
 }
 
+__global__ void softmaxRowKernel(const double* xlo, const double* xhi, std::int64_t n,
+                                 SoftmaxModel m, bool log, double* ylo, double* yhi,
+                                 double* scratch) {
+  softmaxRow(xlo, xhi, n, m, log, ylo, yhi, scratch);
+}
+
 Interval nvccUnaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
   return unaryBody(op, x, model);
 }
@@ -35,6 +41,15 @@ Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool trunca
   SumState s;
   for (int i = 0; i < n; ++i) accumulate(s, x[i]);
   return sumFinish(s, static_cast<double>(n), acc, store, truncating);
+}
+
+SoftmaxModel nvccMakeSoftmaxModel(Format c, Format s, bool truncating, int kExp, int kLog) {
+  return makeSoftmaxModel(c, s, truncating, kExp, kLog);
+}
+
+void nvccSoftmaxRow(const double* xlo, const double* xhi, std::int64_t n, const SoftmaxModel& m,
+                    bool log, double* ylo, double* yhi, double* scratch) {
+  softmaxRow(xlo, xhi, n, m, log, ylo, yhi, scratch);
 }
 
 }  // namespace lossbound::kernels::test

@@ -3,6 +3,7 @@
 // C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
 
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
 
 namespace lossbound::kernels::test {
 
@@ -19,5 +20,10 @@ Interval nvccMatmulFinish(double g1, double g2, double g4, double k, Format acc,
                           bool points, Format storage);
 /// accumulate (in order) + sumFinish compiled by nvcc (host side).
 Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating);
+/// makeSoftmaxModel compiled by nvcc (host side).
+SoftmaxModel nvccMakeSoftmaxModel(Format c, Format s, bool truncating, int kExp, int kLog);
+/// softmaxRow compiled by nvcc (host side); scratch holds softmaxRowScratch(n) doubles.
+void nvccSoftmaxRow(const double* xlo, const double* xhi, std::int64_t n, const SoftmaxModel& m,
+                    bool log, double* ylo, double* yhi, double* scratch);
 
 }  // namespace lossbound::kernels::test

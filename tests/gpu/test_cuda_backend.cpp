@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/analysis/run_file_replay.h"
@@ -19,10 +20,13 @@
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/ops/op_support.h"
+#include "core/ops/registry.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_device.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
 #include "tests/gpu/host_interval_matmul.h"
+#include "tests/gpu/softmax_test_rows.h"
 
 using lossbound::Format;
 using lossbound::Interval;
@@ -84,6 +88,7 @@ class TestCudaBackend : public QObject {
   void intervalMatmulAgreesWithCpuAndEncloses();
   void rowSumAgreesWithCpuAndEncloses();
   void rowMaxIsBitIdentical();
+  void softmaxRowsAgreeWithHostAndEnclose();
   void wholeSampleReplayAgreesWithCpu();
   void errorsNameTheCall();
 
@@ -295,6 +300,107 @@ void TestCudaBackend::rowMaxIsBitIdentical() {
     QCOMPARE(lo[static_cast<std::size_t>(r)], *std::max_element(b, b + cols));
     const auto bh = x.hi.begin() + r * cols;
     QCOMPARE(hi[static_cast<std::size_t>(r)], *std::max_element(bh, bh + cols));
+  }
+}
+
+void TestCudaBackend::softmaxRowsAgreeWithHostAndEnclose() {
+  // The device runs the host's row body (core/kernels/softmax_row.h), but its exp/log bounds come
+  // from CUDA's libm (core/interval/elementary.h), so, as for the libm unary ops above: masked and
+  // unbounded entries must be bit-identical (they depend on comparisons only); other entries must
+  // intersect the host enclosure, be at most kGpuWidthFactor times as wide plus one storage ulp
+  // per endpoint (an endpoint moved by the libm can cross a grid point of the storage format),
+  // and contain the randomized executions of the registered CPU rule (aten._softmax /
+  // aten._log_softmax, random domain) on points inside the inputs. The rule itself, run with this
+  // backend, must return the hook's bits for contiguous rows.
+  namespace k = lossbound::kernels;
+  using lossbound::DType;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (const char* op : {"aten._softmax.default", "aten._log_softmax.default"}) {
+    const lossbound::OpRule* rule = lossbound::opRegistry().find(op);
+    QVERIFY2(rule, op);
+    const bool log = std::string(op) == "aten._log_softmax.default";
+    for (DType t : {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16})
+      for (std::int64_t cols : {1, 2, 7, 100, 5000}) {
+        const std::int64_t rows = 3 * k::test::kSoftmaxRowKinds;
+        const HostIntervals x = k::test::randomSoftmaxRows(rng, rows, cols);
+        const lossbound::PrecisionModel pm;
+        const Format c = ops::accumulationFormat(pm, t), st = pm.storageFor(t);
+        const k::SoftmaxModel model =
+            k::makeSoftmaxModel(c, st, false, ops::modelUlps(ops::LibmFn::Exp, c),
+                                ops::modelUlps(ops::LibmFn::Log, c));
+        const HostIntervals h = k::test::hostSoftmaxRows(model, log, x, rows, cols);
+        HostIntervals g{std::vector<double>(x.lo.size()), std::vector<double>(x.lo.size())};
+        QVERIFY(mGpu->softmaxRows(model, log, {x.lo.data(), x.hi.data()},
+                                  {g.lo.data(), g.hi.data()}, rows, cols));
+        // The rule on this backend: a [rows, cols] tensor, dim -1 (contiguous rows: the hook).
+        lossbound::Node node;
+        node.name = "node0";
+        node.op = op;
+        lossbound::IrValue ref, dim, halfToFloat;
+        ref.kind = lossbound::IrValue::Kind::Ref;
+        ref.ref.name = "x";
+        dim.kind = lossbound::IrValue::Kind::Int;
+        dim.intValue = -1;
+        halfToFloat.kind = lossbound::IrValue::Kind::Bool;
+        node.args = {ref, dim, halfToFloat};
+        node.outputs.push_back({lossbound::Shape{rows, cols}, t});
+        const lossbound::Tensor in = lossbound::Tensor::interval({rows, cols}, t, x.lo, x.hi);
+        const auto lookup = [&](const lossbound::ValueRef&) -> const lossbound::Tensor& {
+          return in;
+        };
+        const lossbound::OpArgs args(node, lookup);
+        lossbound::OpContext gpuCtx{pm, *mGpu, nullptr};
+        const lossbound::Tensor viaRule = rule->interval(args, gpuCtx).at(0);
+        // Randomized executions of the candidate on points inside the inputs (CPU random rule).
+        std::vector<lossbound::Tensor> runs;
+        lossbound::OpContext randomCtx{pm, *mCpu, &rng};
+        for (int run = 0; run < 8; ++run) {
+          std::vector<double> v(x.lo.size());
+          for (std::size_t e = 0; e < v.size(); ++e) {
+            const double lo = x.lo[e], hi = x.hi[e];
+            v[e] = !std::isfinite(hi) ? lo : std::clamp(lo + (hi - lo) * unit(rng), lo, hi);
+          }
+          const lossbound::Tensor p = lossbound::Tensor::point({rows, cols}, t, v);
+          const auto lookupPoint = [&](const lossbound::ValueRef&) -> const lossbound::Tensor& {
+            return p;
+          };
+          const lossbound::OpArgs pargs(node, lookupPoint);
+          runs.push_back(rule->random(pargs, randomCtx).at(0));
+        }
+        for (std::size_t e = 0; e < g.lo.size(); ++e) {
+          const Interval gi{g.lo[e], g.hi[e]}, ho{h.lo[e], h.hi[e]};
+          const auto where = [&] {
+            return QStringLiteral("%1 dtype %2 cols %3 row %4 entry %5 x [%6, %7]: gpu %8 host %9")
+                .arg(op).arg(static_cast<int>(t)).arg(cols)
+                .arg(static_cast<std::int64_t>(e) / cols)
+                .arg(static_cast<std::int64_t>(e) % cols)
+                .arg(x.lo[e], 0, 'g', 17).arg(x.hi[e], 0, 'g', 17)
+                .arg(show(gi), show(ho));
+          };
+          const Interval ri = viaRule.at(static_cast<std::int64_t>(e));
+          if (!sameBits(ri.lo, gi.lo) || !sameBits(ri.hi, gi.hi))
+            QFAIL(qPrintable(where() + QStringLiteral(", rule on this backend %1").arg(show(ri))));
+          const std::int64_t row = static_cast<std::int64_t>(e) / cols;
+          const std::int64_t kind = row % k::test::kSoftmaxRowKinds;
+          const bool masked = x.lo[e] == -HUGE_VAL && x.hi[e] == -HUGE_VAL;
+          if (masked || kind == 5 || kind == 6) {  // masked entries, all-masked and unbounded rows
+            if (!sameBits(gi.lo, ho.lo) || !sameBits(gi.hi, ho.hi)) QFAIL(qPrintable(where()));
+            continue;
+          }
+          const double ulpS = 2.0 * lossbound::unitRoundoff(st) *
+                                  std::fmax(std::fabs(ho.lo), std::fabs(ho.hi)) +
+                              lossbound::smallestSubnormal(st);
+          if (lossbound::isEmpty(lossbound::intersect(gi, ho)) ||
+              !(lossbound::width(gi) <= kGpuWidthFactor * lossbound::width(ho) + 2.0 * ulpS))
+            QFAIL(qPrintable(where()));
+          for (const lossbound::Tensor& y : runs) {
+            const double v = y.values()[e];
+            if (!std::isnan(v) && !lossbound::contains(gi, v))
+              QFAIL(qPrintable(QStringLiteral("%1: candidate %2").arg(where()).arg(v, 0, 'g', 17)));
+          }
+        }
+      }
   }
 }
 

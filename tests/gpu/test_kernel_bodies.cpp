@@ -4,6 +4,8 @@
 // - the CPU helpers of core/ops/op_support.h (widenUlps, libmEnclosure, gammaUp,
 //   accumulate/roundedSumEnclosure), composed with core/interval as the CPU rules compose them;
 // - every registered CPU elementwise rule (opRegistry) whose op has a kernel body;
+// - the softmax / log-softmax row body (core/kernels/softmax_row.h) and the registered CPU rules
+//   aten._softmax / aten._log_softmax, along the last and a non-last dim;
 // - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds.
 // It also checks that the host composition of the GPU interval matmul and of the row sums
 // encloses randomized candidate executions (ops::randomDot / ops::randomSum).
@@ -30,7 +32,9 @@
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
 #include "tests/gpu/host_interval_matmul.h"
+#include "tests/gpu/softmax_test_rows.h"
 #if defined(LOSSBOUND_TEST_NVCC_HOST)
 #include "tests/gpu/kernel_bodies_nvcc.h"
 #endif
@@ -205,6 +209,7 @@ class TestKernelBodies : public QObject {
   void matmulFinishEdgeCases();
   void matmulCompositionMatchesCpuRule();
   void treeSumEnclosesRandomOrders();
+  void softmaxBodyMatchesRegisteredCpuRules();
 };
 
 void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
@@ -490,6 +495,37 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
   for (Interval x : terms) lossbound::kernels::accumulate(s, x);
   QVERIFY(sameBits(lossbound::kernels::sumFinish(s, 300.0, Format::Fp32, Format::Bf16, false),
                    t::nvccSum(terms.data(), 300, Format::Fp32, Format::Bf16, false)));
+  // The softmax row body: every row kind, both ops, the compute formats the rule uses.
+  namespace k = lossbound::kernels;
+  for (const auto& [c, st] : kFormatPairs)
+    for (bool truncating : {false, true}) {
+      const int kExp = ops::modelUlps(ops::LibmFn::Exp, c);
+      const int kLog = ops::modelUlps(ops::LibmFn::Log, c);
+      const k::SoftmaxModel model = k::makeSoftmaxModel(c, st, truncating, kExp, kLog);
+      const k::SoftmaxModel nvccModel = t::nvccMakeSoftmaxModel(c, st, truncating, kExp, kLog);
+      QVERIFY(std::memcmp(&model, &nvccModel, sizeof model) == 0);
+      for (std::int64_t cols : {1, 2, 7, 300}) {
+        const std::int64_t rows = 2 * k::test::kSoftmaxRowKinds;
+        const k::test::HostIntervals x = k::test::randomSoftmaxRows(rng, rows, cols);
+        std::vector<double> lo(static_cast<std::size_t>(cols)), hi(lo.size()),
+            scratch(static_cast<std::size_t>(k::softmaxRowScratch(cols)));
+        for (bool log : {false, true}) {
+          const k::test::HostIntervals want = k::test::hostSoftmaxRows(model, log, x, rows, cols);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const auto o = static_cast<std::size_t>(r * cols);
+            t::nvccSoftmaxRow(x.lo.data() + o, x.hi.data() + o, cols, model, log, lo.data(),
+                              hi.data(), scratch.data());
+            for (std::size_t j = 0; j < lo.size(); ++j)
+              QVERIFY2(sameBits(Interval{lo[j], hi[j]}, Interval{want.lo[o + j], want.hi[o + j]}),
+                       qPrintable(QStringLiteral("softmaxRow log %1 cols %2 row %3 entry %4: "
+                                                 "g++ %5, nvcc host %6")
+                                      .arg(log).arg(cols).arg(r).arg(j)
+                                      .arg(show({want.lo[o + j], want.hi[o + j]}),
+                                           show({lo[j], hi[j]}))));
+          }
+        }
+      }
+    }
 #endif
 }
 
@@ -739,6 +775,91 @@ void TestKernelBodies::treeSumEnclosesRandomOrders() {
     const double wt = tree.hi - tree.lo, wc = cpu.hi - cpu.lo;
     QVERIFY(wt <= 1.01 * wc && wc <= 1.01 * wt);
   }
+}
+
+void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
+  // Every row of the rule's result must be, bit for bit, the body on that row with the model the
+  // rule builds (compute format = accumulationFormat, storage = the output dtype's format, model
+  // ulps of exp and log), for the four storage formats, exact and truncating accumulation, the
+  // softmax dim last (contiguous rows) and first (strided rows), and half_to_float.
+  namespace k = lossbound::kernels;
+  using lossbound::DType;
+  std::unique_ptr<lossbound::Backend> backend = lossbound::createCpuBackend();
+  std::mt19937_64 rng(12);
+  struct Types {
+    DType in, out;
+  };
+  const Types types[] = {{DType::Float64, DType::Float64}, {DType::Float32, DType::Float32},
+                         {DType::BFloat16, DType::BFloat16}, {DType::Float16, DType::Float16},
+                         {DType::Float16, DType::Float32}};
+  std::size_t compared = 0;
+  for (const char* op : {"aten._softmax.default", "aten._log_softmax.default"}) {
+    const lossbound::OpRule* rule = lossbound::opRegistry().find(op);
+    QVERIFY2(rule, op);
+    const bool log = std::string(op) == "aten._log_softmax.default";
+    for (const Types t : types)
+      for (bool truncating : {false, true})
+        for (std::int64_t cols : {1, 2, 3, 100, 5000}) {
+          const std::int64_t rows = cols == 5000 ? 2 * k::test::kSoftmaxRowKinds
+                                                 : 3 * k::test::kSoftmaxRowKinds;
+          const k::test::HostIntervals x = k::test::randomSoftmaxRows(rng, rows, cols);
+          lossbound::PrecisionModel pm;
+          pm.truncatingAccumulation = truncating;
+          const Format c = ops::accumulationFormat(pm, t.out), s = pm.storageFor(t.out);
+          const k::SoftmaxModel model =
+              k::makeSoftmaxModel(c, s, truncating, ops::modelUlps(ops::LibmFn::Exp, c),
+                                  ops::modelUlps(ops::LibmFn::Log, c));
+          const k::test::HostIntervals want = k::test::hostSoftmaxRows(model, log, x, rows, cols);
+          for (bool lastDim : {true, false}) {
+            // The same rows as a [rows, cols] tensor with dim −1, or transposed to [cols, rows]
+            // with dim 0.
+            std::vector<double> lo(x.lo.size()), hi(x.lo.size());
+            for (std::int64_t r = 0; r < rows; ++r)
+              for (std::int64_t j = 0; j < cols; ++j) {
+                const auto from = static_cast<std::size_t>(r * cols + j);
+                const auto to = static_cast<std::size_t>(lastDim ? r * cols + j : j * rows + r);
+                lo[to] = x.lo[from];
+                hi[to] = x.hi[from];
+              }
+            const lossbound::Shape shape = lastDim ? lossbound::Shape{rows, cols}
+                                                   : lossbound::Shape{cols, rows};
+            const lossbound::Tensor in = lossbound::Tensor::interval(shape, t.in, lo, hi);
+            lossbound::Node node;
+            node.name = "node0";
+            node.op = op;
+            lossbound::IrValue ref, dim, halfToFloat;
+            ref.kind = lossbound::IrValue::Kind::Ref;
+            ref.ref.name = "x";
+            dim.kind = lossbound::IrValue::Kind::Int;
+            dim.intValue = lastDim ? -1 : 0;
+            halfToFloat.kind = lossbound::IrValue::Kind::Bool;
+            halfToFloat.boolValue = t.in != t.out;
+            node.args = {ref, dim, halfToFloat};
+            node.outputs.push_back({shape, t.out});
+            const auto lookup = [&](const lossbound::ValueRef&) -> const lossbound::Tensor& {
+              return in;
+            };
+            const lossbound::OpArgs args(node, lookup);
+            lossbound::OpContext ctx{pm, *backend, nullptr};
+            const lossbound::Tensor y = rule->interval(args, ctx).at(0);
+            for (std::int64_t r = 0; r < rows; ++r)
+              for (std::int64_t j = 0; j < cols; ++j) {
+                const auto e = static_cast<std::size_t>(r * cols + j);
+                const Interval body{want.lo[e], want.hi[e]};
+                const Interval cpu = y.at(lastDim ? r * cols + j : j * rows + r);
+                if (!sameBits(body, cpu))
+                  QFAIL(qPrintable(QStringLiteral("%1 dtype %2 truncating %3 cols %4 %5 row %6 "
+                                                  "(kind %7) entry %8 x %9: body %10, CPU rule %11")
+                                       .arg(op).arg(static_cast<int>(t.out)).arg(truncating)
+                                       .arg(cols).arg(lastDim ? "last dim" : "dim 0").arg(r)
+                                       .arg(r % k::test::kSoftmaxRowKinds).arg(j)
+                                       .arg(show({x.lo[e], x.hi[e]}), show(body), show(cpu))));
+                ++compared;
+              }
+          }
+        }
+  }
+  qInfo("softmax body = CPU rule on %zu entries", compared);
 }
 
 QTEST_GUILESS_MAIN(TestKernelBodies)

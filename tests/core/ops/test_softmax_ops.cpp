@@ -2,10 +2,17 @@
 // per op and precision, 1,000 random cases (random rank and dim, rows of 0..64 elements,
 // logits with a large shared offset to test that the shift cancels, wide dynamic ranges, point
 // and interval inputs), zero escapes, local errors, vjp against finite differences; plus the
-// sample-relevant composition log_softmax → nll_loss_forward (mean, ignore_index = −100).
+// sample-relevant composition log_softmax → nll_loss_forward (mean, ignore_index = −100), and
+// that the rule hands contiguous rows to Backend::softmaxRows when a backend offers it.
 #include <QtTest>
 
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+
 #include "core/backend.h"
+#include "core/kernels/softmax_row.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
 
@@ -67,6 +74,38 @@ CaseMaker backwardData(const std::string& op, bool log) {
     return c;
   };
 }
+
+/// The CPU backend with a softmaxRows hook that records its calls and either declines, or fills
+/// every entry with the marker [−1, 2] (so a test can see whose result the rule returned).
+class HookBackend final : public Backend {
+ public:
+  bool offer = true;
+  int calls = 0;
+  std::int64_t lastRows = -1, lastCols = -1;
+
+  std::string name() const override { return "CPU with a softmaxRows hook (test)"; }
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute) override {
+    mCpu->gemm(a, b, c, m, k, n, absolute);
+  }
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    mCpu->parallelFor(n, body);
+  }
+  bool softmaxRows(const kernels::SoftmaxModel&, bool, kernels::ConstIntervalSpan,
+                   kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) override {
+    ++calls;
+    lastRows = rows;
+    lastCols = cols;
+    if (!offer) return false;
+    std::fill(out.lo, out.lo + rows * cols, -1.0);
+    std::fill(out.hi, out.hi + rows * cols, 2.0);
+    return true;
+  }
+
+ private:
+  std::unique_ptr<Backend> mCpu = createCpuBackend();
+};
 
 CaseMaker moderate(CaseMaker m) {
   return [m](Format f, bool iv, std::mt19937_64& rng) {
@@ -133,6 +172,61 @@ class TestSoftmaxOps : public QObject {
               }
             }
         }
+  }
+  /// The rule hands contiguous rows (softmax over the last dim, or over a dim followed only by
+  /// size-1 dims) to Backend::softmaxRows and returns its result; strided rows never reach the
+  /// hook; a declined hook leaves the host body's result, bit for bit the default backend's.
+  void backendHookTakesContiguousRows() {
+    std::mt19937_64 rng(41);
+    std::uniform_real_distribution<double> u(-3.0, 3.0);
+    for (const char* op : {"aten._softmax.default", "aten._log_softmax.default"}) {
+      const OpRule* rule = opRegistry().find(op);
+      QVERIFY(rule);
+      struct Layout {
+        Shape shape;
+        int dim;
+        bool contiguous;
+        std::int64_t rows, cols;
+      };
+      for (const Layout& l : {Layout{{4, 9}, -1, true, 4, 9}, Layout{{4, 9}, 1, true, 4, 9},
+                              Layout{{2, 3, 5}, 2, true, 6, 5}, Layout{{3, 7, 1}, 1, true, 3, 7},
+                              Layout{{9, 4}, 0, false, 0, 0}, Layout{{2, 5, 3}, 1, false, 0, 0}}) {
+        std::int64_t numel = 1;
+        for (std::int64_t d : l.shape) numel *= d;
+        std::vector<double> lo(static_cast<std::size_t>(numel)), hi(lo.size());
+        for (std::size_t i = 0; i < lo.size(); ++i) {
+          lo[i] = u(rng);
+          hi[i] = lo[i] + 0.01;
+        }
+        const Tensor x = Tensor::interval(l.shape, DType::Float32, lo, hi);
+        Node node;
+        node.name = "n";
+        node.op = op;
+        node.args = {ref("x"), integer(l.dim), flag(false)};
+        node.outputs = {TensorSpec{l.shape, DType::Float32}};
+        const OpArgs args(node, [&](const ValueRef&) -> const Tensor& { return x; });
+        const PrecisionModel pm;
+        auto cpu = createCpuBackend();
+        OpContext cpuCtx{pm, *cpu, nullptr};
+        const Tensor want = rule->interval(args, cpuCtx)[0];
+        for (bool offer : {true, false}) {
+          HookBackend hook;
+          hook.offer = offer;
+          OpContext ctx{pm, hook, nullptr};
+          const Tensor y = rule->interval(args, ctx)[0];
+          const QString where = QStringLiteral("%1 dim %2 offer %3").arg(op).arg(l.dim).arg(offer);
+          QVERIFY2(hook.calls == (l.contiguous ? 1 : 0), qPrintable(where));
+          if (l.contiguous) {
+            QVERIFY2(hook.lastRows == l.rows && hook.lastCols == l.cols, qPrintable(where));
+          }
+          for (std::int64_t i = 0; i < numel; ++i) {
+            const Interval e = y.at(i);
+            const Interval w = offer && l.contiguous ? Interval{-1.0, 2.0} : want.at(i);
+            QVERIFY2(std::memcmp(&e, &w, sizeof e) == 0, qPrintable(where));
+          }
+        }
+      }
+    }
   }
   void softmaxBackwardData() {
     const auto m = backwardData("aten._softmax_backward_data.default", false);
