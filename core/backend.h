@@ -12,6 +12,10 @@
 
 namespace lossbound {
 
+namespace kernels {
+struct LayerNormModel;  // core/kernels/layer_norm_row.h
+}  // namespace kernels
+
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
 class Backend {
  public:
@@ -53,6 +57,17 @@ class Backend {
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,
                       const kernels::SumModel& /*model*/) {
+    return false;
+  }
+
+  /// For each row r of x[rows×cols]: kernels::layerNormRow → out row r, mean[r], rstd[r].
+  virtual bool layerNormRows(const kernels::LayerNormModel& /*model*/,
+                             kernels::ConstIntervalSpan /*x*/,
+                             kernels::ConstIntervalSpan /*weight: lo == nullptr for None*/,
+                             kernels::ConstIntervalSpan /*bias: lo == nullptr for None*/,
+                             kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
+                             kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
+                             std::int64_t /*cols*/) {
     return false;
   }
 };
