@@ -2,7 +2,10 @@
 // The kernel bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), exposed to the plain
 // C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
 
+#include <cstdint>
+
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_row.h"
 
 namespace lossbound::kernels::test {
 
@@ -19,5 +22,10 @@ Interval nvccMatmulFinish(double g1, double g2, double g4, double k, Format acc,
                           bool points, Format storage);
 /// accumulate (in order) + sumFinish compiled by nvcc (host side).
 Interval nvccSum(const Interval* x, int n, Format acc, Format store, bool truncating);
+/// layerNormRow compiled by nvcc (host side).
+void nvccLayerNormRow(const double* xlo, const double* xhi, std::int64_t n, const double* wlo,
+                      const double* whi, const double* blo, const double* bhi,
+                      const LayerNormModel& m, double* ylo, double* yhi, Interval* mean,
+                      Interval* rstd);
 
 }  // namespace lossbound::kernels::test
