@@ -85,6 +85,17 @@ class TimedBackend final : public Backend {
               std::int64_t cols, const kernels::SumModel& m) override {
     return timed(kernelSeconds, [&] { return mInner.rowSum(x, out, rows, cols, m); });
   }
+  bool softmaxRows(const kernels::SoftmaxModel& m, bool log, kernels::ConstIntervalSpan x,
+                   kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) override {
+    return timed(kernelSeconds, [&] { return mInner.softmaxRows(m, log, x, out, rows, cols); });
+  }
+  bool layerNormRows(const kernels::LayerNormModel& m, kernels::ConstIntervalSpan x,
+                     kernels::ConstIntervalSpan w, kernels::ConstIntervalSpan b,
+                     kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                     kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
+    return timed(kernelSeconds,
+                 [&] { return mInner.layerNormRows(m, x, w, b, out, mean, rstd, rows, cols); });
+  }
 
   double gemmSeconds = 0, kernelSeconds = 0;
 

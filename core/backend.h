@@ -13,7 +13,8 @@
 namespace lossbound {
 
 namespace kernels {
-struct SoftmaxModel;  // core/kernels/softmax_row.h
+struct SoftmaxModel;    // core/kernels/softmax_row.h
+struct LayerNormModel;  // core/kernels/layer_norm_row.h
 }  // namespace kernels
 
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
@@ -69,6 +70,17 @@ class Backend {
   virtual bool softmaxRows(const kernels::SoftmaxModel& /*model*/, bool /*log*/,
                            kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                            std::int64_t /*rows*/, std::int64_t /*cols*/) {
+    return false;
+  }
+
+  /// For each row r of x[rows×cols]: kernels::layerNormRow → out row r, mean[r], rstd[r].
+  virtual bool layerNormRows(const kernels::LayerNormModel& /*model*/,
+                             kernels::ConstIntervalSpan /*x*/,
+                             kernels::ConstIntervalSpan /*weight: lo == nullptr for None*/,
+                             kernels::ConstIntervalSpan /*bias: lo == nullptr for None*/,
+                             kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
+                             kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
+                             std::int64_t /*cols*/) {
     return false;
   }
 };

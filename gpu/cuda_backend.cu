@@ -282,4 +282,39 @@ void CudaBackend::rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t row
   r.synchronize();
 }
 
+bool CudaBackend::layerNormRows(const LayerNormModel& model, ConstIntervalSpan x,
+                                ConstIntervalSpan weight, ConstIntervalSpan bias, IntervalSpan out,
+                                IntervalSpan mean, IntervalSpan rstd, std::int64_t rows,
+                                std::int64_t cols) {
+  if (rows <= 0) return true;
+  if (cols < 0)
+    throw std::invalid_argument("CUDA backend: layer norm with cols = " + std::to_string(cols));
+  checkSpan(mean, "layer norm mean");
+  checkSpan(rstd, "layer norm rstd");
+  if (cols > 0) {
+    checkSpan(x, "layer norm input");
+    checkSpan(out, "layer norm result");
+    if (weight.lo) checkSpan(weight, "layer norm weight");
+    if (bias.lo) checkSpan(bias, "layer norm bias");
+  }
+  std::lock_guard lock(mImpl->mutex);
+  const CudaResources& r = mImpl->resources;
+  r.makeCurrent();
+  const cudaStream_t s = r.stream();
+  const std::size_t n = count(rows, cols);
+  // Weight and bias are uploaded only when given (an empty DeviceInterval stands for None).
+  const std::size_t nw = weight.lo && cols > 0 ? count(cols) : 0;
+  const std::size_t nb = bias.lo && cols > 0 ? count(cols) : 0;
+  DeviceInterval dx(x, n, s), dw(weight, nw, s), db(bias, nb, s), dout(n), dmean(count(rows)),
+      drstd(count(rows));
+  launchLayerNormRows(model, dx.lo.data(), dx.hi.data(), dw.lo.data(), dw.hi.data(), db.lo.data(),
+                      db.hi.data(), dout.lo.data(), dout.hi.data(), dmean.lo.data(),
+                      dmean.hi.data(), drstd.lo.data(), drstd.hi.data(), rows, cols, s);
+  dout.toHost(out, n, s);
+  dmean.toHost(mean, count(rows), s);
+  drstd.toHost(rstd, count(rows), s);
+  r.synchronize();
+  return true;
+}
+
 }  // namespace lossbound::gpu

@@ -90,6 +90,13 @@ class CudaBackend final : public Backend {
   /// Encloses every row maximum (exact: max is not rounded): [max lo, max hi] per row.
   void rowMax(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols);
 
+  /// The CPU rule's layer norm rows (kernels::layerNormRow, one device thread per row), bit for
+  /// bit: x is rows×cols, weight/bias cols entries or lo == nullptr for None; returns true.
+  bool layerNormRows(const kernels::LayerNormModel& model, ConstIntervalSpan x,
+                     ConstIntervalSpan weight, ConstIntervalSpan bias, IntervalSpan out,
+                     IntervalSpan mean, IntervalSpan rstd, std::int64_t rows,
+                     std::int64_t cols) override;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> mImpl;

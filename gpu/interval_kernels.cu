@@ -249,4 +249,38 @@ void probeDevice(cudaStream_t stream) {
   checkCuda(freeErr, "cudaFree(flag)", __FILE__, __LINE__);
 }
 
+// ---- Layer norm rows -------------------------------------------------------------------------
+// One thread per row (grid-stride over rows) runs the whole row body, exactly as the CPU rule
+// does on the host: same operations in the same order, so the same bits. This is the simplest
+// correct mapping, not the fastest: each thread walks its own row (uncoalesced loads) and rows
+// give the only parallelism. The body needs no scratch beyond its output row. A block-per-row
+// version would sum in another order — sound, but no longer bit-identical to the CPU rule.
+namespace {
+__global__ void layerNormRowsKernel(LayerNormModel model, const double* xlo, const double* xhi,
+                                    const double* wlo, const double* whi, const double* blo,
+                                    const double* bhi, double* olo, double* ohi, double* mlo,
+                                    double* mhi, double* rlo, double* rhi, std::int64_t rows,
+                                    std::int64_t cols) {
+  for (std::int64_t r = firstIndex(); r < rows; r += strideOf()) {
+    const std::int64_t o = r * cols;
+    Interval mean{}, rstd{};
+    layerNormRow(xlo + o, xhi + o, cols, wlo, whi, blo, bhi, model, olo + o, ohi + o, &mean, &rstd);
+    mlo[r] = mean.lo;
+    mhi[r] = mean.hi;
+    rlo[r] = rstd.lo;
+    rhi[r] = rstd.hi;
+  }
+}
+}  // namespace
+
+void launchLayerNormRows(const LayerNormModel& model, const double* xlo, const double* xhi,
+                         const double* wlo, const double* whi, const double* blo, const double* bhi,
+                         double* olo, double* ohi, double* mlo, double* mhi, double* rlo,
+                         double* rhi, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  if (rows <= 0) return;
+  layerNormRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(
+      model, xlo, xhi, wlo, whi, blo, bhi, olo, ohi, mlo, mhi, rlo, rhi, rows, cols);
+  LB_CUDA_CHECK_LAUNCH(layerNormRowsKernel);
+}
+
 }  // namespace lossbound::gpu

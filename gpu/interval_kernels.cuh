@@ -1,6 +1,7 @@
 #pragma once
 // Launchers of the interval kernels (device-side code only: takes cudaStream_t). Each kernel
-// applies one body of core/kernels/kernel_bodies.h per element with a grid-stride loop; all launches are
+// applies one body of core/kernels/kernel_bodies.h (or layer_norm_row.h) per element or per row
+// with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/softmax_row.h"
+#include "core/kernels/layer_norm_row.h"
 
 namespace lossbound::gpu {
 
@@ -52,5 +54,12 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
 /// Launches a one-thread kernel and waits for it: fails when the binary has no code for the
 /// device (cudaErrorNoKernelImageForDevice) or the device is unusable.
 void probeDevice(cudaStream_t stream);
+
+/// Per row r of x[rows×cols]: layerNormRow → out[r·cols ..), mean[r], rstd[r] (one thread per
+/// row); wlo/blo may be nullptr (no weight / no bias).
+void launchLayerNormRows(const kernels::LayerNormModel& model, const double* xlo, const double* xhi,
+                         const double* wlo, const double* whi, const double* blo, const double* bhi,
+                         double* olo, double* ohi, double* mlo, double* mhi, double* rlo,
+                         double* rhi, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 
 }  // namespace lossbound::gpu

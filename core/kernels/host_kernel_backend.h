@@ -8,9 +8,12 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_row.h"
+#include "core/kernels/softmax_row.h"
 
 namespace lossbound::kernels {
 
@@ -58,8 +61,31 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
-  /// How many times each hook was taken.
-  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0};
+  bool softmaxRows(const SoftmaxModel& model, bool log, ConstIntervalSpan x, IntervalSpan out,
+                   std::int64_t rows, std::int64_t cols) override {
+    ++rowKernelCalls;
+    std::vector<double> scratch(static_cast<std::size_t>(softmaxRowScratch(cols)));
+    for (std::int64_t r = 0; r < rows; ++r)
+      softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
+                 out.hi + r * cols, scratch.data());
+    return true;
+  }
+  bool layerNormRows(const LayerNormModel& model, ConstIntervalSpan x, ConstIntervalSpan weight,
+                     ConstIntervalSpan bias, IntervalSpan out, IntervalSpan mean, IntervalSpan rstd,
+                     std::int64_t rows, std::int64_t cols) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      Interval m, s;
+      layerNormRow(x.lo + r * cols, x.hi + r * cols, cols, weight.lo, weight.hi, bias.lo, bias.hi,
+                   model, out.lo + r * cols, out.hi + r * cols, &m, &s);
+      put(mean, r, m);
+      put(rstd, r, s);
+    }
+    return true;
+  }
+
+  /// How many times each hook was taken (softmax and layer-norm rows count as row kernels).
+  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0};
 
  private:
   static void put(IntervalSpan out, std::int64_t i, Interval v) {

@@ -32,6 +32,9 @@
 // Dependency: the centred values x_i − μ are enclosed as the linear combination
 // (1 − 1/n)x_i − Σ_{j≠i} x_j / n with exact coefficients (prefix/suffix sums), never as
 // X_i − M with M independent of X; the variance uses the centred enclosures.
+// The forward interval rule is the LB_HD row body kernels::layerNormRow
+// (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
+// layerNormRows (the CUDA backend runs the same body on the device).
 //
 // native_layer_norm_backward (mean and rstd are inputs, saved by the forward): with
 // x̂ = (x − mean)·rstd and g = dy·w, the reference formula gI = rstd/n·(n g − Σg − x̂ Σ g x̂)
@@ -44,6 +47,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/backend.h"
+#include "core/kernels/layer_norm_row.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
@@ -55,8 +60,6 @@ namespace {
 
 using namespace ops;
 using namespace ops::nn;
-
-constexpr double kInf = HUGE_VAL;
 
 /// The row structure of a layer norm: `rows` rows of n elements (the normalized trailing dims).
 struct LnShape {
@@ -120,106 +123,6 @@ void forwardFormula(const D& d, const std::vector<typename D::V>& x, const std::
       out[i] = y;
     }
   }
-}
-
-/// Encloses one row of the forward op under the model (see the file comment).
-struct RowBounds {
-  Interval mean, rstd;
-  std::vector<Interval> out;
-};
-
-RowBounds forwardRowInterval(const std::vector<Interval>& x, const Tensor* w, const Tensor* b, double eps, Format c) {
-  const auto n = static_cast<std::int64_t>(x.size());
-  const double nd = static_cast<double>(n);
-  RowBounds res;
-  res.out.assign(x.size(), entireInterval());
-  res.mean = res.rstd = entireInterval();
-  const IntervalDomain d{c};
-  const double u = unitRoundoff(c), eta = smallestSubnormal(c);
-  const double uP = div_up(u, sub_down(1.0, u));  // u / (1 − u)
-  if (n == 0) {
-    res.mean = Interval{-kInf, kInf};
-    return res;
-  }
-  double a = 0.0, mn = kInf, mx = -kInf;
-  for (const Interval& v : x) {
-    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) return res;
-    a = std::max(a, mag(v));
-    mn = std::min(mn, v.lo);
-    mx = std::max(mx, v.hi);
-  }
-  const double wr = sub_up(mx, mn);
-  // Exact sum and centred values (1 − 1/n)x_i − Σ_{j≠i} x_j / n.
-  std::vector<Interval> pre(x.size() + 1, {0.0, 0.0}), suf(x.size() + 1, {0.0, 0.0});
-  for (std::size_t j = 0; j < x.size(); ++j) pre[j + 1] = lossbound::add(pre[j], x[j]);
-  for (std::size_t j = x.size(); j-- > 0;) suf[j] = lossbound::add(suf[j + 1], x[j]);
-  const Interval nI{nd, nd};
-  const Interval mu = lossbound::div(pre[x.size()], nI);
-  const Interval k1 = lossbound::sub(Interval{1.0, 1.0}, lossbound::div(Interval{1.0, 1.0}, nI));
-  std::vector<Interval> cen(x.size());
-  double sLo = 0.0, sHi = 0.0;
-  for (std::size_t j = 0; j < x.size(); ++j) {
-    cen[j] = lossbound::sub(lossbound::mul(x[j], k1), lossbound::div(lossbound::add(pre[j], suf[j + 1]), nI));
-    cen[j] = intersect(cen[j], lossbound::sub(x[j], mu));  // both enclose x_j − μ
-    const Interval sq = lossbound::sqr(cen[j]);
-    sLo = add_down(sLo, sq.lo);
-    sHi = add_up(sHi, sq.hi);
-  }
-  // Mean error: two-pass and Welford/pairwise bounds (file comment).
-  const double g3 = gammaUp(3, u);
-  const double half = (nd + 1.0) / 2.0;
-  const double den = sub_down(1.0, mul_up(half, add_up(2.0 * g3, uP)));
-  if (!(den > 0.5)) return res;  // rows too long for the format: no bound
-  const double eTp = mul_up(gammaUp(n + 1, u), a);
-  const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
-  const double e = std::max(eTp, eW);
-  const double nE2 = mul_up(nd, mul_up(e, e));
-  // Sum of squared deviations: two-pass and Welford bounds.
-  const double bTp = add_up(mul_up(gammaUp(n + 2, u), add_up(sHi, nE2)), nE2);
-  const double wp = add_up(wr, 2.0 * e);
-  const double p = add_up(mul_up(nd / 2.0, std::ceil(std::log2(nd))), nd);
-  const double g6 = gammaUp(6, u);
-  const double dd = add_up(2.0 * e, mul_up(u, wp));
-  double bInc = add_up(mul_up(g6, sHi), mul_up(p, mul_up(dd, add_up(add_up(2.0 * wp, 2.0 * e), mul_up(u, wp)))));
-  bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
-  bInc = div_up(bInc, sub_down(1.0, g6));
-  const double bW = add_up(bInc, mul_up(gammaUp(2 * n, u), add_up(sHi, 2.0 * bInc)));
-  const double bS = add_up(std::max(bTp, bW), mul_up(nd, eta));
-  // var = fl(ŝ / n) (≤ 2 roundings), + eps (eps rounded to c), rstd in two variants.
-  const Interval f2{mul_down(sub_down(1.0, u), sub_down(1.0, u)), mul_up(add_up(1.0, u), add_up(1.0, u))};
-  Interval var = lossbound::mul(lossbound::div(Interval{sub_down(sLo, bS), add_up(sHi, bS)}, nI), f2);
-  var = d.round(var);
-  const Interval ve = d.add(var, scalarEnclosure(eps, c));
-  Interval rstd;
-  if (ve.lo <= 0.0) {
-    rstd = {0.0, kInf};
-  } else {
-    const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
-    const Interval libm = d.round(widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), modelUlps(LibmFn::Rsqrt, c), c));
-    rstd = hull(twoStep, libm);
-  }
-  const Interval meanHat = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
-  res.mean = meanHat;
-  res.rstd = rstd;
-  const Interval eI{-e, e};
-  for (std::size_t j = 0; j < x.size(); ++j) {
-    const Interval dj = lossbound::add(cen[j], eI);  // x_j − μ̂ exactly
-    // Centred form: fl(fl(x − μ̂)·rstd).
-    Interval v1 = d.mul(d.round(dj), rstd);
-    // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
-    const double err2 = mul_up(uP, mul_up(add_up(mag(x[j]), mag(meanHat)), mag(rstd)));
-    const Interval pr = lossbound::mul(dj, rstd);
-    Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
-                                         Interval{sub_down(1.0, u), add_up(1.0, u)}));
-    Interval y = hull(v1, v2);
-    if (w) {
-      const Interval wj = w->at(static_cast<std::int64_t>(j));
-      y = hull(d.mul(y, wj), d.mul(d.round(dj), d.mul(rstd, wj)));  // (d·r)·w or d·(r·w)
-    }
-    if (b) y = d.add(y, b->at(static_cast<std::int64_t>(j)));
-    res.out[j] = y;
-  }
-  return res;
 }
 
 /// One random execution of the moments of a row: two-pass, Welford sequential, or a random
@@ -295,24 +198,36 @@ std::shared_ptr<const OpRule> forwardRule() {
     const Tensor* w = optTensor(a, 2, s.n);
     const Tensor* b = optTensor(a, 3, s.n);
     const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
-    const Format so = outFormat(a, ctx, 0), sm = outFormat(a, ctx, 1), sr = outFormat(a, ctx, 2);
+    const kernels::LayerNormModel model{.compute = c,
+                                        .outStorage = outFormat(a, ctx, 0),
+                                        .meanStorage = outFormat(a, ctx, 1),
+                                        .rstdStorage = outFormat(a, ctx, 2),
+                                        .eps = epsArg(a, 4),
+                                        .rsqrtUlps = modelUlps(LibmFn::Rsqrt, c)};
     std::vector<double> oLo(static_cast<std::size_t>(x.numel())), oHi(oLo.size()), mLo(static_cast<std::size_t>(s.rows)),
         mHi(mLo.size()), rLo(mLo.size()), rHi(mLo.size());
-    std::vector<Interval> row;
-    for (std::int64_t r = 0; r < s.rows; ++r) {
-      row.resize(static_cast<std::size_t>(s.n));
-      for (std::int64_t j = 0; j < s.n; ++j) row[static_cast<std::size_t>(j)] = x.at(r * s.n + j);
-      const RowBounds rb = forwardRowInterval(row, w, b, epsArg(a, 4), c);
-      for (std::int64_t j = 0; j < s.n; ++j) {
-        const Interval y = roundOutward(rb.out[static_cast<std::size_t>(j)], so);
-        oLo[static_cast<std::size_t>(r * s.n + j)] = y.lo;
-        oHi[static_cast<std::size_t>(r * s.n + j)] = y.hi;
-      }
-      const Interval m = roundOutward(rb.mean, sm), q = roundOutward(rb.rstd, sr);
-      mLo[static_cast<std::size_t>(r)] = m.lo;
-      mHi[static_cast<std::size_t>(r)] = m.hi;
-      rLo[static_cast<std::size_t>(r)] = q.lo;
-      rHi[static_cast<std::size_t>(r)] = q.hi;
+    const kernels::ConstIntervalSpan xs{x.lo().data(), x.hi().data()};
+    const kernels::ConstIntervalSpan ws =
+        w ? kernels::ConstIntervalSpan{w->lo().data(), w->hi().data()}
+          : kernels::ConstIntervalSpan{};
+    const kernels::ConstIntervalSpan bs =
+        b ? kernels::ConstIntervalSpan{b->lo().data(), b->hi().data()}
+          : kernels::ConstIntervalSpan{};
+    if (!ctx.backend.layerNormRows(model, xs, ws, bs, {oLo.data(), oHi.data()},
+                                   {mLo.data(), mHi.data()}, {rLo.data(), rHi.data()}, s.rows,
+                                   s.n)) {
+      ctx.backend.parallelFor(s.rows, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const std::int64_t o = r * s.n;
+          Interval mean, rstd;
+          kernels::layerNormRow(xs.lo + o, xs.hi + o, s.n, ws.lo, ws.hi, bs.lo, bs.hi, model,
+                                oLo.data() + o, oHi.data() + o, &mean, &rstd);
+          mLo[static_cast<std::size_t>(r)] = mean.lo;
+          mHi[static_cast<std::size_t>(r)] = mean.hi;
+          rLo[static_cast<std::size_t>(r)] = rstd.lo;
+          rHi[static_cast<std::size_t>(r)] = rstd.hi;
+        }
+      });
     }
     return std::vector<Tensor>{Tensor::interval(x.shape(), a.outSpec(0).dtype, oLo, oHi),
                                Tensor::interval(s.statShape, a.outSpec(1).dtype, mLo, mHi),

@@ -52,4 +52,16 @@ void nvccSoftmaxRow(const double* xlo, const double* xhi, std::int64_t n, const 
   softmaxRow(xlo, xhi, n, m, log, ylo, yhi, scratch);
 }
 
+__global__ void layerNormRowKernel(LayerNormModel m, const double* x, std::int64_t n, double* y,
+                                   Interval* stats) {
+  layerNormRow(x, x, n, nullptr, nullptr, nullptr, nullptr, m, y, y + n, stats, stats + 1);
+}
+
+void nvccLayerNormRow(const double* xlo, const double* xhi, std::int64_t n, const double* wlo,
+                      const double* whi, const double* blo, const double* bhi,
+                      const LayerNormModel& m, double* ylo, double* yhi, Interval* mean,
+                      Interval* rstd) {
+  layerNormRow(xlo, xhi, n, wlo, whi, blo, bhi, m, ylo, yhi, mean, rstd);
+}
+
 }  // namespace lossbound::kernels::test

@@ -2,8 +2,11 @@
 // The kernel bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), exposed to the plain
 // C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
 
+#include <cstdint>
+
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/softmax_row.h"
+#include "core/kernels/layer_norm_row.h"
 
 namespace lossbound::kernels::test {
 
@@ -25,5 +28,10 @@ SoftmaxModel nvccMakeSoftmaxModel(Format c, Format s, bool truncating, int kExp,
 /// softmaxRow compiled by nvcc (host side); scratch holds softmaxRowScratch(n) doubles.
 void nvccSoftmaxRow(const double* xlo, const double* xhi, std::int64_t n, const SoftmaxModel& m,
                     bool log, double* ylo, double* yhi, double* scratch);
+/// layerNormRow compiled by nvcc (host side).
+void nvccLayerNormRow(const double* xlo, const double* xhi, std::int64_t n, const double* wlo,
+                      const double* whi, const double* blo, const double* bhi,
+                      const LayerNormModel& m, double* ylo, double* yhi, Interval* mean,
+                      Interval* rstd);
 
 }  // namespace lossbound::kernels::test

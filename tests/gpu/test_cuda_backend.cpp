@@ -5,6 +5,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "gpu/cuda_device.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/softmax_row.h"
+#include "core/kernels/layer_norm_row.h"
 #include "tests/gpu/host_interval_matmul.h"
 #include "tests/gpu/softmax_test_rows.h"
 
@@ -89,6 +91,7 @@ class TestCudaBackend : public QObject {
   void rowSumAgreesWithCpuAndEncloses();
   void rowMaxIsBitIdentical();
   void softmaxRowsAgreeWithHostAndEnclose();
+  void layerNormRowsIsBitIdentical();
   void wholeSampleReplayAgreesWithCpu();
   void errorsNameTheCall();
 
@@ -402,6 +405,62 @@ void TestCudaBackend::softmaxRowsAgreeWithHostAndEnclose() {
         }
       }
   }
+}
+
+void TestCudaBackend::layerNormRowsIsBitIdentical() {
+  // The row body uses only correctly rounded operations (directed +, −, ×, ÷, sqrt, outward
+  // rounding to formats; the candidate's rsqrt is a widening of the exact value, no device libm),
+  // so the device must give the host body's bits for out, mean and rstd.
+  using lossbound::kernels::LayerNormModel;
+  std::mt19937_64 rng(7);
+  const LayerNormModel models[] = {
+      {Format::Fp64, Format::Fp64, Format::Fp64, Format::Fp64, 1e-5, 2},
+      {Format::Fp32, Format::Fp32, Format::Fp32, Format::Fp32, 1e-5, 3},
+      {Format::Fp32, Format::Bf16, Format::Bf16, Format::Bf16, 1e-6, 3},
+      {Format::Fp32, Format::Fp16, Format::Fp32, Format::Fp32, 0.0, 3}};
+  for (const LayerNormModel& m : models)
+    for (auto [rows, cols] :
+         {std::array<std::int64_t, 2>{1, 1}, {3, 0}, {300, 7}, {1000, 768}, {5, 4096}})
+      for (int wb = 0; wb < 4; ++wb) {
+        HostIntervals x = randomIntervals(rng, rows * cols, wb % 2 ? 1e-3 : 0.0);
+        if (rows * cols > 8) {  // a constant row and a row with an infinite endpoint
+          std::fill(x.lo.begin(), x.lo.begin() + cols, 0.25);
+          std::fill(x.hi.begin(), x.hi.begin() + cols, 0.25);
+          x.hi[static_cast<std::size_t>(cols + cols / 2)] = HUGE_VAL;
+        }
+        const HostIntervals w = randomIntervals(rng, cols, 1e-2),
+                            b = randomIntervals(rng, cols, 0.0);
+        const ConstIntervalSpan ws =
+            wb & 1 ? ConstIntervalSpan{w.lo.data(), w.hi.data()} : ConstIntervalSpan{};
+        const ConstIntervalSpan bs =
+            wb & 2 ? ConstIntervalSpan{b.lo.data(), b.hi.data()} : ConstIntervalSpan{};
+        std::vector<double> olo(static_cast<std::size_t>(rows * cols)), ohi(olo.size()),
+            mlo(static_cast<std::size_t>(rows)), mhi(mlo.size()), rlo(mlo.size()), rhi(mlo.size());
+        QVERIFY(mGpu->layerNormRows(m, {x.lo.data(), x.hi.data()}, ws, bs, {olo.data(), ohi.data()},
+                                    {mlo.data(), mhi.data()}, {rlo.data(), rhi.data()}, rows,
+                                    cols));
+        std::vector<double> ylo(static_cast<std::size_t>(cols)), yhi(ylo.size());
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const auto o = static_cast<std::size_t>(r * cols), ri = static_cast<std::size_t>(r);
+          Interval mean{}, rstd{};
+          lossbound::kernels::layerNormRow(x.lo.data() + o, x.hi.data() + o, cols, ws.lo, ws.hi,
+                                           bs.lo, bs.hi, m, ylo.data(), yhi.data(), &mean, &rstd);
+          const QString where =
+              QStringLiteral("rows %1 cols %2 wb %3 row %4").arg(rows).arg(cols).arg(wb).arg(r);
+          QVERIFY2(sameBits(mean.lo, mlo[ri]) && sameBits(mean.hi, mhi[ri]),
+                   qPrintable(where + QStringLiteral(" mean: gpu %1 host %2")
+                                          .arg(show({mlo[ri], mhi[ri]}), show(mean))));
+          QVERIFY2(sameBits(rstd.lo, rlo[ri]) && sameBits(rstd.hi, rhi[ri]),
+                   qPrintable(where + QStringLiteral(" rstd: gpu %1 host %2")
+                                          .arg(show({rlo[ri], rhi[ri]}), show(rstd))));
+          for (std::size_t j = 0; j < ylo.size(); ++j)
+            QVERIFY2(sameBits(ylo[j], olo[o + j]) && sameBits(yhi[j], ohi[o + j]),
+                     qPrintable(where +
+                                QStringLiteral(" out[%1]: gpu %2 host %3")
+                                    .arg(j)
+                                    .arg(show({olo[o + j], ohi[o + j]}), show({ylo[j], yhi[j]}))));
+        }
+      }
 }
 
 void TestCudaBackend::wholeSampleReplayAgreesWithCpu() {

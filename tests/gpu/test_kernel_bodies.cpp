@@ -6,6 +6,7 @@
 // - every registered CPU elementwise rule (opRegistry) whose op has a kernel body;
 // - the softmax / log-softmax row body (core/kernels/softmax_row.h) and the registered CPU rules
 //   aten._softmax / aten._log_softmax, along the last and a non-last dim;
+// - the registered layer norm rule against the row body of core/kernels/layer_norm_row.h;
 // - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds.
 // It also checks that the host composition of the GPU interval matmul and of the row sums
 // encloses randomized candidate executions (ops::randomDot / ops::randomSum).
@@ -33,6 +34,7 @@
 #include "core/ops/registry.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/softmax_row.h"
+#include "core/kernels/layer_norm_row.h"
 #include "tests/gpu/host_interval_matmul.h"
 #include "tests/gpu/softmax_test_rows.h"
 #if defined(LOSSBOUND_TEST_NVCC_HOST)
@@ -192,6 +194,155 @@ std::vector<Interval> testIntervals(std::uint64_t seed, std::size_t randomCount)
   return v;
 }
 
+/// One layer norm input: rows×n values, optional weight and bias (empty: None), dtype, eps.
+struct LayerNormInput {
+  std::int64_t rows = 0, n = 0;
+  lossbound::kernels::test::HostIntervals x, w, b;
+  lossbound::DType dtype = lossbound::DType::Float32;
+  double eps = 1e-5;
+};
+
+/// Returns layer norm inputs of every kind: normal points, a large mean with a small spread,
+/// wide intervals across zero, constant rows (eps 0), huge values, an infinite endpoint; point
+/// and interval weights and biases, or None; rows of 1 to 4096 elements; the four dtypes.
+std::vector<LayerNormInput> layerNormInputs(std::uint64_t seed) {
+  using lossbound::DType;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<LayerNormInput> v;
+  for (DType t : {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16})
+    for (std::int64_t n : {1, 2, 7, 33, 768, 4096})
+      for (int kind = 0; kind < 6; ++kind) {
+        LayerNormInput in;
+        in.rows = n > 100 ? 2 : 4;
+        in.n = n;
+        in.dtype = t;
+        in.eps = kind == 3 ? 0.0 : 1e-5;
+        const double huge = t == DType::Float64 ? 1e300 : t == DType::Float16 ? 2e4 : 1e37;
+        const double c0 = normal(rng);
+        for (std::int64_t i = 0; i < in.rows * n; ++i) {
+          double x = kind == 1 ? 1000.0 + 1e-3 * normal(rng) : kind == 3 ? c0 : normal(rng);
+          if (kind == 4) x *= huge;
+          const double w =
+              kind == 2 ? 2.0 * std::fabs(x) : (i % 3 == 0 ? 1e-4 * std::fabs(x) : 0.0);
+          in.x.lo.push_back(x - w);
+          in.x.hi.push_back(x + w);
+        }
+        if (kind == 5) in.x.hi[static_cast<std::size_t>(n / 2)] = kInf;
+        const int wb = static_cast<int>(rng() % 8);  // bit 0 weight, bit 1 bias, bit 2 intervals
+        for (int which = 0; which < 2; ++which) {
+          if (!(wb & (1 << which))) continue;
+          auto& p = which == 0 ? in.w : in.b;
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double c = which == 0 ? 1.0 + 0.3 * normal(rng) : 0.5 * normal(rng);
+            const double r = (wb & 4) ? 1e-2 * std::fabs(c) : 0.0;
+            p.lo.push_back(c - r);
+            p.hi.push_back(c + r);
+          }
+        }
+        v.push_back(std::move(in));
+      }
+  return v;
+}
+
+/// Returns {out, mean, rstd} of the registered CPU rule aten.native_layer_norm.default on `in`
+/// (default precision model: traced dtypes), as lo/hi arrays.
+std::vector<lossbound::kernels::test::HostIntervals> cpuLayerNorm(const LayerNormInput& in,
+                                                                  lossbound::Backend& backend) {
+  using namespace lossbound;
+  const Tensor x = Tensor::interval({in.rows, in.n}, in.dtype, in.x.lo, in.x.hi);
+  std::optional<Tensor> w, b;
+  if (!in.w.lo.empty()) w = Tensor::interval({in.n}, in.dtype, in.w.lo, in.w.hi);
+  if (!in.b.lo.empty()) b = Tensor::interval({in.n}, in.dtype, in.b.lo, in.b.hi);
+  auto value = [](IrValue::Kind k) {
+    IrValue v;
+    v.kind = k;
+    return v;
+  };
+  Node node;
+  node.name = "ln0";
+  node.op = "aten.native_layer_norm.default";
+  IrValue ref = value(IrValue::Kind::Ref), shape = value(IrValue::Kind::List);
+  ref.ref.name = "x";
+  IrValue extent = value(IrValue::Kind::Int);
+  extent.intValue = in.n;
+  shape.list.push_back(extent);
+  node.args = {ref, shape, value(IrValue::Kind::None), value(IrValue::Kind::None),
+               value(IrValue::Kind::Float)};
+  if (w) {
+    node.args[2] = ref;
+    node.args[2].ref.name = "w";
+  }
+  if (b) {
+    node.args[3] = ref;
+    node.args[3].ref.name = "b";
+  }
+  node.args[4].floatValue = in.eps;
+  node.outputs = {{Shape{in.rows, in.n}, in.dtype},
+                  {Shape{in.rows, 1}, in.dtype},
+                  {Shape{in.rows, 1}, in.dtype}};
+  const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& {
+    return r.name == "w" ? *w : r.name == "b" ? *b : x;
+  });
+  const PrecisionModel precision;
+  OpContext ctx{precision, backend, nullptr};
+  std::vector<kernels::test::HostIntervals> out;
+  for (const Tensor& t : opRegistry().find(node.op)->interval(args, ctx))
+    out.push_back({std::vector<double>(t.lo().begin(), t.lo().end()),
+                   std::vector<double>(t.hi().begin(), t.hi().end())});
+  return out;
+}
+
+/// Returns the model the CPU rule uses for dtype t under the default precision model.
+lossbound::kernels::LayerNormModel layerNormModel(lossbound::DType t, double eps) {
+  const lossbound::PrecisionModel precision;
+  const Format store = precision.storageFor(t), compute = ops::accumulationFormat(precision, t);
+  return {compute, store, store, store, eps, ops::modelUlps(ops::LibmFn::Rsqrt, compute)};
+}
+
+/// The row body's signature, for running the g++ and the nvcc compilations alike.
+using LayerNormRowFn = void (*)(const double*, const double*, std::int64_t, const double*,
+                                const double*, const double*, const double*,
+                                const lossbound::kernels::LayerNormModel&, double*, double*,
+                                Interval*, Interval*);
+
+/// Returns {out, mean, rstd} of `row` applied to every row of `in`.
+std::vector<lossbound::kernels::test::HostIntervals> bodyLayerNorm(const LayerNormInput& in,
+                                                                   LayerNormRowFn row) {
+  const auto m = layerNormModel(in.dtype, in.eps);
+  const auto nn = static_cast<std::size_t>(in.n), rows = static_cast<std::size_t>(in.rows);
+  std::vector<lossbound::kernels::test::HostIntervals> out(3);
+  out[0].lo.resize(rows * nn);
+  out[0].hi.resize(rows * nn);
+  auto opt = [](const std::vector<double>& v) { return v.empty() ? nullptr : v.data(); };
+  for (std::size_t r = 0; r < rows; ++r) {
+    Interval mean{}, rstd{};
+    row(in.x.lo.data() + r * nn, in.x.hi.data() + r * nn, in.n, opt(in.w.lo), opt(in.w.hi),
+        opt(in.b.lo), opt(in.b.hi), m, out[0].lo.data() + r * nn, out[0].hi.data() + r * nn, &mean,
+        &rstd);
+    out[1].lo.push_back(mean.lo);
+    out[1].hi.push_back(mean.hi);
+    out[2].lo.push_back(rstd.lo);
+    out[2].hi.push_back(rstd.hi);
+  }
+  return out;
+}
+
+/// Returns "" when a and b ({out, mean, rstd}) have the same bits, else the first difference.
+QString layerNormDiff(const std::vector<lossbound::kernels::test::HostIntervals>& a,
+                      const std::vector<lossbound::kernels::test::HostIntervals>& b) {
+  const char* names[] = {"out", "mean", "rstd"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    if (a[k].lo.size() != b[k].lo.size()) return QStringLiteral("%1: sizes differ").arg(names[k]);
+    for (std::size_t i = 0; i < a[k].lo.size(); ++i) {
+      const Interval x{a[k].lo[i], a[k].hi[i]}, y{b[k].lo[i], b[k].hi[i]};
+      if (!sameBits(x, y))
+        return QStringLiteral("%1[%2]: %3 vs %4").arg(names[k]).arg(i).arg(show(x), show(y));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 class TestKernelBodies : public QObject {
@@ -204,6 +355,7 @@ class TestKernelBodies : public QObject {
   void storeBodyIsOutwardRounding();
   void sumBodiesMatchCpuHelpers();
   void bodiesMatchRegisteredCpuRules();
+  void layerNormBodyMatchesRegisteredCpuRule();
   void nvccHostPassMatchesHostCompiler();
   void matmulCompositionEnclosesRandomCandidates();
   void matmulFinishEdgeCases();
@@ -440,6 +592,36 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
           qPrintable(missing.join(' ')));
 }
 
+void TestKernelBodies::layerNormBodyMatchesRegisteredCpuRule() {
+  // aten.native_layer_norm.default on the CPU backend (which offers no layerNormRows hook, so the
+  // rule runs the body on the host) against layerNormRow called here with the model the rule
+  // should build: the same bits for out, mean and rstd.
+  const auto backend = lossbound::createCpuBackend();
+  int compared = 0;
+  for (const LayerNormInput& in : layerNormInputs(14)) {
+    const QString d = layerNormDiff(bodyLayerNorm(in, &lossbound::kernels::layerNormRow),
+                                    cpuLayerNorm(in, *backend));
+    QVERIFY2(d.isEmpty(), qPrintable(QStringLiteral("dtype %1 n %2: body vs CPU rule: %3")
+                                         .arg(static_cast<int>(in.dtype))
+                                         .arg(in.n)
+                                         .arg(d)));
+    ++compared;
+  }
+  QCOMPARE(compared, 4 * 6 * 6);
+  // The body's integer ⌈log2 n⌉ replaces the rule's former std::ceil(std::log2(n)) (the same value
+  // below 2^46, as its comment says): every n up to 2^20, and 2^k − 1, 2^k, 2^k + 1 up to 2^46.
+  using lossbound::kernels::layer_norm_detail::ceilLog2;
+  for (std::int64_t n = 1; n <= (1 << 20); ++n)
+    QVERIFY2(ceilLog2(n) == std::ceil(std::log2(static_cast<double>(n))),
+             qPrintable(QString::number(n)));
+  for (int k = 1; k <= 46; ++k)
+    for (std::int64_t d : {-1, 0, 1}) {
+      const std::int64_t n = (std::int64_t{1} << k) + d;
+      QVERIFY2(ceilLog2(n) == std::ceil(std::log2(static_cast<double>(n))),
+               qPrintable(QString::number(n)));
+    }
+}
+
 void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
 #if !defined(LOSSBOUND_TEST_NVCC_HOST)
   QSKIP("built without CUDA: no nvcc translation unit to compare with");
@@ -526,6 +708,15 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
         }
       }
     }
+  for (const LayerNormInput& in : layerNormInputs(15)) {
+    const QString d = layerNormDiff(bodyLayerNorm(in, &lossbound::kernels::layerNormRow),
+                                    bodyLayerNorm(in, &t::nvccLayerNormRow));
+    QVERIFY2(d.isEmpty(),
+             qPrintable(QStringLiteral("layer norm dtype %1 n %2: g++ vs nvcc host: %3")
+                            .arg(static_cast<int>(in.dtype))
+                            .arg(in.n)
+                            .arg(d)));
+  }
 #endif
 }
 

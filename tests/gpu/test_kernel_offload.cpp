@@ -191,12 +191,17 @@ void TestKernelOffload::wholeSampleReplaysAreBitIdentical() {
     const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
     ReplayOptions o;
     o.method = EnvelopeMethod::Interval;
-    const int before = host.unaryCalls + host.binaryCalls + host.rowSumCalls;
+    const int before =
+        host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.rowKernelCalls;
+    const int rowsBefore = host.rowKernelCalls;
     const Envelope a = replayEnvelope(*program, inputs, *cpu, o);
     const Envelope b = replayEnvelope(*program, inputs, host, o);
-    const int calls = host.unaryCalls + host.binaryCalls + host.rowSumCalls - before;
-    qInfo("%s: %d kernel offers; envelope [%.17g, %.17g]", sample, calls, b.lo, b.hi);
-    QVERIFY2(calls > 0, sample);
+    const int calls =
+        host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.rowKernelCalls - before;
+    const int rowCalls = host.rowKernelCalls - rowsBefore;
+    qInfo("%s: %d kernel offers (%d softmax/layer-norm row offers); envelope [%.17g, %.17g]",
+          sample, calls, rowCalls, b.lo, b.hi);
+    QVERIFY2(calls > 0 && rowCalls > 0, sample);
     QVERIFY2(a.lo == b.lo && a.hi == b.hi,
              qPrintable(QStringLiteral("%1: cpu [%2, %3], host kernels [%4, %5]")
                             .arg(sample)

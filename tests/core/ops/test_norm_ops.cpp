@@ -3,10 +3,18 @@
 // with a large mean against a small spread — the case where Welford and the CPU affine form lose
 // accuracy —, wide dynamic ranges, weight/bias present or None, random output_mask), zero escapes
 // from the interval rule (random executions use two-pass, Welford and pairwise moments), local
-// errors, vjp against finite differences.
+// errors, vjp against finite differences. The forward interval rule is the kernel body
+// kernels::layerNormRow (core/kernels/layer_norm_row.h): the rule must give its bits exactly, on
+// the host and through a Backend that offers layerNormRows.
 #include <QtTest>
 
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
 #include "core/backend.h"
+#include "core/kernels/layer_norm_row.h"
+#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
 
@@ -110,6 +118,147 @@ CaseMaker moderate(CaseMaker m) {
   };
 }
 
+/// Special rows for the body-vs-rule comparison: `kind` 0 normal points, 1 large mean with a
+/// small spread, 2 wide intervals (across zero), 3 a constant row, 4 huge values, 5 an infinite
+/// endpoint in the first row.
+OpCase specialForwardCase(Format f, std::int64_t n, int kind, int wb, std::mt19937_64& rng) {
+  OpCase c;
+  c.op = "aten.native_layer_norm.default";
+  c.precision = modelFor(std::nullopt);
+  const DType t = dtypeFor(f);
+  const Shape xs{2, n};
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const double huge = f == Format::Fp64 ? 1e300 : f == Format::Fp16 ? 2e4 : 1e37;
+  const double c0 = normal(rng);
+  std::vector<double> lo, hi;
+  for (std::int64_t i = 0; i < 2 * n; ++i) {
+    double v = kind == 1 ? 1000.0 + 1e-3 * normal(rng) : kind == 3 ? c0 : normal(rng);
+    if (kind == 4) v *= huge;
+    const double w = kind == 2 ? 2.0 * std::fabs(v) : 0.0;
+    lo.push_back(v - w);
+    hi.push_back(v + w);
+  }
+  if (kind == 5) hi[static_cast<std::size_t>(n / 2)] = HUGE_VAL;
+  c.inputs = {Tensor::interval(xs, t, lo, hi)};
+  c.args = {in(0), ints({n})};
+  int k = 1;
+  if (wb & 1) c.inputs.push_back(uniform({n}, t, wb & 4, rng, 1.0, 1.0));
+  c.args.push_back(wb & 1 ? in(k++) : none());
+  if (wb & 2) c.inputs.push_back(uniform({n}, t, wb & 4, rng, 0.5));
+  c.args.push_back(wb & 2 ? in(k++) : none());
+  c.args.push_back(num(kind == 3 ? 0.0 : 1e-5));
+  c.outDtypes = {t, t, t};
+  return c;
+}
+
+/// The node of a case, bound to its inputs (output shapes are not read by interval rules).
+struct BoundCase {
+  Node node;
+  const OpCase* c;
+  explicit BoundCase(const OpCase& oc) : c(&oc) {
+    node.name = "ln";
+    node.op = oc.op;
+    node.args = oc.args;
+    for (DType t : oc.outDtypes) node.outputs.push_back({Shape{}, t});
+  }
+  std::vector<Tensor> interval(Backend& be) const {
+    const OpArgs a(node, [this](const ValueRef& r) -> const Tensor& {
+      return c->inputs.at(static_cast<std::size_t>(std::stoi(r.name.substr(2))));
+    });
+    OpContext ctx{c->precision, be, nullptr};
+    return opRegistry().find(c->op)->interval(a, ctx);
+  }
+};
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+/// Compares the rule's outputs with layerNormRow per row, bit for bit; returns "" or the first
+/// difference.
+std::string compareWithBody(const OpCase& c, const std::vector<Tensor>& out) {
+  const Tensor& x = c.inputs[0];
+  std::int64_t n = 1;
+  for (const IrValue& v : c.args[1].list) n *= v.intValue;
+  const std::int64_t rows = n == 0 ? out[1].numel() : x.numel() / n;
+  const DType t = c.outDtypes[0];
+  const Format store = formatOf(t, c.precision);
+  const Format compute = ops::accumulationFormat(c.precision, t);
+  const kernels::LayerNormModel m{.compute = compute,
+                                  .outStorage = store,
+                                  .meanStorage = store,
+                                  .rstdStorage = store,
+                                  .eps = c.args[4].floatValue,
+                                  .rsqrtUlps = ops::modelUlps(ops::LibmFn::Rsqrt, compute)};
+  auto opt = [&](std::size_t pos, bool hi) -> const double* {
+    if (c.args[pos].kind != IrValue::Kind::Ref) return nullptr;
+    const Tensor& v =
+        c.inputs.at(static_cast<std::size_t>(std::stoi(c.args[pos].ref.name.substr(2))));
+    return hi ? v.hi().data() : v.lo().data();
+  };
+  std::vector<double> ylo(static_cast<std::size_t>(n)), yhi(ylo.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    Interval mean, rstd;
+    kernels::layerNormRow(x.lo().data() + r * n, x.hi().data() + r * n, n, opt(2, false),
+                          opt(2, true), opt(3, false), opt(3, true), m, ylo.data(), yhi.data(),
+                          &mean, &rstd);
+    auto diff = [&](const char* what, std::int64_t i, Interval body, Interval rule) {
+      char buf[200];  // hex floats: exact bits
+      std::snprintf(buf, sizeof buf, "%s row %lld [%lld]: body [%a, %a], rule [%a, %a]", what,
+                    static_cast<long long>(r), static_cast<long long>(i), body.lo, body.hi, rule.lo,
+                    rule.hi);
+      return std::string(buf);
+    };
+    for (std::int64_t j = 0; j < n; ++j) {
+      const Interval b{ylo[static_cast<std::size_t>(j)], yhi[static_cast<std::size_t>(j)]},
+          o = out[0].at(r * n + j);
+      if (!sameBits(b.lo, o.lo) || !sameBits(b.hi, o.hi)) return diff("out", j, b, o);
+    }
+    if (!sameBits(mean.lo, out[1].at(r).lo) || !sameBits(mean.hi, out[1].at(r).hi))
+      return diff("mean", r, mean, out[1].at(r));
+    if (!sameBits(rstd.lo, out[2].at(r).lo) || !sameBits(rstd.hi, out[2].at(r).hi))
+      return diff("rstd", r, rstd, out[2].at(r));
+  }
+  return {};
+}
+
+/// A backend that offers layerNormRows with recognisable values, and records how it was called.
+class HookBackend final : public Backend {
+ public:
+  std::string name() const override { return "layer-norm hook test"; }
+  void gemm(const double*, const double*, double*, std::int64_t, std::int64_t, std::int64_t,
+            bool) override {}
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    body(0, n);
+  }
+  bool layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                     kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                     kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                     kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
+    ++calls;
+    lastModel = model;
+    lastX = x;
+    hadWeight = weight.lo != nullptr;
+    hadBias = bias.lo != nullptr;
+    lastRows = rows;
+    lastCols = cols;
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+      out.lo[i] = static_cast<double>(i);
+      out.hi[i] = static_cast<double>(i) + 0.5;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      mean.lo[r] = mean.hi[r] = -static_cast<double>(r);
+      rstd.lo[r] = static_cast<double>(r);
+      rstd.hi[r] = 2.0 * static_cast<double>(r) + 1.0;
+    }
+    return true;
+  }
+  int calls = 0;
+  kernels::LayerNormModel lastModel;
+  kernels::ConstIntervalSpan lastX;
+  bool hadWeight = false, hadBias = false;
+  std::int64_t lastRows = -1, lastCols = -1;
+};
+
 }  // namespace
 
 class TestNormOps : public QObject {
@@ -122,6 +271,57 @@ class TestNormOps : public QObject {
   void layerNormBackward() {
     checkAllFormats("native_layer_norm_backward", backwardCase);
     checkVjpCases("native_layer_norm_backward", moderate(backwardCase));
+  }
+  void intervalRuleIsTheRowBody() {
+    // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow
+    // called directly with the model the rule should build (compute format, storage, eps, rsqrt
+    // ulps), bit for bit: the random cases of layerNorm() and rows of 1..4096 elements with
+    // special values, every weight/bias combination, point and interval weights.
+    std::unique_ptr<Backend> cpu = createCpuBackend();
+    std::mt19937_64 rng(7);
+    int compared = 0;
+    for (Format f : kFormats) {
+      std::vector<OpCase> cases;
+      for (int i = 0; i < 300; ++i) cases.push_back(forwardCase(f, i % 2 == 0, rng));
+      for (std::int64_t n : {1, 2, 7, 768, 4096})
+        for (int kind = 0; kind < 6; ++kind)
+          cases.push_back(specialForwardCase(f, n, kind, static_cast<int>(rng() % 8), rng));
+      for (const OpCase& c : cases) {
+        const std::string d = compareWithBody(c, BoundCase(c).interval(*cpu));
+        QVERIFY2(
+            d.empty(),
+            qPrintable(QStringLiteral("%1: %2").arg(formatName(f)).arg(QString::fromStdString(d))));
+        ++compared;
+      }
+    }
+    QVERIFY(compared > 1000);
+  }
+  void intervalRuleUsesTheBackendHook() {
+    // A backend that offers layerNormRows: the rule calls it once with the whole tensor and the
+    // model, and returns what it wrote (no host recomputation).
+    std::mt19937_64 rng(8);
+    for (int wb : {0, 1, 2, 3}) {
+      const OpCase c = specialForwardCase(Format::Bf16, 7, 0, wb, rng);
+      HookBackend hook;
+      const std::vector<Tensor> out = BoundCase(c).interval(hook);
+      QCOMPARE(hook.calls, 1);
+      QCOMPARE(hook.lastRows, std::int64_t{2});
+      QCOMPARE(hook.lastCols, std::int64_t{7});
+      QCOMPARE(hook.hadWeight, (wb & 1) != 0);
+      QCOMPARE(hook.hadBias, (wb & 2) != 0);
+      QVERIFY(hook.lastX.lo == c.inputs[0].lo().data() && hook.lastX.hi == c.inputs[0].hi().data());
+      QVERIFY(hook.lastModel.compute == Format::Fp32 && hook.lastModel.outStorage == Format::Bf16 &&
+              hook.lastModel.meanStorage == Format::Bf16 &&
+              hook.lastModel.rstdStorage == Format::Bf16);
+      QCOMPARE(hook.lastModel.eps, 1e-5);
+      QCOMPARE(hook.lastModel.rsqrtUlps, ops::modelUlps(ops::LibmFn::Rsqrt, Format::Fp32));
+      for (std::int64_t i = 0; i < 14; ++i) {
+        QCOMPARE(out[0].at(i).lo, static_cast<double>(i));
+        QCOMPARE(out[0].at(i).hi, static_cast<double>(i) + 0.5);
+      }
+      QCOMPARE(out[1].at(1).lo, -1.0);
+      QCOMPARE(out[2].at(1).hi, 3.0);
+    }
   }
   void badNormalizedShapeIsAnError() {
     std::mt19937_64 rng(4);

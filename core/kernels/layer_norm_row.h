@@ -1,0 +1,209 @@
+#pragma once
+// The forward layer norm of one row (aten.native_layer_norm → out, mean, rstd) as an LB_HD kernel
+// body: the CPU rule (core/ops/norm_ops.cpp) runs it per row on the host, the CUDA backend per row
+// on the device (gpu/interval_kernels.cu), and tests/ compare the two bit for bit. The error model
+// (two-pass and Welford/pairwise moments in any order, two rstd variants, the centred and the
+// PyTorch CPU affine forms) and the source of every bound are in the file comment of
+// core/ops/norm_ops.cpp; this file is its arithmetic, operation for operation.
+//
+// Only correctly rounded operations enter (directed +, −, ×, ÷, sqrt of core/interval and outward
+// rounding to formats; the candidate's rsqrt is modelled by widening the exact value, not by
+// calling a libm), so the host emulation and the device intrinsics give the same bits.
+
+#include <cstdint>
+
+#include "core/interval/hd.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/interval/rounding.h"
+#include "core/kernels/kernel_bodies.h"
+
+namespace lossbound::kernels {
+
+/// How the candidate computes a layer norm: compute format c (PyTorch's accumulation type: fp32
+/// for fp32/bf16/fp16, fp64 for fp64), the storage formats of the three outputs, eps as the
+/// Python scalar, and the error of the candidate's rsqrt (ops::modelUlps(LibmFn::Rsqrt, c)).
+struct LayerNormModel {
+  Format compute = Format::Fp64;
+  Format outStorage = Format::Fp64;
+  Format meanStorage = Format::Fp64;
+  Format rstdStorage = Format::Fp64;
+  double eps = 1e-5;
+  int rsqrtUlps = 0;
+};
+
+namespace layer_norm_detail {
+
+/// Returns max(|lo|, |hi|), as ops::nn::mag.
+LB_HD inline double mag(Interval x) { return ::fmax(::fabs(x.lo), ::fabs(x.hi)); }
+
+/// Returns true when v is neither infinite nor NaN (std::isfinite).
+LB_HD inline bool finite(double v) {
+  return v > -interval_detail::inf() && v < interval_detail::inf();
+}
+
+/// Returns ⌈log2 n⌉ for n >= 1, exactly (integer arithmetic; the CPU rule used
+/// std::ceil(std::log2(n)), which gives the same value for every n below 2^46, and no row is
+/// that long).
+LB_HD inline double ceilLog2(std::int64_t n) {
+  int k = 0;
+  while (k < 62 && (std::int64_t{1} << k) < n) ++k;
+  return static_cast<double>(k);
+}
+
+/// Returns the enclosure of the Python scalar s as an op computing in f reads it, as
+/// ops::scalarEnclosure: ±inf exactly, s itself in fp64, else s rounded outward to f.
+LB_HD inline Interval scalarIn(double s, Format f) {
+  if (s == interval_detail::inf() || s == -interval_detail::inf()) return Interval{s, s};
+  if (f == Format::Fp64) return point(s);
+  return roundOutward(point(s), f);
+}
+
+/// Returns the correctly rounded product in the compute format, enclosed (IntervalDomain::mul).
+LB_HD inline Interval mulIn(const ComputeDomain& d, Interval a, Interval b) {
+  return d.round(lossbound::mul(a, b));
+}
+
+/// Writes the "no bound" result: every output entire.
+LB_HD inline void entireRow(std::int64_t n, double* ylo, double* yhi, Interval* mean,
+                            Interval* rstd) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    ylo[j] = -interval_detail::inf();
+    yhi[j] = interval_detail::inf();
+  }
+  *mean = entireInterval();
+  *rstd = entireInterval();
+}
+
+}  // namespace layer_norm_detail
+
+/// Encloses every (out, mean, rstd) the candidate can store for one row x[0..n) (interval
+/// endpoints xlo/xhi, weight w and bias b per element, each optional: wlo == nullptr or
+/// blo == nullptr for None), under model m, rounded outward to the storage formats. A non-finite
+/// x endpoint, or a row too long for the format's bound, makes every output entire; n == 0 gives
+/// entire mean and rstd. The result arrays ylo/yhi (n each) are also the body's scratch (suffix
+/// sums, then centred values), so it needs no other memory; they must not alias the inputs.
+LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_t n,
+                               const double* wlo, const double* whi, const double* blo,
+                               const double* bhi, const LayerNormModel& m, double* ylo, double* yhi,
+                               Interval* mean, Interval* rstd) {
+  using namespace layer_norm_detail;
+  const double inf = interval_detail::inf();
+  const double nd = static_cast<double>(n);
+  const ComputeDomain d{m.compute};
+  const double u = unitRoundoff(m.compute), eta = smallestSubnormal(m.compute);
+  const double uP = div_up(u, sub_down(1.0, u));  // u / (1 − u)
+  if (n == 0) {
+    entireRow(n, ylo, yhi, mean, rstd);
+    return;
+  }
+  // A = max|x_j|, W = max x − min x; a non-finite endpoint leaves nothing to bound.
+  double a = 0.0, mn = inf, mx = -inf;
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (!finite(xlo[j]) || !finite(xhi[j])) {
+      entireRow(n, ylo, yhi, mean, rstd);
+      return;
+    }
+    const double mj = mag(Interval{xlo[j], xhi[j]});
+    a = a < mj ? mj : a;             // std::max(a, mj)
+    mn = xlo[j] < mn ? xlo[j] : mn;  // std::min(mn, lo)
+    mx = mx < xhi[j] ? xhi[j] : mx;  // std::max(mx, hi)
+  }
+  const double wr = sub_up(mx, mn);
+  // Exact sum and centred values (1 − 1/n)x_i − Σ_{j≠i} x_j / n from prefix and suffix sums: the
+  // total first, then the suffix sums Σ_{k>j} x_k into y[j], then one forward pass that replaces
+  // y[j] by the centred value (the same additions in the same order as separate arrays).
+  Interval total{0.0, 0.0};
+  for (std::int64_t j = 0; j < n; ++j) total = lossbound::add(total, Interval{xlo[j], xhi[j]});
+  Interval suffix{0.0, 0.0};
+  for (std::int64_t j = n; j-- > 0;) {
+    ylo[j] = suffix.lo;
+    yhi[j] = suffix.hi;
+    suffix = lossbound::add(suffix, Interval{xlo[j], xhi[j]});
+  }
+  const Interval nI{nd, nd};
+  const Interval mu = lossbound::div(total, nI);
+  const Interval k1 = lossbound::sub(Interval{1.0, 1.0}, lossbound::div(Interval{1.0, 1.0}, nI));
+  Interval prefix{0.0, 0.0};
+  double sLo = 0.0, sHi = 0.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const Interval xj{xlo[j], xhi[j]};
+    Interval cen =
+        lossbound::sub(lossbound::mul(xj, k1),
+                       lossbound::div(lossbound::add(prefix, Interval{ylo[j], yhi[j]}), nI));
+    cen = intersect(cen, lossbound::sub(xj, mu));  // both enclose x_j − μ
+    const Interval sq = lossbound::sqr(cen);
+    sLo = add_down(sLo, sq.lo);
+    sHi = add_up(sHi, sq.hi);
+    ylo[j] = cen.lo;
+    yhi[j] = cen.hi;
+    prefix = lossbound::add(prefix, xj);
+  }
+  // Mean error: two-pass and Welford/pairwise bounds.
+  const double g3 = gammaUp(3.0, u);
+  const double half = (nd + 1.0) / 2.0;
+  const double den = sub_down(1.0, mul_up(half, add_up(2.0 * g3, uP)));
+  if (!(den > 0.5)) {  // rows too long for the format: no bound
+    entireRow(n, ylo, yhi, mean, rstd);
+    return;
+  }
+  const double eTp = mul_up(gammaUp(static_cast<double>(n + 1), u), a);
+  const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
+  const double e = eTp < eW ? eW : eTp;  // std::max(eTp, eW)
+  const double nE2 = mul_up(nd, mul_up(e, e));
+  // Sum of squared deviations: two-pass and Welford bounds.
+  const double bTp = add_up(mul_up(gammaUp(static_cast<double>(n + 2), u), add_up(sHi, nE2)), nE2);
+  const double wp = add_up(wr, 2.0 * e);
+  const double p = add_up(mul_up(nd / 2.0, ceilLog2(n)), nd);
+  const double g6 = gammaUp(6.0, u);
+  const double dd = add_up(2.0 * e, mul_up(u, wp));
+  double bInc = add_up(mul_up(g6, sHi),
+                       mul_up(p, mul_up(dd, add_up(add_up(2.0 * wp, 2.0 * e), mul_up(u, wp)))));
+  bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
+  bInc = div_up(bInc, sub_down(1.0, g6));
+  const double bW =
+      add_up(bInc, mul_up(gammaUp(static_cast<double>(2 * n), u), add_up(sHi, 2.0 * bInc)));
+  const double bS = add_up(bTp < bW ? bW : bTp, mul_up(nd, eta));  // std::max(bTp, bW)
+  // var = fl(ŝ / n) (≤ 2 roundings), + eps (eps rounded to c), rstd in two variants.
+  const Interval f2{mul_down(sub_down(1.0, u), sub_down(1.0, u)),
+                    mul_up(add_up(1.0, u), add_up(1.0, u))};
+  Interval var =
+      lossbound::mul(lossbound::div(Interval{sub_down(sLo, bS), add_up(sHi, bS)}, nI), f2);
+  var = d.round(var);
+  const Interval ve = d.add(var, scalarIn(m.eps, m.compute));
+  Interval r;
+  if (ve.lo <= 0.0) {
+    r = Interval{0.0, inf};
+  } else {
+    const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
+    const Interval libm = d.round(
+        widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), m.rsqrtUlps, m.compute));
+    r = hull(twoStep, libm);
+  }
+  const Interval meanHat = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
+  const Interval eI{-e, e};
+  for (std::int64_t j = 0; j < n; ++j) {
+    const Interval dj = lossbound::add(Interval{ylo[j], yhi[j]}, eI);  // x_j − μ̂ exactly
+    // Centred form: fl(fl(x − μ̂)·rstd).
+    const Interval v1 = mulIn(d, d.round(dj), r);
+    // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
+    const double err2 =
+        mul_up(uP, mul_up(add_up(mag(Interval{xlo[j], xhi[j]}), mag(meanHat)), mag(r)));
+    const Interval pr = lossbound::mul(dj, r);
+    const Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
+                                               Interval{sub_down(1.0, u), add_up(1.0, u)}));
+    Interval y = hull(v1, v2);
+    if (wlo) {
+      const Interval wj{wlo[j], whi[j]};
+      y = hull(mulIn(d, y, wj), mulIn(d, d.round(dj), mulIn(d, r, wj)));  // (d·r)·w or d·(r·w)
+    }
+    if (blo) y = d.add(y, Interval{blo[j], bhi[j]});
+    y = roundOutward(y, m.outStorage);
+    ylo[j] = y.lo;
+    yhi[j] = y.hi;
+  }
+  *mean = roundOutward(meanHat, m.meanStorage);
+  *rstd = roundOutward(r, m.rstdStorage);
+}
+
+}  // namespace lossbound::kernels
