@@ -90,9 +90,8 @@ LB_HD inline double divDownSafe(double a, double b) {
 /// Entries that are exactly −inf (a causal or padding mask) are taken out of the row:
 /// fl(−inf − m) = −inf and exp(−inf) = 0 exactly in IEEE 754 (§9.2 special cases), and adding an
 /// exact 0 to a sum is exact, so they give exactly 0 (log-softmax: −inf) and leave the other
-/// entries' bounds as for the shorter row. A row that is all −inf (NaN in PyTorch) gives the
-/// entire line everywhere; any other non-finite entry gives the entire line for every unmasked
-/// entry. `scratch` holds softmaxRowScratch(n) doubles (per-entry magnitudes, bounds of the
+/// entries' bounds as for the shorter row. A row that is all −inf (NaN in PyTorch), or that has
+/// any other non-finite endpoint, gives the entire line everywhere, masked entries included. `scratch` holds softmaxRowScratch(n) doubles (per-entry magnitudes, bounds of the
 /// shifted exponentials, suffix sums); y may not alias x.
 LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t n,
                              const SoftmaxModel& m, bool log, double* ylo, double* yhi,
@@ -118,10 +117,11 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     maxMag = maxOf(maxMag, magOf(Interval{xlo[j], xhi[j]}));
   }
   if (k == 0 || !allFinite) {
+    // No bound for any entry, masked ones included: when a kept entry may be +inf the row max is
+    // +inf, fl(+inf − +inf) is NaN and so is the sum, which makes every output NaN (0/NaN).
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool keepMask = k > 0 && isMasked(xlo[j], xhi[j]);
-      ylo[j] = keepMask ? maskedValue : -inf;
-      yhi[j] = keepMask ? maskedValue : inf;
+      ylo[j] = -inf;
+      yhi[j] = inf;
     }
     return;
   }

@@ -173,6 +173,24 @@ class TestSoftmaxOps : public QObject {
             }
         }
   }
+  /// A row with a masked entry and an entry that may be +inf has no bound anywhere: PyTorch's
+  /// row max is then +inf, fl(+inf − +inf) is NaN, and so is every output, the masked ones too.
+  void unboundedRowHasNoBoundEvenWhereMasked() {
+    for (bool log : {false, true}) {
+      const std::vector<double> lo = {-HUGE_VAL, 1.0, 0.5}, hi = {-HUGE_VAL, HUGE_VAL, 0.5};
+      OpCase c;
+      c.op = log ? "aten._log_softmax.default" : "aten._softmax.default";
+      c.precision = modelFor(std::nullopt);
+      c.inputs = {Tensor::interval({1, 3}, DType::Float32, lo, hi)};
+      c.args = {in(0), integer(-1), flag(false)};
+      c.outDtypes = {DType::Float32};
+      const Tensor y = intervalOutputs(c).at(0);
+      for (std::int64_t j = 0; j < 3; ++j)
+        QVERIFY2(y.at(j).lo == -HUGE_VAL && y.at(j).hi == HUGE_VAL,
+                 qPrintable(QStringLiteral("log %1 entry %2: [%3, %4]")
+                                .arg(log).arg(j).arg(y.at(j).lo).arg(y.at(j).hi)));
+    }
+  }
   /// The rule hands contiguous rows (softmax over the last dim, or over a dim followed only by
   /// size-1 dims) to Backend::softmaxRows and returns its result; strided rows never reach the
   /// hook; a declined hook leaves the host body's result, bit for bit the default backend's.
