@@ -26,20 +26,8 @@
 
 namespace {
 
+using lossbound::bestOf;
 using lossbound::gpu::DeviceBuffer;
-
-/// Median-free simple timing: best of `reps` runs of f, in seconds.
-template <typename F>
-double bestOf(int reps, F&& f) {
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = s < best ? s : best;
-  }
-  return best;
-}
 
 /// Device-only time of one cuBLAS GEMM (operands already resident), best of reps, in seconds.
 template <typename T>

@@ -1,6 +1,5 @@
 #include "bench/gpu_replay_timing.h"
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,23 +8,6 @@
 #include "core/analysis/step_replay.h"
 
 namespace lossbound {
-
-namespace {
-
-/// Best of `reps` runs of f, in seconds.
-template <typename F>
-double bestOf(int reps, F&& f) {
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = s < best ? s : best;
-  }
-  return best;
-}
-
-}  // namespace
 
 /// Prints the replay time of step 0 of a sample on the CPU and the CUDA backend, per method.
 void printReplayTiming(Backend& gpu) {
