@@ -39,6 +39,25 @@ LB_HD inline Interval storeResult(Interval r, const ElementwiseModel& model) {
   return roundOutward(widenUlps(r, model.ulps, model.compute), model.storage);
 }
 
+/// Returns max(|lo|, |hi|), the magnitude of x (ops::nn::mag).
+LB_HD inline double magnitude(Interval x) { return ::fmax(::fabs(x.lo), ::fabs(x.hi)); }
+
+/// Returns true when v is neither infinite nor NaN (std::isfinite).
+LB_HD inline bool isFiniteValue(double v) {
+  return v > -interval_detail::inf() && v < interval_detail::inf();
+}
+
+/// Encloses the Python scalar s as an op computing in f reads it (ops::scalarEnclosure). A
+/// literal ±inf (e.g. masked_fill(scores, mask, -inf)) is the IEEE value itself, and converting
+/// it to any format is exact (IEEE 754-2019 §5.4.2): the point is kept, which roundOutward would
+/// read as "overflowed past the largest double" and widen. In fp64 s is used as it is; otherwise
+/// RO_f({s}) contains s, RN_f(s) and RN_fp32(s) (bf16/fp16 values are fp32 values).
+LB_HD inline Interval scalarEnclosure(double s, Format f) {
+  if (s == interval_detail::inf() || s == -interval_detail::inf()) return Interval{s, s};
+  if (f == Format::Fp64) return point(s);
+  return roundOutward(point(s), f);
+}
+
 /// Arithmetic "in the compute format": every operation enclosed with directed rounding, then
 /// rounded outward to c, which encloses the correctly rounded result in c (the CPU activation
 /// rules' ops::nn::IntervalDomain, core/ops/nn_support.h, operation for operation).

@@ -34,14 +34,6 @@ struct LayerNormModel {
 
 namespace layer_norm_detail {
 
-/// Returns max(|lo|, |hi|), as ops::nn::mag.
-LB_HD inline double mag(Interval x) { return ::fmax(::fabs(x.lo), ::fabs(x.hi)); }
-
-/// Returns true when v is neither infinite nor NaN (std::isfinite).
-LB_HD inline bool finite(double v) {
-  return v > -interval_detail::inf() && v < interval_detail::inf();
-}
-
 /// Returns ⌈log2 n⌉ for n >= 1, exactly (integer arithmetic; the CPU rule used
 /// std::ceil(std::log2(n)), which gives the same value for every n below 2^46, and no row is
 /// that long).
@@ -49,19 +41,6 @@ LB_HD inline double ceilLog2(std::int64_t n) {
   int k = 0;
   while (k < 62 && (std::int64_t{1} << k) < n) ++k;
   return static_cast<double>(k);
-}
-
-/// Returns the enclosure of the Python scalar s as an op computing in f reads it, as
-/// ops::scalarEnclosure: ±inf exactly, s itself in fp64, else s rounded outward to f.
-LB_HD inline Interval scalarIn(double s, Format f) {
-  if (s == interval_detail::inf() || s == -interval_detail::inf()) return Interval{s, s};
-  if (f == Format::Fp64) return point(s);
-  return roundOutward(point(s), f);
-}
-
-/// Returns the correctly rounded product in the compute format, enclosed (IntervalDomain::mul).
-LB_HD inline Interval mulIn(const ComputeDomain& d, Interval a, Interval b) {
-  return d.round(lossbound::mul(a, b));
 }
 
 /// Writes the "no bound" result: every output entire.
@@ -100,11 +79,11 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
   // A = max|x_j|, W = max x − min x; a non-finite endpoint leaves nothing to bound.
   double a = 0.0, mn = inf, mx = -inf;
   for (std::int64_t j = 0; j < n; ++j) {
-    if (!finite(xlo[j]) || !finite(xhi[j])) {
+    if (!isFiniteValue(xlo[j]) || !isFiniteValue(xhi[j])) {
       entireRow(n, ylo, yhi, mean, rstd);
       return;
     }
-    const double mj = mag(Interval{xlo[j], xhi[j]});
+    const double mj = magnitude(Interval{xlo[j], xhi[j]});
     a = a < mj ? mj : a;             // std::max(a, mj)
     mn = xlo[j] < mn ? xlo[j] : mn;  // std::min(mn, lo)
     mx = mx < xhi[j] ? xhi[j] : mx;  // std::max(mx, hi)
@@ -170,7 +149,7 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
   Interval var =
       lossbound::mul(lossbound::div(Interval{sub_down(sLo, bS), add_up(sHi, bS)}, nI), f2);
   var = d.round(var);
-  const Interval ve = d.add(var, scalarIn(m.eps, m.compute));
+  const Interval ve = d.add(var, scalarEnclosure(m.eps, m.compute));
   Interval r;
   if (ve.lo <= 0.0) {
     r = Interval{0.0, inf};
@@ -185,17 +164,17 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
   for (std::int64_t j = 0; j < n; ++j) {
     const Interval dj = lossbound::add(Interval{ylo[j], yhi[j]}, eI);  // x_j − μ̂ exactly
     // Centred form: fl(fl(x − μ̂)·rstd).
-    const Interval v1 = mulIn(d, d.round(dj), r);
+    const Interval v1 = d.mul(d.round(dj), r);
     // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
     const double err2 =
-        mul_up(uP, mul_up(add_up(mag(Interval{xlo[j], xhi[j]}), mag(meanHat)), mag(r)));
+        mul_up(uP, mul_up(add_up(magnitude(Interval{xlo[j], xhi[j]}), magnitude(meanHat)), magnitude(r)));
     const Interval pr = lossbound::mul(dj, r);
     const Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
                                                Interval{sub_down(1.0, u), add_up(1.0, u)}));
     Interval y = hull(v1, v2);
     if (wlo) {
       const Interval wj{wlo[j], whi[j]};
-      y = hull(mulIn(d, y, wj), mulIn(d, d.round(dj), mulIn(d, r, wj)));  // (d·r)·w or d·(r·w)
+      y = hull(d.mul(y, wj), d.mul(d.round(dj), d.mul(r, wj)));  // (d·r)·w or d·(r·w)
     }
     if (blo) y = d.add(y, Interval{blo[j], bhi[j]});
     y = roundOutward(y, m.outStorage);

@@ -61,12 +61,6 @@ namespace softmax_detail {
 
 /// std::max(a, b) bit for bit (a < b ? b : a: with signed zeros it returns a).
 LB_HD inline double maxOf(double a, double b) { return a < b ? b : a; }
-/// The larger of |lo| and |hi| (ops::nn::mag).
-LB_HD inline double magOf(Interval x) { return ::fmax(::fabs(x.lo), ::fabs(x.hi)); }
-/// Returns true when v is neither infinite nor NaN (std::isfinite).
-LB_HD inline bool isFiniteValue(double v) {
-  return v > -interval_detail::inf() && v < interval_detail::inf();
-}
 /// Returns true for an exact −inf entry (a causal or padding mask).
 LB_HD inline bool isMasked(double lo, double hi) {
   return lo == -interval_detail::inf() && hi == -interval_detail::inf();
@@ -114,7 +108,7 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     }
     maxLo = maxOf(maxLo, xlo[j]);
     maxHi = maxOf(maxHi, xhi[j]);
-    maxMag = maxOf(maxMag, magOf(Interval{xlo[j], xhi[j]}));
+    maxMag = maxOf(maxMag, magnitude(Interval{xlo[j], xhi[j]}));
   }
   if (k == 0 || !allFinite) {
     // No bound for any entry, masked ones included: when a kept entry may be +inf the row max is
@@ -141,7 +135,7 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
   double* sufHi = scratch + 4 * n + 1;  // n + 1 entries
   for (std::int64_t j = 0; j < n; ++j) {
     if (isMasked(xlo[j], xhi[j])) continue;
-    magd[j] = magOf(lossbound::sub(Interval{xlo[j], xhi[j]}, shift));
+    magd[j] = magnitude(lossbound::sub(Interval{xlo[j], xhi[j]}, shift));
     const double r = mul_up(m.u, magd[j]);  // |α_j (x_j − m)|
     pLo[j] = maxOf(0.0, elementaryDown(Elementary::Exp, sub_down(sub_down(xlo[j], c0), r)));
     pHi[j] = elementaryUp(Elementary::Exp, add_up(sub_up(xhi[j], c0), r));
@@ -171,12 +165,12 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     }
     sLo = mul_down(sLo, tLo);
     sHi = mul_up(sHi, tHi);
-    const double ls = sLo > 0.0 ? magOf(lossbound::log(Interval{sLo, sHi})) : inf;  // |log S|
+    const double ls = sLo > 0.0 ? magnitude(lossbound::log(Interval{sLo, sHi})) : inf;  // |log S|
     const double relLog = mul_up(mul_up(2.0 * m.kLog, m.u), 1.0 + 0x1p-10);
     const double etaLog = mul_up(static_cast<double>(m.kLog), m.eta);
     const double eLog = add_up(mul_up(relLog, ls), etaLog);       // |L − log S|
     const double magL = add_up(ls, eLog);                          // |L|
-    const double eMl = mul_up(m.u, add_up(magOf(shift), magL));    // |fl(m + L) − (m + L)|
+    const double eMl = mul_up(m.u, add_up(magnitude(shift), magL));    // |fl(m + L) − (m + L)|
     eLogCommon = add_up(eLog, eMl);
   }
 

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include "core/kernels/kernel_bodies.h"
+
 namespace lossbound::ops {
 
 namespace {
@@ -187,15 +189,7 @@ Tensor roundNearestTensor(const Tensor& t, Format f) {
   return mapPoint(t, t.dtype(), [f](double x) { return roundNearest(x, f); });
 }
 
-Interval scalarEnclosure(double s, Format f) {
-  // A literal ±inf (e.g. masked_fill(scores, mask, -inf)) is the IEEE value itself, and converting
-  // it to any format is exact (IEEE 754-2019 §5.4.2): keep the point, which roundOutward would
-  // read as "overflowed past the largest double" and widen to [-inf, -DBL_MAX].
-  if (std::isinf(s)) return Interval{s, s};
-  if (f == Format::Fp64) return point(s);
-  // RO_f({s}) contains s, RN_f(s) and RN_fp32(s): bf16/fp16 values are fp32 values.
-  return roundOutward(point(s), f);
-}
+Interval scalarEnclosure(double s, Format f) { return kernels::scalarEnclosure(s, f); }
 
 double randomScalar(double s, Format f, std::mt19937_64& rng) {
   if (f == Format::Fp64) return s;
