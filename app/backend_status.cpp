@@ -1,8 +1,8 @@
 #include "app/backend_status.h"
 
-#include <stdexcept>
-
 #include "gpu/cuda_device.h"
+
+#include <stdexcept>
 
 namespace lossbound::app {
 

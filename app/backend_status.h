@@ -2,13 +2,13 @@
 // Which backend computes and why: one choice for the CLI and the GUI, and one sentence for the
 // status bar, the About box and the CLI.
 
+#include "core/backend.h"
+
 #include <QString>
 
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "core/backend.h"
 
 namespace lossbound::app {
 
@@ -17,8 +17,8 @@ QString backendStatusLine();
 
 /// The outcome of chooseBackend().
 struct BackendChoice {
-  bool ok = true;      ///< false only for "cuda" without a usable CUDA backend
-  QString error;       ///< why, when !ok
+  bool ok = true;  ///< false only for "cuda" without a usable CUDA backend
+  QString error;   ///< why, when !ok
   std::function<std::unique_ptr<Backend>()> factory;  ///< empty: the analyzer's CPU backends
   std::string description;  ///< "CUDA — <device>", "CPU", or "CPU — no CUDA device: <reason>"
 };

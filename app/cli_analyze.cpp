@@ -147,7 +147,8 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
     try {
       warning = compareBatches(reference, candidate, r.step);
     } catch (const std::exception& e) {
-      warning = "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
+      warning =
+          "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
     }
     if (!warning) continue;
     err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";

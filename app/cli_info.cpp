@@ -1,12 +1,12 @@
 #include "app/cli_info.h"
 
+#include "core/runfile/run_file.h"
+
 #include <algorithm>
 #include <exception>
 #include <map>
 #include <string>
 #include <vector>
-
-#include "core/runfile/run_file.h"
 
 namespace lossbound::app {
 
@@ -22,10 +22,12 @@ QString stepRanges(const std::vector<std::int64_t>& steps) {
   for (std::size_t i = 0; i < steps.size();) {
     std::size_t j = i;
     while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
-    parts << (i == j ? QString::number(steps[i]) : QStringLiteral("%1-%2").arg(steps[i]).arg(steps[j]));
+    parts << (i == j ? QString::number(steps[i])
+                     : QStringLiteral("%1-%2").arg(steps[i]).arg(steps[j]));
     i = j + 1;
   }
-  if (parts.size() > 12) parts = parts.mid(0, 6) << QStringLiteral("...") << parts.mid(parts.size() - 3);
+  if (parts.size() > 12)
+    parts = parts.mid(0, 6) << QStringLiteral("...") << parts.mid(parts.size() - 3);
   return parts.join(QStringLiteral(", "));
 }
 
@@ -37,16 +39,17 @@ void summarise(const RunFile& run, QTextStream& out) {
   out << q(run.path()) << ": valid Lossbound run file (format version " << a.formatVersion << ")\n";
   out << "  run:          " << orDash(a.runName) << " (role: " << orDash(a.role) << ")\n";
   out << "  framework:    " << orDash(a.framework) << "; device: " << orDash(a.device);
-  if (!a.float32MatmulPrecision.empty()) out << "; float32 matmul precision: " << q(a.float32MatmulPrecision);
+  if (!a.float32MatmulPrecision.empty())
+    out << "; float32 matmul precision: " << q(a.float32MatmulPrecision);
   out << "\n";
   if (!a.created.empty()) out << "  created:      " << q(a.created) << "\n";
   if (!a.notes.empty()) out << "  notes:        " << q(a.notes) << "\n";
   const auto [lo, hi] = std::minmax_element(log.loss.begin(), log.loss.end());
-  out << "  steps:        " << log.steps.size() << " logged, " << log.steps.front() << " to " << log.steps.back()
-      << "\n";
-  out << "  loss:         " << QString::number(*lo, 'g', 6) << " to " << QString::number(*hi, 'g', 6)
-      << " (first " << QString::number(log.loss.front(), 'g', 6) << ", last "
-      << QString::number(log.loss.back(), 'g', 6) << ")\n";
+  out << "  steps:        " << log.steps.size() << " logged, " << log.steps.front() << " to "
+      << log.steps.back() << "\n";
+  out << "  loss:         " << QString::number(*lo, 'g', 6) << " to "
+      << QString::number(*hi, 'g', 6) << " (first " << QString::number(log.loss.front(), 'g', 6)
+      << ", last " << QString::number(log.loss.back(), 'g', 6) << ")\n";
   if (!log.metrics.empty()) {
     QStringList names;
     for (const auto& [name, values] : log.metrics) names << q(name);
@@ -60,8 +63,9 @@ void summarise(const RunFile& run, QTextStream& out) {
   for (const RunProgram& p : run.programs()) {
     int uses = 0;
     for (std::int64_t s : steps) uses += run.checkpointProgram(s).id == p.id ? 1 : 0;
-    out << "    " << q(p.id) << ": " << p.opCount << " ops, " << p.program.inputs.size() << " inputs, "
-        << p.program.outputs.size() << " outputs, used by " << uses << " checkpoint(s)";
+    out << "    " << q(p.id) << ": " << p.opCount << " ops, " << p.program.inputs.size()
+        << " inputs, " << p.program.outputs.size() << " outputs, used by " << uses
+        << " checkpoint(s)";
     if (!p.program.torchVersion.empty()) out << ", torch " << q(p.program.torchVersion);
     out << "\n";
     if (p.unsupported.empty()) {
@@ -71,7 +75,8 @@ void summarise(const RunFile& run, QTextStream& out) {
       for (const UnsupportedOp& u : p.unsupported) byOp[u.op].push_back(u.node);
       out << "      unsupported ops (" << byOp.size() << "; this program cannot be evaluated):\n";
       for (const auto& [op, nodes] : byOp)
-        out << "        " << q(op) << " (" << nodes.size() << " node(s), first: " << q(nodes.front()) << ")\n";
+        out << "        " << q(op) << " (" << nodes.size()
+            << " node(s), first: " << q(nodes.front()) << ")\n";
     }
   }
   for (const std::string& w : run.warnings()) out << "  warning: " << q(w) << "\n";

@@ -2,6 +2,9 @@
 // (width 256, batch 64), measured side by side in one run; then a tightness report per op family:
 // envelope width / observed randomized spread (fp32 model, point inputs).
 // Usage: bench-engine [--quick]
+#include "core/backend.h"
+#include "core/ops/registry.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,9 +15,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "core/backend.h"
-#include "core/ops/registry.h"
 
 using namespace lossbound;
 
@@ -67,7 +67,7 @@ struct Env {
     }
     OpArgs a(n, [this](const ValueRef& r) -> const Tensor& { return values.at(r.name); });
     OpContext ctx{pm, backend, &rng};
-    std::vector<Tensor> r = d == Domain::Point ? rule->point(a, ctx)
+    std::vector<Tensor> r = d == Domain::Point      ? rule->point(a, ctx)
                             : d == Domain::Interval ? rule->interval(a, ctx)
                                                     : rule->random(a, ctx);
     values[name] = r.at(0);
@@ -117,13 +117,21 @@ void benchMatmul(Backend& be, bool quick) {
     env.values["Ai"] = randomTensor({n, n}, rng, 1.0, 1e-6);
     env.values["Bi"] = randomTensor({n, n}, rng, 1.0, 1e-6);
     std::vector<double> c(static_cast<std::size_t>(n * n));
-    const double tg = seconds([&] { be.gemm(env.values["A"].values().data(), env.values["B"].values().data(), c.data(), n, n, n); });
-    const double tp = seconds([&] { env.run("C", "aten.mm.default", {refTo("A"), refTo("B")}, Env::Domain::Interval); });
-    const double ti = seconds([&] { env.run("C", "aten.mm.default", {refTo("Ai"), refTo("Bi")}, Env::Domain::Interval); });
+    const double tg = seconds([&] {
+      be.gemm(env.values["A"].values().data(), env.values["B"].values().data(), c.data(), n, n, n);
+    });
+    const double tp = seconds([&] {
+      env.run("C", "aten.mm.default", {refTo("A"), refTo("B")}, Env::Domain::Interval);
+    });
+    const double ti = seconds([&] {
+      env.run("C", "aten.mm.default", {refTo("Ai"), refTo("Bi")}, Env::Domain::Interval);
+    });
     env.pm.tf32Matmul = true;
-    const double tt = seconds([&] { env.run("C", "aten.mm.default", {refTo("A"), refTo("B")}, Env::Domain::Interval); });
-    std::printf("%6lld %12.3f %12.3f %8.2f %12.3f %8.2f %12.3f %8.2f\n", static_cast<long long>(n), tg * 1e3,
-                tp * 1e3, tp / tg, ti * 1e3, ti / tg, tt * 1e3, tt / tg);
+    const double tt = seconds([&] {
+      env.run("C", "aten.mm.default", {refTo("A"), refTo("B")}, Env::Domain::Interval);
+    });
+    std::printf("%6lld %12.3f %12.3f %8.2f %12.3f %8.2f %12.3f %8.2f\n", static_cast<long long>(n),
+                tg * 1e3, tp * 1e3, tp / tg, ti * 1e3, ti / tg, tt * 1e3, tt / tg);
   }
 }
 
@@ -134,7 +142,8 @@ void benchMlp(Backend& be) {
   const std::int64_t b = 64, w = 256;
   env.values["x"] = randomTensor({b, w}, rng, 1.0);
   for (int l = 0; l < 3; ++l) {
-    env.values["W" + std::to_string(l)] = randomTensor({w, w}, rng, 1.0 / std::sqrt(static_cast<double>(w)));
+    env.values["W" + std::to_string(l)] =
+        randomTensor({w, w}, rng, 1.0 / std::sqrt(static_cast<double>(w)));
     env.values["b" + std::to_string(l)] = randomTensor({w}, rng, 0.1);
   }
   auto forward = [&](Env::Domain d) {
@@ -161,8 +170,8 @@ void benchMlp(Backend& be) {
     asum += std::fabs(pt.values()[static_cast<std::size_t>(i)]);
   }
   const double relw = wsum / asum;
-  std::printf("point %.3f ms, interval %.3f ms (ratio %.2f), one randomized execution %.1f ms\n", tp * 1e3,
-              ti * 1e3, ti / tp, tr * 1e3);
+  std::printf("point %.3f ms, interval %.3f ms (ratio %.2f), one randomized execution %.1f ms\n",
+              tp * 1e3, ti * 1e3, ti / tp, tr * 1e3);
   std::printf("mean output width / mean |output| from exact fp32 inputs: %.3g\n", relw);
 }
 
@@ -185,7 +194,8 @@ void tightness(Backend& be, const std::string& family, const std::string& op,
   std::vector<double> ratios;
   for (std::size_t i = 0; i < mn.size(); ++i) {
     const double y = std::max(std::fabs(iv.lo()[i]), std::fabs(iv.hi()[i]));
-    const double ulp = out == DType::BFloat16 ? std::ldexp(1.0, std::ilogb(y) - 7) : std::ldexp(1.0, std::ilogb(y) - 23);
+    const double ulp = out == DType::BFloat16 ? std::ldexp(1.0, std::ilogb(y) - 7)
+                                              : std::ldexp(1.0, std::ilogb(y) - 23);
     if (y > 0 && std::isfinite(y)) ulps += (iv.hi()[i] - iv.lo()[i]) / ulp;
   }
   ulps /= static_cast<double>(std::max<std::size_t>(mn.size(), 1));
@@ -203,21 +213,24 @@ void tightness(Backend& be, const std::string& family, const std::string& op,
   }
   std::sort(ratios.begin(), ratios.end());
   const double med = ratios.empty() ? 0 : ratios[ratios.size() / 2];
-  std::printf("%-12s %-26s %10.2f %10.2f %10.1f %8d/%zu\n", family.c_str(), op.c_str(), ss > 0 ? ws / ss : 0.0, med,
-              ulps, zero, mn.size());
+  std::printf("%-12s %-26s %10.2f %10.2f %10.1f %8d/%zu\n", family.c_str(), op.c_str(),
+              ss > 0 ? ws / ss : 0.0, med, ulps, zero, mn.size());
 }
 
 void tightnessReport(Backend& be) {
   std::printf("\n== tightness (fp32 model, exact inputs, 300 randomized executions) ==\n");
-  std::printf("%-12s %-26s %10s %10s %10s %10s\n", "family", "op", "width/spr", "median", "width[ulp]", "no spread");
+  std::printf("%-12s %-26s %10s %10s %10s %10s\n", "family", "op", "width/spr", "median",
+              "width[ulp]", "no spread");
   std::mt19937_64 rng(11);
   const Tensor a = randomTensor({64, 64}, rng, 1.0), b = randomTensor({64, 64}, rng, 1.0);
   std::uniform_real_distribution<double> pos(0.5, 4.0);
   std::vector<double> pv(64 * 64);
   for (double& v : pv) v = static_cast<float>(pos(rng));
   const Tensor p = Tensor::point({64, 64}, DType::Float32, pv);
-  tightness(be, "elementwise", "aten.add.Tensor", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")}, 300);
-  tightness(be, "elementwise", "aten.mul.Tensor", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")}, 300);
+  tightness(be, "elementwise", "aten.add.Tensor", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")},
+            300);
+  tightness(be, "elementwise", "aten.mul.Tensor", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")},
+            300);
   tightness(be, "elementwise", "aten.div.Scalar", {{"a", a}}, {refTo("a"), num(10.0)}, 300);
   tightness(be, "elementwise", "aten.exp.default", {{"a", a}}, {refTo("a")}, 300);
   tightness(be, "elementwise", "aten.log.default", {{"p", p}}, {refTo("p")}, 300);
@@ -225,17 +238,23 @@ void tightnessReport(Backend& be) {
   tightness(be, "matmul", "aten.mm.default", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")}, 300);
   PrecisionModel tf32;
   tf32.tf32Matmul = true;
-  tightness(be, "matmul tf32", "aten.mm.default", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")}, 300, tf32);
+  tightness(be, "matmul tf32", "aten.mm.default", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b")},
+            300, tf32);
   const Tensor big = randomTensor({16, 1024}, rng, 1.0);
   tightness(be, "reduction", "aten.sum.dim_IntList", {{"x", big}}, {refTo("x"), ints({1})}, 300);
   tightness(be, "reduction", "aten.mean.dim", {{"x", big}}, {refTo("x"), ints({1})}, 300);
-  tightness(be, "optimizer", "aten.addcmul.default", {{"a", a}, {"b", b}, {"p", p}}, {refTo("a"), refTo("b"), refTo("p")}, 300);
-  tightness(be, "optimizer", "aten.addcdiv.default", {{"a", a}, {"b", b}, {"p", p}}, {refTo("a"), refTo("b"), refTo("p")}, 300);
-  tightness(be, "optimizer", "aten.lerp.Scalar", {{"a", a}, {"b", b}}, {refTo("a"), refTo("b"), num(0.1)}, 300);
-  tightness(be, "view/cast", "aten._to_copy.default", {{"a", a}}, {refTo("a")}, 300, {}, DType::BFloat16);
-  std::printf("(width/spr: mean envelope width over mean observed spread on elements with a spread;\n"
-              " median: median per-element ratio; width[ulp]: mean width in ulps of the result's format;\n"
-              " no spread: elements whose executions all agreed, e.g. correctly rounded ops.)\n");
+  tightness(be, "optimizer", "aten.addcmul.default", {{"a", a}, {"b", b}, {"p", p}},
+            {refTo("a"), refTo("b"), refTo("p")}, 300);
+  tightness(be, "optimizer", "aten.addcdiv.default", {{"a", a}, {"b", b}, {"p", p}},
+            {refTo("a"), refTo("b"), refTo("p")}, 300);
+  tightness(be, "optimizer", "aten.lerp.Scalar", {{"a", a}, {"b", b}},
+            {refTo("a"), refTo("b"), num(0.1)}, 300);
+  tightness(be, "view/cast", "aten._to_copy.default", {{"a", a}}, {refTo("a")}, 300, {},
+            DType::BFloat16);
+  std::printf(
+      "(width/spr: mean envelope width over mean observed spread on elements with a spread;\n"
+      " median: median per-element ratio; width[ulp]: mean width in ulps of the result's format;\n"
+      " no spread: elements whose executions all agreed, e.g. correctly rounded ops.)\n");
 }
 
 }  // namespace

@@ -8,6 +8,12 @@
 // Usage: bench-gpu [N ...]   (square sizes; default 256 1024 2048)
 //        LOSSBOUND_BENCH_SAMPLE=<sample dir> picks the replayed sample (default gradaccum-hf-bug).
 
+#include "bench/gpu_replay_timing.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_check.cuh"
+#include "gpu/cuda_device.h"
+#include "gpu/device_buffer.cuh"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -17,12 +23,6 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
-
-#include "bench/gpu_replay_timing.h"
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_check.cuh"
-#include "gpu/cuda_device.h"
-#include "gpu/device_buffer.cuh"
 
 namespace {
 

@@ -52,7 +52,9 @@ auto timed(double& total, F&& f) {
   struct Add {
     double& total;
     std::chrono::steady_clock::time_point t0;
-    ~Add() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+    ~Add() {
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   } add{total, std::chrono::steady_clock::now()};
   return f();
 }
@@ -72,8 +74,8 @@ class TimedBackend final : public Backend {
     mInner.parallelFor(n, body);
   }
   bool offersIntervalKernels() const override { return mInner.offersIntervalKernels(); }
-  bool unary(kernels::UnaryOp op, const kernels::ElementwiseModel& m,
-             kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override {
+  bool unary(kernels::UnaryOp op, const kernels::ElementwiseModel& m, kernels::ConstIntervalSpan x,
+             kernels::IntervalSpan out, std::int64_t n) override {
     return timed(kernelSeconds, [&] { return mInner.unary(op, m, x, out, n); });
   }
   bool binary(kernels::BinaryOp op, const kernels::ElementwiseModel& m,
@@ -228,17 +230,19 @@ int main(int argc, char** argv) {
   // Which share of each replay the CUDA backend would take off the host: its GEMMs and its
   // offered interval kernels, timed here on the host (kernel bodies with emulated rounding).
   kernels::HostKernelBackend hostKernels;
-  std::printf("\nshare of the replay in work the CUDA backend takes (GEMMs, offered kernels), on "
-              "the host:\n");
+  std::printf(
+      "\nshare of the replay in work the CUDA backend takes (GEMMs, offered kernels), on "
+      "the host:\n");
   for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
     ReplayOptions o;
     o.method = m;
     TimedBackend timed(hostKernels);
-    const double total = medianSeconds(repeats, [&] { replayEnvelope(*program, inputs, timed, o); });
+    const double total =
+        medianSeconds(repeats, [&] { replayEnvelope(*program, inputs, timed, o); });
     const double runs = repeats + 1;  // medianSeconds warms up once
     std::printf("  %-12s GEMMs %5.1f%%, kernels %5.1f%%, host-only rest %5.1f%%\n",
-                std::string(methodName(m)).c_str(),
-                100 * timed.gemmSeconds / runs / total, 100 * timed.kernelSeconds / runs / total,
+                std::string(methodName(m)).c_str(), 100 * timed.gemmSeconds / runs / total,
+                100 * timed.kernelSeconds / runs / total,
                 100 * (1 - (timed.gemmSeconds + timed.kernelSeconds) / runs / total));
   }
   const double interval = rows[1].seconds / point, firstOrder = rows[2].seconds / point;

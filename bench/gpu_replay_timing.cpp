@@ -1,13 +1,13 @@
 #include "bench/gpu_replay_timing.h"
 
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
-
-#include "core/analysis/run_file_replay.h"
-#include "core/analysis/step_replay.h"
 
 namespace lossbound {
 
@@ -24,8 +24,10 @@ void printReplayTiming(Backend& gpu) {
     program = candidate->programAt(0);
     inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
   } catch (const std::exception& e) {
-    std::printf("\nreplay time per step: skipped: cannot replay step 0 of the sample %s "
-                "(expected reference.h5 and candidate.h5 there): %s\n", dir.c_str(), e.what());
+    std::printf(
+        "\nreplay time per step: skipped: cannot replay step 0 of the sample %s "
+        "(expected reference.h5 and candidate.h5 there): %s\n",
+        dir.c_str(), e.what());
     return;
   }
   const auto cpu = createCpuBackend();

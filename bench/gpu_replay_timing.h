@@ -2,9 +2,9 @@
 // The replay-time part of bench-gpu, compiled as C++20 by the host compiler (the core headers
 // need C++20; nvcc compiles bench_gpu.cu as C++17), and the timing helper both parts use.
 
-#include <chrono>
-
 #include "core/backend.h"
+
+#include <chrono>
 
 namespace lossbound {
 

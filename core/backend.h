@@ -3,12 +3,12 @@
 // cores) is the reference and the test oracle; the CUDA backend (gpu/) must agree with it.
 // All matrices are row-major, binary64, contiguous.
 
+#include "core/kernels/kernel_types.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "core/kernels/kernel_types.h"
 
 namespace lossbound {
 

@@ -1,14 +1,13 @@
 // The CPU backend: Eigen GEMMs on row-major maps (Eigen parallelizes its GEMM with OpenMP) and an
 // OpenMP parallelFor. This is the reference implementation the CUDA backend is tested against.
-#include <algorithm>
-#include <string>
-#include <vector>
-
-#include <omp.h>
+#include "core/backend.h"
 
 #include <Eigen/Core>
 
-#include "core/backend.h"
+#include <algorithm>
+#include <omp.h>
+#include <string>
+#include <vector>
 
 namespace lossbound {
 
@@ -39,14 +38,17 @@ class CpuBackend final : public Backend {
     // Small products: Eigen's lazy product avoids the blocking overhead of the GEMM kernel.
     const bool small = m * n * k < 32 * 32 * 32;
     if (absolute) {
-      if (small) cm.noalias() = am.cwiseAbs().lazyProduct(bm.cwiseAbs());
+      if (small)
+        cm.noalias() = am.cwiseAbs().lazyProduct(bm.cwiseAbs());
       else {
         const RowMajor aa = am.cwiseAbs(), ba = bm.cwiseAbs();
         cm.noalias() = aa * ba;
       }
     } else {
-      if (small) cm.noalias() = am.lazyProduct(bm);
-      else cm.noalias() = am * bm;
+      if (small)
+        cm.noalias() = am.lazyProduct(bm);
+      else
+        cm.noalias() = am * bm;
     }
   }
 
@@ -62,7 +64,7 @@ class CpuBackend final : public Backend {
       body(0, n);
       return;
     }
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
+#pragma omp parallel for schedule(static) num_threads(static_cast <int>(chunks))
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
       body(begin, end);

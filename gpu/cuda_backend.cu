@@ -2,6 +2,10 @@
 // gpu/cuda_backend.h. Each call uploads its operands, runs on the single stream of
 // CudaResources, downloads the results and synchronises.
 #include "gpu/cuda_backend.h"
+#include "gpu/cuda_check.cuh"
+#include "gpu/cuda_resources.cuh"
+#include "gpu/device_buffer.cuh"
+#include "gpu/interval_kernels.cuh"
 
 #include <algorithm>
 #include <climits>
@@ -9,11 +13,6 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include "gpu/cuda_check.cuh"
-#include "gpu/cuda_resources.cuh"
-#include "gpu/device_buffer.cuh"
-#include "gpu/interval_kernels.cuh"
 
 namespace lossbound::gpu {
 
@@ -48,8 +47,8 @@ void dgemmRowMajor(cublasHandle_t handle, const double* a, const double* b, doub
   // operands swapped, and the column-major Cᵀ it writes is exactly the row-major C.
   const int mi = cublasDim(m, "m"), ki = cublasDim(k, "k"), ni = cublasDim(n, "n");
   const double one = 1.0, zero = 0.0;
-  LB_CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki,
-                              &zero, c, ni));
+  LB_CUBLAS_CHECK(
+      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, b, ni, a, ki, &zero, c, ni));
 }
 
 void checkSpan(ConstIntervalSpan x, const char* what) {
@@ -85,8 +84,8 @@ std::string CudaBackend::name() const { return "CUDA (" + deviceName() + ")"; }
 
 std::string CudaBackend::deviceName() const { return mImpl->resources.deviceName(); }
 
-void CudaBackend::gemm(const double* a, const double* b, double* c, std::int64_t m,
-                       std::int64_t k, std::int64_t n, bool absolute) {
+void CudaBackend::gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+                       std::int64_t n, bool absolute) {
   cublasDim(m, "m");
   cublasDim(k, "k");
   cublasDim(n, "n");

@@ -11,14 +11,14 @@
 // Errors (allocation, launch, cuBLAS, sizes beyond cuBLAS's int range) throw std::runtime_error
 // or std::invalid_argument with a message naming the failed call.
 
+#include "core/backend.h"
+#include "core/kernels/kernel_bodies.h"
+#include "core/kernels/softmax_row.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "core/backend.h"
-#include "core/kernels/kernel_bodies.h"
-#include "core/kernels/softmax_row.h"
 
 namespace lossbound::gpu {
 
@@ -73,8 +73,8 @@ class CudaBackend final : public Backend {
 
   /// Encloses every C[m×n] the candidate can compute as A[m×k]·B[k×n] for point matrices inside
   /// the interval operands, in any order: midpoint–radius on three cuBLAS Dgemm calls and the
-  /// CPU rule's finishing arithmetic (core/kernels/kernel_bodies.h); any non-finite operand endpoint makes
-  /// every element entire, as on the CPU.
+  /// CPU rule's finishing arithmetic (core/kernels/kernel_bodies.h); any non-finite operand
+  /// endpoint makes every element entire, as on the CPU.
   void intervalMatmul(ConstIntervalSpan a, ConstIntervalSpan b, IntervalSpan c, std::int64_t m,
                       std::int64_t k, std::int64_t n, const MatmulModel& model);
 

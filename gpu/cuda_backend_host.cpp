@@ -1,12 +1,12 @@
 // The host-side part of CudaBackend: parallelFor runs on CPU threads (op rules use it for work
 // that has no kernel), compiled by the host compiler so it needs no CUDA headers.
+#include "gpu/cuda_backend.h"
+
 #include <algorithm>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include "gpu/cuda_backend.h"
 
 namespace lossbound::gpu {
 

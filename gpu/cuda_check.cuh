@@ -15,18 +15,18 @@ namespace lossbound::gpu {
 /// err is cudaSuccess.
 inline void checkCuda(cudaError_t err, const char* call, const char* file, int line) {
   if (err == cudaSuccess) return;
-  throw std::runtime_error(std::string("CUDA call ") + call + " failed: " +
-                           cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") at " +
-                           file + ":" + std::to_string(line));
+  throw std::runtime_error(std::string("CUDA call ") + call + " failed: " + cudaGetErrorName(err) +
+                           " (" + cudaGetErrorString(err) + ") at " + file + ":" +
+                           std::to_string(line));
 }
 
 /// Throws std::runtime_error("cuBLAS call <call> failed: <status name> ...") unless the status is
 /// CUBLAS_STATUS_SUCCESS.
 inline void checkCublas(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("cuBLAS call ") + call + " failed: " +
-                           cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
-                           ") at " + file + ":" + std::to_string(line));
+  throw std::runtime_error(
+      std::string("cuBLAS call ") + call + " failed: " + cublasGetStatusName(status) + " (" +
+      cublasGetStatusString(status) + ") at " + file + ":" + std::to_string(line));
 }
 
 }  // namespace lossbound::gpu

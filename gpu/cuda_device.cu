@@ -1,11 +1,10 @@
 // Device discovery for the CUDA firewall: asks the runtime for a device and explains a failure.
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_device.h"
 
 #include <cuda_runtime.h>
 
 #include <exception>
-
-#include "gpu/cuda_backend.h"
 
 namespace lossbound::gpu {
 

@@ -2,11 +2,11 @@
 // Firewall between CUDA and the rest of Lossbound: plain C++ only, no CUDA types, so that Qt,
 // Eigen and the app can ask about the GPU without including CUDA headers.
 
+#include "core/backend.h"
+
 #include <QString>
 
 #include <memory>
-
-#include "core/backend.h"
 
 namespace lossbound::gpu {
 

@@ -5,8 +5,9 @@ namespace lossbound::gpu {
 
 bool cudaDeviceAvailable(QString* reason) {
   if (reason)
-    *reason = QStringLiteral("no CUDA device: this build of Lossbound has no CUDA support (no "
-                             "CUDA compiler was found at build time)");
+    *reason = QStringLiteral(
+        "no CUDA device: this build of Lossbound has no CUDA support (no "
+        "CUDA compiler was found at build time)");
   return false;
 }
 

@@ -1,9 +1,8 @@
 // The stream and cuBLAS handle of a CUDA backend.
+#include "gpu/cuda_check.cuh"
 #include "gpu/cuda_resources.cuh"
 
 #include <cstdio>
-
-#include "gpu/cuda_check.cuh"
 
 namespace lossbound::gpu {
 

@@ -2,13 +2,13 @@
 // DeviceBuffer<T>: an owning, move-only array in device memory (RAII around cudaMalloc/cudaFree)
 // with checked, stream-ordered copies from and to the host. Device-side code only.
 
+#include "gpu/cuda_check.cuh"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdio>
 #include <utility>
-
-#include "gpu/cuda_check.cuh"
 
 namespace lossbound::gpu {
 

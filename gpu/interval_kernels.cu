@@ -1,12 +1,11 @@
-// Elementwise, matmul-finishing, reduction and softmax-row interval kernels. The per-element work is the
-// shared LB_HD bodies of core/kernels/kernel_bodies.h (the rules of core/interval), so the device runs
-// exactly the code that tests/gpu checks on the host, with the rounding table mapped to the CUDA
-// directed-rounding intrinsics (core/interval/rounding.h under __CUDA_ARCH__).
+// Elementwise, matmul-finishing, reduction and softmax-row interval kernels. The per-element work
+// is the shared LB_HD bodies of core/kernels/kernel_bodies.h (the rules of core/interval), so the
+// device runs exactly the code that tests/gpu checks on the host, with the rounding table mapped to
+// the CUDA directed-rounding intrinsics (core/interval/rounding.h under __CUDA_ARCH__).
+#include "gpu/cuda_check.cuh"
 #include "gpu/interval_kernels.cuh"
 
 #include <algorithm>
-
-#include "gpu/cuda_check.cuh"
 
 namespace lossbound::gpu {
 
@@ -100,9 +99,9 @@ __global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t 
     __syncthreads();
     for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
       if (threadIdx.x < s) {
-        const SumState m = merge(SumState{{pLo[threadIdx.x], pHi[threadIdx.x]}, pAbs[threadIdx.x]},
-                                 SumState{{pLo[threadIdx.x + s], pHi[threadIdx.x + s]},
-                                          pAbs[threadIdx.x + s]});
+        const SumState m =
+            merge(SumState{{pLo[threadIdx.x], pHi[threadIdx.x]}, pAbs[threadIdx.x]},
+                  SumState{{pLo[threadIdx.x + s], pHi[threadIdx.x + s]}, pAbs[threadIdx.x + s]});
         pLo[threadIdx.x] = m.sum.lo;
         pHi[threadIdx.x] = m.sum.hi;
         pAbs[threadIdx.x] = m.absSumUp;
@@ -183,8 +182,8 @@ void launchBinary(BinaryOp op, ElementwiseModel model, const double* xlo, const 
                   const double* ylo, const double* yhi, std::int64_t yCount, double* olo,
                   double* ohi, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  binaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, ylo, yhi, yCount, olo,
-                                                  ohi, n);
+  binaryKernel<<<gridFor(n), kBlock, 0, stream>>>(op, model, xlo, xhi, ylo, yhi, yCount, olo, ohi,
+                                                  n);
   LB_CUDA_CHECK_LAUNCH(binaryKernel);
 }
 
@@ -215,8 +214,8 @@ void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::
                   cudaStream_t stream) {
   if (rows <= 0) return;
   const auto grid = static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
-  rowSumKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, accumulation, storage,
-                                            truncating, olo, ohi);
+  rowSumKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, accumulation, storage, truncating,
+                                            olo, ohi);
   LB_CUDA_CHECK_LAUNCH(rowSumKernel);
 }
 
@@ -244,8 +243,8 @@ void probeDevice(cudaStream_t stream) {
   cudaError_t err = cudaGetLastError();
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   const cudaError_t freeErr = cudaFree(flag);
-  checkCuda(err, "launch of probeKernel (does this binary contain code for the device?)",
-            __FILE__, __LINE__);
+  checkCuda(err, "launch of probeKernel (does this binary contain code for the device?)", __FILE__,
+            __LINE__);
   checkCuda(freeErr, "cudaFree(flag)", __FILE__, __LINE__);
 }
 

@@ -4,13 +4,13 @@
 // with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
+#include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_row.h"
+#include "core/kernels/softmax_row.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
-
-#include "core/kernels/kernel_bodies.h"
-#include "core/kernels/softmax_row.h"
-#include "core/kernels/layer_norm_row.h"
 
 namespace lossbound::gpu {
 

@@ -4,10 +4,14 @@ namespace lossbound {
 
 std::string_view methodName(EnvelopeMethod m) {
   switch (m) {
-    case EnvelopeMethod::Interval: return "interval";
-    case EnvelopeMethod::FirstOrder: return "first-order";
-    case EnvelopeMethod::Probabilistic: return "probabilistic";
-    case EnvelopeMethod::Ensemble: return "ensemble";
+    case EnvelopeMethod::Interval:
+      return "interval";
+    case EnvelopeMethod::FirstOrder:
+      return "first-order";
+    case EnvelopeMethod::Probabilistic:
+      return "probabilistic";
+    case EnvelopeMethod::Ensemble:
+      return "ensemble";
   }
   return "first-order";
 }
@@ -40,11 +44,16 @@ std::string_view methodGuarantee(EnvelopeMethod m) {
 
 std::string_view verdictName(StepVerdict v) {
   switch (v) {
-    case StepVerdict::Rounding: return "rounding";
-    case StepVerdict::BugLikely: return "bug (likely)";
-    case StepVerdict::BugCertain: return "bug (certain)";
-    case StepVerdict::Untrustworthy: return "untrustworthy";
-    case StepVerdict::NotBounded: return "not bounded";
+    case StepVerdict::Rounding:
+      return "rounding";
+    case StepVerdict::BugLikely:
+      return "bug (likely)";
+    case StepVerdict::BugCertain:
+      return "bug (certain)";
+    case StepVerdict::Untrustworthy:
+      return "untrustworthy";
+    case StepVerdict::NotBounded:
+      return "not bounded";
   }
   return "rounding";
 }

@@ -2,13 +2,13 @@
 // The results of an analysis, as plain data: what the CLI prints, the cache stores and the
 // widgets draw. Produced by core/analysis (step replay, envelope methods, verdicts).
 
+#include "core/interval/precision.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "core/interval/precision.h"
 
 namespace lossbound {
 
@@ -67,7 +67,7 @@ struct StepResult {
   std::string note;  ///< why a step is untrustworthy or not bounded; upstream-rounding caveats
   std::vector<BudgetShare> budget;  ///< top ops by share of the bound (first-order terms)
   double seconds = 0;               ///< compute time of this step
-  double pointLoss = 0;   ///< binary64 point replay of the candidate program on the reference state
+  double pointLoss = 0;  ///< binary64 point replay of the candidate program on the reference state
   bool fromCache = false;  ///< read from the results cache instead of computed
 };
 
@@ -75,9 +75,9 @@ struct StepResult {
 struct AnalysisReport {
   std::string referenceName, candidateName;
   AnalysisSettings settings;
-  std::vector<StepResult> steps;         ///< in increasing step order
+  std::vector<StepResult> steps;          ///< in increasing step order
   std::optional<std::int64_t> firstExit;  ///< earliest analysed step outside (bug verdicts)
-  std::string backendDescription;        ///< e.g. "CPU — no CUDA device: ..."
+  std::string backendDescription;         ///< e.g. "CPU — no CUDA device: ..."
   std::string note;        ///< caveats for the whole analysis (input rounding, start node, ...)
   bool cancelled = false;  ///< the analysis was cancelled: `steps` holds the finished ones only
   std::string cacheFile;   ///< the results cache used ("" when caching was off)

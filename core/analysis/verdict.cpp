@@ -61,10 +61,9 @@ void classifyStep(StepResult& r, bool rigorous) {
   if (r.verdict == StepVerdict::Rounding && (std::isinf(r.lo) || std::isinf(r.hi))) {
     r.verdict = StepVerdict::NotBounded;
     if (!r.note.empty()) r.note += " ";
-    r.note +=
-        "The envelope is unbounded ([" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-        "]): a bound overflowed on the way to the loss, so rounding cannot be confirmed; try "
-        "another method or start the interval at a later node.";
+    r.note += "The envelope is unbounded ([" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+              "]): a bound overflowed on the way to the loss, so rounding cannot be confirmed; try "
+              "another method or start the interval at a later node.";
   }
 }
 

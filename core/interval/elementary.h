@@ -28,24 +28,36 @@ LB_HD inline int libmUlps(Elementary f) {
   // CUDA 13 Programming Guide, double-precision table: exp 1, expm1 1, log 1, log1p 1, tanh 1,
   // erf 2 (max ulp error); + 1.
   switch (f) {
-    case Elementary::Exp: return 2;
-    case Elementary::Expm1: return 2;
-    case Elementary::Log: return 2;
-    case Elementary::Log1p: return 2;
-    case Elementary::Tanh: return 2;
-    case Elementary::Erf: return 3;
+    case Elementary::Exp:
+      return 2;
+    case Elementary::Expm1:
+      return 2;
+    case Elementary::Log:
+      return 2;
+    case Elementary::Log1p:
+      return 2;
+    case Elementary::Tanh:
+      return 2;
+    case Elementary::Erf:
+      return 3;
   }
   return 4;
 #else
   // glibc 2.36 sysdeps/x86_64/fpu/libm-test-ulps, "double" rows: exp 1, expm1 1, log 1,
   // log1p 1, tanh 2, erf 1; + 1.
   switch (f) {
-    case Elementary::Exp: return 2;
-    case Elementary::Expm1: return 2;
-    case Elementary::Log: return 2;
-    case Elementary::Log1p: return 2;
-    case Elementary::Tanh: return 3;
-    case Elementary::Erf: return 2;
+    case Elementary::Exp:
+      return 2;
+    case Elementary::Expm1:
+      return 2;
+    case Elementary::Log:
+      return 2;
+    case Elementary::Log1p:
+      return 2;
+    case Elementary::Tanh:
+      return 3;
+    case Elementary::Erf:
+      return 2;
   }
   return 4;
 #endif
@@ -56,22 +68,34 @@ namespace elementary_detail {
 LB_HD inline double evalLibm(Elementary f, double x) {
 #if defined(__CUDA_ARCH__)
   switch (f) {
-    case Elementary::Exp: return ::exp(x);
-    case Elementary::Expm1: return ::expm1(x);
-    case Elementary::Log: return ::log(x);
-    case Elementary::Log1p: return ::log1p(x);
-    case Elementary::Tanh: return ::tanh(x);
-    case Elementary::Erf: return ::erf(x);
+    case Elementary::Exp:
+      return ::exp(x);
+    case Elementary::Expm1:
+      return ::expm1(x);
+    case Elementary::Log:
+      return ::log(x);
+    case Elementary::Log1p:
+      return ::log1p(x);
+    case Elementary::Tanh:
+      return ::tanh(x);
+    case Elementary::Erf:
+      return ::erf(x);
   }
   return x;
 #else
   switch (f) {
-    case Elementary::Exp: return std::exp(x);
-    case Elementary::Expm1: return std::expm1(x);
-    case Elementary::Log: return std::log(x);
-    case Elementary::Log1p: return std::log1p(x);
-    case Elementary::Tanh: return std::tanh(x);
-    case Elementary::Erf: return std::erf(x);
+    case Elementary::Exp:
+      return std::exp(x);
+    case Elementary::Expm1:
+      return std::expm1(x);
+    case Elementary::Log:
+      return std::log(x);
+    case Elementary::Log1p:
+      return std::log1p(x);
+    case Elementary::Tanh:
+      return std::tanh(x);
+    case Elementary::Erf:
+      return std::erf(x);
   }
   return x;
 #endif
@@ -93,12 +117,18 @@ LB_HD inline double stepOut(double v, int ulps, bool down) {
 LB_HD inline Interval range(Elementary f) {
   const double inf = interval_detail::inf();
   switch (f) {
-    case Elementary::Exp: return {0.0, inf};
-    case Elementary::Expm1: return {-1.0, inf};
-    case Elementary::Log: return {-inf, inf};
-    case Elementary::Log1p: return {-inf, inf};
-    case Elementary::Tanh: return {-1.0, 1.0};
-    case Elementary::Erf: return {-1.0, 1.0};
+    case Elementary::Exp:
+      return {0.0, inf};
+    case Elementary::Expm1:
+      return {-1.0, inf};
+    case Elementary::Log:
+      return {-inf, inf};
+    case Elementary::Log1p:
+      return {-inf, inf};
+    case Elementary::Tanh:
+      return {-1.0, 1.0};
+    case Elementary::Erf:
+      return {-1.0, 1.0};
   }
   return {-inf, inf};
 }
@@ -154,8 +184,7 @@ LB_HD inline Interval erf(Interval x) { return elementary_detail::monotone(Eleme
 LB_HD inline Interval log(Interval x) {
   x = sanitize(x);
   if (isEmpty(x) || x.hi <= 0.0) return emptyInterval();
-  const double lo =
-      x.lo <= 0.0 ? -interval_detail::inf() : elementaryDown(Elementary::Log, x.lo);
+  const double lo = x.lo <= 0.0 ? -interval_detail::inf() : elementaryDown(Elementary::Log, x.lo);
   return {lo, elementaryUp(Elementary::Log, x.hi)};
 }
 /// Returns an enclosure of {log(1 + a) : a > -1}; empty when x <= -1 entirely.

@@ -1,11 +1,11 @@
 #pragma once
 // Names of formats as they appear in traces, on the command line and in reports.
 
+#include "core/interval/precision.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include "core/interval/precision.h"
 
 namespace lossbound {
 

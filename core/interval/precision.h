@@ -27,11 +27,16 @@ struct FormatSpec {
 /// Returns p, emin and emax of a format (IEEE 754 binary16/32/64, bfloat16, TF32).
 LB_HD inline FormatSpec formatSpec(Format f) {
   switch (f) {
-    case Format::Fp64: return {53, -1022, 1023};
-    case Format::Fp32: return {24, -126, 127};
-    case Format::Tf32: return {11, -126, 127};
-    case Format::Bf16: return {8, -126, 127};
-    case Format::Fp16: return {11, -14, 15};
+    case Format::Fp64:
+      return {53, -1022, 1023};
+    case Format::Fp32:
+      return {24, -126, 127};
+    case Format::Tf32:
+      return {11, -126, 127};
+    case Format::Bf16:
+      return {8, -126, 127};
+    case Format::Fp16:
+      return {11, -14, 15};
   }
   return {53, -1022, 1023};
 }
@@ -42,11 +47,16 @@ LB_HD inline FormatSpec formatSpec(Format f) {
 /// Returns the unit roundoff u = 2^-p of round-to-nearest in format f.
 LB_HD inline double unitRoundoff(Format f) {
   switch (f) {
-    case Format::Fp64: return 0x1p-53;
-    case Format::Fp32: return 0x1p-24;
-    case Format::Tf32: return 0x1p-11;
-    case Format::Bf16: return 0x1p-8;
-    case Format::Fp16: return 0x1p-11;
+    case Format::Fp64:
+      return 0x1p-53;
+    case Format::Fp32:
+      return 0x1p-24;
+    case Format::Tf32:
+      return 0x1p-11;
+    case Format::Bf16:
+      return 0x1p-8;
+    case Format::Fp16:
+      return 0x1p-11;
   }
   return 0x1p-53;
 }
@@ -54,11 +64,16 @@ LB_HD inline double unitRoundoff(Format f) {
 /// Returns the smallest positive subnormal 2^(emin - p + 1) of format f.
 LB_HD inline double smallestSubnormal(Format f) {
   switch (f) {
-    case Format::Fp64: return 0x1p-1074;
-    case Format::Fp32: return 0x1p-149;
-    case Format::Tf32: return 0x1p-136;
-    case Format::Bf16: return 0x1p-133;
-    case Format::Fp16: return 0x1p-24;
+    case Format::Fp64:
+      return 0x1p-1074;
+    case Format::Fp32:
+      return 0x1p-149;
+    case Format::Tf32:
+      return 0x1p-136;
+    case Format::Bf16:
+      return 0x1p-133;
+    case Format::Fp16:
+      return 0x1p-24;
   }
   return 0x1p-1074;
 }
@@ -66,11 +81,16 @@ LB_HD inline double smallestSubnormal(Format f) {
 /// Returns the largest finite value (2 - 2^(1-p)) * 2^emax of format f.
 LB_HD inline double largestFinite(Format f) {
   switch (f) {
-    case Format::Fp64: return 0x1.fffffffffffffp+1023;
-    case Format::Fp32: return 0x1.fffffep+127;
-    case Format::Tf32: return 0x1.ffcp+127;
-    case Format::Bf16: return 0x1.fep+127;
-    case Format::Fp16: return 0x1.ffcp+15;
+    case Format::Fp64:
+      return 0x1.fffffffffffffp+1023;
+    case Format::Fp32:
+      return 0x1.fffffep+127;
+    case Format::Tf32:
+      return 0x1.ffcp+127;
+    case Format::Bf16:
+      return 0x1.fep+127;
+    case Format::Fp16:
+      return 0x1.ffcp+15;
   }
   return 0x1.fffffffffffffp+1023;
 }
@@ -91,8 +111,10 @@ LB_HD inline double roundToFormat(double x, Format f, RoundingDirection dir) {
     // included; a directed result is that value or the float next to it toward x.
     const float r = static_cast<float>(x);
     const double rd = static_cast<double>(r);
-    if (dir == RoundingDirection::Down && rd > x) return static_cast<double>(::nextafterf(r, -HUGE_VALF));
-    if (dir == RoundingDirection::Up && rd < x) return static_cast<double>(::nextafterf(r, HUGE_VALF));
+    if (dir == RoundingDirection::Down && rd > x)
+      return static_cast<double>(::nextafterf(r, -HUGE_VALF));
+    if (dir == RoundingDirection::Up && rd < x)
+      return static_cast<double>(::nextafterf(r, HUGE_VALF));
     return rd;
   }
 #endif
@@ -107,18 +129,24 @@ LB_HD inline double roundToFormat(double x, Format f, RoundingDirection dir) {
   double r;
   if (a > maxFinite) {
     const double halfUlpMax = ::ldexp(1.0, s.emax - s.precision);
-    if (d == RoundingDirection::Down) r = maxFinite;
-    else if (d == RoundingDirection::Up) r = interval_detail::inf();
-    else r = a >= maxFinite + halfUlpMax ? interval_detail::inf() : maxFinite;
+    if (d == RoundingDirection::Down)
+      r = maxFinite;
+    else if (d == RoundingDirection::Up)
+      r = interval_detail::inf();
+    else
+      r = a >= maxFinite + halfUlpMax ? interval_detail::inf() : maxFinite;
   } else {
     int e = ::ilogb(a);
     if (e < s.emin) e = s.emin;  // subnormal range of f: fixed quantum
     const int q = e - s.precision + 1;
     const double scaled = ::ldexp(a, -q);  // exact: a power-of-two scaling within range
     double n;
-    if (d == RoundingDirection::Down) n = ::floor(scaled);
-    else if (d == RoundingDirection::Up) n = ::ceil(scaled);
-    else n = ::nearbyint(scaled);  // default rounding mode: ties to even
+    if (d == RoundingDirection::Down)
+      n = ::floor(scaled);
+    else if (d == RoundingDirection::Up)
+      n = ::ceil(scaled);
+    else
+      n = ::nearbyint(scaled);  // default rounding mode: ties to even
     r = ::ldexp(n, q);
     if (r > maxFinite) r = d == RoundingDirection::Down ? maxFinite : interval_detail::inf();
   }

@@ -207,7 +207,8 @@ LB_SLOW_PATH inline double divSlow(double a, double b, double q, bool down) {
   int ea = 0, eb = 0;
   const double ma = std::frexp(std::fabs(a), &ea), mb = std::frexp(std::fabs(b), &eb);
   // |q| scaled by 2^(eb-ea) lies near ma/mb in (0.5, 2): exact scaling, then an exact residual
-  // ma - qs*mb (Markstein/Boldo: the residual of a quotient rounded to <= 53 bits is representable).
+  // ma - qs*mb (Markstein/Boldo: the residual of a quotient rounded to <= 53 bits is
+  // representable).
   const double qs = std::ldexp(std::fabs(q), eb - ea);
   const double r = std::fma(-qs, mb, ma);
   const int sgn = (std::signbit(a) != std::signbit(b)) ? -1 : 1;

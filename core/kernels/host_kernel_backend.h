@@ -6,14 +6,14 @@
 // bench-replay measures which share of a replay the CUDA backend would take. Sums accumulate in
 // index order, as the CPU rules do, so every hook is bit-identical to the rule it replaces.
 
-#include <atomic>
-#include <memory>
-#include <vector>
-
 #include "core/backend.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
 
 namespace lossbound::kernels {
 
@@ -55,8 +55,9 @@ class HostKernelBackend final : public Backend {
       SumState s;
       for (std::int64_t c = 0; c < cols; ++c)
         accumulate(s, {x.lo[r * cols + c], x.hi[r * cols + c]});
-      put(out, r, sumFinish(s, static_cast<double>(cols), model.accumulation, model.storage,
-                            model.truncating));
+      put(out, r,
+          sumFinish(s, static_cast<double>(cols), model.accumulation, model.storage,
+                    model.truncating));
     }
     return true;
   }

@@ -19,8 +19,8 @@
 namespace lossbound::kernels {
 
 /// Returns x widened outward by `ulps` ulps of f in relative terms, exactly as the CPU rules'
-/// ops::widenUlps (core/ops/op_support.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| + ulps·η_f)]
-/// with rel = 2·ulps·u_f·(1 + 2^-10) rounded up (ulp(y) <= 2u|y| + η for any y).
+/// ops::widenUlps (core/ops/op_support.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| +
+/// ulps·η_f)] with rel = 2·ulps·u_f·(1 + 2^-10) rounded up (ulp(y) <= 2u|y| + η for any y).
 LB_HD inline Interval widenUlps(Interval x, int ulps, Format f) {
   x = sanitize(x);
   if (isEmpty(x) || ulps <= 0) return x;
@@ -85,26 +85,40 @@ struct ComputeDomain {
   }
 };
 
-
 /// Returns the exact-arithmetic interval extension of a unary op (before storage rounding).
 LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
   const Interval one{1.0, 1.0};
   switch (op) {
-    case UnaryOp::Neg: return lossbound::neg(x);
-    case UnaryOp::Abs: return lossbound::abs(x);
-    case UnaryOp::Sqr: return lossbound::sqr(x);
-    case UnaryOp::Sqrt: return lossbound::sqrt(x);
-    case UnaryOp::Rsqrt: return lossbound::div(one, lossbound::sqrt(x));
-    case UnaryOp::Reciprocal: return lossbound::div(one, x);
-    case UnaryOp::Exp: return lossbound::exp(x);
-    case UnaryOp::Expm1: return lossbound::expm1(x);
-    case UnaryOp::Log: return lossbound::log(x);
-    case UnaryOp::Log1p: return lossbound::log1p(x);
-    case UnaryOp::Tanh: return lossbound::tanh(x);
-    case UnaryOp::Erf: return lossbound::erf(x);
-    case UnaryOp::Sigmoid: return lossbound::sigmoid(x);
-    case UnaryOp::Relu: return lossbound::max(x, Interval{0.0, 0.0});
-    case UnaryOp::GeluErf: break;  // composed in the compute format by unaryBody only
+    case UnaryOp::Neg:
+      return lossbound::neg(x);
+    case UnaryOp::Abs:
+      return lossbound::abs(x);
+    case UnaryOp::Sqr:
+      return lossbound::sqr(x);
+    case UnaryOp::Sqrt:
+      return lossbound::sqrt(x);
+    case UnaryOp::Rsqrt:
+      return lossbound::div(one, lossbound::sqrt(x));
+    case UnaryOp::Reciprocal:
+      return lossbound::div(one, x);
+    case UnaryOp::Exp:
+      return lossbound::exp(x);
+    case UnaryOp::Expm1:
+      return lossbound::expm1(x);
+    case UnaryOp::Log:
+      return lossbound::log(x);
+    case UnaryOp::Log1p:
+      return lossbound::log1p(x);
+    case UnaryOp::Tanh:
+      return lossbound::tanh(x);
+    case UnaryOp::Erf:
+      return lossbound::erf(x);
+    case UnaryOp::Sigmoid:
+      return lossbound::sigmoid(x);
+    case UnaryOp::Relu:
+      return lossbound::max(x, Interval{0.0, 0.0});
+    case UnaryOp::GeluErf:
+      break;  // composed in the compute format by unaryBody only
   }
   return entireInterval();
 }
@@ -112,12 +126,18 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
 /// Returns the exact-arithmetic interval extension of a binary op (before storage rounding).
 LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
   switch (op) {
-    case BinaryOp::Add: return lossbound::add(x, y);
-    case BinaryOp::Sub: return lossbound::sub(x, y);
-    case BinaryOp::Mul: return lossbound::mul(x, y);
-    case BinaryOp::Div: return lossbound::div(x, y);
-    case BinaryOp::Min: return lossbound::min(x, y);
-    case BinaryOp::Max: return lossbound::max(x, y);
+    case BinaryOp::Add:
+      return lossbound::add(x, y);
+    case BinaryOp::Sub:
+      return lossbound::sub(x, y);
+    case BinaryOp::Mul:
+      return lossbound::mul(x, y);
+    case BinaryOp::Div:
+      return lossbound::div(x, y);
+    case BinaryOp::Min:
+      return lossbound::min(x, y);
+    case BinaryOp::Max:
+      return lossbound::max(x, y);
   }
   return entireInterval();
 }
@@ -134,7 +154,8 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
       return roundOutward(
           d.div(d.lit(1.0), d.add(d.lit(1.0), d.exp(d.sub(d.lit(0.0), x), model.ulps))),
           model.storage);
-    case UnaryOp::Tanh: return roundOutward(d.tanh(x, model.ulps), model.storage);
+    case UnaryOp::Tanh:
+      return roundOutward(d.tanh(x, model.ulps), model.storage);
     case UnaryOp::GeluErf: {
       // √½: the binary64 M_SQRT1_2 = 0x1.6a09e667f3bcdp-1 widened by one ulp each way, which
       // contains the exact value (the activation rules' nearConst(M_SQRT1_2, 1)).
@@ -143,7 +164,8 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
       return roundOutward(d.mul(d.mul(x, half), d.add(one, d.erf(d.mul(x, k), model.ulps))),
                           model.storage);
     }
-    default: return storeResult(unaryExact(op, x), model);
+    default:
+      return storeResult(unaryExact(op, x), model);
   }
 }
 
@@ -241,8 +263,10 @@ LB_HD inline Interval matmulFinish(double g1, double g2, double g4, const Matmul
   const bool finite = g1 > -inf && g1 < inf && r > -inf && r < inf;
   Interval exact = finite ? Interval{sub_down(g1, r), add_up(g1, r)} : entireInterval();
   const double candErr = add_up(mul_up(b.gAcc, s4up), b.kEtaAcc);
-  if (!(add_up(s4up, candErr) < b.maxAcc)) exact = entireInterval();
-  else exact = Interval{sub_down(exact.lo, candErr), add_up(exact.hi, candErr)};
+  if (!(add_up(s4up, candErr) < b.maxAcc))
+    exact = entireInterval();
+  else
+    exact = Interval{sub_down(exact.lo, candErr), add_up(exact.hi, candErr)};
   return roundOutward(exact, storage);
 }
 

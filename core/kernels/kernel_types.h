@@ -3,15 +3,28 @@
 // in which precision, on which host arrays. Plain C++ (no CUDA types); the bodies that give these
 // operations their meaning are in core/kernels/kernel_bodies.h.
 
-#include <cstdint>
-
 #include "core/interval/precision.h"
+
+#include <cstdint>
 
 namespace lossbound::kernels {
 
 /// Elementwise operations with one interval operand.
 enum class UnaryOp : int {
-  Neg, Abs, Sqr, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Relu,
+  Neg,
+  Abs,
+  Sqr,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Relu,
   GeluErf  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
 };
 /// Number of UnaryOp values (for tests and tables).

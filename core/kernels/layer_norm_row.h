@@ -10,13 +10,13 @@
 // rounding to formats; the candidate's rsqrt is modelled by widening the exact value, not by
 // calling a libm), so the host emulation and the device intrinsics give the same bits.
 
-#include <cstdint>
-
 #include "core/interval/hd.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/interval/rounding.h"
 #include "core/kernels/kernel_bodies.h"
+
+#include <cstdint>
 
 namespace lossbound::kernels {
 
@@ -166,8 +166,8 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
     // Centred form: fl(fl(x − μ̂)·rstd).
     const Interval v1 = d.mul(d.round(dj), r);
     // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
-    const double err2 =
-        mul_up(uP, mul_up(add_up(magnitude(Interval{xlo[j], xhi[j]}), magnitude(meanHat)), magnitude(r)));
+    const double err2 = mul_up(
+        uP, mul_up(add_up(magnitude(Interval{xlo[j], xhi[j]}), magnitude(meanHat)), magnitude(r)));
     const Interval pr = lossbound::mul(dj, r);
     const Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
                                                Interval{sub_down(1.0, u), add_up(1.0, u)}));

@@ -10,14 +10,14 @@
 // (the same operations in the same order); on a device the libm inside elementaryDown/Up is
 // CUDA's, so the bounds may differ by the libm margins (both are enclosures).
 
-#include <cstdint>
-
 #include "core/interval/elementary.h"
 #include "core/interval/hd.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/interval/rounding.h"
 #include "core/kernels/kernel_bodies.h"
+
+#include <cstdint>
 
 namespace lossbound::kernels {
 
@@ -85,8 +85,9 @@ LB_HD inline double divDownSafe(double a, double b) {
 /// fl(−inf − m) = −inf and exp(−inf) = 0 exactly in IEEE 754 (§9.2 special cases), and adding an
 /// exact 0 to a sum is exact, so they give exactly 0 (log-softmax: −inf) and leave the other
 /// entries' bounds as for the shorter row. A row that is all −inf (NaN in PyTorch), or that has
-/// any other non-finite endpoint, gives the entire line everywhere, masked entries included. `scratch` holds softmaxRowScratch(n) doubles (per-entry magnitudes, bounds of the
-/// shifted exponentials, suffix sums); y may not alias x.
+/// any other non-finite endpoint, gives the entire line everywhere, masked entries included.
+/// `scratch` holds softmaxRowScratch(n) doubles (per-entry magnitudes, bounds of the shifted
+/// exponentials, suffix sums); y may not alias x.
 LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t n,
                              const SoftmaxModel& m, bool log, double* ylo, double* yhi,
                              double* scratch) {
@@ -168,9 +169,9 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     const double ls = sLo > 0.0 ? magnitude(lossbound::log(Interval{sLo, sHi})) : inf;  // |log S|
     const double relLog = mul_up(mul_up(2.0 * m.kLog, m.u), 1.0 + 0x1p-10);
     const double etaLog = mul_up(static_cast<double>(m.kLog), m.eta);
-    const double eLog = add_up(mul_up(relLog, ls), etaLog);       // |L − log S|
-    const double magL = add_up(ls, eLog);                          // |L|
-    const double eMl = mul_up(m.u, add_up(magnitude(shift), magL));    // |fl(m + L) − (m + L)|
+    const double eLog = add_up(mul_up(relLog, ls), etaLog);          // |L − log S|
+    const double magL = add_up(ls, eLog);                            // |L|
+    const double eMl = mul_up(m.u, add_up(magnitude(shift), magL));  // |fl(m + L) − (m + L)|
     eLogCommon = add_up(eLog, eMl);
   }
 
@@ -192,11 +193,11 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     if (k > 1) {
       const double slex = add_down(preLo, sufLo[i + 1]);
       const double shex = add_up(preHi, sufHi[i + 1]);
-      const double lo = sub_down(divDownSafe(mul_down(sub_down(1.0, m.beta), slex), pHi[i]),
-                                 mul_up(nm1, eps));
+      const double lo =
+          sub_down(divDownSafe(mul_down(sub_down(1.0, m.beta), slex), pHi[i]), mul_up(nm1, eps));
       qLo = mul_down(tLo, maxOf(0.0, lo));
-      qHi = mul_up(tHi, add_up(divUpSafe(mul_up(add_up(1.0, m.beta), shex), pLo[i]),
-                               mul_up(nm1, eps)));
+      qHi = mul_up(tHi,
+                   add_up(divUpSafe(mul_up(add_up(1.0, m.beta), shex), pLo[i]), mul_up(nm1, eps)));
       if (qHi != qHi) qHi = inf;
       if (qLo != qLo) qLo = 0.0;
     }

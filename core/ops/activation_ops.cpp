@@ -18,15 +18,15 @@
 // has an absolute error of a few ulps of 1 in c (the interval is then wide relative to the
 // tiny exact value), as the fp32 kernels do.
 
-#include <cmath>
-#include <optional>
-#include <string>
-
 #include "core/ops/families.h"
 #include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
 
 namespace lossbound {
 
@@ -36,14 +36,20 @@ using namespace ops;
 using namespace ops::nn;
 
 // PyTorch's constants (aten/src/ATen/native/cpu/Activation.cpp, 1.13).
-const Const kSqrt1_2 = nearConst(M_SQRT1_2, 1);                         // 1/√2
+const Const kSqrt1_2 = nearConst(M_SQRT1_2, 1);                          // 1/√2
 const Const kGeluBetaNone = nearConst(M_2_SQRTPI * M_SQRT1_2 * 0.5, 4);  // 1/√(2π)
 const Const kGeluBetaTanh = nearConst(M_SQRT2 * M_2_SQRTPI * 0.5, 4);    // √(2/π)
 const Const kKappa = nearConst(0.044715, 1);
 const Const kKappa3 = nearConst(3 * 0.044715, 2);
 
 enum class Unary { Sigmoid, Tanh, Silu, GeluNone, GeluTanh };
-enum class Binary { SigmoidBackward, TanhBackward, SiluBackward, GeluBackwardNone, GeluBackwardTanh };
+enum class Binary {
+  SigmoidBackward,
+  TanhBackward,
+  SiluBackward,
+  GeluBackwardNone,
+  GeluBackwardTanh
+};
 
 int variants(Unary op) { return op == Unary::Silu ? 2 : 1; }
 int variants(Binary) { return 1; }
@@ -56,7 +62,8 @@ typename D::V unaryF(const D& d, Unary op, typename D::V x, int variant) {
   switch (op) {
     case Unary::Sigmoid:  // 1 / (1 + exp(-x))
       return d.div(one, d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x))));
-    case Unary::Tanh: return d.fn(Fn::Tanh, x);
+    case Unary::Tanh:
+      return d.fn(Fn::Tanh, x);
     case Unary::Silu: {
       const V e = d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x)));
       // CPU and CUDA: x / (1 + exp(-x)); variant: x * sigmoid(x).
@@ -132,17 +139,22 @@ Binary geluBackwardKind(const OpArgs& args) {
 }
 
 void requireFloating(const OpArgs& args, const Tensor& t) {
-  if (!isFloating(t.dtype())) args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
+  if (!isFloating(t.dtype()))
+    args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
 }
 
 /// The backend kernel whose body is this activation's interval formula, if any (silu's hull of
 /// two bracketings and gelu's tanh form have none).
 std::optional<kernels::UnaryOp> kernelOf(Unary op) {
   switch (op) {
-    case Unary::Sigmoid: return kernels::UnaryOp::Sigmoid;
-    case Unary::Tanh: return kernels::UnaryOp::Tanh;
-    case Unary::GeluNone: return kernels::UnaryOp::GeluErf;
-    default: return std::nullopt;
+    case Unary::Sigmoid:
+      return kernels::UnaryOp::Sigmoid;
+    case Unary::Tanh:
+      return kernels::UnaryOp::Tanh;
+    case Unary::GeluNone:
+      return kernels::UnaryOp::GeluErf;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -161,7 +173,8 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
     requireFloating(a, x);
     const Unary op = kind(a);
     const PointDomain d;
-    return std::vector<Tensor>{mapPoint(x, a.outSpec(0).dtype, [&](double v) { return unaryF(d, op, v, 0); })};
+    return std::vector<Tensor>{
+        mapPoint(x, a.outSpec(0).dtype, [&](double v) { return unaryF(d, op, v, 0); })};
   };
   fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
     const Tensor& x = a.tensor(0);
@@ -170,10 +183,12 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
-    // sigmoid, tanh and gelu are kernel bodies of the same formulas (tests/gpu/test_kernel_offload).
+    // sigmoid, tanh and gelu are kernel bodies of the same formulas
+    // (tests/gpu/test_kernel_offload).
     if (const auto k = kernelOf(op)) {
       const kernels::ElementwiseModel model{d.c, s, modelUlps(libmOf(*k), d.c)};
-      if (auto r = offerUnary(ctx.backend, *k, model, x, t)) return std::vector<Tensor>{std::move(*r)};
+      if (auto r = offerUnary(ctx.backend, *k, model, x, t))
+        return std::vector<Tensor>{std::move(*r)};
     }
     return std::vector<Tensor>{mapInterval(x, t, [&](Interval v) {
       Interval r = unaryF(d, op, v, 0);
@@ -192,7 +207,8 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
     return std::vector<Tensor>{
         mapPoint(x, t, [&](double v) { return roundNearest(unaryF(d, op, v, variant), s); })};
   };
-  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
+                    OpContext&) {
     const Tensor& x = a.tensor(0);
     const Unary op = kind(a);
     Tape tape;
@@ -218,19 +234,21 @@ std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> ki
   fns->point = [kind](const OpArgs& a, OpContext&) {
     const Binary op = kind(a);
     const PointDomain d;
-    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
-                                         [&](double g, double v) { return binaryF(d, op, g, v, 0); })};
+    return std::vector<Tensor>{
+        mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                  [&](double g, double v) { return binaryF(d, op, g, v, 0); })};
   };
   fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
     const Binary op = kind(a);
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
-    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval g, Interval v) {
-      Interval r = binaryF(d, op, g, v, 0);
-      for (int k = 1; k < variants(op); ++k) r = hull(r, binaryF(d, op, g, v, k));
-      return roundOutward(r, s);
-    })};
+    return std::vector<Tensor>{
+        mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval g, Interval v) {
+          Interval r = binaryF(d, op, g, v, 0);
+          for (int k = 1; k < variants(op); ++k) r = hull(r, binaryF(d, op, g, v, k));
+          return roundOutward(r, s);
+        })};
   };
   fns->random = [kind](const OpArgs& a, OpContext& ctx) {
     const Binary op = kind(a);
@@ -242,7 +260,8 @@ std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> ki
       return roundNearest(binaryF(d, op, g, v, variant), s);
     })};
   };
-  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
+                    OpContext&) {
     const Binary op = kind(a);
     const Tensor& g = a.tensor(0);
     const Tensor& x = a.tensor(1);
@@ -297,7 +316,8 @@ std::shared_ptr<const OpRule> reluRule() {
   fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     const Tensor& x = a.tensor(0);
     std::vector<double> out(static_cast<std::size_t>(x.numel()));
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = x.values()[i] > 0.0 ? g[0].values()[i] : 0.0;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = x.values()[i] > 0.0 ? g[0].values()[i] : 0.0;
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
   };
   fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
@@ -320,17 +340,21 @@ std::shared_ptr<const OpRule> thresholdBackwardRule() {
     return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
                                             [th, s](Interval g, Interval v) {
                                               Interval r;
-                                              if (v.hi <= th) r = {0.0, 0.0};
-                                              else if (v.lo > th) r = g;
-                                              else r = hull(g, Interval{0.0, 0.0});
+                                              if (v.hi <= th)
+                                                r = {0.0, 0.0};
+                                              else if (v.lo > th)
+                                                r = g;
+                                              else
+                                                r = hull(g, Interval{0.0, 0.0});
                                               return roundOutward(r, s);
                                             })};
   };
   fns->random = [](const OpArgs& a, OpContext& ctx) {
     const double th = a.numberArg(2, "threshold");
     const Format s = outFormat(a, ctx);
-    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
-                                         [th, s](double g, double v) { return roundNearest(v <= th ? 0.0 : g, s); })};
+    return std::vector<Tensor>{
+        mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
+                  [th, s](double g, double v) { return roundNearest(v <= th ? 0.0 : g, s); })};
   };
   fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
     const double th = a.numberArg(2, "threshold");
@@ -342,8 +366,9 @@ std::shared_ptr<const OpRule> thresholdBackwardRule() {
     std::int64_t off[2];
     for (std::int64_t i = 0; i < ix.size(); ++i) {
       ix.offsets(i, off);
-      dg[static_cast<std::size_t>(i)] =
-          x.values()[static_cast<std::size_t>(off[1])] <= th ? 0.0 : h[0].values()[static_cast<std::size_t>(i)];
+      dg[static_cast<std::size_t>(i)] = x.values()[static_cast<std::size_t>(off[1])] <= th
+                                            ? 0.0
+                                            : h[0].values()[static_cast<std::size_t>(i)];
     }
     // The selection is locally constant in self: zero gradient (almost everywhere).
     return std::vector<std::optional<Tensor>>{

@@ -1,14 +1,15 @@
 // Creation ops: ones zeros full empty (+ _like and new_ forms), arange (all overloads),
 // scalar_tensor, fill_ (Scalar, Tensor), zero_. A constant v stored in a floating dtype is RN_F(v)
 // in every implementation (IEEE 754-2019 §5.4.2 conversion); the point rule keeps the exact v, so
-// the interval rule is RO_F(v) (which holds both) and the local error |RN_F(v) - v|. empty* values are unspecified: they are modelled as
-// zeros (a program that reads them before writing is wrong with any arithmetic).
-#include <cmath>
-#include <string>
-
+// the interval rule is RO_F(v) (which holds both) and the local error |RN_F(v) - v|. empty* values
+// are unspecified: they are modelled as zeros (a program that reads them before writing is wrong
+// with any arithmetic).
 #include "core/ops/families.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -29,11 +30,19 @@ struct CreateSpec {
 std::pair<Shape, std::vector<double>> created(const CreateSpec& s, const OpArgs& a) {
   Shape shape;
   switch (s.src) {
-    case Src::Size: shape = a.intListArg(0, "size"); break;
+    case Src::Size:
+      shape = a.intListArg(0, "size");
+      break;
     case Src::Like:
-    case Src::Fill: shape = a.tensor(0).shape(); break;
-    case Src::NewSize: shape = a.intListArg(1, "size"); break;
-    case Src::Scalar: shape = {}; break;
+    case Src::Fill:
+      shape = a.tensor(0).shape();
+      break;
+    case Src::NewSize:
+      shape = a.intListArg(1, "size");
+      break;
+    case Src::Scalar:
+      shape = {};
+      break;
     case Src::Arange: {
       double start = 0, end, step = 1;
       const std::string& op = a.node().op;
@@ -47,21 +56,27 @@ std::pair<Shape, std::vector<double>> created(const CreateSpec& s, const OpArgs&
       } else {
         end = a.numberArg(0, "end");
       }
-      if (step == 0 || !std::isfinite(start) || !std::isfinite(end)) a.fail("arange: invalid range or step");
+      if (step == 0 || !std::isfinite(start) || !std::isfinite(end))
+        a.fail("arange: invalid range or step");
       const double n = std::ceil((end - start) / step);
       const auto count = static_cast<std::int64_t>(n > 0 ? n : 0);
       std::vector<double> v(static_cast<std::size_t>(count));
-      for (std::int64_t i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
+      for (std::int64_t i = 0; i < count; ++i)
+        v[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
       return {Shape{count}, std::move(v)};
     }
   }
   for (auto d : shape)
     if (d < 0) a.fail("negative dimension in size " + shapeString(shape));
   double v = 0;
-  if (s.constant) v = *s.constant;
-  else if (s.src == Src::Scalar) v = a.numberArg(0, "s");
-  else if (s.src == Src::Fill && a.isTensor(1)) v = a.tensor(1).values()[0];
-  else v = a.numberArg(s.valueIdx, "fill_value");
+  if (s.constant)
+    v = *s.constant;
+  else if (s.src == Src::Scalar)
+    v = a.numberArg(0, "s");
+  else if (s.src == Src::Fill && a.isTensor(1))
+    v = a.tensor(1).values()[0];
+  else
+    v = a.numberArg(s.valueIdx, "fill_value");
   return {shape, std::vector<double>(static_cast<std::size_t>(numel(shape)), v)};
 }
 
@@ -94,11 +109,13 @@ std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
       auto [shape, v] = created(spec, a);
       const Format fo = outFormat(a, ctx);
       const std::string& op = a.node().op;
-      const double start = op.ends_with(".start") || op.ends_with(".start_step") ? a.numberArg(0, "start") : 0.0;
+      const double start =
+          op.ends_with(".start") || op.ends_with(".start_step") ? a.numberArg(0, "start") : 0.0;
       const double step = op.ends_with(".start_step") ? a.numberArg(2, "step", 1.0) : 1.0;
       std::vector<double> lo(v.size()), hi(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) {
-        const Interval e = roundOutward(add(point(start), mul(point(static_cast<double>(i)), point(step))), fo);
+        const Interval e =
+            roundOutward(add(point(start), mul(point(static_cast<double>(i)), point(step))), fo);
         lo[i] = e.lo;
         hi[i] = e.hi;
       }
@@ -107,9 +124,11 @@ std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
     if (spec.src == Src::Fill && a.isTensor(1)) {  // fill_.Tensor with an enclosed value
       const Shape shape = a.tensor(0).shape();
       Interval e = a.tensor(1).at(0);
-      e = isFloating(t) ? roundOutward(e, outFormat(a, ctx)) : Interval{toDtype(e.lo, t), toDtype(e.hi, t)};
+      e = isFloating(t) ? roundOutward(e, outFormat(a, ctx))
+                        : Interval{toDtype(e.lo, t), toDtype(e.hi, t)};
       const auto n = static_cast<std::size_t>(numel(shape));
-      return std::vector<Tensor>{Tensor::interval(shape, t, std::vector<double>(n, e.lo), std::vector<double>(n, e.hi))};
+      return std::vector<Tensor>{
+          Tensor::interval(shape, t, std::vector<double>(n, e.lo), std::vector<double>(n, e.hi))};
     }
     // The stored constant RN_F(v) and the exact v (the point rule's value) are both in RO_F(v).
     auto [shape, v] = created(spec, a);
@@ -126,7 +145,8 @@ std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
   f.vjp = [spec](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     std::vector<std::optional<Tensor>> out = noGradients(a);
     // fill_.Tensor: the gradient of the fill value is the sum of the output gradient
-    if (spec.src == Src::Fill && a.isTensor(1) && out.size() == 2 && isFloating(a.tensor(1).dtype())) {
+    if (spec.src == Src::Fill && a.isTensor(1) && out.size() == 2 &&
+        isFloating(a.tensor(1).dtype())) {
       double s = 0;
       for (double x : g[0].values()) s += x;
       out[1] = Tensor::full(a.tensor(1).shape(), a.tensor(1).dtype(), s);

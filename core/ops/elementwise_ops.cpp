@@ -1,5 +1,6 @@
 // Elementwise ops: arithmetic (tensor and scalar forms, alpha, in-place variants), exp log sqrt
-// rsqrt pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons, logical ops, where, masked_fill, clamp.
+// rsqrt pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons, logical ops,
+// where, masked_fill, clamp.
 //
 // Error model of "any reasonable implementation" (PyTorch CPU/CUDA kernels):
 // - + − × ÷ sqrt are correctly rounded in the compute format C (fp32 "opmath" for bf16/fp16/fp32
@@ -10,16 +11,16 @@
 // - alpha·b + a may be fused (FMA) or rounded twice; division by a 0-d divisor may be computed as
 //   a · RN(1/b) (PyTorch's CUDA div_true kernel does this for CPU scalars): the hull is taken;
 // - exp, log, rsqrt, pow use the candidate's libm ulp table (op_support.h: publishedUlps + 1).
+#include "core/interval/elementary.h"
+#include "core/ops/families.h"
+#include "core/ops/kernel_offload.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
+#include "core/ops/registry.h"
+
 #include <cmath>
 #include <optional>
 #include <string>
-
-#include "core/interval/elementary.h"
-#include "core/ops/families.h"
-#include "core/ops/nn_support.h"
-#include "core/ops/kernel_offload.h"
-#include "core/ops/op_support.h"
-#include "core/ops/registry.h"
 
 namespace lossbound {
 
@@ -104,22 +105,32 @@ struct ArithRule {
   /// The backend kernel computing x op y (alpha aside), if any (rsub swaps its operands: none).
   std::optional<kernels::BinaryOp> kernelOf() const {
     switch (op) {
-      case Arith::Add: return kernels::BinaryOp::Add;
-      case Arith::Sub: return kernels::BinaryOp::Sub;
-      case Arith::Mul: return kernels::BinaryOp::Mul;
-      case Arith::Div: return kernels::BinaryOp::Div;
-      case Arith::Rsub: return std::nullopt;
+      case Arith::Add:
+        return kernels::BinaryOp::Add;
+      case Arith::Sub:
+        return kernels::BinaryOp::Sub;
+      case Arith::Mul:
+        return kernels::BinaryOp::Mul;
+      case Arith::Div:
+        return kernels::BinaryOp::Div;
+      case Arith::Rsub:
+        return std::nullopt;
     }
     return std::nullopt;
   }
 
   double exact(double x, double y, double alpha) const {
     switch (op) {
-      case Arith::Add: return x + alpha * y;
-      case Arith::Sub: return x - alpha * y;
-      case Arith::Rsub: return y - alpha * x;
-      case Arith::Mul: return x * y;
-      case Arith::Div: return x / y;
+      case Arith::Add:
+        return x + alpha * y;
+      case Arith::Sub:
+        return x - alpha * y;
+      case Arith::Rsub:
+        return y - alpha * x;
+      case Arith::Mul:
+        return x * y;
+      case Arith::Div:
+        return x / y;
     }
     return x;
   }
@@ -156,7 +167,8 @@ struct ArithRule {
           return ro(sub(p, alpha == 1.0 ? q : ro(mul(al, q), f, integral)), f, integral);
         case Arith::Rsub:
           return ro(sub(q, alpha == 1.0 ? p : ro(mul(al, p), f, integral)), f, integral);
-        case Arith::Mul: return ro(mul(p, q), f, integral);
+        case Arith::Mul:
+          return ro(mul(p, q), f, integral);
         case Arith::Div: {
           const Interval d = ro(div(p, q), f, integral);
           if (!recip) return d;
@@ -188,12 +200,17 @@ struct ArithRule {
         case Arith::Rsub: {
           const double base = op == Arith::Rsub ? q : p, other = op == Arith::Rsub ? p : q;
           const double sa = op == Arith::Add ? alpha : -alpha;
-          if (alpha == 1.0) r = addIn(base, sa * other, c);
-          else if (fused) r = fmaIn(sa, other, base, c);
-          else r = addIn(base, mulIn(sa, other, c), c);
+          if (alpha == 1.0)
+            r = addIn(base, sa * other, c);
+          else if (fused)
+            r = fmaIn(sa, other, base, c);
+          else
+            r = addIn(base, mulIn(sa, other, c), c);
           break;
         }
-        case Arith::Mul: r = mulIn(p, q, c); break;
+        case Arith::Mul:
+          r = mulIn(p, q, c);
+          break;
         case Arith::Div:
           r = recip ? mulIn(p, roundNearest(1.0 / q, c), c) : roundNearest(p / q, c);
           break;
@@ -208,7 +225,9 @@ struct ArithRule {
     const double alpha = alphaOf(a);
     const Tensor& go = g[0];
     std::vector<std::optional<Tensor>> out;
-    auto scaled = [&](double s) { return mapPoint(go, go.dtype(), [s](double v) { return s * v; }); };
+    auto scaled = [&](double s) {
+      return mapPoint(go, go.dtype(), [s](double v) { return s * v; });
+    };
     std::optional<Tensor> gx, gy;
     switch (op) {
       case Arith::Add:
@@ -224,13 +243,18 @@ struct ArithRule {
         gy = gradFor(y.t, go);
         break;
       case Arith::Mul:
-        gx = gradFor(x.t, mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv * q; }));
-        gy = gradFor(y.t, mapPoint2(a, go, x.t, go.dtype(), [](double gv, double p) { return gv * p; }));
+        gx = gradFor(x.t,
+                     mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv * q; }));
+        gy = gradFor(y.t,
+                     mapPoint2(a, go, x.t, go.dtype(), [](double gv, double p) { return gv * p; }));
         break;
       case Arith::Div: {
-        gx = gradFor(x.t, mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv / q; }));
-        const Tensor q2 = mapPoint2(a, x.t, y.t, go.dtype(), [](double p, double q) { return -p / (q * q); });
-        gy = gradFor(y.t, mapPoint2(a, go, q2, go.dtype(), [](double gv, double d) { return gv * d; }));
+        gx = gradFor(x.t,
+                     mapPoint2(a, go, y.t, go.dtype(), [](double gv, double q) { return gv / q; }));
+        const Tensor q2 =
+            mapPoint2(a, x.t, y.t, go.dtype(), [](double p, double q) { return -p / (q * q); });
+        gy = gradFor(y.t,
+                     mapPoint2(a, go, q2, go.dtype(), [](double gv, double d) { return gv * d; }));
         break;
       }
     }
@@ -239,7 +263,8 @@ struct ArithRule {
     return out;
   }
 
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
+                                 OpContext& ctx) const {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(outs);
     const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
@@ -253,35 +278,44 @@ struct ArithRule {
       if (v == 0.0 || f == Format::Fp64) return 0.0;
       double e = 0.0;
       for (double w : {roundNearest(v, Format::Fp32), roundNearest(v, f)})
-        if (w != 0.0) e = std::max(e, std::fabs(w - v) / std::min(std::fabs(v), std::fabs(w)));
-        else e = kInf;
+        if (w != 0.0)
+          e = std::max(e, std::fabs(w - v) / std::min(std::fabs(v), std::fabs(w)));
+        else
+          e = kInf;
       return e;
     };
     const double ex = x.scalar ? eps(x.value) : 0.0, ey = y.scalar ? eps(y.value) : 0.0;
     // Intermediates may round in opmath or directly in F (the coarser): u_F bounds both.
     const double ea = eps(alpha), uc = unitRoundoff(f);
-    const Tensor ys = mapPoint2(a, outs[0], mapPoint2(a, x.t, y.t, t, [&](double p, double q) {
-      double extra = 0.0;
-      if (op == Arith::Add || op == Arith::Sub || op == Arith::Rsub) {
-        const double other = op == Arith::Rsub ? p : q;
-        const double eo = op == Arith::Rsub ? ex : ey, eb = op == Arith::Rsub ? ey : ex;
-        const double base = op == Arith::Rsub ? q : p;
-        // alpha·other: alpha's conversion, other's conversion, and its rounding when not fused
-        extra += ((1 + ea) * (1 + eo) * (1 + uc) - 1) * std::fabs(alpha * other);
-        extra += eb * std::fabs(base);
-      } else {
-        const double e1 = (1 + ex) * (1 + ey) - 1;
-        extra += (recip ? (e1 + 2 * uc) * (1 + 2 * uc) : e1) * std::fabs(exact(p, q, 1.0));
-      }
-      return extra;
-    }), t, [&](double yv, double extra) { return add_up(roundingError(yv, c, f), extra * (1 + 4 * uc)); });
+    const Tensor ys = mapPoint2(
+        a, outs[0],
+        mapPoint2(a, x.t, y.t, t,
+                  [&](double p, double q) {
+                    double extra = 0.0;
+                    if (op == Arith::Add || op == Arith::Sub || op == Arith::Rsub) {
+                      const double other = op == Arith::Rsub ? p : q;
+                      const double eo = op == Arith::Rsub ? ex : ey,
+                                   eb = op == Arith::Rsub ? ey : ex;
+                      const double base = op == Arith::Rsub ? q : p;
+                      // alpha·other: alpha's conversion, other's conversion, and its rounding when
+                      // not fused
+                      extra += ((1 + ea) * (1 + eo) * (1 + uc) - 1) * std::fabs(alpha * other);
+                      extra += eb * std::fabs(base);
+                    } else {
+                      const double e1 = (1 + ex) * (1 + ey) - 1;
+                      extra +=
+                          (recip ? (e1 + 2 * uc) * (1 + 2 * uc) : e1) * std::fabs(exact(p, q, 1.0));
+                    }
+                    return extra;
+                  }),
+        t, [&](double yv, double extra) {
+          return add_up(roundingError(yv, c, f), extra * (1 + 4 * uc));
+        });
     return {ys};
   }
 };
 
-std::shared_ptr<const OpRule> arithRule(Arith op) {
-  return makeRuleOf(ArithRule{op});
-}
+std::shared_ptr<const OpRule> arithRule(Arith op) { return makeRuleOf(ArithRule{op}); }
 
 // ---------------------------------------------------------------------------------------------
 // Unary functions
@@ -291,18 +325,28 @@ enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, PowScalar };
 struct UnaryRule {
   Unary op;
 
-  double exponent(const OpArgs& a) const { return op == Unary::PowScalar ? a.numberArg(1, "exponent") : 0.0; }
+  double exponent(const OpArgs& a) const {
+    return op == Unary::PowScalar ? a.numberArg(1, "exponent") : 0.0;
+  }
 
   static double exactValue(Unary op, double x, double p) {
     switch (op) {
-      case Unary::Neg: return -x;
-      case Unary::Abs: return std::fabs(x);
-      case Unary::Reciprocal: return 1.0 / x;
-      case Unary::Sqrt: return std::sqrt(x);
-      case Unary::Rsqrt: return 1.0 / std::sqrt(x);
-      case Unary::Exp: return std::exp(x);
-      case Unary::Log: return std::log(x);
-      case Unary::PowScalar: return std::pow(x, p);
+      case Unary::Neg:
+        return -x;
+      case Unary::Abs:
+        return std::fabs(x);
+      case Unary::Reciprocal:
+        return 1.0 / x;
+      case Unary::Sqrt:
+        return std::sqrt(x);
+      case Unary::Rsqrt:
+        return 1.0 / std::sqrt(x);
+      case Unary::Exp:
+        return std::exp(x);
+      case Unary::Log:
+        return std::log(x);
+      case Unary::PowScalar:
+        return std::pow(x, p);
     }
     return x;
   }
@@ -310,14 +354,18 @@ struct UnaryRule {
   /// How the candidate computes: exact (neg/abs), one correctly rounded op, or a libm function.
   static std::optional<LibmFn> libmOf(Unary op, double p) {
     switch (op) {
-      case Unary::Rsqrt: return LibmFn::Rsqrt;
-      case Unary::Exp: return LibmFn::Exp;
-      case Unary::Log: return LibmFn::Log;
+      case Unary::Rsqrt:
+        return LibmFn::Rsqrt;
+      case Unary::Exp:
+        return LibmFn::Exp;
+      case Unary::Log:
+        return LibmFn::Log;
       case Unary::PowScalar:
         // PyTorch special-cases 0.5 (sqrt), 1, 2 (x·x), -1 (reciprocal): correctly rounded.
         if (p == 0.5 || p == 1.0 || p == 2.0 || p == -1.0 || p == 0.0) return std::nullopt;
         return LibmFn::Pow;
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -335,34 +383,51 @@ struct UnaryRule {
 
   static Interval exactEnclosure(Unary op, Interval x, double p) {
     switch (op) {
-      case Unary::Neg: return neg(x);
-      case Unary::Abs: return abs(x);
-      case Unary::Reciprocal: return div(Interval{1.0, 1.0}, x);
-      case Unary::Sqrt: return lossbound::sqrt(x);
-      case Unary::Rsqrt: return div(Interval{1.0, 1.0}, lossbound::sqrt(x));
-      case Unary::Exp: return exp(x);
-      case Unary::Log: return log(x);
-      case Unary::PowScalar: return powExact(x, p);
+      case Unary::Neg:
+        return neg(x);
+      case Unary::Abs:
+        return abs(x);
+      case Unary::Reciprocal:
+        return div(Interval{1.0, 1.0}, x);
+      case Unary::Sqrt:
+        return lossbound::sqrt(x);
+      case Unary::Rsqrt:
+        return div(Interval{1.0, 1.0}, lossbound::sqrt(x));
+      case Unary::Exp:
+        return exp(x);
+      case Unary::Log:
+        return log(x);
+      case Unary::PowScalar:
+        return powExact(x, p);
     }
     return x;
   }
 
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
     const double p = exponent(a);
-    return {mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(op, x, p); })};
+    return {
+        mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(op, x, p); })};
   }
 
   /// The backend kernel computing this op, if any (pow.Scalar has none).
   static std::optional<kernels::UnaryOp> kernelOf(Unary op) {
     switch (op) {
-      case Unary::Neg: return kernels::UnaryOp::Neg;
-      case Unary::Abs: return kernels::UnaryOp::Abs;
-      case Unary::Reciprocal: return kernels::UnaryOp::Reciprocal;
-      case Unary::Sqrt: return kernels::UnaryOp::Sqrt;
-      case Unary::Rsqrt: return kernels::UnaryOp::Rsqrt;
-      case Unary::Exp: return kernels::UnaryOp::Exp;
-      case Unary::Log: return kernels::UnaryOp::Log;
-      case Unary::PowScalar: return std::nullopt;
+      case Unary::Neg:
+        return kernels::UnaryOp::Neg;
+      case Unary::Abs:
+        return kernels::UnaryOp::Abs;
+      case Unary::Reciprocal:
+        return kernels::UnaryOp::Reciprocal;
+      case Unary::Sqrt:
+        return kernels::UnaryOp::Sqrt;
+      case Unary::Rsqrt:
+        return kernels::UnaryOp::Rsqrt;
+      case Unary::Exp:
+        return kernels::UnaryOp::Exp;
+      case Unary::Log:
+        return kernels::UnaryOp::Log;
+      case Unary::PowScalar:
+        return std::nullopt;
     }
     return std::nullopt;
   }
@@ -411,21 +476,30 @@ struct UnaryRule {
     const Tensor& y = outs[0];
     const Tensor d = mapPoint2(a, x, y, x.dtype(), [&](double xv, double yv) -> double {
       switch (op) {
-        case Unary::Neg: return -1.0;
-        case Unary::Abs: return xv > 0 ? 1.0 : (xv < 0 ? -1.0 : 0.0);
-        case Unary::Reciprocal: return -yv * yv;
-        case Unary::Sqrt: return 0.5 / yv;
-        case Unary::Rsqrt: return -0.5 * yv * yv * yv;
-        case Unary::Exp: return yv;
-        case Unary::Log: return 1.0 / xv;
-        case Unary::PowScalar: return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
+        case Unary::Neg:
+          return -1.0;
+        case Unary::Abs:
+          return xv > 0 ? 1.0 : (xv < 0 ? -1.0 : 0.0);
+        case Unary::Reciprocal:
+          return -yv * yv;
+        case Unary::Sqrt:
+          return 0.5 / yv;
+        case Unary::Rsqrt:
+          return -0.5 * yv * yv * yv;
+        case Unary::Exp:
+          return yv;
+        case Unary::Log:
+          return 1.0 / xv;
+        case Unary::PowScalar:
+          return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
       }
       return 0.0;
     });
     return {mapPoint2(a, g[0], d, x.dtype(), [](double gv, double dv) { return gv * dv; })};
   }
 
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
+                                 OpContext& ctx) const {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t) || op == Unary::Neg || op == Unary::Abs) return zeroLocalError(outs);
     const double p = exponent(a);
@@ -437,9 +511,7 @@ struct UnaryRule {
   }
 };
 
-std::shared_ptr<const OpRule> unaryRule(Unary op) {
-  return makeRuleOf(UnaryRule{op});
-}
+std::shared_ptr<const OpRule> unaryRule(Unary op) { return makeRuleOf(UnaryRule{op}); }
 
 // pow.Tensor_Tensor: x^y with the libm pow error (x > 0 expected).
 std::shared_ptr<const OpRule> powTensorTensorRule() {
@@ -451,18 +523,19 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
   f.interval = [](const OpArgs& a, OpContext& ctx) {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
-    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
-      if (y.lo == y.hi && y.lo == std::floor(y.lo)) {
-        const Interval e = UnaryRule::powExact(x, y.lo);
-        return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
-      }
-      // exp(y · log x): monotone pieces are covered by interval arithmetic on x > 0.
-      const Interval l = log(x);
-      if (isEmpty(l)) return l;
-      Interval e = exp(mul(y, l));
-      if (x.lo <= 0.0) return entireInterval();
-      return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
-    })};
+    return std::vector<Tensor>{
+        mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
+          if (y.lo == y.hi && y.lo == std::floor(y.lo)) {
+            const Interval e = UnaryRule::powExact(x, y.lo);
+            return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
+          }
+          // exp(y · log x): monotone pieces are covered by interval arithmetic on x > 0.
+          const Interval l = log(x);
+          if (isEmpty(l)) return l;
+          Interval e = exp(mul(y, l));
+          if (x.lo <= 0.0) return entireInterval();
+          return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
+        })};
   };
   f.random = [](const OpArgs& a, OpContext& ctx) {
     const DType t = a.outSpec().dtype;
@@ -488,7 +561,8 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
-    return std::vector<Tensor>{mapPoint(o[0], t, [&](double y) { return libmLocalError(y, LibmFn::Pow, c, fo); })};
+    return std::vector<Tensor>{
+        mapPoint(o[0], t, [&](double y) { return libmLocalError(y, LibmFn::Pow, c, fo); })};
   };
   return makeRule(std::move(f));
 }
@@ -508,7 +582,8 @@ std::shared_ptr<const OpRule> powScalarBaseRule() {
   auto fns = std::make_shared<RuleFns>();
   fns->point = [](const OpArgs& a, OpContext&) {
     const double base = a.numberArg(0, "self");
-    return std::vector<Tensor>{mapPoint(a.tensor(1), a.outSpec().dtype, [&](double x) { return std::pow(base, x); })};
+    return std::vector<Tensor>{
+        mapPoint(a.tensor(1), a.outSpec().dtype, [&](double x) { return std::pow(base, x); })};
   };
   fns->interval = [exact](const OpArgs& a, OpContext& ctx) {
     const DType t = a.outSpec().dtype;
@@ -526,7 +601,9 @@ std::shared_ptr<const OpRule> powScalarBaseRule() {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const double base = a.numberArg(0, "self");
-    if (isIntegral(t) || base == 1.0) return std::vector<Tensor>{mapPoint(a.tensor(1), t, [&](double x) { return std::pow(base, x); })};
+    if (isIntegral(t) || base == 1.0)
+      return std::vector<Tensor>{
+          mapPoint(a.tensor(1), t, [&](double x) { return std::pow(base, x); })};
     const double b = randomScalar(base, fo, *ctx.rng);
     return std::vector<Tensor>{mapPoint(a.tensor(1), t, [&](double x) {
       return libmRandom(std::pow(b, x), LibmFn::Pow, c, fo, *ctx.rng);
@@ -557,12 +634,18 @@ enum class Cmp { Eq, Ne, Lt, Gt, Le, Ge };
 
 double cmpPoint(Cmp c, double x, double y) {
   switch (c) {
-    case Cmp::Eq: return x == y;
-    case Cmp::Ne: return x != y;
-    case Cmp::Lt: return x < y;
-    case Cmp::Gt: return x > y;
-    case Cmp::Le: return x <= y;
-    case Cmp::Ge: return x >= y;
+    case Cmp::Eq:
+      return x == y;
+    case Cmp::Ne:
+      return x != y;
+    case Cmp::Lt:
+      return x < y;
+    case Cmp::Gt:
+      return x > y;
+    case Cmp::Le:
+      return x <= y;
+    case Cmp::Ge:
+      return x >= y;
   }
   return 0.0;
 }
@@ -577,10 +660,14 @@ Interval cmpInterval(Cmp c, Interval x, Interval y) {
       const Interval e = cmpInterval(Cmp::Eq, x, y);
       return {1.0 - e.hi, 1.0 - e.lo};
     }
-    case Cmp::Lt: return x.hi < y.lo ? yes : (x.lo >= y.hi ? no : maybe);
-    case Cmp::Gt: return cmpInterval(Cmp::Lt, y, x);
-    case Cmp::Le: return x.hi <= y.lo ? yes : (x.lo > y.hi ? no : maybe);
-    case Cmp::Ge: return cmpInterval(Cmp::Le, y, x);
+    case Cmp::Lt:
+      return x.hi < y.lo ? yes : (x.lo >= y.hi ? no : maybe);
+    case Cmp::Gt:
+      return cmpInterval(Cmp::Lt, y, x);
+    case Cmp::Le:
+      return x.hi <= y.lo ? yes : (x.lo > y.hi ? no : maybe);
+    case Cmp::Ge:
+      return cmpInterval(Cmp::Le, y, x);
   }
   return maybe;
 }
@@ -595,27 +682,30 @@ std::shared_ptr<const OpRule> cmpRule(Cmp cmp) {
   RuleFns f;
   f.point = [cmp](const OpArgs& a, OpContext&) {
     const Operand x = operand(a, 0), y = operand(a, 1);
-    return std::vector<Tensor>{mapPoint2(a, x.t, y.t, a.outSpec().dtype,
-                                         [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
+    return std::vector<Tensor>{mapPoint2(
+        a, x.t, y.t, a.outSpec().dtype, [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
   };
   f.interval = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const Format fmt = tensorFormat(a, ctx);
     const Tensor yt = enclosureOf(y, fmt, false);
-    return std::vector<Tensor>{mapInterval2(a, x.t, yt, a.outSpec().dtype,
-                                            [cmp](Interval p, Interval q) { return cmpInterval(cmp, p, q); })};
+    return std::vector<Tensor>{
+        mapInterval2(a, x.t, yt, a.outSpec().dtype,
+                     [cmp](Interval p, Interval q) { return cmpInterval(cmp, p, q); })};
   };
   f.random = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const Tensor yt = randomOf(y, tensorFormat(a, ctx), false, *ctx.rng);
-    return std::vector<Tensor>{mapPoint2(a, x.t, yt, a.outSpec().dtype,
-                                         [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
+    return std::vector<Tensor>{mapPoint2(
+        a, x.t, yt, a.outSpec().dtype, [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
   };
   f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
     std::vector<std::optional<Tensor>> out(a.tensorInputs().size());
     return out;
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -631,15 +721,18 @@ std::shared_ptr<const OpRule> logicRule(Logic op) {
   auto pointImpl = [op](const OpArgs& a, OpContext&) {
     const Tensor& x = a.tensor(0);
     if (op == Logic::BitwiseNot && isFloating(x.dtype()))
-      a.fail("bitwise_not needs an integer or bool tensor, found " + std::string(dtypeName(x.dtype())));
-    return std::vector<Tensor>{mapPoint(x, a.outSpec().dtype, [&](double v) { return logicPoint(op, v, x.dtype()); })};
+      a.fail("bitwise_not needs an integer or bool tensor, found " +
+             std::string(dtypeName(x.dtype())));
+    return std::vector<Tensor>{
+        mapPoint(x, a.outSpec().dtype, [&](double v) { return logicPoint(op, v, x.dtype()); })};
   };
   f.point = pointImpl;
   f.random = pointImpl;
   f.interval = [op](const OpArgs& a, OpContext&) {
     const Tensor& x = a.tensor(0);
     if (op == Logic::BitwiseNot && isFloating(x.dtype()))
-      a.fail("bitwise_not needs an integer or bool tensor, found " + std::string(dtypeName(x.dtype())));
+      a.fail("bitwise_not needs an integer or bool tensor, found " +
+             std::string(dtypeName(x.dtype())));
     return std::vector<Tensor>{mapInterval(x, a.outSpec().dtype, [&](Interval v) -> Interval {
       if (op == Logic::BitwiseNot && x.dtype() != DType::Bool) return {-v.hi - 1.0, -v.lo - 1.0};
       if (v.lo == v.hi) return point(v.lo == 0.0 ? 1.0 : 0.0);
@@ -649,7 +742,9 @@ std::shared_ptr<const OpRule> logicRule(Logic op) {
   f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
     return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -713,7 +808,8 @@ struct SelectRule {
       }
       byPos.emplace_back(i, gi);
     }
-    std::sort(byPos.begin(), byPos.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
+    std::sort(byPos.begin(), byPos.end(),
+              [](const auto& l, const auto& r) { return l.first < r.first; });
     std::vector<std::optional<Tensor>> out;
     for (auto& [i, gi] : byPos) out.push_back(gi);
     return out;
@@ -727,10 +823,12 @@ struct SelectRule {
     // e.g. masked_fill with -inf).
     auto conv = [f](double s) {
       if (!std::isfinite(s) || f == Format::Fp64) return 0.0;
-      return std::max(std::fabs(roundNearest(s, f) - s), std::fabs(roundNearest(s, Format::Fp32) - s));
+      return std::max(std::fabs(roundNearest(s, f) - s),
+                      std::fabs(roundNearest(s, Format::Fp32) - s));
     };
     const double ex = x.scalar ? conv(x.value) : 0.0, ey = y.scalar ? conv(y.value) : 0.0;
-    return {mapPoint3(a, a.tensor(condIdx), x.t, y.t, t, [&](double cv, double, double) { return cv != 0.0 ? ex : ey; })};
+    return {mapPoint3(a, a.tensor(condIdx), x.t, y.t, t,
+                      [&](double cv, double, double) { return cv != 0.0 ? ex : ey; })};
   }
 };
 
@@ -746,8 +844,10 @@ enum class Clamp { Both, Min, Max };
 std::shared_ptr<const OpRule> clampRule(Clamp kind) {
   auto bounds = [kind](const OpArgs& a) {
     std::optional<double> lo, hi;
-    if (kind == Clamp::Min) lo = a.numberArg(1, "min");
-    else if (kind == Clamp::Max) hi = a.numberArg(1, "max");
+    if (kind == Clamp::Min)
+      lo = a.numberArg(1, "min");
+    else if (kind == Clamp::Max)
+      hi = a.numberArg(1, "max");
     else {
       if (isNumber(a, 1) || (a.kwarg("min") && a.kwarg("min")->kind != IrValue::Kind::None))
         lo = a.numberArg(1, "min");
@@ -789,7 +889,8 @@ std::shared_ptr<const OpRule> clampRule(Clamp kind) {
       return integral ? x : roundNearest(x, fo);
     })};
   };
-  f.vjp = [bounds](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  f.vjp = [bounds](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
+                   OpContext&) {
     const auto [lo, hi] = bounds(a);
     const Tensor& x = a.tensor(0);
     const Tensor d = mapPoint2(a, g[0], x, g[0].dtype(), [&](double gv, double xv) {
@@ -800,7 +901,8 @@ std::shared_ptr<const OpRule> clampRule(Clamp kind) {
   f.localError = [bounds](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
     const Format fo = outFormat(a, ctx);
     if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
-    return std::vector<Tensor>{mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+    return std::vector<Tensor>{
+        mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
   };
   return makeRule(std::move(f));
 }
@@ -808,34 +910,39 @@ std::shared_ptr<const OpRule> clampRule(Clamp kind) {
 std::shared_ptr<const OpRule> extremumRule(bool isMax) {
   RuleFns f;
   f.point = [isMax](const OpArgs& a, OpContext&) {
-    return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype,
-                                         [isMax](double x, double y) {
-                                           if (std::isnan(x) || std::isnan(y)) return x + y;
-                                           return isMax ? std::max(x, y) : std::min(x, y);
-                                         })};
+    return std::vector<Tensor>{
+        mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype, [isMax](double x, double y) {
+          if (std::isnan(x) || std::isnan(y)) return x + y;
+          return isMax ? std::max(x, y) : std::min(x, y);
+        })};
   };
   f.random = f.point;
   f.interval = [isMax](const OpArgs& a, OpContext& ctx) {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx);
-    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
-      return ro(isMax ? max(x, y) : min(x, y), fo, isIntegral(t));
-    })};
+    return std::vector<Tensor>{
+        mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
+          return ro(isMax ? max(x, y) : min(x, y), fo, isIntegral(t));
+        })};
   };
   f.vjp = [isMax](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     const Tensor &x = a.tensor(0), &y = a.tensor(1);
     // Ties split the gradient evenly (as PyTorch does for maximum/minimum).
-    const Tensor gx = mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
-      if (p == q) return gv / 2;
-      return (isMax ? p > q : p < q) ? gv : 0.0;
-    });
-    const Tensor gy = mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
-      if (p == q) return gv / 2;
-      return (isMax ? q > p : q < p) ? gv : 0.0;
-    });
+    const Tensor gx =
+        mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
+          if (p == q) return gv / 2;
+          return (isMax ? p > q : p < q) ? gv : 0.0;
+        });
+    const Tensor gy =
+        mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
+          if (p == q) return gv / 2;
+          return (isMax ? q > p : q < p) ? gv : 0.0;
+        });
     return std::vector<std::optional<Tensor>>{gradFor(x, gx), gradFor(y, gy)};
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 

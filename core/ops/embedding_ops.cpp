@@ -8,12 +8,12 @@
 // enclosed by γ_{m−1}(u_s)·Σ|g| around the exact sum (Higham 2002, eq. 4.4, with the larger of
 // the two unit roundoffs), then rounded outward to s. scale_grad_by_freq = true is refused.
 
-#include <string>
-
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <string>
 
 namespace lossbound {
 
@@ -27,8 +27,8 @@ std::int64_t indexAt(const OpArgs& a, const Tensor& idx, std::int64_t p, std::in
   const double v = idx.values()[static_cast<std::size_t>(p)];
   const auto k = static_cast<std::int64_t>(v);
   if (static_cast<double>(k) != v || k < 0 || k >= rows)
-    a.fail("index " + std::to_string(v) + " at position " + std::to_string(p) + " is out of range [0, " +
-           std::to_string(rows) + ")");
+    a.fail("index " + std::to_string(v) + " at position " + std::to_string(p) +
+           " is out of range [0, " + std::to_string(rows) + ")");
   return k;
 }
 
@@ -53,14 +53,18 @@ std::shared_ptr<const OpRule> embeddingRule() {
       }
     }
     const DType t = a.outSpec(0).dtype;
-    return asInterval ? Tensor::interval(out, t, std::move(lo), std::move(hi)) : Tensor::point(out, t, std::move(lo));
+    return asInterval ? Tensor::interval(out, t, std::move(lo), std::move(hi))
+                      : Tensor::point(out, t, std::move(lo));
   };
-  fns->point = [gather](const OpArgs& a, OpContext&) { return std::vector<Tensor>{gather(a, false, Format::Fp64)}; };
+  fns->point = [gather](const OpArgs& a, OpContext&) {
+    return std::vector<Tensor>{gather(a, false, Format::Fp64)};
+  };
   fns->interval = [gather](const OpArgs& a, OpContext& ctx) {
     return std::vector<Tensor>{gather(a, true, outFormat(a, ctx))};
   };
   fns->random = [gather](const OpArgs& a, OpContext& ctx) {
-    return std::vector<Tensor>{roundNearestTensor(gather(a, false, Format::Fp64), outFormat(a, ctx))};
+    return std::vector<Tensor>{
+        roundNearestTensor(gather(a, false, Format::Fp64), outFormat(a, ctx))};
   };
   fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     // The mathematical derivative (every row, padding_idx included: the forward reads it).
@@ -71,9 +75,11 @@ std::shared_ptr<const OpRule> embeddingRule() {
     for (std::int64_t p = 0; p < idx.numel(); ++p) {
       const std::int64_t k = indexAt(a, idx, p, rows);
       for (std::int64_t j = 0; j < dim; ++j)
-        dw[static_cast<std::size_t>(k * dim + j)] += g[0].values()[static_cast<std::size_t>(p * dim + j)];
+        dw[static_cast<std::size_t>(k * dim + j)] +=
+            g[0].values()[static_cast<std::size_t>(p * dim + j)];
     }
-    return std::vector<std::optional<Tensor>>{Tensor::point(w.shape(), w.dtype(), std::move(dw)), std::nullopt};
+    return std::vector<std::optional<Tensor>>{Tensor::point(w.shape(), w.dtype(), std::move(dw)),
+                                              std::nullopt};
   };
   fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
     return localErrorVia(*fns, a, o, ctx);
@@ -95,10 +101,12 @@ DenseBackward denseArgs(const OpArgs& a) {
   if (a.boolArg(4, "scale_grad_by_freq", false))
     a.fail("scale_grad_by_freq = True is not supported");
   if (g.rank() != idx.rank() + 1)
-    a.fail("grad_output " + shapeString(g.shape()) + " should be indices " + shapeString(idx.shape()) + " + [dim]");
+    a.fail("grad_output " + shapeString(g.shape()) + " should be indices " +
+           shapeString(idx.shape()) + " + [dim]");
   for (int k = 0; k < idx.rank(); ++k)
     if (g.shape()[static_cast<std::size_t>(k)] != idx.shape()[static_cast<std::size_t>(k)])
-      a.fail("grad_output " + shapeString(g.shape()) + " does not match indices " + shapeString(idx.shape()));
+      a.fail("grad_output " + shapeString(g.shape()) + " does not match indices " +
+             shapeString(idx.shape()));
   d.dim = g.shape().back();
   d.positions = idx.numel();
   return d;
@@ -126,10 +134,12 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
     for (std::int64_t k = 0; k < d.numWeights; ++k)
       for (std::int64_t j = 0; j < d.dim; ++j) {
         long double s = 0;
-        for (std::int64_t p : gr[static_cast<std::size_t>(k)]) s += g.values()[static_cast<std::size_t>(p * d.dim + j)];
+        for (std::int64_t p : gr[static_cast<std::size_t>(k)])
+          s += g.values()[static_cast<std::size_t>(p * d.dim + j)];
         out[static_cast<std::size_t>(k * d.dim + j)] = static_cast<double>(s);
       }
-    return std::vector<Tensor>{Tensor::point({d.numWeights, d.dim}, a.outSpec(0).dtype, std::move(out))};
+    return std::vector<Tensor>{
+        Tensor::point({d.numWeights, d.dim}, a.outSpec(0).dtype, std::move(out))};
   };
   fns->interval = [](const OpArgs& a, OpContext& ctx) {
     const DenseBackward d = denseArgs(a);
@@ -137,8 +147,9 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
     const DType t = a.outSpec(0).dtype;
     const Format s = outFormat(a, ctx);
     // The larger unit roundoff of storage (CPU index_add_) and accumulation (CUDA).
-    const double u = std::max(unitRoundoff(s), unitRoundoff(accumulationFormat(ctx.precision, t)) *
-                                                   (ctx.precision.truncatingAccumulation ? 2.0 : 1.0));
+    const double u =
+        std::max(unitRoundoff(s), unitRoundoff(accumulationFormat(ctx.precision, t)) *
+                                      (ctx.precision.truncatingAccumulation ? 2.0 : 1.0));
     std::vector<double> lo(static_cast<std::size_t>(d.numWeights * d.dim), 0.0), hi(lo);
     const auto gr = groups(a, d);
     for (std::int64_t k = 0; k < d.numWeights; ++k) {
@@ -154,7 +165,8 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
         hi[static_cast<std::size_t>(k * d.dim + j)] = r.hi;
       }
     }
-    return std::vector<Tensor>{Tensor::interval({d.numWeights, d.dim}, t, std::move(lo), std::move(hi))};
+    return std::vector<Tensor>{
+        Tensor::interval({d.numWeights, d.dim}, t, std::move(lo), std::move(hi))};
   };
   fns->random = [](const OpArgs& a, OpContext& ctx) {
     const DenseBackward d = denseArgs(a);
@@ -167,8 +179,10 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
     for (std::int64_t k = 0; k < d.numWeights; ++k)
       for (std::int64_t j = 0; j < d.dim; ++j) {
         terms.clear();
-        for (std::int64_t p : gr[static_cast<std::size_t>(k)]) terms.push_back(g.values()[static_cast<std::size_t>(p * d.dim + j)]);
-        out[static_cast<std::size_t>(k * d.dim + j)] = roundNearest(randomSum(terms, acc, *ctx.rng), s);
+        for (std::int64_t p : gr[static_cast<std::size_t>(k)])
+          terms.push_back(g.values()[static_cast<std::size_t>(p * d.dim + j)]);
+        out[static_cast<std::size_t>(k * d.dim + j)] =
+            roundNearest(randomSum(terms, acc, *ctx.rng), s);
       }
     return std::vector<Tensor>{Tensor::point({d.numWeights, d.dim}, t, std::move(out))};
   };
@@ -181,9 +195,11 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
       const std::int64_t k = indexAt(a, idx, p, d.numWeights);
       if (k == d.padding) continue;
       for (std::int64_t j = 0; j < d.dim; ++j)
-        dg[static_cast<std::size_t>(p * d.dim + j)] = h[0].values()[static_cast<std::size_t>(k * d.dim + j)];
+        dg[static_cast<std::size_t>(p * d.dim + j)] =
+            h[0].values()[static_cast<std::size_t>(k * d.dim + j)];
     }
-    return std::vector<std::optional<Tensor>>{Tensor::point(g.shape(), g.dtype(), std::move(dg)), std::nullopt};
+    return std::vector<std::optional<Tensor>>{Tensor::point(g.shape(), g.dtype(), std::move(dg)),
+                                              std::nullopt};
   };
   fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
     return localErrorVia(*fns, a, o, ctx);

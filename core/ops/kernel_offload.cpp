@@ -76,9 +76,9 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
-std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model,
-                                  const Tensor& x, std::int64_t rows, std::int64_t cols,
-                                  const Shape& shape, DType dtype) {
+std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,
+                                  std::int64_t rows, std::int64_t cols, const Shape& shape,
+                                  DType dtype) {
   if (rows * cols != x.numel() || !offerable(backend, {&x})) return std::nullopt;
   const auto n = static_cast<std::size_t>(rows);
   std::vector<double> lo(n), hi(n);

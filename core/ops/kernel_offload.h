@@ -5,11 +5,11 @@
 // operand endpoint is not finite (the host rules keep exact ±inf semantics, e.g. attention masks,
 // which the kernel bodies' sanitizing would widen).
 
-#include <cstdint>
-#include <optional>
-
 #include "core/backend.h"
 #include "core/tensor/tensor.h"
+
+#include <cstdint>
+#include <optional>
 
 namespace lossbound::ops {
 
@@ -29,8 +29,8 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
 
 /// Returns the enclosure of every row sum of x viewed as rows×cols (contiguous rows), shaped
 /// `shape` (rows elements) and labelled `dtype`.
-std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model,
-                                  const Tensor& x, std::int64_t rows, std::int64_t cols,
-                                  const Shape& shape, DType dtype);
+std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,
+                                  std::int64_t rows, std::int64_t cols, const Shape& shape,
+                                  DType dtype);
 
 }  // namespace lossbound::ops

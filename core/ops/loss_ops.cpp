@@ -20,13 +20,13 @@
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
 // is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
 
-#include <cmath>
-#include <string>
-
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -59,14 +59,16 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
   Layout l;
   l.reduction = static_cast<int>(a.intArg(reductionPos, "reduction", kMean));
   if (l.reduction < 0 || l.reduction > 2)
-    a.fail("reduction should be 0 (none), 1 (mean) or 2 (sum), found " + std::to_string(l.reduction));
+    a.fail("reduction should be 0 (none), 1 (mean) or 2 (sum), found " +
+           std::to_string(l.reduction));
   const std::int64_t ignore = a.intArg(reductionPos + 1, "ignore_index", -100);
   if (!isFloating(x.dtype())) a.fail("self should be a floating tensor");
   if (isFloating(target.dtype())) a.fail("target should be an integer tensor");
   std::int64_t n = 1, c = 0, inner = 1;
   if (x.rank() == 1) {
     c = x.shape()[0];
-    if (target.rank() != 0) a.fail("a 1-D input needs a 0-d target, found " + shapeString(target.shape()));
+    if (target.rank() != 0)
+      a.fail("a 1-D input needs a 0-d target, found " + shapeString(target.shape()));
     l.outShape = {};
   } else if (x.rank() >= 2) {
     n = x.shape()[0];
@@ -77,8 +79,8 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
       ts.push_back(x.shape()[static_cast<std::size_t>(d)]);
     }
     if (target.shape() != ts)
-      a.fail("target should have shape " + shapeString(ts) + " for input " + shapeString(x.shape()) +
-             ", found " + shapeString(target.shape()));
+      a.fail("target should have shape " + shapeString(ts) + " for input " +
+             shapeString(x.shape()) + ", found " + shapeString(target.shape()));
     l.outShape = ts;
   } else {
     a.fail("self should have 1 or more dimensions, found a 0-d tensor");
@@ -86,7 +88,9 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
   l.outCount = numel(l.outShape);
   if (a.isTensor(selfPos + 2)) {
     const Tensor& w = a.tensor(selfPos + 2);
-    if (w.shape() != Shape{c}) a.fail("weight should have shape [" + std::to_string(c) + "], found " + shapeString(w.shape()));
+    if (w.shape() != Shape{c})
+      a.fail("weight should have shape [" + std::to_string(c) + "], found " +
+             shapeString(w.shape()));
   }
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t s = 0; s < inner; ++s) {
@@ -95,14 +99,16 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
       const auto t = static_cast<std::int64_t>(tv);
       if (t == ignore) continue;
       if (t < 0 || t >= c)
-        a.fail("target " + std::to_string(t) + " at " + std::to_string(o) + " is out of bounds [0, " +
-               std::to_string(c) + ")");
+        a.fail("target " + std::to_string(t) + " at " + std::to_string(o) +
+               " is out of bounds [0, " + std::to_string(c) + ")");
       l.kept.push_back({(i * c + t) * inner + s, t, o});
     }
   return l;
 }
 
-const Tensor* weightOf(const OpArgs& a, std::size_t pos) { return a.isTensor(pos) ? &a.tensor(pos) : nullptr; }
+const Tensor* weightOf(const OpArgs& a, std::size_t pos) {
+  return a.isTensor(pos) ? &a.tensor(pos) : nullptr;
+}
 
 Tensor intervalScalar(Interval v, DType t) { return Tensor::interval({}, t, {v.lo}, {v.hi}); }
 
@@ -120,15 +126,18 @@ std::shared_ptr<const OpRule> forwardRule() {
     std::vector<double> none(static_cast<std::size_t>(l.outCount), 0.0);
     for (const Entry& e : l.kept) {
       const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
-      const long double term = -static_cast<long double>(wt) * x.values()[static_cast<std::size_t>(e.self)];
+      const long double term =
+          -static_cast<long double>(wt) * x.values()[static_cast<std::size_t>(e.self)];
       sum += term;
       tw += wt;
       none[static_cast<std::size_t>(e.out)] = static_cast<double>(term);
     }
     if (l.reduction == kNone)
-      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)), Tensor::scalar(0.0, t1)};
+      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)),
+                                 Tensor::scalar(0.0, t1)};
     const double out = static_cast<double>(l.reduction == kSum ? sum : sum / tw);
-    return std::vector<Tensor>{Tensor::scalar(out, t0), Tensor::scalar(static_cast<double>(tw), t1)};
+    return std::vector<Tensor>{Tensor::scalar(out, t0),
+                               Tensor::scalar(static_cast<double>(tw), t1)};
   };
   fns->interval = [](const OpArgs& a, OpContext& ctx) {
     const Layout l = layoutOf(a, 0, 3);
@@ -172,11 +181,16 @@ std::shared_ptr<const OpRule> forwardRule() {
     Interval twC = d.round({sub_down(tw.lo, ew), add_up(tw.hi, ew)});
     if (!w) twC = hull(twC, roundOutward(tw, s0));  // static_cast<scalar_t>(count) (CPU)
     Interval out;
-    if (l.reduction == kSum) out = sumC;
-    else if (twC.lo <= 0.0 && twC.hi >= 0.0) out = entireInterval();  // 0/0 or unbounded
-    else out = d.div(sumC, twC);
-    if (!(add_up(absSum, es) < largestFinite(acc))) out = entireInterval();  // partial sums may overflow
-    return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0), intervalScalar(roundOutward(twC, s1), t1)};
+    if (l.reduction == kSum)
+      out = sumC;
+    else if (twC.lo <= 0.0 && twC.hi >= 0.0)
+      out = entireInterval();  // 0/0 or unbounded
+    else
+      out = d.div(sumC, twC);
+    if (!(add_up(absSum, es) < largestFinite(acc)))
+      out = entireInterval();  // partial sums may overflow
+    return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0),
+                               intervalScalar(roundOutward(twC, s1), t1)};
   };
   fns->random = [](const OpArgs& a, OpContext& ctx) {
     const Layout l = layoutOf(a, 0, 3);
@@ -186,8 +200,9 @@ std::shared_ptr<const OpRule> forwardRule() {
     const Format s0 = outFormat(a, ctx, 0);
     const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
     // Half of the executions model the CPU kernel: products, partial sums and the count in s0.
-    const bool storageAcc = unitRoundoff(s0) > unitRoundoff(accumulationFormat(ctx.precision, t0)) &&
-                            ((*ctx.rng)() & 1) != 0;
+    const bool storageAcc =
+        unitRoundoff(s0) > unitRoundoff(accumulationFormat(ctx.precision, t0)) &&
+        ((*ctx.rng)() & 1) != 0;
     const Format c = storageAcc ? s0 : accumulationFormat(ctx.precision, t0);
     std::vector<double> terms, ws, none(static_cast<std::size_t>(l.outCount), 0.0);
     for (const Entry& e : l.kept) {
@@ -199,14 +214,18 @@ std::shared_ptr<const OpRule> forwardRule() {
       none[static_cast<std::size_t>(e.out)] = roundNearest(term, s0);
     }
     if (l.reduction == kNone)
-      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)), Tensor::scalar(0.0, t1)};
+      return std::vector<Tensor>{Tensor::point(l.outShape, t0, std::move(none)),
+                                 Tensor::scalar(0.0, t1)};
     const double sum = randomSum(terms, c, *ctx.rng);
-    const double tw = storageAcc && !w ? roundNearest(static_cast<double>(ws.size()), s0) : randomSum(ws, c, *ctx.rng);
+    const double tw = storageAcc && !w ? roundNearest(static_cast<double>(ws.size()), s0)
+                                       : randomSum(ws, c, *ctx.rng);
     // fl_s(a / b) of two s values: computed in fp32, then rounded (innocuous, Figueroa 1995).
     const double out = l.reduction == kSum ? sum : roundNearest(sum / tw, c);
-    return std::vector<Tensor>{Tensor::scalar(roundNearest(out, s0), t0), Tensor::scalar(roundNearest(tw, s1), t1)};
+    return std::vector<Tensor>{Tensor::scalar(roundNearest(out, s0), t0),
+                               Tensor::scalar(roundNearest(tw, s1), t1)};
   };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g, OpContext&) {
+  fns->vjp = [](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g,
+                OpContext&) {
     const Layout l = layoutOf(a, 0, 3);
     const Tensor& x = a.tensor(0);
     const Tensor* w = weightOf(a, 2);
@@ -217,7 +236,8 @@ std::shared_ptr<const OpRule> forwardRule() {
     const double gTw = g.size() > 1 && l.reduction != kNone ? g[1].values()[0] : 0.0;
     for (const Entry& e : l.kept) {
       const double wt = w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0;
-      const double go = l.reduction == kNone ? g[0].values()[static_cast<std::size_t>(e.out)] : g[0].values()[0];
+      const double go =
+          l.reduction == kNone ? g[0].values()[static_cast<std::size_t>(e.out)] : g[0].values()[0];
       const double scale = l.reduction == kMean ? go / tw : go;
       dx[static_cast<std::size_t>(e.self)] += -wt * scale;
       if (w) {
@@ -228,7 +248,8 @@ std::shared_ptr<const OpRule> forwardRule() {
         dw[static_cast<std::size_t>(e.cls)] += dwi;
       }
     }
-    std::vector<std::optional<Tensor>> res{Tensor::point(x.shape(), x.dtype(), std::move(dx)), std::nullopt};
+    std::vector<std::optional<Tensor>> res{Tensor::point(x.shape(), x.dtype(), std::move(dx)),
+                                           std::nullopt};
     if (w) res.emplace_back(Tensor::point(w->shape(), w->dtype(), std::move(dw)));
     return res;
   };
@@ -250,7 +271,8 @@ std::shared_ptr<const OpRule> backwardRule() {
     const Tensor& g = a.tensor(0);
     const std::int64_t want = l.reduction == kNone ? l.outCount : 1;
     if (g.numel() != want)
-      a.fail("grad_output should have " + std::to_string(want) + " elements, found " + shapeString(g.shape()));
+      a.fail("grad_output should have " + std::to_string(want) + " elements, found " +
+             shapeString(g.shape()));
   };
   fns->point = [gradAt, checkGrad](const OpArgs& a, OpContext&) {
     const Layout l = layoutOf(a, 1, 4);
@@ -282,9 +304,12 @@ std::shared_ptr<const OpRule> backwardRule() {
       const Interval nw = lossbound::neg(w ? w->at(e.cls) : Interval{1.0, 1.0});
       const Interval go = gradAt(g, l, e);
       Interval r;
-      if (l.reduction != kMean) r = w ? d.mul(nw, go) : d.round(lossbound::neg(go));
-      else if (tw.lo <= 0.0 && tw.hi >= 0.0) r = entireInterval();
-      else r = hull(d.mul(nw, d.div(go, tw)), d.div(d.mul(nw, go), tw));
+      if (l.reduction != kMean)
+        r = w ? d.mul(nw, go) : d.round(lossbound::neg(go));
+      else if (tw.lo <= 0.0 && tw.hi >= 0.0)
+        r = entireInterval();
+      else
+        r = hull(d.mul(nw, d.div(go, tw)), d.div(d.mul(nw, go), tw));
       r = roundOutward(r, s);
       lo[static_cast<std::size_t>(e.self)] = r.lo;
       hi[static_cast<std::size_t>(e.self)] = r.hi;
@@ -307,13 +332,16 @@ std::shared_ptr<const OpRule> backwardRule() {
       const double nw = -(w ? w->values()[static_cast<std::size_t>(e.cls)] : 1.0);
       const double go = gradAt(g, l, e).lo;
       double r;
-      if (l.reduction != kMean) r = d.mul(nw, go);
-      else r = scaleFirst ? d.mul(nw, d.div(go, tw)) : d.div(d.mul(nw, go), tw);
+      if (l.reduction != kMean)
+        r = d.mul(nw, go);
+      else
+        r = scaleFirst ? d.mul(nw, d.div(go, tw)) : d.div(d.mul(nw, go), tw);
       out[static_cast<std::size_t>(e.self)] = roundNearest(r, s);
     }
     return std::vector<Tensor>{Tensor::point(x.shape(), t, std::move(out))};
   };
-  fns->vjp = [gradAt](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  fns->vjp = [gradAt](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
+                      OpContext&) {
     // out[self_e] = −w·g / tw (mean) or −w·g: linear in g; self does not enter the values.
     const Layout l = layoutOf(a, 1, 4);
     const Tensor& g = a.tensor(0);

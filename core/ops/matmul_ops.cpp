@@ -18,14 +18,14 @@
 //   rad = [S4↑ - S2↓] + γ_k^64 S2↑ + kη + γ_k^acc S4↑ + k η_acc      (all rounded upward)
 // and the result is [g1 - rad, g1 + rad] rounded outward to the storage format. No rounding
 // mode is ever assumed inside the BLAS: the radius is computed from RN results and inflated.
-#include <algorithm>
-#include <cmath>
-#include <string>
-
 #include "core/backend.h"
 #include "core/ops/families.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -38,10 +38,10 @@ constexpr double kEta64 = 0x1p-1074;
 
 /// How the candidate computed one matrix product.
 struct GemmModel {
-  Format in;       // inputs rounded to this format before the products
-  Format acc;      // accumulation format
-  Format out;      // storage format of the result
-  double uAcc;     // accumulation unit roundoff (2u for truncating accumulation)
+  Format in;    // inputs rounded to this format before the products
+  Format acc;   // accumulation format
+  Format out;   // storage format of the result
+  double uAcc;  // accumulation unit roundoff (2u for truncating accumulation)
 };
 
 GemmModel gemmModel(const OpArgs& a, const OpContext& ctx) {
@@ -81,7 +81,9 @@ MatmulPlan planMatmul(const OpArgs& args, const Shape& as, const Shape& bs) {
   p.aBatch = Shape(a.begin(), a.end() - 2);
   p.bBatch = Shape(b.begin(), b.end() - 2);
   const auto ob = broadcastShapes(p.aBatch, p.bBatch);
-  if (!ob) args.fail("batch dimensions " + shapeString(p.aBatch) + " and " + shapeString(p.bBatch) + " do not broadcast");
+  if (!ob)
+    args.fail("batch dimensions " + shapeString(p.aBatch) + " and " + shapeString(p.bBatch) +
+              " do not broadcast");
   p.outBatch = *ob;
   const BroadcastIndex ix(p.outBatch, {p.aBatch, p.bBatch});
   std::int64_t off[2];
@@ -111,7 +113,8 @@ void checkRanks(const OpArgs& a, const Tensor& x, const Tensor& y, int rank, boo
 /// Returns true when x is exactly representable in f (fast path for fp32).
 inline bool representable(double x, Format f) {
   if (f == Format::Fp64) return true;
-  if (f == Format::Fp32) return std::fabs(x) <= 3.4028234663852886e38 && static_cast<double>(static_cast<float>(x)) == x;
+  if (f == Format::Fp32)
+    return std::fabs(x) <= 3.4028234663852886e38 && static_cast<double>(static_cast<float>(x)) == x;
   return roundToFormat(x, f, RoundingDirection::Nearest) == x;
 }
 
@@ -121,7 +124,8 @@ inline double roundDownTo(double x, Format f) {
   if (f == Format::Fp64) return x;
   if (f == Format::Fp32 && std::fabs(x) < 3.4e38) {
     const float r = static_cast<float>(x);
-    return static_cast<double>(r) > x ? static_cast<double>(std::nextafterf(r, -HUGE_VALF)) : static_cast<double>(r);
+    return static_cast<double>(r) > x ? static_cast<double>(std::nextafterf(r, -HUGE_VALF))
+                                      : static_cast<double>(r);
   }
   return roundToFormat(x, f, RoundingDirection::Down);
 }
@@ -131,8 +135,9 @@ inline double roundUpTo(double x, Format f) { return -roundDownTo(-x, f); }
 /// is not finite. Radii are rounded up so that [m - r, m + r] contains [lo, hi]. When the input
 /// is a point tensor whose values are representable in `in`, sets `direct` to its storage
 /// (no copy) and leaves mid/rad empty.
-bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in, std::vector<double>& mid,
-            std::vector<double>& rad, bool& isPoint, const double*& direct) {
+bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in,
+            std::vector<double>& mid, std::vector<double>& rad, bool& isPoint,
+            const double*& direct) {
   const auto lo = t.lo(), hi = t.hi();
   direct = nullptr;
   if (!t.isInterval()) {
@@ -156,7 +161,8 @@ bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in, std:
     if (!std::isfinite(x.lo) || !std::isfinite(x.hi)) return false;
     const double m = midpoint(x);
     // RN differences, then one ulp up (plus the smallest subnormal) bound the exact ones.
-    const double r = x.lo == x.hi ? 0.0 : std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
+    const double r =
+        x.lo == x.hi ? 0.0 : std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
     mid[static_cast<std::size_t>(i)] = m;
     rad[static_cast<std::size_t>(i)] = r;
     if (r != 0.0) isPoint = false;
@@ -164,17 +170,18 @@ bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in, std:
   return true;
 }
 
-
 /// Encloses C = alpha·(A·B) + beta·bias for one m×k×n product (bias may be null) as every value
 /// the candidate can produce, rounded outward to the storage format.
-void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
-                  std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
-                  const Interval* bias, double alpha, double beta, double* outLo, double* outHi) {
+void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor& B,
+                  std::int64_t bOff, std::int64_t m, std::int64_t k, std::int64_t n,
+                  const GemmModel& gm, const Interval* bias, double alpha, double beta,
+                  double* outLo, double* outHi) {
   const std::int64_t mn = m * n;
   std::vector<double> mA, rA, mB, rB;
   bool pA = true, pB = true;
   const double *dA = nullptr, *dB = nullptr;
-  const bool finite = midRad(A, aOff, m * k, gm.in, mA, rA, pA, dA) && midRad(B, bOff, k * n, gm.in, mB, rB, pB, dB);
+  const bool finite = midRad(A, aOff, m * k, gm.in, mA, rA, pA, dA) &&
+                      midRad(B, bOff, k * n, gm.in, mB, rB, pB, dB);
   if (!finite) {
     std::fill(outLo, outLo + mn, -kInf);
     std::fill(outHi, outHi + mn, kInf);
@@ -189,8 +196,10 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
   if (!points) {
     // P = |mA| + rA, Q = |mB| + rB rounded up.
     std::vector<double> P(static_cast<std::size_t>(m * k)), Q(static_cast<std::size_t>(k * n));
-    for (std::size_t i = 0; i < P.size(); ++i) P[i] = dA ? std::fabs(ma[i]) : add_up(std::fabs(ma[i]), rA[i]);
-    for (std::size_t i = 0; i < Q.size(); ++i) Q[i] = dB ? std::fabs(mb[i]) : add_up(std::fabs(mb[i]), rB[i]);
+    for (std::size_t i = 0; i < P.size(); ++i)
+      P[i] = dA ? std::fabs(ma[i]) : add_up(std::fabs(ma[i]), rA[i]);
+    for (std::size_t i = 0; i < Q.size(); ++i)
+      Q[i] = dB ? std::fabs(mb[i]) : add_up(std::fabs(mb[i]), rB[i]);
     g4.resize(g1.size());
     be.gemm(P.data(), Q.data(), g4.data(), m, k, n, false);
   }
@@ -215,7 +224,7 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
   constexpr double kRadInflate = 1.0 + 0x1p-45;
   // k = 0: every term is an exact 0 (the empty product), so no underflow floor either.
   const double kRadFloor = k == 0 ? 0.0 : 0x1p-1060;
-  const double cMid = mul_up(g64, up);          // γ_k^64 / (1 - γ_k)
+  const double cMid = mul_up(g64, up);  // γ_k^64 / (1 - γ_k)
   const double cAcc = mul_up(mul_up(gAcc, absAlpha), up);
   const double cEtaMid = add_up(mul_up(kEta, g64), kEta);
   const double cEtaAcc = mul_up(absAlpha, kEtaAcc);
@@ -242,7 +251,8 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
         const double rad = radP + (cAcc * s4 + cEtaAcc) * kRadInflate + kRadFloor;
         const double magnitude = absAlpha * s4 * up;
         Interval e{sub_down(g1[u], rad), add_up(g1[u], rad)};
-        if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) || !std::isfinite(rad)) e = entireInterval();
+        if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) || !std::isfinite(rad))
+          e = entireInterval();
         outLo[u] = roundDownTo(e.lo, gm.out);
         outHi[u] = roundUpTo(e.hi, gm.out);
         continue;
@@ -285,9 +295,9 @@ void roundInputs(std::span<const double> src, std::int64_t off, std::int64_t len
   }
 }
 
-void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff, std::int64_t m,
-                std::int64_t k, std::int64_t n, const GemmModel& gm, const double* bias, double alpha,
-                double beta, std::mt19937_64& rng, double* out) {
+void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
+                std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
+                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out) {
   const bool truncate = gm.in == Format::Tf32 && (rng() & 1);
   std::vector<double> a, b;
   roundInputs(A.values(), aOff, m * k, gm.in, truncate, a);
@@ -297,7 +307,8 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
     for (std::int64_t j = 0; j < n; ++j)
       bt[static_cast<std::size_t>(j * k + i)] = b[static_cast<std::size_t>(i * n + j)];
   const double al = randomScalar(alpha, gm.acc, rng), bl = randomScalar(beta, gm.acc, rng);
-  std::vector<double> scratch, ra(static_cast<std::size_t>(k + 1)), rb(static_cast<std::size_t>(k + 1));
+  std::vector<double> scratch, ra(static_cast<std::size_t>(k + 1)),
+      rb(static_cast<std::size_t>(k + 1));
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       const std::span<const double> row(a.data() + i * k, static_cast<std::size_t>(k));
@@ -335,20 +346,31 @@ struct MatmulRule {
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     switch (kind) {
       case Kind::Mm:
-      case Kind::Addmm: checkRanks(a, x, y, 2, false); break;
-      case Kind::Bmm: checkRanks(a, x, y, 3, true); break;
-      case Kind::Dot: checkRanks(a, x, y, 1, false); break;
+      case Kind::Addmm:
+        checkRanks(a, x, y, 2, false);
+        break;
+      case Kind::Bmm:
+        checkRanks(a, x, y, 3, true);
+        break;
+      case Kind::Dot:
+        checkRanks(a, x, y, 1, false);
+        break;
       case Kind::Mv:
         if (x.rank() != 2 || y.rank() != 1)
           a.fail("expected a 2-D matrix and a 1-D vector, found shapes " + shapeString(x.shape()) +
                  " and " + shapeString(y.shape()));
         break;
-      case Kind::Matmul: break;
+      case Kind::Matmul:
+        break;
     }
     return planMatmul(a, x.shape(), y.shape());
   }
-  double alpha(const OpArgs& a) const { return kind == Kind::Addmm ? a.numberArg(4, "alpha", 1.0) : 1.0; }
-  double beta(const OpArgs& a) const { return kind == Kind::Addmm ? a.numberArg(3, "beta", 1.0) : 1.0; }
+  double alpha(const OpArgs& a) const {
+    return kind == Kind::Addmm ? a.numberArg(4, "alpha", 1.0) : 1.0;
+  }
+  double beta(const OpArgs& a) const {
+    return kind == Kind::Addmm ? a.numberArg(3, "beta", 1.0) : 1.0;
+  }
   /// The bias broadcast to [m, n] (addmm only).
   std::optional<Tensor> bias(const OpArgs& a, const MatmulPlan& p) const {
     if (kind != Kind::Addmm) return std::nullopt;
@@ -359,14 +381,16 @@ struct MatmulRule {
     const MatmulPlan p = plan(a);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const std::int64_t mn = p.m * p.n;
-    std::vector<double> out(static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
+    std::vector<double> out(
+        static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
       ctx.backend.gemm(x.values().data() + p.aOff[bi], y.values().data() + p.bOff[bi],
                        out.data() + static_cast<std::int64_t>(bi) * mn, p.m, p.k, p.n, false);
     if (const auto b = bias(a, p)) {
       const double al = alpha(a), be = beta(a);
       for (std::int64_t i = 0; i < mn; ++i)
-        out[static_cast<std::size_t>(i)] = al * out[static_cast<std::size_t>(i)] + be * b->values()[static_cast<std::size_t>(i)];
+        out[static_cast<std::size_t>(i)] =
+            al * out[static_cast<std::size_t>(i)] + be * b->values()[static_cast<std::size_t>(i)];
     }
     return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
   }
@@ -386,7 +410,8 @@ struct MatmulRule {
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi) {
       const std::int64_t o = static_cast<std::int64_t>(bi) * mn;
       intervalGemm(ctx.backend, x, p.aOff[bi], y, p.bOff[bi], p.m, p.k, p.n, gm,
-                   biasIv.empty() ? nullptr : biasIv.data(), alpha(a), beta(a), lo.data() + o, hi.data() + o);
+                   biasIv.empty() ? nullptr : biasIv.data(), alpha(a), beta(a), lo.data() + o,
+                   hi.data() + o);
     }
     return {Tensor::interval(p.outShape, a.outSpec().dtype, std::move(lo), std::move(hi))};
   }
@@ -396,7 +421,8 @@ struct MatmulRule {
     const GemmModel gm = gemmModel(a, ctx);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const std::int64_t mn = p.m * p.n;
-    std::vector<double> out(static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
+    std::vector<double> out(
+        static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
     const auto b = bias(a, p);
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
       randomGemm(x, p.aOff[bi], y, p.bOff[bi], p.m, p.k, p.n, gm, b ? b->values().data() : nullptr,
@@ -410,10 +436,12 @@ struct MatmulRule {
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const double al = alpha(a);
     // Per output batch: gA += al·G·Bᵀ, gB += al·Aᵀ·G, accumulated into the (broadcast) batch.
-    std::vector<double> ga(static_cast<std::size_t>(x.numel()), 0.0), gb(static_cast<std::size_t>(y.numel()), 0.0);
+    std::vector<double> ga(static_cast<std::size_t>(x.numel()), 0.0),
+        gb(static_cast<std::size_t>(y.numel()), 0.0);
     const std::int64_t m = p.m, k = p.k, n = p.n;
     std::vector<double> bt(static_cast<std::size_t>(k * n)), at(static_cast<std::size_t>(m * k));
-    std::vector<double> tmpA(static_cast<std::size_t>(m * k)), tmpB(static_cast<std::size_t>(k * n));
+    std::vector<double> tmpA(static_cast<std::size_t>(m * k)),
+        tmpB(static_cast<std::size_t>(k * n));
     const auto gv = g[0].values();
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi) {
       const double* A = x.values().data() + p.aOff[bi];
@@ -425,8 +453,10 @@ struct MatmulRule {
         for (std::int64_t j = 0; j < k; ++j) at[static_cast<std::size_t>(j * m + i)] = A[i * k + j];
       ctx.backend.gemm(G, bt.data(), tmpA.data(), m, n, k, false);
       ctx.backend.gemm(at.data(), G, tmpB.data(), k, m, n, false);
-      for (std::size_t i = 0; i < tmpA.size(); ++i) ga[static_cast<std::size_t>(p.aOff[bi]) + i] += al * tmpA[i];
-      for (std::size_t i = 0; i < tmpB.size(); ++i) gb[static_cast<std::size_t>(p.bOff[bi]) + i] += al * tmpB[i];
+      for (std::size_t i = 0; i < tmpA.size(); ++i)
+        ga[static_cast<std::size_t>(p.aOff[bi]) + i] += al * tmpA[i];
+      for (std::size_t i = 0; i < tmpB.size(); ++i)
+        gb[static_cast<std::size_t>(p.bOff[bi]) + i] += al * tmpB[i];
     }
     std::vector<std::optional<Tensor>> out;
     if (kind == Kind::Addmm) {
@@ -439,12 +469,14 @@ struct MatmulRule {
     return out;
   }
 
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
+                                 OpContext& ctx) const {
     const MatmulPlan p = plan(a);
     const GemmModel gm = gemmModel(a, ctx);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const std::int64_t mn = p.m * p.n;
-    std::vector<double> absProd(static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
+    std::vector<double> absProd(
+        static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
       ctx.backend.gemm(x.values().data() + p.aOff[bi], y.values().data() + p.bOff[bi],
                        absProd.data() + static_cast<std::int64_t>(bi) * mn, p.m, p.k, p.n, true);
@@ -455,12 +487,14 @@ struct MatmulRule {
     // e = 2u_in: truncation moves a value by up to one ulp) when the input format is coarser than
     // the storage format (tf32), plus the RN slack of the binary64 |A||B| itself (γ_k^64).
     const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);
-    const double rel = add_up(add_up(gammaUp(terms, gm.uAcc), mul_up(uIn, 2.0 + uIn)), gammaUp(p.k + 1, 0x1p-53));
+    const double rel =
+        add_up(add_up(gammaUp(terms, gm.uAcc), mul_up(uIn, 2.0 + uIn)), gammaUp(p.k + 1, 0x1p-53));
     const double eta = mul_up(static_cast<double>(p.k), smallestSubnormal(gm.acc));
     std::vector<double> out(absProd.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
       double mag = mul_up(al, absProd[i]);
-      if (b) mag = add_up(mag, mul_up(be, std::fabs(b->values()[i % static_cast<std::size_t>(mn)])));
+      if (b)
+        mag = add_up(mag, mul_up(be, std::fabs(b->values()[i % static_cast<std::size_t>(mn)])));
       const double y0 = outs[0].values()[i];
       out[i] = add_up(add_up(mul_up(rel, mag), eta),
                       gm.acc == gm.out ? 0.0 : roundingError(y0, gm.out, gm.out));
@@ -469,9 +503,7 @@ struct MatmulRule {
   }
 };
 
-std::shared_ptr<const OpRule> matmulRule(Kind kind) {
-  return makeRuleOf(MatmulRule{kind});
-}
+std::shared_ptr<const OpRule> matmulRule(Kind kind) { return makeRuleOf(MatmulRule{kind}); }
 
 }  // namespace
 

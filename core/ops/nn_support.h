@@ -13,15 +13,15 @@
 //   comes from the same formula as the point rule.
 // Row helpers split a tensor into (outer, n, inner) blocks along one dimension.
 
-#include <cmath>
-#include <cstdint>
-#include <random>
-#include <vector>
-
 #include "core/interval/elementary.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/ops/op_support.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
 
 namespace lossbound::ops::nn {
 
@@ -48,10 +48,14 @@ inline Const nearConst(double v, int ulps = 4) {
 /// Returns the LibmFn of the op_support ulp table for fn.
 inline LibmFn libmFn(Fn f) {
   switch (f) {
-    case Fn::Exp: return LibmFn::Exp;
-    case Fn::Log: return LibmFn::Log;
-    case Fn::Tanh: return LibmFn::Tanh;
-    case Fn::Erf: return LibmFn::Erf;
+    case Fn::Exp:
+      return LibmFn::Exp;
+    case Fn::Log:
+      return LibmFn::Log;
+    case Fn::Tanh:
+      return LibmFn::Tanh;
+    case Fn::Erf:
+      return LibmFn::Erf;
   }
   return LibmFn::Exp;
 }
@@ -59,10 +63,14 @@ inline LibmFn libmFn(Fn f) {
 /// Returns f(x) from the host libm.
 inline double libm(Fn f, double x) {
   switch (f) {
-    case Fn::Exp: return std::exp(x);
-    case Fn::Log: return std::log(x);
-    case Fn::Tanh: return std::tanh(x);
-    case Fn::Erf: return std::erf(x);
+    case Fn::Exp:
+      return std::exp(x);
+    case Fn::Log:
+      return std::log(x);
+    case Fn::Tanh:
+      return std::tanh(x);
+    case Fn::Erf:
+      return std::erf(x);
   }
   return x;
 }
@@ -94,10 +102,18 @@ struct IntervalDomain {
   V fn(Fn f, V a) const {
     Interval e;
     switch (f) {
-      case Fn::Exp: e = lossbound::exp(a); break;
-      case Fn::Log: e = lossbound::log(a); break;
-      case Fn::Tanh: e = lossbound::tanh(a); break;
-      case Fn::Erf: e = lossbound::erf(a); break;
+      case Fn::Exp:
+        e = lossbound::exp(a);
+        break;
+      case Fn::Log:
+        e = lossbound::log(a);
+        break;
+      case Fn::Tanh:
+        e = lossbound::tanh(a);
+        break;
+      case Fn::Erf:
+        e = lossbound::erf(a);
+        break;
     }
     // The candidate's libm in c: within modelUlps ulps of the exact value (op_support table).
     e = widenUlps(e, modelUlps(libmFn(f), c), c);
@@ -193,10 +209,18 @@ struct AdDomain {
     const double y = libm(f, a.v);
     double d = 0.0;
     switch (f) {
-      case Fn::Exp: d = y; break;
-      case Fn::Log: d = 1.0 / a.v; break;
-      case Fn::Tanh: d = 1.0 - y * y; break;
-      case Fn::Erf: d = 1.1283791670955126 * std::exp(-a.v * a.v); break;  // 2/sqrt(pi)
+      case Fn::Exp:
+        d = y;
+        break;
+      case Fn::Log:
+        d = 1.0 / a.v;
+        break;
+      case Fn::Tanh:
+        d = 1.0 - y * y;
+        break;
+      case Fn::Erf:
+        d = 1.1283791670955126 * std::exp(-a.v * a.v);
+        break;  // 2/sqrt(pi)
     }
     return make(y, a.id, d);
   }

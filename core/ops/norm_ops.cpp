@@ -43,16 +43,16 @@
 // γ_n Σ|a||b| + n·η); the enclosure is the hull of both forms. grad_weight = Σ_rows dy·x̂,
 // grad_bias = Σ_rows dy, in any order.
 
-#include <algorithm>
-#include <cmath>
-#include <string>
-
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -72,10 +72,13 @@ LnShape lnShape(const OpArgs& a, const Tensor& x, std::size_t normPos) {
   LnShape s;
   s.normShape = a.intListArg(normPos, "normalized_shape");
   const auto k = s.normShape.size();
-  if (k > x.shape().size()) a.fail("normalized_shape " + shapeString(s.normShape) + " is longer than the input shape " + shapeString(x.shape()));
+  if (k > x.shape().size())
+    a.fail("normalized_shape " + shapeString(s.normShape) + " is longer than the input shape " +
+           shapeString(x.shape()));
   for (std::size_t d = 0; d < k; ++d)
     if (x.shape()[x.shape().size() - k + d] != s.normShape[d])
-      a.fail("normalized_shape " + shapeString(s.normShape) + " does not match the trailing dims of " + shapeString(x.shape()));
+      a.fail("normalized_shape " + shapeString(s.normShape) +
+             " does not match the trailing dims of " + shapeString(x.shape()));
   s.n = numel(s.normShape);
   s.statShape = x.shape();
   for (std::size_t d = 0; d < k; ++d) s.statShape[x.shape().size() - k + d] = 1;
@@ -86,7 +89,9 @@ LnShape lnShape(const OpArgs& a, const Tensor& x, std::size_t normPos) {
 const Tensor* optTensor(const OpArgs& a, std::size_t pos, std::int64_t n) {
   if (!a.isTensor(pos)) return nullptr;
   const Tensor& t = a.tensor(pos);
-  if (t.numel() != n) a.fail("weight/bias should have " + std::to_string(n) + " elements, found " + shapeString(t.shape()));
+  if (t.numel() != n)
+    a.fail("weight/bias should have " + std::to_string(n) + " elements, found " +
+           shapeString(t.shape()));
   return &t;
 }
 
@@ -96,10 +101,10 @@ double epsArg(const OpArgs& a, std::size_t pos) { return a.numberArg(pos, "eps")
 // Forward: the formula in a point-like domain (binary64 or AD), two-pass.
 
 template <class D>
-void forwardFormula(const D& d, const std::vector<typename D::V>& x, const std::vector<typename D::V>* w,
-                    const std::vector<typename D::V>* b, std::int64_t rows, std::int64_t n, double eps,
-                    std::vector<typename D::V>& out, std::vector<typename D::V>& mean,
-                    std::vector<typename D::V>& rstd) {
+void forwardFormula(const D& d, const std::vector<typename D::V>& x,
+                    const std::vector<typename D::V>* w, const std::vector<typename D::V>* b,
+                    std::int64_t rows, std::int64_t n, double eps, std::vector<typename D::V>& out,
+                    std::vector<typename D::V>& mean, std::vector<typename D::V>& rstd) {
   using V = typename D::V;
   out.assign(x.size(), d.lit(0.0));
   mean.assign(static_cast<std::size_t>(rows), d.lit(0.0));
@@ -111,7 +116,8 @@ void forwardFormula(const D& d, const std::vector<typename D::V>& x, const std::
     for (std::int64_t j = 0; j < n; ++j) s = d.add(s, x[base + static_cast<std::size_t>(j)]);
     const V mu = d.div(s, nv);
     V ss = d.lit(0.0);
-    for (std::int64_t j = 0; j < n; ++j) ss = d.add(ss, d.sqr(d.sub(x[base + static_cast<std::size_t>(j)], mu)));
+    for (std::int64_t j = 0; j < n; ++j)
+      ss = d.add(ss, d.sqr(d.sub(x[base + static_cast<std::size_t>(j)], mu)));
     const V rs = d.div(d.lit(1.0), d.sqrtV(d.add(d.div(ss, nv), d.lit(eps))));
     mean[static_cast<std::size_t>(r)] = mu;
     rstd[static_cast<std::size_t>(r)] = rs;
@@ -133,8 +139,9 @@ std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt
   if (algo == 0) {
     std::vector<double> t = x;
     const double s = randomSum(t, c, rng);
-    const double mu = (rng() & 1) ? roundNearest(s / static_cast<double>(n), c)
-                                  : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
+    const double mu = (rng() & 1)
+                          ? roundNearest(s / static_cast<double>(n), c)
+                          : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
     for (std::size_t j = 0; j < n; ++j) {
       const double dj = roundNearest(x[j] - mu, c);
       t[j] = roundNearest(dj * dj, c);
@@ -158,8 +165,9 @@ std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt
     for (std::size_t k = 1; k < n; ++k) {
       const double kk = static_cast<double>(k + 1);
       const double delta = roundNearest(x[k] - acc.m, c);
-      const double m = (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
-                                   : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
+      const double m =
+          (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
+                      : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
       const double s = roundNearest(acc.s + roundNearest(delta * roundNearest(x[k] - m, c), c), c);
       acc = M{kk, m, s};
     }
@@ -186,7 +194,8 @@ std::shared_ptr<const OpRule> forwardRule() {
     std::vector<double> xv(x.values().begin(), x.values().end()), wv, bv, out, mean, rstd;
     if (w) wv.assign(w->values().begin(), w->values().end());
     if (b) bv.assign(b->values().begin(), b->values().end());
-    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out, mean, rstd);
+    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out,
+                   mean, rstd);
     if (s.n == 0) std::fill(mean.begin(), mean.end(), std::nan(""));
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, out),
                                Tensor::point(s.statShape, a.outSpec(1).dtype, mean),
@@ -204,8 +213,8 @@ std::shared_ptr<const OpRule> forwardRule() {
                                         .rstdStorage = outFormat(a, ctx, 2),
                                         .eps = epsArg(a, 4),
                                         .rsqrtUlps = modelUlps(LibmFn::Rsqrt, c)};
-    std::vector<double> oLo(static_cast<std::size_t>(x.numel())), oHi(oLo.size()), mLo(static_cast<std::size_t>(s.rows)),
-        mHi(mLo.size()), rLo(mLo.size()), rHi(mLo.size());
+    std::vector<double> oLo(static_cast<std::size_t>(x.numel())), oHi(oLo.size()),
+        mLo(static_cast<std::size_t>(s.rows)), mHi(mLo.size()), rLo(mLo.size()), rHi(mLo.size());
     const kernels::ConstIntervalSpan xs{x.lo().data(), x.hi().data()};
     const kernels::ConstIntervalSpan ws =
         w ? kernels::ConstIntervalSpan{w->lo().data(), w->hi().data()}
@@ -243,29 +252,34 @@ std::shared_ptr<const OpRule> forwardRule() {
     const RandomDomain d{c, ctx.rng};
     std::mt19937_64& rng = *ctx.rng;
     const double eps = roundNearest(epsArg(a, 4), c);
-    std::vector<double> out(static_cast<std::size_t>(x.numel())), mean(static_cast<std::size_t>(s.rows)), rstd(mean.size());
+    std::vector<double> out(static_cast<std::size_t>(x.numel())),
+        mean(static_cast<std::size_t>(s.rows)), rstd(mean.size());
     for (std::int64_t r = 0; r < s.rows; ++r) {
       if (s.n == 0) {
         mean[static_cast<std::size_t>(r)] = std::nan("");
         continue;
       }
       std::vector<double> row(static_cast<std::size_t>(s.n));
-      for (std::int64_t j = 0; j < s.n; ++j) row[static_cast<std::size_t>(j)] = x.values()[static_cast<std::size_t>(r * s.n + j)];
+      for (std::int64_t j = 0; j < s.n; ++j)
+        row[static_cast<std::size_t>(j)] = x.values()[static_cast<std::size_t>(r * s.n + j)];
       const auto [mu, m2] = randomMoments(row, c, rng);
       const double nd = static_cast<double>(s.n);
       double var = (rng() & 1) ? d.div(m2, nd) : d.mul(m2, roundNearest(1.0 / nd, c));
       if (rng() & 1) var = std::max(var, 0.0);
       const double ve = d.add(var, eps);
-      const double rs = (rng() & 1) ? d.div(1.0, roundNearest(std::sqrt(ve), c))
-                                    : perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
+      const double rs =
+          (rng() & 1) ? d.div(1.0, roundNearest(std::sqrt(ve), c))
+                      : perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
       const int form = static_cast<int>(rng() % 3);
       const double negRmu = -d.mul(rs, mu);
       for (std::int64_t j = 0; j < s.n; ++j) {
         const double xv = row[static_cast<std::size_t>(j)];
         const double dj = d.sub(xv, mu);
         double y;
-        if (form == 0) y = w ? d.mul(d.mul(dj, rs), w->values()[static_cast<std::size_t>(j)]) : d.mul(dj, rs);
-        else if (form == 1) y = w ? d.mul(dj, d.mul(rs, w->values()[static_cast<std::size_t>(j)])) : d.mul(dj, rs);
+        if (form == 0)
+          y = w ? d.mul(d.mul(dj, rs), w->values()[static_cast<std::size_t>(j)]) : d.mul(dj, rs);
+        else if (form == 1)
+          y = w ? d.mul(dj, d.mul(rs, w->values()[static_cast<std::size_t>(j)])) : d.mul(dj, rs);
         else {
           y = d.add(d.mul(xv, rs), negRmu);
           if (w) y = d.mul(y, w->values()[static_cast<std::size_t>(j)]);
@@ -290,14 +304,19 @@ std::shared_ptr<const OpRule> forwardRule() {
     const AdDomain d{&tape};
     std::vector<Var> xv, wv, bv, out, mean, rstd;
     for (double v : x.values()) xv.push_back(d.leaf(v));
-    if (w) for (double v : w->values()) wv.push_back(d.leaf(v));
-    if (b) for (double v : b->values()) bv.push_back(d.leaf(v));
-    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out, mean, rstd);
+    if (w)
+      for (double v : w->values()) wv.push_back(d.leaf(v));
+    if (b)
+      for (double v : b->values()) bv.push_back(d.leaf(v));
+    forwardFormula(d, xv, w ? &wv : nullptr, b ? &bv : nullptr, s.rows, s.n, epsArg(a, 4), out,
+                   mean, rstd);
     std::vector<std::pair<int, double>> seeds;
     for (std::size_t i = 0; i < out.size(); ++i) seeds.emplace_back(out[i].id, g[0].values()[i]);
     for (std::size_t i = 0; i < mean.size(); ++i) {
-      if (g.size() > 1 && g[1].numel() == static_cast<std::int64_t>(mean.size())) seeds.emplace_back(mean[i].id, g[1].values()[i]);
-      if (g.size() > 2 && g[2].numel() == static_cast<std::int64_t>(rstd.size())) seeds.emplace_back(rstd[i].id, g[2].values()[i]);
+      if (g.size() > 1 && g[1].numel() == static_cast<std::int64_t>(mean.size()))
+        seeds.emplace_back(mean[i].id, g[1].values()[i]);
+      if (g.size() > 2 && g[2].numel() == static_cast<std::int64_t>(rstd.size()))
+        seeds.emplace_back(rstd[i].id, g[2].values()[i]);
     }
     const auto adj = tape.backward(seeds);
     auto grads = [&](const std::vector<Var>& v, const Tensor& t) {
@@ -330,7 +349,9 @@ BwdArgs bwdArgs(const OpArgs& a) {
   r.dy = &a.tensor(0);
   r.x = &a.tensor(1);
   r.s = lnShape(a, *r.x, 2);
-  if (r.dy->shape() != r.x->shape()) a.fail("grad_out " + shapeString(r.dy->shape()) + " should match input " + shapeString(r.x->shape()));
+  if (r.dy->shape() != r.x->shape())
+    a.fail("grad_out " + shapeString(r.dy->shape()) + " should match input " +
+           shapeString(r.x->shape()));
   r.mean = &a.tensor(3);
   r.rstd = &a.tensor(4);
   if (r.mean->numel() != r.s.rows || r.rstd->numel() != r.s.rows)
@@ -338,16 +359,18 @@ BwdArgs bwdArgs(const OpArgs& a) {
   r.w = optTensor(a, 5, r.s.n);
   r.mask = {true, true, true};
   if (a.arg(7).kind == IrValue::Kind::List)
-    for (std::size_t k = 0; k < 3 && k < a.arg(7).list.size(); ++k) r.mask[k] = a.arg(7).list[k].boolValue;
+    for (std::size_t k = 0; k < 3 && k < a.arg(7).list.size(); ++k)
+      r.mask[k] = a.arg(7).list[k].boolValue;
   return r;
 }
 
 /// The reference formula in a point-like domain (binary64 or AD): gI, gW, gB.
 template <class D>
-void backwardFormula(const D& d, const BwdArgs& ba, const std::vector<typename D::V>& dy, const std::vector<typename D::V>& x,
-                     const std::vector<typename D::V>& mean, const std::vector<typename D::V>& rstd,
-                     const std::vector<typename D::V>* w, std::vector<typename D::V>& gi,
-                     std::vector<typename D::V>& gw, std::vector<typename D::V>& gb) {
+void backwardFormula(const D& d, const BwdArgs& ba, const std::vector<typename D::V>& dy,
+                     const std::vector<typename D::V>& x, const std::vector<typename D::V>& mean,
+                     const std::vector<typename D::V>& rstd, const std::vector<typename D::V>* w,
+                     std::vector<typename D::V>& gi, std::vector<typename D::V>& gw,
+                     std::vector<typename D::V>& gb) {
   using V = typename D::V;
   const std::int64_t n = ba.s.n;
   gi.assign(x.size(), d.lit(0.0));
@@ -385,12 +408,16 @@ std::shared_ptr<const OpRule> backwardRule() {
   fns->point = [shapeW, dtypeOf](const OpArgs& a, OpContext&) {
     const BwdArgs ba = bwdArgs(a);
     const PointDomain d;
-    auto vec = [](const Tensor* t) { return std::vector<double>(t->values().begin(), t->values().end()); };
+    auto vec = [](const Tensor* t) {
+      return std::vector<double>(t->values().begin(), t->values().end());
+    };
     std::vector<double> wv, gi, gw, gb;
     if (ba.w) wv = vec(ba.w);
-    backwardFormula(d, ba, vec(ba.dy), vec(ba.x), vec(ba.mean), vec(ba.rstd), ba.w ? &wv : nullptr, gi, gw, gb);
+    backwardFormula(d, ba, vec(ba.dy), vec(ba.x), vec(ba.mean), vec(ba.rstd), ba.w ? &wv : nullptr,
+                    gi, gw, gb);
     const DType t = dtypeOf(a, 0, ba.x->dtype());
-    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi), Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
+    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi),
+                            Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
                             Tensor::point(shapeW(ba), dtypeOf(a, 2, t), gb)};
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
@@ -401,7 +428,8 @@ std::shared_ptr<const OpRule> backwardRule() {
     const DType t = dtypeOf(a, 0, ba.x->dtype());
     const Format c = accumulationFormat(ctx.precision, t);
     const IntervalDomain d{c};
-    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0), eta = smallestSubnormal(c);
+    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0),
+                 eta = smallestSubnormal(c);
     const std::int64_t n = ba.s.n;
     const Interval nI{static_cast<double>(n), static_cast<double>(n)};
     const Interval invN = d.div(Interval{1.0, 1.0}, nI);
@@ -417,7 +445,8 @@ std::shared_ptr<const OpRule> backwardRule() {
       return d.round(Interval{sub_down(s.lo, e), add_up(s.hi, e)});
     };
     std::vector<Interval> gi(static_cast<std::size_t>(ba.x->numel()));
-    std::vector<std::vector<Interval>> gwTerms(static_cast<std::size_t>(n)), gbTerms(static_cast<std::size_t>(n));
+    std::vector<std::vector<Interval>> gwTerms(static_cast<std::size_t>(n)),
+        gbTerms(static_cast<std::size_t>(n));
     std::vector<Interval> g(static_cast<std::size_t>(n)), xh(g.size()), pg, pgx, pgX;
     for (std::int64_t r = 0; r < ba.s.rows; ++r) {
       const Interval mu = ba.mean->at(r), rs = ba.rstd->at(r);
@@ -429,7 +458,8 @@ std::shared_ptr<const OpRule> backwardRule() {
         const std::int64_t i = r * n + j;
         xh[jj] = d.mul(d.sub(ba.x->at(i), mu), rs);
         const Interval dyI = ba.dy->at(i);
-        g[jj] = ba.w ? lossbound::mul(dyI, ba.w->at(j)) : dyI;  // exact; product rounding in the dot bound
+        g[jj] = ba.w ? lossbound::mul(dyI, ba.w->at(j))
+                     : dyI;  // exact; product rounding in the dot bound
         pg.push_back(g[jj]);
         pgx.push_back(lossbound::mul(g[jj], xh[jj]));
         pgX.push_back(lossbound::mul(g[jj], ba.x->at(i)));
@@ -462,10 +492,13 @@ std::shared_ptr<const OpRule> backwardRule() {
         const Interval tT = d.mul(d.mul(sg, rs), invN);
         const double bx = mul_up(mag(bb), mag(xi));
         double err = add_up(mul_up(u, bx), mul_up(u, add_up(mag(p1), mul_up(bx, add_up(1.0, u)))));
-        err = add_up(err, add_up(mul_up(gammaUp(2, u), mul_up(mag(bb), mag(mu))), mul_up(u, mag(tT))));
-        const Interval core = lossbound::sub(lossbound::add(p1, lossbound::mul(bb, lossbound::sub(xi, mu))), tT);
-        const Interval cpu = d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
-                                                    Interval{sub_down(1.0, u), add_up(1.0, u)}));
+        err = add_up(err,
+                     add_up(mul_up(gammaUp(2, u), mul_up(mag(bb), mag(mu))), mul_up(u, mag(tT))));
+        const Interval core =
+            lossbound::sub(lossbound::add(p1, lossbound::mul(bb, lossbound::sub(xi, mu))), tT);
+        const Interval cpu =
+            d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
+                                   Interval{sub_down(1.0, u), add_up(1.0, u)}));
         gi[static_cast<std::size_t>(i)] = hull(ref, cpu);
       }
     }
@@ -486,7 +519,8 @@ std::shared_ptr<const OpRule> backwardRule() {
       gw[j] = dotEncl(gwTerms[j], ba.s.rows);
       gb[j] = dotEncl(gbTerms[j], ba.s.rows);  // a sum: the dot bound is looser, still valid
     }
-    std::vector<Tensor> out{toTensor(ba.x->shape(), t, gi, s0), toTensor(shapeW(ba), dtypeOf(a, 1, t), gw, s1),
+    std::vector<Tensor> out{toTensor(ba.x->shape(), t, gi, s0),
+                            toTensor(shapeW(ba), dtypeOf(a, 1, t), gw, s1),
                             toTensor(shapeW(ba), dtypeOf(a, 2, t), gb, s2)};
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
@@ -501,12 +535,14 @@ std::shared_ptr<const OpRule> backwardRule() {
     const std::int64_t n = ba.s.n;
     const double nd = static_cast<double>(n), invN = roundNearest(1.0 / nd, c);
     const bool cpuForm = rng() & 1;
-    std::vector<double> gi(static_cast<std::size_t>(ba.x->numel())), scratch, g(static_cast<std::size_t>(n)),
-        xh(g.size()), xr(g.size()), dyr(g.size()), wv(g.size(), 1.0);
+    std::vector<double> gi(static_cast<std::size_t>(ba.x->numel())), scratch,
+        g(static_cast<std::size_t>(n)), xh(g.size()), xr(g.size()), dyr(g.size()),
+        wv(g.size(), 1.0);
     std::vector<std::vector<double>> gwT(static_cast<std::size_t>(n)), gbT(g.size());
     if (ba.w) wv.assign(ba.w->values().begin(), ba.w->values().end());
     for (std::int64_t r = 0; r < ba.s.rows; ++r) {
-      const double mu = ba.mean->values()[static_cast<std::size_t>(r)], rs = ba.rstd->values()[static_cast<std::size_t>(r)];
+      const double mu = ba.mean->values()[static_cast<std::size_t>(r)],
+                   rs = ba.rstd->values()[static_cast<std::size_t>(r)];
       for (std::int64_t j = 0; j < n; ++j) {
         const auto jj = static_cast<std::size_t>(j);
         const auto i = static_cast<std::size_t>(r * n + j);
@@ -516,8 +552,14 @@ std::shared_ptr<const OpRule> backwardRule() {
         gwT[jj].push_back(d.mul(dyr[jj], xh[jj]));
         gbT[jj].push_back(dyr[jj]);
       }
-      const double sg = ba.w ? randomDot(dyr, wv, c, rng, scratch) : [&] { std::vector<double> t2 = dyr; return randomSum(t2, c, rng); }();
-      for (std::int64_t j = 0; j < n; ++j) g[static_cast<std::size_t>(j)] = ba.w ? d.mul(dyr[static_cast<std::size_t>(j)], wv[static_cast<std::size_t>(j)]) : dyr[static_cast<std::size_t>(j)];
+      const double sg = ba.w ? randomDot(dyr, wv, c, rng, scratch) : [&] {
+        std::vector<double> t2 = dyr;
+        return randomSum(t2, c, rng);
+      }();
+      for (std::int64_t j = 0; j < n; ++j)
+        g[static_cast<std::size_t>(j)] =
+            ba.w ? d.mul(dyr[static_cast<std::size_t>(j)], wv[static_cast<std::size_t>(j)])
+                 : dyr[static_cast<std::size_t>(j)];
       const double sgx = randomDot(g, xh, c, rng, scratch);
       const double sgX = randomDot(g, xr, c, rng, scratch);
       for (std::int64_t j = 0; j < n; ++j) {
@@ -544,7 +586,8 @@ std::shared_ptr<const OpRule> backwardRule() {
       gb[j] = roundNearest(randomSum(gbT[j], c, rng), s2);
     }
     for (double& v : gi) v = roundNearest(v, s0);
-    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi), Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
+    std::vector<Tensor> out{Tensor::point(ba.x->shape(), t, gi),
+                            Tensor::point(shapeW(ba), dtypeOf(a, 1, t), gw),
                             Tensor::point(shapeW(ba), dtypeOf(a, 2, t), gb)};
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
@@ -567,16 +610,19 @@ std::shared_ptr<const OpRule> backwardRule() {
     const std::vector<Var>* outs[3] = {&gi, &gw, &gb};
     for (std::size_t k = 0; k < 3 && k < h.size(); ++k)
       if (ba.mask[k])
-        for (std::size_t i = 0; i < outs[k]->size(); ++i) seeds.emplace_back((*outs[k])[i].id, h[k].values()[i]);
+        for (std::size_t i = 0; i < outs[k]->size(); ++i)
+          seeds.emplace_back((*outs[k])[i].id, h[k].values()[i]);
     const auto adj = tape.backward(seeds);
     auto grads = [&](const std::vector<Var>& v, const Tensor* t) {
       std::vector<double> g(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) g[i] = adj[static_cast<std::size_t>(v[i].id)];
       return Tensor::point(t->shape(), t->dtype(), g);
     };
-    std::vector<std::optional<Tensor>> res{grads(dy, ba.dy), grads(x, ba.x), grads(mean, ba.mean), grads(rstd, ba.rstd)};
+    std::vector<std::optional<Tensor>> res{grads(dy, ba.dy), grads(x, ba.x), grads(mean, ba.mean),
+                                           grads(rstd, ba.rstd)};
     if (ba.w) res.emplace_back(grads(wv, ba.w));
-    if (a.isTensor(6)) res.emplace_back(zerosLike(a.tensor(6), a.tensor(6).dtype()));  // bias: unused
+    if (a.isTensor(6))
+      res.emplace_back(zerosLike(a.tensor(6), a.tensor(6).dtype()));  // bias: unused
     return res;
   };
   fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {

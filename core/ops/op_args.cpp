@@ -1,6 +1,6 @@
-#include <string>
-
 #include "core/ops/op_rule.h"
+
+#include <string>
 
 namespace lossbound {
 
@@ -50,7 +50,8 @@ const Tensor& OpArgs::tensor(std::size_t i) const {
 
 std::vector<const Tensor*> OpArgs::tensorList(std::size_t i) const {
   const IrValue& v = arg(i);
-  if (v.kind != IrValue::Kind::List) fail("argument " + std::to_string(i) + " should be a list of tensors");
+  if (v.kind != IrValue::Kind::List)
+    fail("argument " + std::to_string(i) + " should be a list of tensors");
   std::size_t pos = 0;
   auto countRefs = [](const IrValue& x, auto& self) -> std::size_t {
     if (x.kind == IrValue::Kind::Ref) return 1;
@@ -62,7 +63,8 @@ std::vector<const Tensor*> OpArgs::tensorList(std::size_t i) const {
   for (std::size_t k = 0; k < i; ++k) pos += countRefs(mNode->args[k], countRefs);
   std::vector<const Tensor*> out;
   for (const IrValue& e : v.list) {
-    if (e.kind != IrValue::Kind::Ref) fail("argument " + std::to_string(i) + " should list only tensors");
+    if (e.kind != IrValue::Kind::Ref)
+      fail("argument " + std::to_string(i) + " should list only tensors");
     out.push_back(mTensors.at(pos++));
   }
   return out;
@@ -73,18 +75,21 @@ std::int64_t OpArgs::intArg(std::size_t i, std::string_view name,
   const IrValue* v = find(i, name);
   if (!v) {
     if (fallback) return *fallback;
-    fail("missing integer argument " + std::to_string(i) + (name.empty() ? "" : " (" + std::string(name) + ")"));
+    fail("missing integer argument " + std::to_string(i) +
+         (name.empty() ? "" : " (" + std::string(name) + ")"));
   }
   if (v->kind == IrValue::Kind::Int) return v->intValue;
   if (v->kind == IrValue::Kind::Bool) return v->boolValue ? 1 : 0;
   fail("argument " + std::to_string(i) + " should be an integer");
 }
 
-double OpArgs::numberArg(std::size_t i, std::string_view name, std::optional<double> fallback) const {
+double OpArgs::numberArg(std::size_t i, std::string_view name,
+                         std::optional<double> fallback) const {
   const IrValue* v = find(i, name);
   if (!v) {
     if (fallback) return *fallback;
-    fail("missing number argument " + std::to_string(i) + (name.empty() ? "" : " (" + std::string(name) + ")"));
+    fail("missing number argument " + std::to_string(i) +
+         (name.empty() ? "" : " (" + std::string(name) + ")"));
   }
   if (v->kind == IrValue::Kind::Float) return v->floatValue;
   if (v->kind == IrValue::Kind::Int) return static_cast<double>(v->intValue);
@@ -96,25 +101,29 @@ bool OpArgs::boolArg(std::size_t i, std::string_view name, std::optional<bool> f
   const IrValue* v = find(i, name);
   if (!v) {
     if (fallback) return *fallback;
-    fail("missing bool argument " + std::to_string(i) + (name.empty() ? "" : " (" + std::string(name) + ")"));
+    fail("missing bool argument " + std::to_string(i) +
+         (name.empty() ? "" : " (" + std::string(name) + ")"));
   }
   if (v->kind == IrValue::Kind::Bool) return v->boolValue;
   if (v->kind == IrValue::Kind::Int) return v->intValue != 0;
   fail("argument " + std::to_string(i) + " should be a bool");
 }
 
-std::vector<std::int64_t> OpArgs::intListArg(std::size_t i, std::string_view name,
-                                             std::optional<std::vector<std::int64_t>> fallback) const {
+std::vector<std::int64_t> OpArgs::intListArg(
+    std::size_t i, std::string_view name, std::optional<std::vector<std::int64_t>> fallback) const {
   const IrValue* v = find(i, name);
   if (!v) {
     if (fallback) return *fallback;
-    fail("missing int-list argument " + std::to_string(i) + (name.empty() ? "" : " (" + std::string(name) + ")"));
+    fail("missing int-list argument " + std::to_string(i) +
+         (name.empty() ? "" : " (" + std::string(name) + ")"));
   }
   if (v->kind == IrValue::Kind::Int) return {v->intValue};
-  if (v->kind != IrValue::Kind::List) fail("argument " + std::to_string(i) + " should be a list of integers");
+  if (v->kind != IrValue::Kind::List)
+    fail("argument " + std::to_string(i) + " should be a list of integers");
   std::vector<std::int64_t> out;
   for (const IrValue& e : v->list) {
-    if (e.kind != IrValue::Kind::Int) fail("argument " + std::to_string(i) + " should list only integers");
+    if (e.kind != IrValue::Kind::Int)
+      fail("argument " + std::to_string(i) + " should list only integers");
     out.push_back(e.intValue);
   }
   return out;

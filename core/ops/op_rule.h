@@ -6,6 +6,10 @@
 // this op in the modelled precision could return, for any inputs inside their enclosures, in any
 // reduction order and bracketing.
 
+#include "core/ops/precision_model.h"
+#include "core/program/ir.h"
+#include "core/tensor/tensor.h"
+
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -14,10 +18,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "core/ops/precision_model.h"
-#include "core/program/ir.h"
-#include "core/tensor/tensor.h"
 
 namespace lossbound {
 
@@ -61,10 +61,12 @@ class OpArgs {
   double numberArg(std::size_t i, std::string_view name,
                    std::optional<double> fallback = std::nullopt) const;
   /// Returns a bool argument.
-  bool boolArg(std::size_t i, std::string_view name, std::optional<bool> fallback = std::nullopt) const;
+  bool boolArg(std::size_t i, std::string_view name,
+               std::optional<bool> fallback = std::nullopt) const;
   /// Returns a list-of-ints argument (a bare int counts as a one-element list).
-  std::vector<std::int64_t> intListArg(std::size_t i, std::string_view name,
-                                       std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
+  std::vector<std::int64_t> intListArg(
+      std::size_t i, std::string_view name,
+      std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
   /// Returns the spec of output k as traced.
   const TensorSpec& outSpec(std::size_t k = 0) const { return mNode->outputs.at(k); }
 
@@ -122,7 +124,8 @@ class OpRule {
   /// Returns the vector-Jacobian product: for each tensorInputs() entry, d(outputs)/d(input)
   /// contracted with `outGrads` (one per output; zero tensors where unused), or nullopt for
   /// non-differentiable inputs (ids, masks). Point arithmetic.
-  virtual std::vector<std::optional<Tensor>> vjp(const OpArgs& args, std::span<const Tensor> outputs,
+  virtual std::vector<std::optional<Tensor>> vjp(const OpArgs& args,
+                                                 std::span<const Tensor> outputs,
                                                  std::span<const Tensor> outGrads,
                                                  OpContext& ctx) const = 0;
 

@@ -1,12 +1,12 @@
 #include "core/ops/op_support.h"
 
+#include "core/kernels/kernel_bodies.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <numeric>
 #include <string>
-
-#include "core/kernels/kernel_bodies.h"
 
 namespace lossbound::ops {
 
@@ -15,22 +15,33 @@ constexpr double kInf = __builtin_huge_val();
 
 int rankOf(DType t) {
   switch (t) {
-    case DType::Bool: return 0;
-    case DType::UInt8: return 1;
-    case DType::Int8: return 2;
-    case DType::Int16: return 3;
-    case DType::Int32: return 4;
-    case DType::Int64: return 5;
-    case DType::Float16: return 6;
-    case DType::BFloat16: return 7;
-    case DType::Float32: return 8;
-    case DType::Float64: return 9;
+    case DType::Bool:
+      return 0;
+    case DType::UInt8:
+      return 1;
+    case DType::Int8:
+      return 2;
+    case DType::Int16:
+      return 3;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 5;
+    case DType::Float16:
+      return 6;
+    case DType::BFloat16:
+      return 7;
+    case DType::Float32:
+      return 8;
+    case DType::Float64:
+      return 9;
   }
   return 9;
 }
 int category(DType t) { return t == DType::Bool ? 0 : (isFloating(t) ? 2 : 1); }
 DType higher(DType a, DType b) {
-  if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+  if ((a == DType::Float16 && b == DType::BFloat16) ||
+      (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;
   return rankOf(a) >= rankOf(b) ? a : b;
 }
@@ -116,7 +127,8 @@ void BroadcastIndex::offsets(std::int64_t i, std::int64_t* offsets) const {
     const std::int64_t extent = mOut[static_cast<std::size_t>(d)];
     const std::int64_t idx = extent == 0 ? 0 : rem % extent;
     rem = extent == 0 ? 0 : rem / extent;
-    for (std::size_t k = 0; k < nIn; ++k) offsets[k] += idx * mStrides[k][static_cast<std::size_t>(d)];
+    for (std::size_t k = 0; k < nIn; ++k)
+      offsets[k] += idx * mStrides[k][static_cast<std::size_t>(d)];
   }
 }
 
@@ -158,13 +170,16 @@ Tensor sumToShape(const Tensor& g, const Shape& s) {
 
 double roundNearest(double x, Format f) {
   switch (f) {
-    case Format::Fp64: return x;
+    case Format::Fp64:
+      return x;
     case Format::Fp32:
       // The cast is correctly rounded; values beyond the float range are handled by
       // roundToFormat (the cast would be undefined behaviour).
-      if (std::fabs(x) <= static_cast<double>(FLT_MAX)) return static_cast<double>(static_cast<float>(x));
+      if (std::fabs(x) <= static_cast<double>(FLT_MAX))
+        return static_cast<double>(static_cast<float>(x));
       return roundToFormat(x, f, RoundingDirection::Nearest);
-    default: return roundToFormat(x, f, RoundingDirection::Nearest);
+    default:
+      return roundToFormat(x, f, RoundingDirection::Nearest);
   }
 }
 
@@ -194,9 +209,12 @@ Interval scalarEnclosure(double s, Format f) { return kernels::scalarEnclosure(s
 double randomScalar(double s, Format f, std::mt19937_64& rng) {
   if (f == Format::Fp64) return s;
   switch (rng() % 3) {
-    case 0: return s;
-    case 1: return roundNearest(s, Format::Fp32);
-    default: return roundNearest(s, f);
+    case 0:
+      return s;
+    case 1:
+      return roundNearest(s, Format::Fp32);
+    default:
+      return roundNearest(s, f);
   }
 }
 
@@ -274,7 +292,8 @@ double randomTreeSum(std::span<double> t, Format f, std::mt19937_64& rng) {
   while (n > 1) {
     const std::size_t i = static_cast<std::size_t>(rng() % (n - 1));
     t[i] = addIn(t[i], t[i + 1], f);
-    std::move(t.begin() + static_cast<std::ptrdiff_t>(i) + 2, t.begin() + static_cast<std::ptrdiff_t>(n),
+    std::move(t.begin() + static_cast<std::ptrdiff_t>(i) + 2,
+              t.begin() + static_cast<std::ptrdiff_t>(n),
               t.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     --n;
   }
@@ -331,29 +350,47 @@ int publishedUlps(LibmFn fn, Format f) {
   if (f == Format::Fp64) {
     // glibc 2.36 x86_64 libm-test-ulps "double" and CUDA 13 double-precision table, maximum.
     switch (fn) {
-      case LibmFn::Exp: return 1;
-      case LibmFn::Expm1: return 1;
-      case LibmFn::Log: return 1;
-      case LibmFn::Log1p: return 1;
-      case LibmFn::Tanh: return 2;
-      case LibmFn::Erf: return 2;
-      case LibmFn::Sigmoid: return 3;  // exp (1) + add (0.5) + div (0.5), relative
-      case LibmFn::Pow: return 2;
-      case LibmFn::Rsqrt: return 1;  // 1/sqrt: two correctly rounded steps; CUDA rsqrt 1 ulp
+      case LibmFn::Exp:
+        return 1;
+      case LibmFn::Expm1:
+        return 1;
+      case LibmFn::Log:
+        return 1;
+      case LibmFn::Log1p:
+        return 1;
+      case LibmFn::Tanh:
+        return 2;
+      case LibmFn::Erf:
+        return 2;
+      case LibmFn::Sigmoid:
+        return 3;  // exp (1) + add (0.5) + div (0.5), relative
+      case LibmFn::Pow:
+        return 2;
+      case LibmFn::Rsqrt:
+        return 1;  // 1/sqrt: two correctly rounded steps; CUDA rsqrt 1 ulp
     }
     return 4;
   }
   // Single precision: CUDA 13 single-precision table (non-fast-math) and glibc 2.36 "float".
   switch (fn) {
-    case LibmFn::Exp: return 2;
-    case LibmFn::Expm1: return 1;
-    case LibmFn::Log: return 1;
-    case LibmFn::Log1p: return 1;
-    case LibmFn::Tanh: return 2;
-    case LibmFn::Erf: return 2;
-    case LibmFn::Sigmoid: return 4;  // exp (2) + add (0.5) + div (0.5), relative
-    case LibmFn::Pow: return 4;
-    case LibmFn::Rsqrt: return 2;
+    case LibmFn::Exp:
+      return 2;
+    case LibmFn::Expm1:
+      return 1;
+    case LibmFn::Log:
+      return 1;
+    case LibmFn::Log1p:
+      return 1;
+    case LibmFn::Tanh:
+      return 2;
+    case LibmFn::Erf:
+      return 2;
+    case LibmFn::Sigmoid:
+      return 4;  // exp (2) + add (0.5) + div (0.5), relative
+    case LibmFn::Pow:
+      return 4;
+    case LibmFn::Rsqrt:
+      return 2;
   }
   return 4;
 }
@@ -387,7 +424,8 @@ double perturbUlps(double v, int publishedUlpsCount, Format f, std::mt19937_64& 
     if (f == Format::Fp64) {
       w = std::nextafter(w, j > 0 ? kInf : -kInf);
     } else if (f == Format::Fp32) {
-      w = static_cast<double>(std::nextafterf(static_cast<float>(w), j > 0 ? HUGE_VALF : -HUGE_VALF));
+      w = static_cast<double>(
+          std::nextafterf(static_cast<float>(w), j > 0 ? HUGE_VALF : -HUGE_VALF));
     } else {
       w = roundToFormat(std::nextafter(w, j > 0 ? kInf : -kInf), f,
                         j > 0 ? RoundingDirection::Up : RoundingDirection::Down);
@@ -417,7 +455,8 @@ double libmLocalError(double y, LibmFn fn, Format compute, Format store) {
 
 double roundingError(double y, Format c, Format f) {
   const double a = std::fabs(y);
-  double e = add_up(mul_up(unitRoundoff(f), mul_up(a, 1.0 + unitRoundoff(c))), 0.5 * smallestSubnormal(f));
+  double e =
+      add_up(mul_up(unitRoundoff(f), mul_up(a, 1.0 + unitRoundoff(c))), 0.5 * smallestSubnormal(f));
   if (c != f) e = add_up(e, add_up(mul_up(unitRoundoff(c), a), 0.5 * smallestSubnormal(c)));
   return e;
 }
@@ -426,10 +465,13 @@ double roundingError(double y, Format c, Format f) {
 
 std::vector<int> reduceDims(const OpArgs& args, std::size_t i, std::string_view name, int rank) {
   const IrValue* v = nullptr;
-  if (i < args.size() && args.arg(i).kind != IrValue::Kind::None) v = &args.arg(i);
-  else if (const IrValue* k = args.kwarg(name); k && k->kind != IrValue::Kind::None) v = k;
+  if (i < args.size() && args.arg(i).kind != IrValue::Kind::None)
+    v = &args.arg(i);
+  else if (const IrValue* k = args.kwarg(name); k && k->kind != IrValue::Kind::None)
+    v = k;
   std::vector<int> dims;
-  if (v && (v->kind == IrValue::Kind::Int || (v->kind == IrValue::Kind::List && !v->list.empty()))) {
+  if (v &&
+      (v->kind == IrValue::Kind::Int || (v->kind == IrValue::Kind::List && !v->list.empty()))) {
     for (std::int64_t d : args.intListArg(i, name)) {
       try {
         dims.push_back(normalizeDim(d, static_cast<std::size_t>(rank)));
@@ -448,7 +490,8 @@ std::vector<int> reduceDims(const OpArgs& args, std::size_t i, std::string_view 
 
 std::optional<DType> dtypeArg(const OpArgs& args, std::size_t i, std::string_view name) {
   if (i < args.size() && args.arg(i).kind == IrValue::Kind::DType) return args.arg(i).dtypeValue;
-  if (const IrValue* k = args.kwarg(name); k && k->kind == IrValue::Kind::DType) return k->dtypeValue;
+  if (const IrValue* k = args.kwarg(name); k && k->kind == IrValue::Kind::DType)
+    return k->dtypeValue;
   return std::nullopt;
 }
 
@@ -459,7 +502,8 @@ bool isNumber(const OpArgs& args, std::size_t i) {
 
 Tensor tensorOrScalar(const OpArgs& args, std::size_t i, DType scalarDtype) {
   if (args.isTensor(i)) return args.tensor(i);
-  if (!isNumber(args, i)) args.fail("argument " + std::to_string(i) + " should be a tensor or a number");
+  if (!isNumber(args, i))
+    args.fail("argument " + std::to_string(i) + " should be a tensor or a number");
   return Tensor::scalar(args.numberArg(i, ""), scalarDtype);
 }
 
@@ -467,8 +511,10 @@ Shape reducedShape(const Shape& s, const std::vector<int>& dims, bool keepdim) {
   Shape out;
   for (std::size_t d = 0; d < s.size(); ++d) {
     const bool reduced = std::find(dims.begin(), dims.end(), static_cast<int>(d)) != dims.end();
-    if (!reduced) out.push_back(s[d]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(s[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -504,11 +550,15 @@ namespace {
 class LambdaRule final : public OpRule {
  public:
   explicit LambdaRule(RuleFns fns) : mFns(std::move(fns)) {}
-  std::vector<Tensor> point(const OpArgs& a, OpContext& c) const override { return mFns.point(a, c); }
+  std::vector<Tensor> point(const OpArgs& a, OpContext& c) const override {
+    return mFns.point(a, c);
+  }
   std::vector<Tensor> interval(const OpArgs& a, OpContext& c) const override {
     return mFns.interval(a, c);
   }
-  std::vector<Tensor> random(const OpArgs& a, OpContext& c) const override { return mFns.random(a, c); }
+  std::vector<Tensor> random(const OpArgs& a, OpContext& c) const override {
+    return mFns.random(a, c);
+  }
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> o,
                                          std::span<const Tensor> g, OpContext& c) const override {
     return mFns.vjp(a, o, g, c);
@@ -536,8 +586,10 @@ std::vector<Tensor> zeroLocalError(std::span<const Tensor> outputs) {
 std::vector<std::optional<Tensor>> noGradients(const OpArgs& args) {
   std::vector<std::optional<Tensor>> out;
   for (const Tensor* t : args.tensorInputs()) {
-    if (isFloating(t->dtype())) out.emplace_back(Tensor::full(t->shape(), t->dtype(), 0.0));
-    else out.emplace_back(std::nullopt);
+    if (isFloating(t->dtype()))
+      out.emplace_back(Tensor::full(t->shape(), t->dtype(), 0.0));
+    else
+      out.emplace_back(std::nullopt);
   }
   return out;
 }

@@ -8,6 +8,12 @@
 // - interval rules return interval tensors (views keep the point/interval form of their input);
 // - random rules read point values (the lower endpoints, if they are given an interval tensor).
 
+#include "core/interval/elementary.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/ops/op_rule.h"
+#include "core/tensor/tensor.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,12 +22,6 @@
 #include <span>
 #include <string_view>
 #include <vector>
-
-#include "core/interval/elementary.h"
-#include "core/interval/interval.h"
-#include "core/interval/precision.h"
-#include "core/ops/op_rule.h"
-#include "core/tensor/tensor.h"
 
 namespace lossbound::ops {
 
@@ -218,7 +218,8 @@ Interval roundedSumEnclosure(const SumEnclosure& s, std::int64_t n, Format acc, 
 // ---------------------------------------------------------------------------------------------
 // Randomized arithmetic in a modelled format (the random domain)
 
-/// Returns RN_f(a + b) (correctly rounded: binary64 then f is innocuous, 53 ≥ 2p + 2, Figueroa 1995).
+/// Returns RN_f(a + b) (correctly rounded: binary64 then f is innocuous, 53 ≥ 2p + 2, Figueroa
+/// 1995).
 double addIn(double a, double b, Format f);
 /// Returns RN_f(a · b) (correctly rounded as addIn).
 double mulIn(double a, double b, Format f);
@@ -256,8 +257,7 @@ double perturbUlps(double v, int publishedUlpsCount, Format f, std::mt19937_64& 
 /// compute format `compute`: widenUlps(exact, modelUlps) → roundOutward(store).
 Interval libmEnclosure(Interval exact, LibmFn fn, Format compute, Format store);
 /// Returns a random-domain libm value: perturbUlps(exactValue) in compute, then RN in store.
-double libmRandom(double exactValue, LibmFn fn, Format compute, Format store,
-                  std::mt19937_64& rng);
+double libmRandom(double exactValue, LibmFn fn, Format compute, Format store, std::mt19937_64& rng);
 /// Returns the local error bound of a libm result y in store: modelUlps·(2u_c|y| + eta_c)
 /// + u_s·|y| + eta_s (compute error, then storage rounding).
 double libmLocalError(double y, LibmFn fn, Format compute, Format store);
@@ -300,8 +300,7 @@ struct RuleFns {
   std::function<std::vector<std::optional<Tensor>>(const OpArgs&, std::span<const Tensor>,
                                                    std::span<const Tensor>, OpContext&)>
       vjp;
-  std::function<std::vector<Tensor>(const OpArgs&, std::span<const Tensor>, OpContext&)>
-      localError;
+  std::function<std::vector<Tensor>(const OpArgs&, std::span<const Tensor>, OpContext&)> localError;
 };
 /// Returns an OpRule that forwards to fns (every function must be set).
 std::shared_ptr<const OpRule> makeRule(RuleFns fns);

@@ -3,10 +3,10 @@
 // each op rounds to the format of its output dtype in the trace; the user may override the
 // format of every floating op (fp32/tf32/bf16/fp16).
 
-#include <optional>
-
 #include "core/interval/precision.h"
 #include "core/tensor/dtype.h"
+
+#include <optional>
 
 namespace lossbound {
 

@@ -8,14 +8,14 @@
 // multiplies it by RN(1/n), with the sum held in the accumulation format or first rounded to the
 // storage format (PyTorch 1.13 CPU: sum_out into the bf16/fp16 result, then div_(n) — two
 // roundings to storage): the interval rule takes the hull of all four. max/min are exact.
-#include <algorithm>
-#include <cmath>
-#include <string>
-
 #include "core/ops/families.h"
 #include "core/ops/kernel_offload.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -67,16 +67,20 @@ struct ReduceRule {
       double s = kind == Kind::Amax ? -kInf : (kind == Kind::Amin ? kInf : 0.0);
       for (std::int64_t off : l.inner) {
         const double e = v[static_cast<std::size_t>(l.outer[i] + off)];
-        if (kind == Kind::Sum || kind == Kind::Mean) s += e;
-        else if (std::isnan(e) || std::isnan(s)) s = std::nan("");
-        else s = kind == Kind::Amax ? std::max(s, e) : std::min(s, e);
+        if (kind == Kind::Sum || kind == Kind::Mean)
+          s += e;
+        else if (std::isnan(e) || std::isnan(s))
+          s = std::nan("");
+        else
+          s = kind == Kind::Amax ? std::max(s, e) : std::min(s, e);
       }
       if (kind == Kind::Mean) s /= static_cast<double>(l.inner.size());
       out[i] = s;
     }
     if ((kind == Kind::Amax || kind == Kind::Amin) && l.inner.empty() && !out.empty())
       a.fail("max/min of an empty dimension");
-    return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), a.outSpec().dtype, std::move(out))};
+    return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), a.outSpec().dtype,
+                          std::move(out))};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
@@ -119,14 +123,16 @@ struct ReduceRule {
                                     roundedSumEnclosure(s, n, acc, store, trunc));
           const Interval nn{static_cast<double>(n), static_cast<double>(n)};
           const Interval q1 = roundOutward(div(sum, nn), acc);
-          const Interval q2 = roundOutward(mul(sum, roundOutward(div(Interval{1.0, 1.0}, nn), acc)), acc);
+          const Interval q2 =
+              roundOutward(mul(sum, roundOutward(div(Interval{1.0, 1.0}, nn), acc)), acc);
           r = roundOutward(hull(q1, q2), store);
         }
       }
       lo[i] = r.lo;
       hi[i] = r.hi;
     }
-    return {Tensor::interval(reducedShape(x.shape(), ra.dims, ra.keepdim), t, std::move(lo), std::move(hi))};
+    return {Tensor::interval(reducedShape(x.shape(), ra.dims, ra.keepdim), t, std::move(lo),
+                             std::move(hi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
@@ -150,7 +156,8 @@ struct ReduceRule {
     const bool sumToStorage = (rng() & 2) != 0;  // torch CPU: sum_out in the output dtype, div_
     for (std::size_t i = 0; i < out.size(); ++i) {
       terms.clear();
-      for (std::int64_t off : l.inner) terms.push_back(v[static_cast<std::size_t>(l.outer[i] + off)]);
+      for (std::int64_t off : l.inner)
+        terms.push_back(v[static_cast<std::size_t>(l.outer[i] + off)]);
       if (integral) {
         double s = 0.0;
         for (double e : terms) s += e;
@@ -159,7 +166,8 @@ struct ReduceRule {
       }
       double s = randomSum(terms, acc, rng);
       if (kind == Kind::Mean && sumToStorage) s = roundNearest(s, store);
-      if (kind == Kind::Mean) s = recip ? mulIn(s, roundNearest(1.0 / n, acc), acc) : roundNearest(s / n, acc);
+      if (kind == Kind::Mean)
+        s = recip ? mulIn(s, roundNearest(1.0 / n, acc), acc) : roundNearest(s / n, acc);
       out[i] = roundNearest(s, store);
     }
     return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), t, std::move(out))};
@@ -183,7 +191,8 @@ struct ReduceRule {
       } else {
         // amax/amin: the gradient is split evenly among the maxima (PyTorch's amax backward).
         int count = 0;
-        for (std::int64_t off : l.inner) count += xv[static_cast<std::size_t>(l.outer[i] + off)] == yv[i];
+        for (std::int64_t off : l.inner)
+          count += xv[static_cast<std::size_t>(l.outer[i] + off)] == yv[i];
         for (std::int64_t off : l.inner)
           if (xv[static_cast<std::size_t>(l.outer[i] + off)] == yv[i])
             gx[static_cast<std::size_t>(l.outer[i] + off)] = gv[i] / count;
@@ -192,13 +201,16 @@ struct ReduceRule {
     return {Tensor::point(x.shape(), x.dtype(), std::move(gx))};
   }
 
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs, OpContext& ctx) const {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
+                                 OpContext& ctx) const {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(outs);
     const Tensor& x = a.tensor(0);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     if (kind == Kind::Amax || kind == Kind::Amin)
-      return {mapPoint(outs[0], t, [&](double y) { return store == Format::Fp64 ? 0.0 : roundingError(y, store, store); })};
+      return {mapPoint(outs[0], t, [&](double y) {
+        return store == Format::Fp64 ? 0.0 : roundingError(y, store, store);
+      })};
     const ReduceArgs ra = reduceArgs(a, full, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const auto n = static_cast<std::int64_t>(l.inner.size());
@@ -206,7 +218,8 @@ struct ReduceRule {
     std::vector<double> out(l.outer.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
       double abs = 0.0;
-      for (std::int64_t off : l.inner) abs = add_up(abs, std::fabs(x.values()[static_cast<std::size_t>(l.outer[i] + off)]));
+      for (std::int64_t off : l.inner)
+        abs = add_up(abs, std::fabs(x.values()[static_cast<std::size_t>(l.outer[i] + off)]));
       // the binary64 reference sum has its own γ_{n-1}^64 error
       double e = add_up(sumErrorBound(n, abs, u), sumErrorBound(n, abs, 0x1p-53));
       const double y = outs[0].values()[i];
@@ -281,7 +294,8 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
     }
     const Shape s = reducedShape(x.shape(), dims, keepdim);
     if (!intervals)
-      return std::vector<Tensor>{Tensor::point(s, a.outSpec(0).dtype, vlo), Tensor::point(s, DType::Int64, ilo)};
+      return std::vector<Tensor>{Tensor::point(s, a.outSpec(0).dtype, vlo),
+                                 Tensor::point(s, DType::Int64, ilo)};
     return std::vector<Tensor>{Tensor::interval(s, a.outSpec(0).dtype, vlo, vhi),
                                Tensor::interval(s, DType::Int64, ilo, ihi)};
   };
@@ -292,7 +306,8 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
   f.vjp = [](const OpArgs& a, std::span<const Tensor> outs, std::span<const Tensor> g, OpContext&) {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
-    const int dim = x.rank() == 0 ? 0 : normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
+    const int dim =
+        x.rank() == 0 ? 0 : normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
     const std::vector<int> dims = x.rank() == 0 ? std::vector<int>{} : std::vector<int>{dim};
     const ReductionLayout l = reductionLayout(x.shape(), dims);
     std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
@@ -302,7 +317,9 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(gx))};
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 

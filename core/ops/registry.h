@@ -1,13 +1,13 @@
 #pragma once
 // The explicit registry of supported aten ops. An op that is not here is an error that names it.
 
+#include "core/ops/op_rule.h"
+
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "core/ops/op_rule.h"
 
 namespace lossbound {
 

@@ -35,16 +35,16 @@
 // y·g − y·s, the dot product in any order in c (Higham 2002, eq. 3.5, γ_n plus n·η_c for
 // underflow); _log_softmax_backward_data: gI = g − exp_c(y)·Σ_j g_j (sum any order, γ_{n−1}).
 
-#include <algorithm>
-#include <cmath>
-#include <string>
-
 #include "core/backend.h"
 #include "core/kernels/softmax_row.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace lossbound {
 
@@ -151,7 +151,8 @@ void rowRandom(const std::vector<double>& x, const kernels::SoftmaxModel& m, boo
     const bool variantB = rng() & 1;
     const double ml = roundNearest(shift + l, m.c);
     for (std::size_t i = 0; i < n; ++i)
-      y[i] = roundNearest(variantB ? roundNearest(x[i] - ml, m.c) : roundNearest(d[i] - l, m.c), m.s);
+      y[i] =
+          roundNearest(variantB ? roundNearest(x[i] - ml, m.c) : roundNearest(d[i] - l, m.c), m.s);
   }
 }
 
@@ -178,7 +179,8 @@ std::vector<T> mapRows(const Tensor& x, int dim, Get get, F f) {
     in.resize(static_cast<std::size_t>(rows.n));
     for (std::int64_t j = 0; j < rows.n; ++j) in[static_cast<std::size_t>(j)] = get(rows.at(r, j));
     f(in, res);
-    for (std::int64_t j = 0; j < rows.n; ++j) out[static_cast<std::size_t>(rows.at(r, j))] = res[static_cast<std::size_t>(j)];
+    for (std::int64_t j = 0; j < rows.n; ++j)
+      out[static_cast<std::size_t>(rows.at(r, j))] = res[static_cast<std::size_t>(j)];
   }
   return out;
 }
@@ -197,8 +199,9 @@ std::shared_ptr<const OpRule> softmaxRule(bool log) {
   fns->point = [log](const OpArgs& a, OpContext&) {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
-    auto v = mapRows<double>(x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
-                             [log](const std::vector<double>& in, std::vector<double>& out) { rowPoint(in, log, out); });
+    auto v = mapRows<double>(
+        x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
+        [log](const std::vector<double>& in, std::vector<double>& out) { rowPoint(in, log, out); });
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(v))};
   };
   fns->interval = [log](const OpArgs& a, OpContext& ctx) {
@@ -211,13 +214,15 @@ std::shared_ptr<const OpRule> softmaxRule(bool log) {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
     const kernels::SoftmaxModel m = modelFor(a, ctx);
-    auto v = mapRows<double>(x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
-                             [&](const std::vector<double>& in, std::vector<double>& out) {
-                               rowRandom(in, m, log, *ctx.rng, out);
-                             });
+    auto v = mapRows<double>(
+        x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
+        [&](const std::vector<double>& in, std::vector<double>& out) {
+          rowRandom(in, m, log, *ctx.rng, out);
+        });
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(v))};
   };
-  fns->vjp = [log](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g, OpContext&) {
+  fns->vjp = [log](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g,
+                   OpContext&) {
     // softmax: gx = y (g − <g, y>); log-softmax: gx = g − softmax · Σ g.
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
@@ -270,7 +275,8 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       }
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        out[k] = log ? static_cast<double>(g.values()[k] - std::exp(static_cast<long double>(y.values()[k])) * s)
+        out[k] = log ? static_cast<double>(g.values()[k] -
+                                           std::exp(static_cast<long double>(y.values()[k])) * s)
                      : static_cast<double>(y.values()[k] * (g.values()[k] - s));
       }
     }
@@ -303,7 +309,8 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
         if (log) {
           v = d.sub(g.at(k), d.mul(d.fn(Fn::Exp, y.at(k)), s));
         } else {
-          v = hull(d.mul(y.at(k), d.sub(g.at(k), s)), d.sub(d.mul(y.at(k), g.at(k)), d.mul(y.at(k), s)));
+          v = hull(d.mul(y.at(k), d.sub(g.at(k), s)),
+                   d.sub(d.mul(y.at(k), g.at(k)), d.mul(y.at(k), s)));
         }
         out[static_cast<std::size_t>(k)] = roundOutward(v, m.s);
       }
@@ -326,7 +333,8 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
         yr.push_back(y.values()[static_cast<std::size_t>(rows.at(r, j))]);
       }
       std::vector<double> terms = gr;
-      const double s = log ? randomSum(terms, m.c, *ctx.rng) : randomDot(gr, yr, m.c, *ctx.rng, scratch);
+      const double s =
+          log ? randomSum(terms, m.c, *ctx.rng) : randomDot(gr, yr, m.c, *ctx.rng, scratch);
       const int variant = static_cast<int>((*ctx.rng)() % 2);
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto jj = static_cast<std::size_t>(j);
@@ -335,14 +343,16 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
           const double e = d.fn(Fn::Exp, yr[jj]);
           v = variant == 0 ? d.sub(gr[jj], d.mul(e, s)) : fmaIn(-e, s, gr[jj], m.c);
         } else {
-          v = variant == 0 ? d.mul(yr[jj], d.sub(gr[jj], s)) : d.sub(d.mul(yr[jj], gr[jj]), d.mul(yr[jj], s));
+          v = variant == 0 ? d.mul(yr[jj], d.sub(gr[jj], s))
+                           : d.sub(d.mul(yr[jj], gr[jj]), d.mul(yr[jj], s));
         }
         out[static_cast<std::size_t>(rows.at(r, j))] = roundNearest(v, m.s);
       }
     }
     return std::vector<Tensor>{Tensor::point(g.shape(), a.outSpec(0).dtype, std::move(out))};
   };
-  fns->vjp = [log, check](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  fns->vjp = [log, check](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
+                          OpContext&) {
     // softmax: out = y ⊙ (g − <g,y>): dg = y ⊙ (h − <h,y>), dy = h ⊙ (g − <g,y>) − g·<h,y>.
     // log-softmax: out = g − exp(y)·Σg: dg = h − <h, exp(y)>, dy = −h ⊙ exp(y)·Σg.
     const int dim = check(a);

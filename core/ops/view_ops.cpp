@@ -8,15 +8,15 @@
 // rounds to the target dtype: correctly rounded casts (IEEE 754-2019 §5.4.2; bf16 from fp32 by
 // round-to-nearest-even, as PyTorch's c10::BFloat16 does), so the interval rule is roundOutward
 // and the random rule round-to-nearest; float → integer casts truncate toward zero.
+#include "core/ops/families.h"
+#include "core/ops/op_support.h"
+#include "core/ops/registry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
-
-#include "core/ops/families.h"
-#include "core/ops/op_support.h"
-#include "core/ops/registry.h"
 
 namespace lossbound {
 
@@ -47,10 +47,12 @@ Gather strided(const Shape& sizes, const std::vector<std::int64_t>& strides, std
 
 Tensor applyGather(const Tensor& x, const Gather& g, DType dtype) {
   std::vector<double> lo(g.offsets.size()), hi;
-  for (std::size_t i = 0; i < lo.size(); ++i) lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
+  for (std::size_t i = 0; i < lo.size(); ++i)
+    lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
   if (!x.isInterval()) return Tensor::point(g.shape, dtype, std::move(lo));
   hi.resize(lo.size());
-  for (std::size_t i = 0; i < hi.size(); ++i) hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
+  for (std::size_t i = 0; i < hi.size(); ++i)
+    hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
   return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
 }
 
@@ -84,7 +86,9 @@ Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n)
     }
   }
   if (infer >= 0) {
-    if (known == 0 || n % known != 0) a.fail("cannot infer a dimension of " + shapeString(size) + " for " + std::to_string(n) + " elements");
+    if (known == 0 || n % known != 0)
+      a.fail("cannot infer a dimension of " + shapeString(size) + " for " + std::to_string(n) +
+             " elements");
     size[static_cast<std::size_t>(infer)] = n / known;
   }
   if (numel(size) != n)
@@ -104,7 +108,8 @@ SliceBounds sliceBounds(const OpArgs& a, std::size_t startIdx, std::int64_t exte
     return std::clamp<std::int64_t>(v, 0, extent);
   };
   const std::int64_t start = clampIndex(a.intArg(startIdx, "start", 0));
-  const std::int64_t end = clampIndex(a.intArg(startIdx + 1, "end", std::numeric_limits<std::int64_t>::max()));
+  const std::int64_t end =
+      clampIndex(a.intArg(startIdx + 1, "end", std::numeric_limits<std::int64_t>::max()));
   const std::int64_t len = end > start ? (end - start + step - 1) / step : 0;
   return {start, len, step};
 }
@@ -126,12 +131,16 @@ std::shared_ptr<const OpRule> gatherRule(GatherFn fn) {
   f.vjp = [fn](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     const Tensor& x = a.tensor(0);
     std::vector<std::optional<Tensor>> out;
-    if (isFloating(x.dtype())) out.emplace_back(scatterAdd(g[0], fn(a, x.shape()), x.shape(), x.dtype()));
-    else out.emplace_back(std::nullopt);
+    if (isFloating(x.dtype()))
+      out.emplace_back(scatterAdd(g[0], fn(a, x.shape()), x.shape(), x.dtype()));
+    else
+      out.emplace_back(std::nullopt);
     out.resize(a.tensorInputs().size());
     return out;
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -148,11 +157,15 @@ std::shared_ptr<const OpRule> reshapeRule() {
   f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     const Tensor& x = a.tensor(0);
     std::vector<std::optional<Tensor>> out;
-    if (isFloating(x.dtype())) out.emplace_back(g[0].reshaped(x.shape()).withDtype(x.dtype()));
-    else out.emplace_back(std::nullopt);
+    if (isFloating(x.dtype()))
+      out.emplace_back(g[0].reshaped(x.shape()).withDtype(x.dtype()));
+    else
+      out.emplace_back(std::nullopt);
     return out;
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -164,7 +177,8 @@ Gather identity(const OpArgs&, const Shape& s) {
 
 Gather expandGather(const OpArgs& a, const Shape& s) {
   const auto size = a.intListArg(1, "size");
-  if (size.size() < s.size()) a.fail("expand: target " + shapeString(size) + " has fewer dims than " + shapeString(s));
+  if (size.size() < s.size())
+    a.fail("expand: target " + shapeString(size) + " has fewer dims than " + shapeString(s));
   const auto st = contiguousStrides(s);
   Shape out(size.size());
   std::vector<std::int64_t> strides(size.size(), 0);
@@ -177,7 +191,8 @@ Gather expandGather(const OpArgs& a, const Shape& s) {
     }
     const std::int64_t in = s[d - lead];
     const std::int64_t want = size[d] == -1 ? in : size[d];
-    if (in != want && in != 1) a.fail("expand: cannot expand " + shapeString(s) + " to " + shapeString(size));
+    if (in != want && in != 1)
+      a.fail("expand: cannot expand " + shapeString(s) + " to " + shapeString(size));
     out[d] = want;
     strides[d] = in == want ? st[d - lead] : 0;
   }
@@ -214,7 +229,9 @@ Gather tGather(const OpArgs& a, const Shape& s) {
 
 Gather permuteArgGather(const OpArgs& a, const Shape& s) {
   const auto dims = a.intListArg(1, "dims");
-  if (dims.size() != s.size()) a.fail("permute: " + std::to_string(dims.size()) + " dims for a tensor of rank " + std::to_string(s.size()));
+  if (dims.size() != s.size())
+    a.fail("permute: " + std::to_string(dims.size()) + " dims for a tensor of rank " +
+           std::to_string(s.size()));
   std::vector<int> perm;
   std::vector<bool> seen(s.size(), false);
   for (auto d : dims) {
@@ -252,7 +269,8 @@ Gather selectGather(const OpArgs& a, const Shape& s, std::size_t dimIdx) {
   std::int64_t index = a.intArg(dimIdx + 1, "index");
   const std::int64_t extent = s[static_cast<std::size_t>(dim)];
   if (index < -extent || index >= extent)
-    a.fail("select: index " + std::to_string(index) + " out of range for dimension of size " + std::to_string(extent));
+    a.fail("select: index " + std::to_string(index) + " out of range for dimension of size " +
+           std::to_string(extent));
   if (index < 0) index += extent;
   const auto st = contiguousStrides(s);
   Shape out = s;
@@ -295,7 +313,8 @@ Gather triGather(const OpArgs& a, const Shape& s, bool lower) {
   Gather g = identity(a, s);
   const std::int64_t rows = s[s.size() - 2], cols = s.back();
   for (std::size_t i = 0; i < g.offsets.size(); ++i) {
-    const std::int64_t c = static_cast<std::int64_t>(i) % cols, r = (static_cast<std::int64_t>(i) / cols) % rows;
+    const std::int64_t c = static_cast<std::int64_t>(i) % cols,
+                       r = (static_cast<std::int64_t>(i) / cols) % rows;
     const bool keep = lower ? c - r <= diag : c - r >= diag;
     if (!keep) g.offsets[i] = -1;
   }
@@ -326,9 +345,12 @@ std::shared_ptr<const OpRule> triRule(bool lower) {
   f.vjp = [lower](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
-    return std::vector<std::optional<Tensor>>{applyMaskedGather(g[0], triGather(a, x.shape(), lower), x.dtype())};
+    return std::vector<std::optional<Tensor>>{
+        applyMaskedGather(g[0], triGather(a, x.shape(), lower), x.dtype())};
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -340,29 +362,37 @@ std::shared_ptr<const OpRule> backwardScatterRule(bool isSelect) {
     if (isSelect) return std::pair{in, selectGather(a, in, 2)};
     if (in.empty()) a.fail("slice_backward of a 0-d tensor");
     const int dim = dimArg(a, 2, "dim", in.size());
-    return std::pair{in, sliceGather(in, dim, sliceBounds(a, 3, in[static_cast<std::size_t>(dim)]))};
+    return std::pair{in,
+                     sliceGather(in, dim, sliceBounds(a, 3, in[static_cast<std::size_t>(dim)]))};
   };
   RuleFns f;
   auto apply = [gatherOf](const OpArgs& a, OpContext&) {
     const Tensor& g = a.tensor(0);
     const auto [in, gather] = gatherOf(a);
-    if (numel(gather.shape) != g.numel()) a.fail("gradient shape " + shapeString(g.shape()) + " does not match " + shapeString(gather.shape));
+    if (numel(gather.shape) != g.numel())
+      a.fail("gradient shape " + shapeString(g.shape()) + " does not match " +
+             shapeString(gather.shape));
     std::vector<double> lo(static_cast<std::size_t>(numel(in)), 0.0), hi;
-    for (std::size_t i = 0; i < gather.offsets.size(); ++i) lo[static_cast<std::size_t>(gather.offsets[i])] = g.lo()[i];
+    for (std::size_t i = 0; i < gather.offsets.size(); ++i)
+      lo[static_cast<std::size_t>(gather.offsets[i])] = g.lo()[i];
     if (!g.isInterval()) return std::vector<Tensor>{Tensor::point(in, g.dtype(), std::move(lo))};
     hi.assign(lo.size(), 0.0);
-    for (std::size_t i = 0; i < gather.offsets.size(); ++i) hi[static_cast<std::size_t>(gather.offsets[i])] = g.hi()[i];
+    for (std::size_t i = 0; i < gather.offsets.size(); ++i)
+      hi[static_cast<std::size_t>(gather.offsets[i])] = g.hi()[i];
     return std::vector<Tensor>{Tensor::interval(in, g.dtype(), std::move(lo), std::move(hi))};
   };
   f.point = apply;
   f.interval = apply;
   f.random = apply;
-  f.vjp = [gatherOf](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  f.vjp = [gatherOf](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
+                     OpContext&) {
     const auto [in, gather] = gatherOf(a);
     Tensor r = applyGather(g[0], gather, a.tensor(0).dtype());
     return std::vector<std::optional<Tensor>>{r.reshaped(a.tensor(0).shape())};
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -393,7 +423,8 @@ std::shared_ptr<const OpRule> catRule(bool stack) {
       if (p.shape().size() != rank) a.fail("cat: tensors of different ranks");
       for (std::size_t d = 0; d < rank; ++d)
         if (static_cast<int>(d) != dim && p.shape()[d] != parts[0].shape()[d])
-          a.fail("cat: shapes " + shapeString(parts[0].shape()) + " and " + shapeString(p.shape()) + " differ outside dim " + std::to_string(dim));
+          a.fail("cat: shapes " + shapeString(parts[0].shape()) + " and " + shapeString(p.shape()) +
+                 " differ outside dim " + std::to_string(dim));
     }
     return std::pair{parts, dim};
   };
@@ -419,7 +450,8 @@ std::shared_ptr<const OpRule> catRule(bool stack) {
         }
       }
     const DType t = a.outSpec().dtype;
-    if (anyInterval) return std::vector<Tensor>{Tensor::interval(out, t, std::move(lo), std::move(hi))};
+    if (anyInterval)
+      return std::vector<Tensor>{Tensor::interval(out, t, std::move(lo), std::move(hi))};
     return std::vector<Tensor>{Tensor::point(out, t, std::move(lo))};
   };
   f.point = apply;
@@ -447,18 +479,24 @@ std::shared_ptr<const OpRule> catRule(bool stack) {
         continue;
       }
       const std::int64_t extent = stack ? 1 : t->shape()[static_cast<std::size_t>(dim)];
-      const std::int64_t block = gBlock / std::max<std::int64_t>(gs[static_cast<std::size_t>(dim)], 1) * extent;
+      const std::int64_t block =
+          gBlock / std::max<std::int64_t>(gs[static_cast<std::size_t>(dim)], 1) * extent;
       std::vector<double> v;
       v.reserve(static_cast<std::size_t>(t->numel()));
       for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t i = 0; i < block; ++i) v.push_back(g[0].values()[static_cast<std::size_t>(o * gBlock + offset + i)]);
+        for (std::int64_t i = 0; i < block; ++i)
+          v.push_back(g[0].values()[static_cast<std::size_t>(o * gBlock + offset + i)]);
       offset += block;
-      if (isFloating(t->dtype())) out.emplace_back(Tensor::point(t->shape(), t->dtype(), std::move(v)));
-      else out.emplace_back(std::nullopt);
+      if (isFloating(t->dtype()))
+        out.emplace_back(Tensor::point(t->shape(), t->dtype(), std::move(v)));
+      else
+        out.emplace_back(std::nullopt);
     }
     return out;
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -477,7 +515,9 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
         p.emplace_back(start, len);
         start += len;
       }
-      if (start != extent) a.fail("split_with_sizes: sizes sum to " + std::to_string(start) + ", dimension has " + std::to_string(extent));
+      if (start != extent)
+        a.fail("split_with_sizes: sizes sum to " + std::to_string(start) + ", dimension has " +
+               std::to_string(extent));
     } else if (kind == Split::Unbind) {
       for (std::int64_t i = 0; i < extent; ++i) p.emplace_back(i, 1);
     } else {
@@ -491,7 +531,8 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
       }
       if (size <= 0 && extent > 0) a.fail("split size must be positive");
       if (extent == 0) p.emplace_back(0, 0);
-      for (std::int64_t start = 0; start < extent; start += size) p.emplace_back(start, std::min(size, extent - start));
+      for (std::int64_t start = 0; start < extent; start += size)
+        p.emplace_back(start, std::min(size, extent - start));
     }
     return std::pair{dim, p};
   };
@@ -518,7 +559,8 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
   f.point = apply;
   f.interval = apply;
   f.random = apply;
-  f.vjp = [gathers](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  f.vjp = [gathers](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
+                    OpContext&) {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
     std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
@@ -528,7 +570,9 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
         out[static_cast<std::size_t>(gs[k].offsets[i])] += g[k].values()[i];
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
   };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) { return zeroLocalError(o); };
+  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+    return zeroLocalError(o);
+  };
   return makeRule(std::move(f));
 }
 
@@ -559,16 +603,19 @@ std::shared_ptr<const OpRule> castRule(bool isCopy) {
   RuleFns f;
   f.point = [source](const OpArgs& a, OpContext&) {
     const DType to = a.outSpec().dtype;
-    return std::vector<Tensor>{mapPoint(source(a), to, [to](double v) { return castPoint(v, to); })};
+    return std::vector<Tensor>{
+        mapPoint(source(a), to, [to](double v) { return castPoint(v, to); })};
   };
   f.interval = [source](const OpArgs& a, OpContext& ctx) {
     const DType to = a.outSpec().dtype;
     const Tensor x = source(a);
     const Format fo = outFormat(a, ctx);
     // Unchanged storage format (and no override): the cast is the identity.
-    if (isFloating(to) && isFloating(x.dtype()) && !ctx.precision.override && storageFormat(to) == storageFormat(x.dtype()))
+    if (isFloating(to) && isFloating(x.dtype()) && !ctx.precision.override &&
+        storageFormat(to) == storageFormat(x.dtype()))
       return std::vector<Tensor>{x.withDtype(to)};
-    return std::vector<Tensor>{mapInterval(x, to, [&](Interval v) { return castInterval(v, to, fo); })};
+    return std::vector<Tensor>{
+        mapInterval(x, to, [&](Interval v) { return castInterval(v, to, fo); })};
   };
   f.random = [source](const OpArgs& a, OpContext& ctx) {
     const DType to = a.outSpec().dtype;
@@ -578,27 +625,35 @@ std::shared_ptr<const OpRule> castRule(bool isCopy) {
       return isFloating(to) ? roundNearest(c, fo) : c;
     })};
   };
-  f.vjp = [isCopy](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  f.vjp = [isCopy](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
+                   OpContext&) {
     std::vector<std::optional<Tensor>> out;
     const DType to = a.outSpec().dtype;
     if (isCopy) {
       const Tensor& dst = a.tensor(0);
       const Tensor& src = a.tensor(1);
-      out.emplace_back(isFloating(dst.dtype()) ? std::optional<Tensor>(Tensor::full(dst.shape(), dst.dtype(), 0.0)) : std::nullopt);
-      if (isFloating(src.dtype()) && isFloating(to)) out.emplace_back(sumToShape(g[0], src.shape()).withDtype(src.dtype()));
-      else out.emplace_back(std::nullopt);
+      out.emplace_back(isFloating(dst.dtype())
+                           ? std::optional<Tensor>(Tensor::full(dst.shape(), dst.dtype(), 0.0))
+                           : std::nullopt);
+      if (isFloating(src.dtype()) && isFloating(to))
+        out.emplace_back(sumToShape(g[0], src.shape()).withDtype(src.dtype()));
+      else
+        out.emplace_back(std::nullopt);
       return out;
     }
     const Tensor& x = a.tensor(0);
-    if (isFloating(x.dtype()) && isFloating(to)) out.emplace_back(g[0].withDtype(x.dtype()));
-    else out.emplace_back(std::nullopt);
+    if (isFloating(x.dtype()) && isFloating(to))
+      out.emplace_back(g[0].withDtype(x.dtype()));
+    else
+      out.emplace_back(std::nullopt);
     return out;
   };
   f.localError = [](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
     const DType to = a.outSpec().dtype;
     if (!isFloating(to)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx);
-    return std::vector<Tensor>{mapPoint(o[0], to, [fo](double y) { return fo == Format::Fp64 ? 0.0 : roundingError(y, fo, fo); })};
+    return std::vector<Tensor>{mapPoint(
+        o[0], to, [fo](double y) { return fo == Format::Fp64 ? 0.0 : roundingError(y, fo, fo); })};
   };
   return makeRule(std::move(f));
 }
@@ -607,24 +662,29 @@ std::shared_ptr<const OpRule> castRule(bool isCopy) {
 
 void registerViewOps(OpRegistry& r) {
   const auto reshape = reshapeRule();
-  for (const char* op : {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
-                         "aten.reshape.default", "aten.view_copy.default"})
+  for (const char* op :
+       {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
+        "aten.reshape.default", "aten.view_copy.default"})
     r.add(op, reshape);
   const auto same = gatherRule(identity);
-  for (const char* op : {"aten.clone.default", "aten.detach.default", "aten.lift_fresh_copy.default",
-                         "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh.default"})
+  for (const char* op :
+       {"aten.clone.default", "aten.detach.default", "aten.lift_fresh_copy.default",
+        "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh.default"})
     r.add(op, same);
   r.add("aten.expand.default", gatherRule(expandGather));
   r.add("aten.t.default", gatherRule(tGather));
   r.add("aten.transpose.int", gatherRule(transposeGather));
   r.add("aten.permute.default", gatherRule(permuteArgGather));
   r.add("aten.slice.Tensor", gatherRule(sliceArgGather));
-  r.add("aten.select.int", gatherRule([](const OpArgs& a, const Shape& s) { return selectGather(a, s, 1); }));
+  r.add("aten.select.int",
+        gatherRule([](const OpArgs& a, const Shape& s) { return selectGather(a, s, 1); }));
   r.add("aten.unsqueeze.default", gatherRule(unsqueezeGather));
-  const auto squeezeDim = gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
+  const auto squeezeDim =
+      gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
   r.add("aten.squeeze.dim", squeezeDim);
   r.add("aten.squeeze_.dim", squeezeDim);  // in place: a fresh value per node, as for tril_
-  r.add("aten.squeeze.default", gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
+  r.add("aten.squeeze.default",
+        gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
   r.add("aten.slice_backward.default", backwardScatterRule(false));
   r.add("aten.select_backward.default", backwardScatterRule(true));
   r.add("aten.tril.default", triRule(true));

@@ -1,17 +1,17 @@
 #include "core/program/evaluator.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <functional>
-#include <random>
-#include <set>
-#include <unordered_map>
-
 #include "core/backend.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
 #include "core/program/program_parser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+#include <unordered_map>
 
 namespace lossbound {
 
@@ -34,13 +34,15 @@ void forEachRef(const Node& n, const std::function<void(const ValueRef&)>& f) {
 // The value store of one evaluation: slot per input and per node, each holding the outputs.
 class Schedule {
  public:
-  Schedule(const Program& program, const std::vector<std::string>& outputNames) : mProgram(program) {
+  Schedule(const Program& program, const std::vector<std::string>& outputNames)
+      : mProgram(program) {
     try {
       validateProgram(program, "step program");
     } catch (const ProgramError& e) {
       throw EvaluationError(std::string("cannot evaluate an invalid program: ") + e.what());
     }
-    for (std::size_t i = 0; i < program.inputs.size(); ++i) mSlotOf.emplace(program.inputs[i].name, i);
+    for (std::size_t i = 0; i < program.inputs.size(); ++i)
+      mSlotOf.emplace(program.inputs[i].name, i);
     for (std::size_t i = 0; i < program.nodes.size(); ++i)
       mSlotOf.emplace(program.nodes[i].name, program.inputs.size() + i);
     mOutputs = outputNames.empty() ? std::vector<std::string>{"loss"} : outputNames;
@@ -50,7 +52,8 @@ class Schedule {
       if (it == program.outputs.end()) {
         std::string known;
         for (const OutputSpec& o : program.outputs) known += (known.empty() ? "" : ", ") + o.name;
-        throw EvaluationError("the program has no output called '" + name + "' (it has: " + known + ")");
+        throw EvaluationError("the program has no output called '" + name + "' (it has: " + known +
+                              ")");
       }
       mOutputRefs.push_back(it->ref);
     }
@@ -58,8 +61,10 @@ class Schedule {
     std::vector<char> needed(program.nodes.size(), 0);
     auto mark = [&](const ValueRef& r) {
       const std::size_t s = mSlotOf.at(r.name);
-      if (s >= program.inputs.size()) needed[s - program.inputs.size()] = 1;
-      else mInputNeeded.insert(r.name);
+      if (s >= program.inputs.size())
+        needed[s - program.inputs.size()] = 1;
+      else
+        mInputNeeded.insert(r.name);
     };
     for (const ValueRef& r : mOutputRefs) mark(r);
     for (std::size_t i = program.nodes.size(); i-- > 0;)
@@ -88,12 +93,14 @@ class Schedule {
       auto it = inputs.find(in.name);
       if (it == inputs.end())
         throw EvaluationError("input '" + in.name + "' was not given (the program needs it as " +
-                              shapeString(in.spec.shape) + " " + std::string(dtypeName(in.spec.dtype)) + ")");
+                              shapeString(in.spec.shape) + " " +
+                              std::string(dtypeName(in.spec.dtype)) + ")");
       const Tensor& t = it->second;
       if (t.shape() != in.spec.shape || t.dtype() != in.spec.dtype)
         throw EvaluationError("input '" + in.name + "' is " + shapeString(t.shape()) + " " +
                               std::string(dtypeName(t.dtype())) + ", the program expects " +
-                              shapeString(in.spec.shape) + " " + std::string(dtypeName(in.spec.dtype)));
+                              shapeString(in.spec.shape) + " " +
+                              std::string(dtypeName(in.spec.dtype)));
       mValues[i] = {t};
     }
   }
@@ -138,7 +145,8 @@ std::vector<const OpRule*> rulesFor(const Program& program, const std::vector<st
     std::string msg = "unsupported op: " + missing.front() + " has no rule in this Lossbound";
     if (missing.size() > 1) {
       msg += " (and " + std::to_string(missing.size() - 1) + " more node(s) with unsupported ops: ";
-      for (std::size_t k = 1; k < missing.size() && k < 6; ++k) msg += (k > 1 ? ", " : "") + missing[k];
+      for (std::size_t k = 1; k < missing.size() && k < 6; ++k)
+        msg += (k > 1 ? ", " : "") + missing[k];
       msg += missing.size() > 6 ? ", ...)" : ")";
     }
     for (std::size_t i : order)
@@ -214,7 +222,8 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
 
 }  // namespace
 
-std::vector<std::size_t> neededNodes(const Program& program, const std::vector<std::string>& outputs) {
+std::vector<std::size_t> neededNodes(const Program& program,
+                                     const std::vector<std::string>& outputs) {
   return Schedule(program, outputs).order();
 }
 
@@ -227,7 +236,8 @@ EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& ba
   std::size_t intervalFrom = 0;  // program index from which the Interval domain applies
   if (options.domain == EvalDomain::Interval && !options.startNode.empty()) {
     const int s = findNode(program, options.startNode);
-    if (s < 0) throw EvaluationError("the start node '" + options.startNode + "' is not in the program");
+    if (s < 0)
+      throw EvaluationError("the start node '" + options.startNode + "' is not in the program");
     intervalFrom = static_cast<std::size_t>(s);
   }
   std::mt19937_64 rng(options.seed);
@@ -240,17 +250,22 @@ EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& ba
     const Node& node = program.nodes[i];
     const OpRule& rule = *rules[i];
     std::vector<Tensor> results = guarded(node, "evaluation", [&] {
-      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      const OpArgs args(node,
+                        [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
       switch (options.domain) {
-        case EvalDomain::Point: return rule.point(args, ctx);
-        case EvalDomain::Interval: return i < intervalFrom ? rule.point(args, ctx) : rule.interval(args, ctx);
-        case EvalDomain::Random: return rule.random(args, ctx);
+        case EvalDomain::Point:
+          return rule.point(args, ctx);
+        case EvalDomain::Interval:
+          return i < intervalFrom ? rule.point(args, ctx) : rule.interval(args, ctx);
+        case EvalDomain::Random:
+          return rule.random(args, ctx);
       }
       return std::vector<Tensor>{};
     });
-    checkResults(node, results, options.domain == EvalDomain::Interval && i >= intervalFrom ? "interval"
-                                : options.domain == EvalDomain::Random                      ? "random"
-                                                                                            : "point");
+    checkResults(node, results,
+                 options.domain == EvalDomain::Interval && i >= intervalFrom ? "interval"
+                 : options.domain == EvalDomain::Random                      ? "random"
+                                                                             : "point");
     schedule.values(schedule.nodeSlot(i)) = std::move(results);
     schedule.dropAfter(i);
     ++done;
@@ -285,7 +300,8 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
     checkCancel(options);
     const Node& node = program.nodes[i];
     std::vector<Tensor> results = guarded(node, "evaluation", [&] {
-      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      const OpArgs args(node,
+                        [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
       return rules[i]->point(args, ctx);
     });
     checkResults(node, results, "point");
@@ -298,12 +314,14 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
   const ValueRef lossRef = schedule.outputRefs().front();
   const Tensor& loss = schedule.lookup(lossRef);
   if (loss.numel() != 1)
-    throw EvaluationError("output '" + lossName.front() + "' has shape " + shapeString(loss.shape()) +
+    throw EvaluationError("output '" + lossName.front() + "' has shape " +
+                          shapeString(loss.shape()) +
                           ", expected a scalar for the first-order bound");
   out.loss = loss.values()[0];
 
   // Reverse: adjoints per slot and output index, seeded with ∂loss/∂loss = 1.
-  std::vector<std::vector<std::optional<Tensor>>> adjoint(program.inputs.size() + program.nodes.size());
+  std::vector<std::vector<std::optional<Tensor>>> adjoint(program.inputs.size() +
+                                                          program.nodes.size());
   {
     auto& a = adjoint[schedule.slotOf(lossRef.name)];
     a.resize(static_cast<std::size_t>(lossRef.index) + 1);
@@ -318,11 +336,13 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
     const std::vector<Tensor>& outputs = schedule.values(slot);
     std::vector<std::optional<Tensor>>& outAdj = adjoint[slot];
     outAdj.resize(outputs.size());
-    const bool anyAdjoint = std::any_of(outAdj.begin(), outAdj.end(), [](const auto& g) { return g.has_value(); });
+    const bool anyAdjoint =
+        std::any_of(outAdj.begin(), outAdj.end(), [](const auto& g) { return g.has_value(); });
     const bool floatingOut = std::any_of(node.outputs.begin(), node.outputs.end(),
                                          [](const TensorSpec& s) { return isFloating(s.dtype); });
     if (anyAdjoint) {
-      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+      const OpArgs args(node,
+                        [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
       // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs; then the
       // binary64 point evaluation's own rounding, to first order: the same adjoints with the
       // local bounds of an fp64 execution (it is one: every point rule computes in binary64 or
@@ -346,13 +366,15 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       std::vector<Tensor> outGrads;
       outGrads.reserve(outputs.size());
       for (std::size_t k = 0; k < outputs.size(); ++k)
-        outGrads.push_back(outAdj[k] ? *outAdj[k] : Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
+        outGrads.push_back(outAdj[k] ? *outAdj[k]
+                                     : Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
       const std::vector<std::optional<Tensor>> grads =
           guarded(node, "vjp", [&] { return rules[i]->vjp(args, outputs, outGrads, ctx); });
       const auto& refs = args.tensorRefs();
       if (grads.size() != refs.size())
-        throw EvaluationError(nodeLabel(node) + ": the vjp rule returned " + std::to_string(grads.size()) +
-                                  " gradients for " + std::to_string(refs.size()) + " tensor inputs",
+        throw EvaluationError(nodeLabel(node) + ": the vjp rule returned " +
+                                  std::to_string(grads.size()) + " gradients for " +
+                                  std::to_string(refs.size()) + " tensor inputs",
                               node.name, node.op);
       for (std::size_t j = 0; j < refs.size(); ++j) {
         if (!grads[j]) continue;
@@ -360,8 +382,8 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
         if (!isFloating(value.dtype())) continue;
         if (grads[j]->shape() != value.shape())
           throw EvaluationError(nodeLabel(node) + ": the vjp rule returned a gradient of shape " +
-                                    shapeString(grads[j]->shape()) + " for input " + refString(refs[j]) +
-                                    " of shape " + shapeString(value.shape()),
+                                    shapeString(grads[j]->shape()) + " for input " +
+                                    refString(refs[j]) + " of shape " + shapeString(value.shape()),
                                 node.name, node.op);
         auto& target = adjoint[schedule.slotOf(refs[j].name)];
         if (target.size() <= static_cast<std::size_t>(refs[j].index))

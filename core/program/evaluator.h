@@ -22,6 +22,10 @@
 // Errors: an op without a rule, an op rule that throws, a result whose shape disagrees with the
 // trace, or a missing / mis-shaped input throw EvaluationError naming the node and op.
 
+#include "core/ops/precision_model.h"
+#include "core/program/ir.h"
+#include "core/tensor/tensor.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -30,10 +34,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "core/ops/precision_model.h"
-#include "core/program/ir.h"
-#include "core/tensor/tensor.h"
 
 namespace lossbound {
 
@@ -80,32 +80,33 @@ struct EvalOptions {
 
 /// The outputs of a forward evaluation.
 struct EvalResult {
-  TensorMap outputs;              ///< the requested program outputs by name
+  TensorMap outputs;               ///< the requested program outputs by name
   std::size_t nodesEvaluated = 0;  ///< nodes run after pruning
   std::size_t nodesSkipped = 0;    ///< nodes not needed for the requested outputs
 };
 
 /// One node's share of the first-order rounding bound.
 struct NodeBudget {
-  std::string node;        ///< trace node name
-  std::string op;          ///< aten op
-  double bound = 0;        ///< Σ over its output elements of |g|·r (absolute loss units)
-  double sumSquares = 0;   ///< Σ over its output elements of (g·r)²
+  std::string node;       ///< trace node name
+  std::string op;         ///< aten op
+  double bound = 0;       ///< Σ over its output elements of |g|·r (absolute loss units)
+  double sumSquares = 0;  ///< Σ over its output elements of (g·r)²
 };
 
 /// The result of evaluateFirstOrder().
 struct FirstOrderResult {
-  double loss = 0;                  ///< the point (binary64) value of the loss output
-  double bound = 0;                 ///< Σ over nodes of NodeBudget::bound
-  double sumSquares = 0;            ///< Σ over nodes of NodeBudget::sumSquares
-  double pointBound = 0;            ///< first-order bound of `loss`'s own binary64 rounding
-  std::vector<NodeBudget> nodes;    ///< every evaluated node with a floating output, program order
-  std::size_t nodesEvaluated = 0;   ///< forward nodes run after pruning
+  double loss = 0;                 ///< the point (binary64) value of the loss output
+  double bound = 0;                ///< Σ over nodes of NodeBudget::bound
+  double sumSquares = 0;           ///< Σ over nodes of NodeBudget::sumSquares
+  double pointBound = 0;           ///< first-order bound of `loss`'s own binary64 rounding
+  std::vector<NodeBudget> nodes;   ///< every evaluated node with a floating output, program order
+  std::size_t nodesEvaluated = 0;  ///< forward nodes run after pruning
 };
 
 /// Returns the indices of the nodes that `outputs` (program output names) depend on, in program
 /// order; throws EvaluationError for an unknown output name.
-std::vector<std::size_t> neededNodes(const Program& program, const std::vector<std::string>& outputs);
+std::vector<std::size_t> neededNodes(const Program& program,
+                                     const std::vector<std::string>& outputs);
 
 /// Evaluates the requested outputs in options.domain; throws EvaluationError (missing or
 /// mis-shaped input, unknown start node, unsupported op, failing op) or Cancelled.

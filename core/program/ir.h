@@ -2,13 +2,13 @@
 // The step-program IR in memory: the aten-level graph traced by make_fx, as documented in
 // docs/run-file-format.md. Plain data; parsing and validation live in program_parser.h.
 
+#include "core/tensor/dtype.h"
+#include "core/tensor/shape.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
-
-#include "core/tensor/dtype.h"
-#include "core/tensor/shape.h"
 
 namespace lossbound {
 
@@ -27,7 +27,19 @@ struct ValueRef {
 
 /// One argument of a node: a constant, a list, or a reference to a tensor.
 struct IrValue {
-  enum class Kind { None, Bool, Int, Float, String, List, Ref, DType, Device, Layout, MemoryFormat };
+  enum class Kind {
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    List,
+    Ref,
+    DType,
+    Device,
+    Layout,
+    MemoryFormat
+  };
   Kind kind = Kind::None;
   bool boolValue = false;
   std::int64_t intValue = 0;

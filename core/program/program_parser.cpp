@@ -1,5 +1,7 @@
 #include "core/program/program_parser.h"
 
+#include "core/ops/registry.h"
+
 #include <QByteArray>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -14,8 +16,6 @@
 #include <limits>
 #include <set>
 #include <unordered_map>
-
-#include "core/ops/registry.h"
 
 namespace lossbound {
 
@@ -38,9 +38,9 @@ std::string tagFloatLiterals(std::string_view text) {
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       const std::size_t start = i;
       bool isFloat = false;
-      while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) ||
-                                 text[i] == '-' || text[i] == '+' || text[i] == '.' ||
-                                 text[i] == 'e' || text[i] == 'E')) {
+      while (i < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '-' ||
+              text[i] == '+' || text[i] == '.' || text[i] == 'e' || text[i] == 'E')) {
         isFloat = isFloat || text[i] == '.' || text[i] == 'e' || text[i] == 'E';
         ++i;
       }
@@ -80,13 +80,17 @@ std::optional<double> taggedFloat(const QJsonValue& v) {
 
 // Describes a JSON value for "found ..." in messages.
 std::string describe(const QJsonValue& v) {
-  if (taggedFloat(v)) return "the number " + v.toObject().value(QLatin1String("float")).toString().toStdString();
+  if (taggedFloat(v))
+    return "the number " + v.toObject().value(QLatin1String("float")).toString().toStdString();
   switch (v.type()) {
-    case QJsonValue::Null: return "null";
-    case QJsonValue::Bool: return v.toBool() ? "true" : "false";
+    case QJsonValue::Null:
+      return "null";
+    case QJsonValue::Bool:
+      return v.toBool() ? "true" : "false";
     case QJsonValue::Double: {
       const QVariant var = v.toVariant();
-      if (var.metaType().id() == QMetaType::LongLong) return "the number " + std::to_string(v.toInteger());
+      if (var.metaType().id() == QMetaType::LongLong)
+        return "the number " + std::to_string(v.toInteger());
       return "the number " + QByteArray::number(v.toDouble(), 'g', 17).toStdString();
     }
     case QJsonValue::String: {
@@ -94,13 +98,16 @@ std::string describe(const QJsonValue& v) {
       if (s.size() > 60) s = s.substr(0, 57) + "...";
       return "the string \"" + s + "\"";
     }
-    case QJsonValue::Array: return "a list of " + std::to_string(v.toArray().size()) + " values";
+    case QJsonValue::Array:
+      return "a list of " + std::to_string(v.toArray().size()) + " values";
     case QJsonValue::Object: {
       std::string keys;
-      for (const QString& k : v.toObject().keys()) keys += (keys.empty() ? "" : ", ") + k.toStdString();
+      for (const QString& k : v.toObject().keys())
+        keys += (keys.empty() ? "" : ", ") + k.toStdString();
       return "an object with keys {" + keys + "}";
     }
-    case QJsonValue::Undefined: return "nothing";
+    case QJsonValue::Undefined:
+      return "nothing";
   }
   return "an unknown value";
 }
@@ -134,31 +141,36 @@ class Parser {
     return v.isDouble() && v.toVariant().metaType().id() == QMetaType::LongLong;
   }
 
-  std::int64_t integer(const QJsonValue& v, const std::string& where, const std::string& what) const {
+  std::int64_t integer(const QJsonValue& v, const std::string& where,
+                       const std::string& what) const {
     if (!isInteger(v)) fail(where, what + " should be an integer, found " + describe(v));
     return v.toInteger();
   }
 
   TensorSpec spec(const QJsonValue& v, const std::string& where) const {
     if (!v.isObject())
-      fail(where, "expected a tensor spec {\"shape\": [...], \"dtype\": \"...\"}, found " + describe(v));
+      fail(where,
+           "expected a tensor spec {\"shape\": [...], \"dtype\": \"...\"}, found " + describe(v));
     const QJsonObject o = v.toObject();
     TensorSpec s;
     const QJsonValue shape = field(o, "shape", where, "a list of dimensions");
-    if (!shape.isArray()) fail(where, "field 'shape' should be a list of dimensions, found " + describe(shape));
+    if (!shape.isArray())
+      fail(where, "field 'shape' should be a list of dimensions, found " + describe(shape));
     const QJsonArray dims = shape.toArray();
     for (qsizetype i = 0; i < dims.size(); ++i) {
       const std::int64_t d = integer(dims.at(i), where, "shape dimension " + std::to_string(i));
-      if (d < 0) fail(where, "shape dimension " + std::to_string(i) + " is " + std::to_string(d) +
-                                 ", expected a size >= 0");
+      if (d < 0)
+        fail(where, "shape dimension " + std::to_string(i) + " is " + std::to_string(d) +
+                        ", expected a size >= 0");
       s.shape.push_back(d);
     }
     const std::string dt = stringField(o, "dtype", where);
     const auto parsed = parseDType(dt);
     if (!parsed)
-      fail(where, "unknown dtype \"" + dt +
-                      "\" (expected float64, float32, bfloat16, float16, int64, int32, int16, int8, "
-                      "uint8 or bool)");
+      fail(where,
+           "unknown dtype \"" + dt +
+               "\" (expected float64, float32, bfloat16, float16, int64, int32, int16, int8, "
+               "uint8 or bool)");
     s.dtype = *parsed;
     return s;
   }
@@ -172,7 +184,9 @@ class Parser {
     }
     switch (v.type()) {
       case QJsonValue::Null:
-      case QJsonValue::Undefined: out.kind = IrValue::Kind::None; return out;
+      case QJsonValue::Undefined:
+        out.kind = IrValue::Kind::None;
+        return out;
       case QJsonValue::Bool:
         out.kind = IrValue::Kind::Bool;
         out.boolValue = v.toBool();
@@ -198,7 +212,8 @@ class Parser {
           out.list.push_back(value(a.at(i), where + "[" + std::to_string(i) + "]"));
         return out;
       }
-      case QJsonValue::Object: break;
+      case QJsonValue::Object:
+        break;
     }
     const QJsonObject o = v.toObject();
     if (o.contains(QLatin1String("ref"))) {
@@ -214,19 +229,23 @@ class Parser {
       if (o.contains(QLatin1String("index"))) {
         const std::int64_t idx = integer(o.value(QLatin1String("index")), where, "reference index");
         if (idx < 0 || idx > 1'000'000)
-          fail(where, "reference index " + std::to_string(idx) + " is out of range (expected >= 0)");
+          fail(where,
+               "reference index " + std::to_string(idx) + " is out of range (expected >= 0)");
         out.ref.index = static_cast<int>(idx);
       }
       return out;
     }
-    static const QStringList kTags{QStringLiteral("float"), QStringLiteral("dtype"), QStringLiteral("device"),
-                                   QStringLiteral("layout"), QStringLiteral("memory_format")};
+    static const QStringList kTags{QStringLiteral("float"), QStringLiteral("dtype"),
+                                   QStringLiteral("device"), QStringLiteral("layout"),
+                                   QStringLiteral("memory_format")};
     if (o.size() == 1 && kTags.contains(o.keys().front())) {
       const QString key = o.keys().front();
       const QJsonValue payload = o.value(key);
       if (key == QLatin1String("float"))
-        fail(where, "expected a float constant {\"float\": \"inf\" | \"-inf\" | \"nan\" | <number>}, "
-                    "found " + describe(payload));
+        fail(where,
+             "expected a float constant {\"float\": \"inf\" | \"-inf\" | \"nan\" | <number>}, "
+             "found " +
+                 describe(payload));
       if (!payload.isString())
         fail(where, "tagged constant '" + key.toStdString() + "' should hold a string, found " +
                         describe(payload));
@@ -238,13 +257,18 @@ class Parser {
         out.dtypeValue = *dt;
         return out;
       }
-      if (key == QLatin1String("device")) out.kind = IrValue::Kind::Device;
-      else if (key == QLatin1String("layout")) out.kind = IrValue::Kind::Layout;
-      else if (key == QLatin1String("memory_format")) out.kind = IrValue::Kind::MemoryFormat;
+      if (key == QLatin1String("device"))
+        out.kind = IrValue::Kind::Device;
+      else if (key == QLatin1String("layout"))
+        out.kind = IrValue::Kind::Layout;
+      else if (key == QLatin1String("memory_format"))
+        out.kind = IrValue::Kind::MemoryFormat;
       if (out.kind != IrValue::Kind::None) return out;
     }
-    fail(where, "expected a reference {\"ref\": ...} or a tagged constant (float, dtype, device, "
-                "layout, memory_format), found " + describe(v));
+    fail(where,
+         "expected a reference {\"ref\": ...} or a tagged constant (float, dtype, device, "
+         "layout, memory_format), found " +
+             describe(v));
   }
 
   ValueRef reference(const QJsonValue& v, const std::string& where) const {
@@ -256,7 +280,8 @@ class Parser {
 
   QJsonArray array(const QJsonObject& o, const char* key, const std::string& where) const {
     const QJsonValue v = field(o, key, where, "a list");
-    if (!v.isArray()) fail(where, std::string("field '") + key + "' should be a list, found " + describe(v));
+    if (!v.isArray())
+      fail(where, std::string("field '") + key + "' should be a list, found " + describe(v));
     return v.toArray();
   }
 
@@ -264,20 +289,22 @@ class Parser {
     Program p;
     const QJsonValue format = field(root, "format", "", "\"lossbound-step-program\"");
     if (!format.isString() || format.toString().toStdString() != kIrFormatName)
-      fail("", "field 'format' is " + describe(format) + ", expected \"" + std::string(kIrFormatName) +
-                   "\" (is this a step program?)");
+      fail("", "field 'format' is " + describe(format) + ", expected \"" +
+                   std::string(kIrFormatName) + "\" (is this a step program?)");
     const QJsonValue version = field(root, "ir_version", "", "the integer 1");
     const std::int64_t v = integer(version, "", "field 'ir_version'");
     if (v != kIrVersion)
       fail("", "found IR version " + std::to_string(v) + ", this Lossbound reads IR version " +
                    std::to_string(kIrVersion));
     p.irVersion = static_cast<int>(v);
-    if (root.contains(QLatin1String("torch_version"))) p.torchVersion = stringField(root, "torch_version", "");
+    if (root.contains(QLatin1String("torch_version")))
+      p.torchVersion = stringField(root, "torch_version", "");
 
     const QJsonArray inputs = array(root, "inputs", "");
     for (qsizetype i = 0; i < inputs.size(); ++i) {
       std::string where = "input #" + std::to_string(i);
-      if (!inputs.at(i).isObject()) fail(where, "expected an object {name, shape, dtype}, found " + describe(inputs.at(i)));
+      if (!inputs.at(i).isObject())
+        fail(where, "expected an object {name, shape, dtype}, found " + describe(inputs.at(i)));
       const QJsonObject o = inputs.at(i).toObject();
       InputSpec in;
       in.name = stringField(o, "name", where);
@@ -290,7 +317,9 @@ class Parser {
     p.nodes.reserve(static_cast<std::size_t>(nodes.size()));
     for (qsizetype i = 0; i < nodes.size(); ++i) {
       std::string where = "node #" + std::to_string(i);
-      if (!nodes.at(i).isObject()) fail(where, "expected an object {name, op, args, kwargs, outputs}, found " + describe(nodes.at(i)));
+      if (!nodes.at(i).isObject())
+        fail(where, "expected an object {name, op, args, kwargs, outputs}, found " +
+                        describe(nodes.at(i)));
       const QJsonObject o = nodes.at(i).toObject();
       Node n;
       n.name = stringField(o, "name", where);
@@ -303,11 +332,13 @@ class Parser {
         n.args.push_back(value(args.at(a), where + ", argument " + std::to_string(a)));
       if (o.contains(QLatin1String("kwargs"))) {
         const QJsonValue kw = o.value(QLatin1String("kwargs"));
-        if (!kw.isObject()) fail(where, "field 'kwargs' should be an object, found " + describe(kw));
+        if (!kw.isObject())
+          fail(where, "field 'kwargs' should be an object, found " + describe(kw));
         const QJsonObject kwo = kw.toObject();
         for (auto it = kwo.begin(); it != kwo.end(); ++it)
-          n.kwargs.emplace(it.key().toStdString(),
-                           value(it.value(), where + ", keyword argument '" + it.key().toStdString() + "'"));
+          n.kwargs.emplace(
+              it.key().toStdString(),
+              value(it.value(), where + ", keyword argument '" + it.key().toStdString() + "'"));
       }
       const QJsonArray outs = array(o, "outputs", where);
       for (qsizetype k = 0; k < outs.size(); ++k) {
@@ -325,7 +356,8 @@ class Parser {
     const QJsonArray outputs = array(root, "outputs", "");
     for (qsizetype i = 0; i < outputs.size(); ++i) {
       std::string where = "program output #" + std::to_string(i);
-      if (!outputs.at(i).isObject()) fail(where, "expected an object {name, ref}, found " + describe(outputs.at(i)));
+      if (!outputs.at(i).isObject())
+        fail(where, "expected an object {name, ref}, found " + describe(outputs.at(i)));
       const QJsonObject o = outputs.at(i).toObject();
       OutputSpec out;
       out.name = stringField(o, "name", where);
@@ -356,8 +388,8 @@ Program parseProgram(std::string_view json, std::string_view source) {
   if (json.size() > static_cast<std::size_t>(std::numeric_limits<int>::max() / 2))
     parser.fail("", "the JSON text is too large (" + std::to_string(json.size()) + " bytes)");
   QJsonParseError error{};
-  QJsonDocument doc = QJsonDocument::fromJson(
-      QByteArray(json.data(), static_cast<qsizetype>(json.size())), &error);
+  QJsonDocument doc =
+      QJsonDocument::fromJson(QByteArray(json.data(), static_cast<qsizetype>(json.size())), &error);
   if (error.error != QJsonParseError::NoError) {
     const std::size_t at = static_cast<std::size_t>(std::max(0, error.offset));
     std::string context(json.substr(at > 20 ? at - 20 : 0, 40));
@@ -369,9 +401,11 @@ Program parseProgram(std::string_view json, std::string_view source) {
     parser.fail("", std::string("expected a JSON object at the top level, found ") +
                         (doc.isArray() ? "a list" : "nothing"));
   const std::string tagged = tagFloatLiterals(json);
-  doc = QJsonDocument::fromJson(QByteArray(tagged.data(), static_cast<qsizetype>(tagged.size())), &error);
+  doc = QJsonDocument::fromJson(QByteArray(tagged.data(), static_cast<qsizetype>(tagged.size())),
+                                &error);
   if (error.error != QJsonParseError::NoError || !doc.isObject())  // cannot happen for valid JSON
-    parser.fail("", "internal error: re-parsing the JSON failed at offset " + std::to_string(error.offset));
+    parser.fail(
+        "", "internal error: re-parsing the JSON failed at offset " + std::to_string(error.offset));
   Program program = parser.program(doc.object());
   validateProgram(program, source);
   return program;
@@ -386,8 +420,9 @@ void validateProgram(const Program& program, std::string_view source) {
     const std::string where = "input #" + std::to_string(i);
     if (in.name.empty()) parser.fail(where, "the input name is empty");
     if (!in.name.starts_with("param:") && !in.name.starts_with("batch:"))
-      parser.fail("input '" + in.name + "'",
-                  "input names must start with \"param:\" or \"batch:\", found \"" + in.name + "\"");
+      parser.fail(
+          "input '" + in.name + "'",
+          "input names must start with \"param:\" or \"batch:\", found \"" + in.name + "\"");
     if (!defined.emplace(in.name, std::pair{-1, std::size_t{1}}).second)
       parser.fail("input '" + in.name + "'", "duplicate input name");
   }
@@ -405,20 +440,24 @@ void validateProgram(const Program& program, std::string_view source) {
     if (in == defined.end()) {
       auto later = nodeIndex.find(ref.name);
       if (later != nodeIndex.end())
-        parser.fail(where, "refers to node '" + ref.name + "' (#" + std::to_string(later->second) +
-                               "), which is not computed before it; nodes must be in execution order");
+        parser.fail(where,
+                    "refers to node '" + ref.name + "' (#" + std::to_string(later->second) +
+                        "), which is not computed before it; nodes must be in execution order");
       parser.fail(where, "refers to '" + ref.name + "', but no input or node has that name");
     }
     if (ref.index < 0 || static_cast<std::size_t>(ref.index) >= in->second.second) {
-      const std::string what = in->second.first < 0 ? "input '" + ref.name + "' has 1 value"
-                                                    : "node '" + ref.name + "' has " +
-                                                          std::to_string(in->second.second) + " outputs";
+      const std::string what =
+          in->second.first < 0
+              ? "input '" + ref.name + "' has 1 value"
+              : "node '" + ref.name + "' has " + std::to_string(in->second.second) + " outputs";
       parser.fail(where, "refers to " + refString(ref) + ", but " + what);
     }
-    if (in->second.first >= 0 &&
-        program.nodes[static_cast<std::size_t>(in->second.first)].outputs[static_cast<std::size_t>(ref.index)].none)
-      parser.fail(where, "refers to " + refString(ref) + ", but output " + std::to_string(ref.index) +
-                             " of node '" + ref.name + "' is None (null in the trace)");
+    if (in->second.first >= 0 && program.nodes[static_cast<std::size_t>(in->second.first)]
+                                     .outputs[static_cast<std::size_t>(ref.index)]
+                                     .none)
+      parser.fail(where, "refers to " + refString(ref) + ", but output " +
+                             std::to_string(ref.index) + " of node '" + ref.name +
+                             "' is None (null in the trace)");
   };
   for (std::size_t i = 0; i < program.nodes.size(); ++i) {
     const Node& n = program.nodes[i];
@@ -469,7 +508,9 @@ int findNode(const Program& program, std::string_view name) {
 const TensorSpec& specOf(const Program& program, const ValueRef& ref) {
   for (const InputSpec& in : program.inputs)
     if (in.name == ref.name) {
-      if (ref.index != 0) throw ProgramError("reference " + refString(ref) + ": input '" + ref.name + "' has 1 value");
+      if (ref.index != 0)
+        throw ProgramError("reference " + refString(ref) + ": input '" + ref.name +
+                           "' has 1 value");
       return in.spec;
     }
   const int i = findNode(program, ref.name);

@@ -5,12 +5,12 @@
 // engine does not support are *findings* (unsupportedOps()): a program that uses them can still be
 // listed and summarised, but the evaluator refuses to run them.
 
+#include "core/program/ir.h"
+
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "core/program/ir.h"
 
 namespace lossbound {
 

@@ -7,13 +7,12 @@
 #include <hdf5.h>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
 #define LOSSBOUND_HAVE_FORK 1
 #endif
 
@@ -40,9 +39,12 @@ double halfBitsToDouble(std::uint16_t bits) {
   const int exponent = (bits >> 10) & 0x1f;
   const int fraction = bits & 0x3ff;
   double v = 0;
-  if (exponent == 0) v = std::ldexp(fraction, -24);  // zero and subnormals: fraction · 2^-24
-  else if (exponent == 31) v = fraction ? std::nan("") : INFINITY;
-  else v = std::ldexp(fraction | 0x400, exponent - 25);
+  if (exponent == 0)
+    v = std::ldexp(fraction, -24);  // zero and subnormals: fraction · 2^-24
+  else if (exponent == 31)
+    v = fraction ? std::nan("") : INFINITY;
+  else
+    v = std::ldexp(fraction | 0x400, exponent - 25);
   return sign ? -v : v;
 }
 
@@ -68,7 +70,8 @@ std::string hdf5Reason() {
   H5Ewalk2(
       H5E_DEFAULT, H5E_WALK_DOWNWARD,
       [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
-        if (e && e->desc && *e->desc) static_cast<std::vector<std::string>*>(data)->push_back(e->desc);
+        if (e && e->desc && *e->desc)
+          static_cast<std::vector<std::string>*>(data)->push_back(e->desc);
         return 0;
       },
       &messages);
@@ -109,18 +112,28 @@ std::string typeDescription(hid_t type) {
   const std::size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
     case H5T_INTEGER:
-      return std::to_string(8 * size) + "-bit " + (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned " : "") +
-             "integer";
-    case H5T_FLOAT: return std::to_string(8 * size) + "-bit float";
-    case H5T_STRING: return "string";
-    case H5T_ENUM: return std::to_string(8 * size) + "-bit enum";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ARRAY: return "array";
-    case H5T_VLEN: return "variable-length sequence";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_REFERENCE: return "reference";
-    default: return "unknown type";
+      return std::to_string(8 * size) + "-bit " +
+             (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned " : "") + "integer";
+    case H5T_FLOAT:
+      return std::to_string(8 * size) + "-bit float";
+    case H5T_STRING:
+      return "string";
+    case H5T_ENUM:
+      return std::to_string(8 * size) + "-bit enum";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ARRAY:
+      return "array";
+    case H5T_VLEN:
+      return "variable-length sequence";
+    case H5T_OPAQUE:
+      return "opaque";
+    case H5T_BITFIELD:
+      return "bitfield";
+    case H5T_REFERENCE:
+      return "reference";
+    default:
+      return "unknown type";
   }
 }
 
@@ -129,8 +142,8 @@ struct FilterName {
   const char* name;
 };
 constexpr FilterName kFilterNames[] = {
-    {1, "gzip/deflate"}, {2, "shuffle"}, {3, "fletcher32"}, {4, "szip"}, {5, "nbit"},
-    {6, "scaleoffset"}, {307, "bzip2"}, {32000, "LZF"}, {32001, "Blosc"}, {32004, "LZ4"},
+    {1, "gzip/deflate"},   {2, "shuffle"}, {3, "fletcher32"},    {4, "szip"},      {5, "nbit"},
+    {6, "scaleoffset"},    {307, "bzip2"}, {32000, "LZF"},       {32001, "Blosc"}, {32004, "LZ4"},
     {32008, "bitshuffle"}, {32013, "zfp"}, {32015, "Zstandard"}, {32017, "SZ"}};
 
 // Reads one HDF5 file: holds the file identifier and the file name for messages.
@@ -173,8 +186,11 @@ class Reader {
     Handle h(id, H5Oclose);
     const H5I_type_t t = H5Iget_type(id);
     if (t != expected)
-      fail(path, std::string("expected a ") + (expected == H5I_GROUP ? "group" : "dataset") + ", found a " +
-                     (t == H5I_GROUP ? "group" : t == H5I_DATASET ? "dataset" : "named datatype"));
+      fail(path, std::string("expected a ") + (expected == H5I_GROUP ? "group" : "dataset") +
+                     ", found a " +
+                     (t == H5I_GROUP     ? "group"
+                      : t == H5I_DATASET ? "dataset"
+                                         : "named datatype"));
     return h;
   }
 
@@ -195,10 +211,12 @@ class Reader {
     if (H5Gget_info(group, &info) < 0) failHdf5(path, "cannot list the group");
     std::vector<std::string> names;
     for (hsize_t i = 0; i < info.nlinks; ++i) {
-      const ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+      const ssize_t n =
+          H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
       if (n < 0) failHdf5(path, "cannot read the name of member " + std::to_string(i));
       std::string s(static_cast<std::size_t>(n) + 1, '\0');
-      H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size(), H5P_DEFAULT);
+      H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size(),
+                         H5P_DEFAULT);
       s.resize(static_cast<std::size_t>(n));
       names.push_back(std::move(s));
     }
@@ -308,7 +326,8 @@ class Reader {
       return s;
     }
     const std::size_t size = H5Tget_size(type.get());
-    if (size == 0 || size > (std::size_t{1} << 30)) fail(path, "the fixed-length string has size " + std::to_string(size));
+    if (size == 0 || size > (std::size_t{1} << 30))
+      fail(path, "the fixed-length string has size " + std::to_string(size));
     H5Tset_size(mem.get(), size);
     H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
     std::string s(size, '\0');
@@ -332,20 +351,23 @@ class Reader {
     return objPath + (objPath == "/" ? "" : "/") + "@" + name;
   }
 
-  std::optional<std::string> stringAttr(hid_t obj, const std::string& objPath, const char* name) const {
+  std::optional<std::string> stringAttr(hid_t obj, const std::string& objPath,
+                                        const char* name) const {
     Handle a = attribute(obj, objPath, name);
     if (!a.valid()) return std::nullopt;
     return readString(a.get(), true, attrPath(objPath, name));
   }
 
-  std::optional<std::int64_t> intAttr(hid_t obj, const std::string& objPath, const char* name) const {
+  std::optional<std::int64_t> intAttr(hid_t obj, const std::string& objPath,
+                                      const char* name) const {
     Handle a = attribute(obj, objPath, name);
     if (!a.valid()) return std::nullopt;
     const std::string path = attrPath(objPath, name);
     Handle type(H5Aget_type(a.get()), H5Tclose);
     if (H5Tget_class(type.get()) != H5T_INTEGER) {
       std::string found = typeDescription(type.get());
-      if (H5Tget_class(type.get()) == H5T_STRING) found += " \"" + readString(a.get(), true, path) + "\"";
+      if (H5Tget_class(type.get()) == H5T_STRING)
+        found += " \"" + readString(a.get(), true, path) + "\"";
       fail(path, "expected an integer attribute, found " + found);
     }
     Handle space(H5Aget_space(a.get()), H5Sclose);
@@ -362,7 +384,9 @@ class Reader {
 
 bool isIntegerType(hid_t t) { return H5Tget_class(t) == H5T_INTEGER; }
 bool isFloat64Type(hid_t t) { return H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 8; }
-bool isNumericType(hid_t t) { return H5Tget_class(t) == H5T_FLOAT || H5Tget_class(t) == H5T_INTEGER; }
+bool isNumericType(hid_t t) {
+  return H5Tget_class(t) == H5T_FLOAT || H5Tget_class(t) == H5T_INTEGER;
+}
 
 // Returns "" when the HDF5 type `t` can store a tensor of `dtype` as the format says, else what
 // was expected.
@@ -371,17 +395,28 @@ std::string storageMismatch(DType dtype, hid_t t) {
   const std::size_t size = H5Tget_size(t);
   const bool sign = H5Tget_sign(t) != H5T_SGN_NONE;
   switch (dtype) {
-    case DType::Float64: return cls == H5T_FLOAT && size == 8 ? "" : "a 64-bit float";
-    case DType::Float32: return cls == H5T_FLOAT && size == 4 ? "" : "a 32-bit float";
+    case DType::Float64:
+      return cls == H5T_FLOAT && size == 8 ? "" : "a 64-bit float";
+    case DType::Float32:
+      return cls == H5T_FLOAT && size == 4 ? "" : "a 32-bit float";
     case DType::Float16:
-      return (cls == H5T_FLOAT || cls == H5T_INTEGER) && size == 2 ? "" : "a 16-bit IEEE half float";
-    case DType::BFloat16: return cls == H5T_INTEGER && size == 2 ? "" : "16-bit unsigned integers (bfloat16 bits)";
-    case DType::Int64: return cls == H5T_INTEGER && size == 8 && sign ? "" : "a 64-bit signed integer";
-    case DType::Int32: return cls == H5T_INTEGER && size == 4 && sign ? "" : "a 32-bit signed integer";
-    case DType::Int16: return cls == H5T_INTEGER && size == 2 && sign ? "" : "a 16-bit signed integer";
-    case DType::Int8: return cls == H5T_INTEGER && size == 1 && sign ? "" : "an 8-bit signed integer";
-    case DType::UInt8: return cls == H5T_INTEGER && size == 1 && !sign ? "" : "an 8-bit unsigned integer";
-    case DType::Bool: return (cls == H5T_INTEGER || cls == H5T_ENUM) && size == 1 ? "" : "8-bit integers 0/1 (bool)";
+      return (cls == H5T_FLOAT || cls == H5T_INTEGER) && size == 2 ? ""
+                                                                   : "a 16-bit IEEE half float";
+    case DType::BFloat16:
+      return cls == H5T_INTEGER && size == 2 ? "" : "16-bit unsigned integers (bfloat16 bits)";
+    case DType::Int64:
+      return cls == H5T_INTEGER && size == 8 && sign ? "" : "a 64-bit signed integer";
+    case DType::Int32:
+      return cls == H5T_INTEGER && size == 4 && sign ? "" : "a 32-bit signed integer";
+    case DType::Int16:
+      return cls == H5T_INTEGER && size == 2 && sign ? "" : "a 16-bit signed integer";
+    case DType::Int8:
+      return cls == H5T_INTEGER && size == 1 && sign ? "" : "an 8-bit signed integer";
+    case DType::UInt8:
+      return cls == H5T_INTEGER && size == 1 && !sign ? "" : "an 8-bit unsigned integer";
+    case DType::Bool:
+      return (cls == H5T_INTEGER || cls == H5T_ENUM) && size == 1 ? ""
+                                                                  : "8-bit integers 0/1 (bool)";
   }
   return "a known dtype";
 }
@@ -432,21 +467,26 @@ void RunFile::Impl::readRoot() {
   Handle root = reader.group("/");
   const auto format = reader.stringAttr(root.get(), "/", "format");
   if (!format)
-    reader.fail("/", "not a Lossbound run file: the root attribute 'format' is missing (expected \"" +
-                         std::string(kRunFormatName) + "\")");
+    reader.fail("/",
+                "not a Lossbound run file: the root attribute 'format' is missing (expected \"" +
+                    std::string(kRunFormatName) + "\")");
   if (*format != kRunFormatName)
     reader.fail("/@format", "not a Lossbound run file: format is \"" + *format + "\", expected \"" +
                                 std::string(kRunFormatName) + "\"");
   attributes.format = *format;
   const auto version = reader.intAttr(root.get(), "/", "format_version");
-  if (!version) reader.fail("/", "the root attribute 'format_version' is missing (expected the integer 1)");
+  if (!version)
+    reader.fail("/", "the root attribute 'format_version' is missing (expected the integer 1)");
   if (*version != kRunFormatVersion)
-    reader.fail("/@format_version",
-                "found format version " + std::to_string(*version) + ", this Lossbound reads version " +
-                    std::to_string(kRunFormatVersion) +
-                    (*version > kRunFormatVersion ? " (the file was written by a newer recorder)" : ""));
+    reader.fail(
+        "/@format_version",
+        "found format version " + std::to_string(*version) + ", this Lossbound reads version " +
+            std::to_string(kRunFormatVersion) +
+            (*version > kRunFormatVersion ? " (the file was written by a newer recorder)" : ""));
   attributes.formatVersion = *version;
-  auto str = [&](const char* name) { return reader.stringAttr(root.get(), "/", name).value_or(""); };
+  auto str = [&](const char* name) {
+    return reader.stringAttr(root.get(), "/", name).value_or("");
+  };
   attributes.runName = str("run_name");
   attributes.role = str("role");
   attributes.framework = str("framework");
@@ -458,22 +498,26 @@ void RunFile::Impl::readRoot() {
 
 void RunFile::Impl::readLog() {
   Handle logGroup = reader.group("/log");
-  log.steps = reader.read1d<std::int64_t>("/log/step", H5T_NATIVE_INT64, "int64 steps", isIntegerType);
+  log.steps =
+      reader.read1d<std::int64_t>("/log/step", H5T_NATIVE_INT64, "int64 steps", isIntegerType);
   if (log.steps.empty()) reader.fail("/log/step", "the log is empty, expected at least one step");
   for (std::size_t i = 1; i < log.steps.size(); ++i)
     if (log.steps[i] <= log.steps[i - 1])
-      reader.fail("/log/step", "steps must be strictly increasing, found step " + std::to_string(log.steps[i]) +
-                                   " at index " + std::to_string(i) + " after step " +
-                                   std::to_string(log.steps[i - 1]));
+      reader.fail("/log/step", "steps must be strictly increasing, found step " +
+                                   std::to_string(log.steps[i]) + " at index " + std::to_string(i) +
+                                   " after step " + std::to_string(log.steps[i - 1]));
   log.loss = reader.read1d<double>("/log/loss", H5T_NATIVE_DOUBLE, "float64 losses", isFloat64Type);
   if (log.loss.size() != log.steps.size())
-    reader.fail("/log/loss", "expected " + std::to_string(log.steps.size()) + " values (one per /log/step), found " +
+    reader.fail("/log/loss", "expected " + std::to_string(log.steps.size()) +
+                                 " values (one per /log/step), found " +
                                  std::to_string(log.loss.size()));
   for (std::size_t i = 0; i < log.loss.size(); ++i)
     if (!std::isfinite(log.loss[i]))
       reader.fail("/log/loss", std::string("the loss at index ") + std::to_string(i) + " (step " +
                                    std::to_string(log.steps[i]) + ") is " +
-                                   (std::isnan(log.loss[i]) ? "NaN" : log.loss[i] > 0 ? "+Inf" : "-Inf") +
+                                   (std::isnan(log.loss[i]) ? "NaN"
+                                    : log.loss[i] > 0       ? "+Inf"
+                                                            : "-Inf") +
                                    ", expected finite losses");
   for (const std::string& name : reader.children(logGroup.get(), "/log")) {
     if (name == "step" || name == "loss") continue;
@@ -482,10 +526,11 @@ void RunFile::Impl::readLog() {
       warnings.push_back(path + " is not a dataset; ignored");
       continue;
     }
-    std::vector<double> values = reader.read1d<double>(path, H5T_NATIVE_DOUBLE, "a numeric metric", isNumericType);
+    std::vector<double> values =
+        reader.read1d<double>(path, H5T_NATIVE_DOUBLE, "a numeric metric", isNumericType);
     if (values.size() != log.steps.size())
-      reader.fail(path, "expected " + std::to_string(log.steps.size()) + " values (one per /log/step), found " +
-                            std::to_string(values.size()));
+      reader.fail(path, "expected " + std::to_string(log.steps.size()) +
+                            " values (one per /log/step), found " + std::to_string(values.size()));
     log.metrics.emplace(name, std::move(values));
   }
 }
@@ -500,10 +545,12 @@ void RunFile::Impl::readPrograms() {
     const std::string path = "/programs/" + id;
     Handle g = reader.group(path);
     const auto version = reader.intAttr(g.get(), path, "ir_version");
-    if (!version) reader.fail(path, "the attribute 'ir_version' is missing (expected the integer 1)");
+    if (!version)
+      reader.fail(path, "the attribute 'ir_version' is missing (expected the integer 1)");
     if (*version != kIrVersion)
       reader.fail(path + "/@ir_version", "found IR version " + std::to_string(*version) +
-                                             ", this Lossbound reads IR version " + std::to_string(kIrVersion));
+                                             ", this Lossbound reads IR version " +
+                                             std::to_string(kIrVersion));
     Handle graph = reader.dataset(path + "/graph");
     const std::string json = reader.readString(graph.get(), false, path + "/graph");
     RunProgram p;
@@ -525,13 +572,16 @@ void RunFile::Impl::readPrograms() {
         ok = ok && v.isString();
         found.push_back(v.toString().toStdString());
       }
-      if (!ok) reader.fail(Reader::attrPath(path, attr), "expected a JSON list of names, found \"" + *text + "\"");
+      if (!ok)
+        reader.fail(Reader::attrPath(path, attr),
+                    "expected a JSON list of names, found \"" + *text + "\"");
       std::sort(found.begin(), found.end());
       std::sort(expected.begin(), expected.end());
       if (found != expected)
-        reader.fail(Reader::attrPath(path, attr), std::string("the names do not match the graph's ") + attr +
-                                                      " (" + std::to_string(found.size()) + " listed, " +
-                                                      std::to_string(expected.size()) + " in the graph)");
+        reader.fail(Reader::attrPath(path, attr),
+                    std::string("the names do not match the graph's ") + attr + " (" +
+                        std::to_string(found.size()) + " listed, " +
+                        std::to_string(expected.size()) + " in the graph)");
     };
     std::vector<std::string> inputNames, outputNames;
     for (const InputSpec& in : p.program.inputs) inputNames.push_back(in.name);
@@ -539,38 +589,44 @@ void RunFile::Impl::readPrograms() {
     checkNames("inputs", inputNames);
     checkNames("outputs", outputNames);
     if (const auto count = reader.intAttr(g.get(), path, "op_count"); count && *count != p.opCount)
-      reader.fail(Reader::attrPath(path, "op_count"), "says " + std::to_string(*count) + " ops, the graph has " +
+      reader.fail(Reader::attrPath(path, "op_count"), "says " + std::to_string(*count) +
+                                                          " ops, the graph has " +
                                                           std::to_string(p.opCount) + " nodes");
     p.unsupported = unsupportedOps(p.program);
     programs.push_back(std::move(p));
   }
-  std::sort(programs.begin(), programs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::sort(programs.begin(), programs.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
-Handle RunFile::Impl::tensorDataset(const CheckpointEntry& entry, const InputSpec& input, std::string& path,
-                                    Reader::Extent& extent) const {
+Handle RunFile::Impl::tensorDataset(const CheckpointEntry& entry, const InputSpec& input,
+                                    std::string& path, Reader::Extent& extent) const {
   path = datasetPath(entry, input.name);
   if (!reader.exists(path))
-    reader.fail(path, "missing dataset for program input '" + input.name + "' (" + shapeString(input.spec.shape) +
-                          " " + std::string(dtypeName(input.spec.dtype)) + ")");
+    reader.fail(path, "missing dataset for program input '" + input.name + "' (" +
+                          shapeString(input.spec.shape) + " " +
+                          std::string(dtypeName(input.spec.dtype)) + ")");
   Handle d = reader.dataset(path);
   const auto dtypeText = reader.stringAttr(d.get(), path, "dtype");
   if (!dtypeText)
-    reader.fail(path, "the attribute 'dtype' is missing (expected \"" + std::string(dtypeName(input.spec.dtype)) + "\")");
+    reader.fail(path, "the attribute 'dtype' is missing (expected \"" +
+                          std::string(dtypeName(input.spec.dtype)) + "\")");
   const auto dtype = parseDType(*dtypeText);
   if (!dtype) reader.fail(Reader::attrPath(path, "dtype"), "unknown dtype \"" + *dtypeText + "\"");
   if (*dtype != input.spec.dtype)
-    reader.fail(path, "the dataset has dtype " + std::string(dtypeName(*dtype)) + ", the program expects input '" +
-                          input.name + "' as " + std::string(dtypeName(input.spec.dtype)));
+    reader.fail(path, "the dataset has dtype " + std::string(dtypeName(*dtype)) +
+                          ", the program expects input '" + input.name + "' as " +
+                          std::string(dtypeName(input.spec.dtype)));
   Handle type(H5Dget_type(d.get()), H5Tclose);
   if (const std::string expected = storageMismatch(*dtype, type.get()); !expected.empty())
-    reader.fail(path, "dtype " + std::string(dtypeName(*dtype)) + " must be stored as " + expected + ", found " +
-                          typeDescription(type.get()));
+    reader.fail(path, "dtype " + std::string(dtypeName(*dtype)) + " must be stored as " + expected +
+                          ", found " + typeDescription(type.get()));
   extent = reader.extent(d.get(), path);
   const Shape shape(extent.dims.begin(), extent.dims.end());
   if (shape != input.spec.shape)
-    reader.fail(path, "the dataset has shape " + shapeString(shape) + ", the program expects input '" + input.name +
-                          "' as " + shapeString(input.spec.shape));
+    reader.fail(path, "the dataset has shape " + shapeString(shape) +
+                          ", the program expects input '" + input.name + "' as " +
+                          shapeString(input.spec.shape));
   return d;
 }
 
@@ -587,16 +643,23 @@ void RunFile::Impl::readCheckpoints() {
     std::int64_t step = 0;
     const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), step);
     if (ec != std::errc() || end != name.data() + name.size() || name.empty() || name[0] == '+')
-      reader.fail(path, "checkpoint groups must be named by their decimal step, found \"" + name + "\"");
+      reader.fail(path,
+                  "checkpoint groups must be named by their decimal step, found \"" + name + "\"");
     Handle g = reader.group(path);
     const auto attrStep = reader.intAttr(g.get(), path, "step");
     if (attrStep && *attrStep != step)
-      reader.fail(Reader::attrPath(path, "step"), "is " + std::to_string(*attrStep) + ", but the group is named " + name);
+      reader.fail(Reader::attrPath(path, "step"),
+                  "is " + std::to_string(*attrStep) + ", but the group is named " + name);
     const auto programId = reader.stringAttr(g.get(), path, "program");
-    if (!programId) reader.fail(path, "the attribute 'program' is missing (expected the id of a program under /programs)");
-    auto it = std::find_if(programs.begin(), programs.end(), [&](const RunProgram& p) { return p.id == *programId; });
+    if (!programId)
+      reader.fail(
+          path,
+          "the attribute 'program' is missing (expected the id of a program under /programs)");
+    auto it = std::find_if(programs.begin(), programs.end(),
+                           [&](const RunProgram& p) { return p.id == *programId; });
     if (it == programs.end())
-      reader.fail(Reader::attrPath(path, "program"), "names program \"" + *programId + "\", which is not stored under /programs");
+      reader.fail(Reader::attrPath(path, "program"),
+                  "names program \"" + *programId + "\", which is not stored under /programs");
     CheckpointEntry entry{path, static_cast<std::size_t>(it - programs.begin())};
     // Metadata of every input: present, dtype, storage type, shape, filters (no data is read).
     std::set<std::string> expected;
@@ -615,13 +678,15 @@ void RunFile::Impl::readCheckpoints() {
         if (!expected.count(ppath + "/" + child)) extra.push_back(child);
       if (!extra.empty())
         warnings.push_back(ppath + " holds " + std::to_string(extra.size()) +
-                           " dataset(s) that are not program inputs (first: " + extra.front() + ")");
+                           " dataset(s) that are not program inputs (first: " + extra.front() +
+                           ")");
     }
     if (!logged.count(step)) unlogged.push_back(step);
     checkpoints.emplace(step, std::move(entry));
   }
   if (!unlogged.empty())
-    warnings.push_back(std::to_string(unlogged.size()) + " checkpoint(s) at steps not in /log/step (first: " +
+    warnings.push_back(std::to_string(unlogged.size()) +
+                       " checkpoint(s) at steps not in /log/step (first: " +
                        std::to_string(unlogged.front()) + "): their loss cannot be compared");
 }
 
@@ -637,7 +702,8 @@ void RunFile::Impl::walkChunkIndexes() const {
       Handle space(H5Dget_space(d.get()), H5Sclose);  // 1.10 rejects H5S_ALL here
       if (!space.valid()) reader.failHdf5(path, "cannot read the dataspace");
       hsize_t chunks = 0;
-      if (H5Dget_num_chunks(d.get(), space.get(), &chunks) < 0) reader.failHdf5(path, "cannot read the chunk index");
+      if (H5Dget_num_chunks(d.get(), space.get(), &chunks) < 0)
+        reader.failHdf5(path, "cannot read the chunk index");
       for (hsize_t i = 0; i < chunks; ++i) {
         haddr_t address = 0;
         hsize_t bytes = 0;
@@ -662,7 +728,9 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
   const DType dtype = input.spec.dtype;
   switch (dtype) {
     case DType::Float64:
-    case DType::Float32: readAs(H5T_NATIVE_DOUBLE, values.data()); break;
+    case DType::Float32:
+      readAs(H5T_NATIVE_DOUBLE, values.data());
+      break;
     case DType::Float16: {
       std::vector<std::uint16_t> bits(n);
       if (H5Tget_class(type.get()) == H5T_FLOAT) {
@@ -670,8 +738,10 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
         // after checking that they are IEEE binary16.
         std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
         H5Tget_fields(type.get(), &spos, &epos, &esize, &mpos, &msize);
-        if (spos != 15 || epos != 10 || esize != 5 || mpos != 0 || msize != 10 || H5Tget_ebias(type.get()) != 15)
-          reader.fail(path, "expected IEEE binary16 floats, found a 16-bit float type with another layout");
+        if (spos != 15 || epos != 10 || esize != 5 || mpos != 0 || msize != 10 ||
+            H5Tget_ebias(type.get()) != 15)
+          reader.fail(
+              path, "expected IEEE binary16 floats, found a 16-bit float type with another layout");
         Handle mem(H5Tcopy(type.get()), H5Tclose);
         H5Tset_order(mem.get(), H5T_ORDER_LE);
         readAs(mem.get(), bits.data());
@@ -686,7 +756,8 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
     case DType::BFloat16: {
       std::vector<std::uint16_t> bits(n);
       // A signed 16-bit file type would be clamped by a conversion to uint16: read it as int16.
-      readAs(H5Tget_sign(type.get()) == H5T_SGN_NONE ? H5T_NATIVE_UINT16 : H5T_NATIVE_INT16, bits.data());
+      readAs(H5Tget_sign(type.get()) == H5T_SGN_NONE ? H5T_NATIVE_UINT16 : H5T_NATIVE_INT16,
+             bits.data());
       for (std::size_t i = 0; i < n; ++i) values[i] = bfloat16BitsToDouble(bits[i]);
       break;
     }
@@ -697,11 +768,13 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
     case DType::UInt8: {
       std::vector<std::int64_t> ints(n);
       readAs(H5T_NATIVE_INT64, ints.data());
-      constexpr std::int64_t kExact = std::int64_t{1} << 53;  // binary64 storage is exact below 2^53
+      constexpr std::int64_t kExact = std::int64_t{1}
+                                      << 53;  // binary64 storage is exact below 2^53
       for (std::size_t i = 0; i < n; ++i) {
         if (ints[i] > kExact || ints[i] < -kExact)
-          reader.fail(path, "element " + std::to_string(i) + " is " + std::to_string(ints[i]) +
-                                ", beyond ±2^53 (Lossbound stores integers exactly only up to 2^53)");
+          reader.fail(path,
+                      "element " + std::to_string(i) + " is " + std::to_string(ints[i]) +
+                          ", beyond ±2^53 (Lossbound stores integers exactly only up to 2^53)");
         values[i] = static_cast<double>(ints[i]);
       }
       break;
@@ -716,7 +789,8 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
       }
       for (std::size_t i = 0; i < n; ++i) {
         if (bytes[i] > 1)
-          reader.fail(path, "element " + std::to_string(i) + " is " + std::to_string(bytes[i]) + ", expected 0 or 1 (bool)");
+          reader.fail(path, "element " + std::to_string(i) + " is " + std::to_string(bytes[i]) +
+                                ", expected 0 or 1 (bool)");
         values[i] = bytes[i];
       }
       break;
@@ -760,26 +834,31 @@ std::unique_ptr<RunFile::Impl> RunFile::openUnlocked(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) throw RunFileError(path, "", "no such file");
-  if (std::filesystem::is_directory(status)) throw RunFileError(path, "", "is a directory, expected an HDF5 run file");
+  if (std::filesystem::is_directory(status))
+    throw RunFileError(path, "", "is a directory, expected an HDF5 run file");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw RunFileError(path, "", "cannot read the file size: " + ec.message());
-  if (size == 0) throw RunFileError(path, "", "the file is empty (0 bytes), expected an HDF5 run file");
+  if (size == 0)
+    throw RunFileError(path, "", "the file is empty (0 bytes), expected an HDF5 run file");
   {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw RunFileError(path, "", "cannot open the file for reading");
-    std::vector<unsigned char> head(static_cast<std::size_t>(std::min<std::uintmax_t>(size, 1 << 20)));
+    std::vector<unsigned char> head(
+        static_cast<std::size_t>(std::min<std::uintmax_t>(size, 1 << 20)));
     in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
     if (!hasHdf5Signature(head.data(), static_cast<std::size_t>(in.gcount())))
-      throw RunFileError(path, "", "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
-                                       " bytes), expected a Lossbound run file");
+      throw RunFileError(path, "",
+                         "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
+                             " bytes), expected a Lossbound run file");
   }
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (file < 0) {
     const std::string reason = hdf5Reason();
-    throw RunFileError(path, "", "HDF5 cannot open the file (damaged or truncated?)" +
-                                     (reason.empty() ? std::string() : ": " + reason));
+    throw RunFileError(path, "",
+                       "HDF5 cannot open the file (damaged or truncated?)" +
+                           (reason.empty() ? std::string() : ": " + reason));
   }
   auto impl = std::make_unique<Impl>(path, Handle(file, H5Fclose));
   impl->validate();
@@ -802,7 +881,8 @@ void RunFile::validateIsolated(const std::string& path) {
     // The child reports "O" or "E<path>\0<message>" and leaves with _exit: no atexit handlers,
     // no stdio flush, no Qt teardown of state it shares with the parent.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
-    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) dup2(null, STDERR_FILENO);  // glibc's abort text
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0)
+      dup2(null, STDERR_FILENO);  // glibc's abort text
     const rlimit noCore{0, 0};
     setrlimit(RLIMIT_CORE, &noCore);
     std::string report = "O";
@@ -844,18 +924,26 @@ void RunFile::validateIsolated(const std::string& path) {
   }
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    const char* name = sig == SIGSEGV ? " SIGSEGV" : sig == SIGBUS ? " SIGBUS" : sig == SIGABRT ? " SIGABRT"
-                     : sig == SIGFPE  ? " SIGFPE"  : sig == SIGILL ? " SIGILL" : sig == SIGKILL ? " SIGKILL" : "";
-    throw RunFileError(path, "", "the HDF5 library crashed reading this file (signal " + std::to_string(sig) + name +
-                                     " in the validating child process): the file is corrupt");
+    const char* name = sig == SIGSEGV   ? " SIGSEGV"
+                       : sig == SIGBUS  ? " SIGBUS"
+                       : sig == SIGABRT ? " SIGABRT"
+                       : sig == SIGFPE  ? " SIGFPE"
+                       : sig == SIGILL  ? " SIGILL"
+                       : sig == SIGKILL ? " SIGKILL"
+                                        : "";
+    throw RunFileError(path, "",
+                       "the HDF5 library crashed reading this file (signal " + std::to_string(sig) +
+                           name + " in the validating child process): the file is corrupt");
   }
   if (report == "O") return;
   if (report.starts_with("E")) {
     const std::size_t zero = report.find('\0');
-    if (zero != std::string::npos) throw RunFileError(path, report.substr(1, zero - 1), report.substr(zero + 1));
+    if (zero != std::string::npos)
+      throw RunFileError(path, report.substr(1, zero - 1), report.substr(zero + 1));
   }
-  throw RunFileError(path, "", "the validating child process ended without a result (exit status " +
-                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  throw RunFileError(path, "",
+                     "the validating child process ended without a result (exit status " +
+                         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
 #else
   (void)path;
 #endif
@@ -864,10 +952,12 @@ void RunFile::validateIsolated(const std::string& path) {
 RunFile RunFile::openImage(const void* data, std::size_t size, const std::string& name) {
   std::lock_guard lock(hdf5Mutex());
   silenceHdf5();
-  if (size == 0) throw RunFileError(name, "", "the file is empty (0 bytes), expected an HDF5 run file");
+  if (size == 0)
+    throw RunFileError(name, "", "the file is empty (0 bytes), expected an HDF5 run file");
   if (!hasHdf5Signature(static_cast<const unsigned char*>(data), size))
-    throw RunFileError(name, "", "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
-                                     " bytes), expected a Lossbound run file");
+    throw RunFileError(name, "",
+                       "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
+                           " bytes), expected a Lossbound run file");
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fapl_core(fapl.get(), 1 << 16, false);
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
@@ -876,8 +966,9 @@ RunFile RunFile::openImage(const void* data, std::size_t size, const std::string
   const hid_t file = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (file < 0) {
     const std::string reason = hdf5Reason();
-    throw RunFileError(name, "", "HDF5 cannot open the file (damaged or truncated?)" +
-                                     (reason.empty() ? std::string() : ": " + reason));
+    throw RunFileError(name, "",
+                       "HDF5 cannot open the file (damaged or truncated?)" +
+                           (reason.empty() ? std::string() : ": " + reason));
   }
   auto impl = std::make_unique<Impl>(name, Handle(file, H5Fclose));
   impl->validate();
@@ -908,7 +999,8 @@ bool RunFile::hasCheckpoint(std::int64_t step) const { return mImpl->checkpoints
 const RunProgram& RunFile::checkpointProgram(std::int64_t step) const {
   auto it = mImpl->checkpoints.find(step);
   if (it == mImpl->checkpoints.end())
-    throw RunFileError(path(), "/checkpoints/" + std::to_string(step), "there is no checkpoint at step " + std::to_string(step));
+    throw RunFileError(path(), "/checkpoints/" + std::to_string(step),
+                       "there is no checkpoint at step " + std::to_string(step));
   return mImpl->programs[it->second.program];
 }
 
@@ -924,12 +1016,14 @@ TensorMap RunFile::loadCheckpoint(std::int64_t step, CheckpointPart part) const 
   silenceHdf5();
   auto it = mImpl->checkpoints.find(step);
   if (it == mImpl->checkpoints.end())
-    throw RunFileError(path(), "/checkpoints/" + std::to_string(step), "there is no checkpoint at step " + std::to_string(step));
+    throw RunFileError(path(), "/checkpoints/" + std::to_string(step),
+                       "there is no checkpoint at step " + std::to_string(step));
   const RunProgram& program = mImpl->programs[it->second.program];
   TensorMap out;
   for (const InputSpec& in : program.program.inputs) {
     const bool param = in.name.starts_with("param:");
-    if ((part == CheckpointPart::Params && !param) || (part == CheckpointPart::Batch && param)) continue;
+    if ((part == CheckpointPart::Params && !param) || (part == CheckpointPart::Batch && param))
+      continue;
     out.emplace(in.name, mImpl->readTensor(it->second, in));
   }
   return out;

@@ -11,6 +11,11 @@
 // A RunFile is not thread-safe, but distinct RunFiles may be used from different threads (all HDF5
 // calls of this module are serialized).
 
+#include "core/program/evaluator.h"
+#include "core/program/ir.h"
+#include "core/program/program_parser.h"
+#include "core/tensor/tensor.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,11 +24,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "core/program/evaluator.h"
-#include "core/program/ir.h"
-#include "core/program/program_parser.h"
-#include "core/tensor/tensor.h"
 
 namespace lossbound {
 
@@ -44,7 +44,7 @@ class RunFileError : public std::runtime_error {
 
 /// The root attributes of a run file (missing optional strings are empty).
 struct RunAttributes {
-  std::string format;          ///< always "lossbound-run" after a successful open
+  std::string format;  ///< always "lossbound-run" after a successful open
   std::int64_t formatVersion = 0;
   std::string runName, role, framework, device, created, notes;
   std::string float32MatmulPrecision;  ///< "highest" | "high" | "medium" | ""
@@ -59,9 +59,9 @@ struct RunLog {
 
 /// One stored step program.
 struct RunProgram {
-  std::string id;                      ///< the group name under /programs
-  Program program;                     ///< parsed and validated
-  std::int64_t opCount = 0;            ///< number of nodes
+  std::string id;                          ///< the group name under /programs
+  Program program;                         ///< parsed and validated
+  std::int64_t opCount = 0;                ///< number of nodes
   std::vector<UnsupportedOp> unsupported;  ///< nodes whose op the engine has no rule for
 };
 

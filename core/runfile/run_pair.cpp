@@ -21,7 +21,9 @@ std::string valueString(double v) {
   return os.str();
 }
 
-bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+bool sameBits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
 
 }  // namespace
 
@@ -33,18 +35,21 @@ std::vector<std::string> inputDifferences(const Program& reference, const Progra
   for (const auto& [name, spec] : cand) {
     auto it = ref.find(name);
     if (it == ref.end())
-      out.push_back("input '" + name + "' (" + specString(spec) + ") of the candidate program is not an input of the reference program");
+      out.push_back("input '" + name + "' (" + specString(spec) +
+                    ") of the candidate program is not an input of the reference program");
     else if (it->second.shape != spec.shape || it->second.dtype != spec.dtype)
       out.push_back("input '" + name + "' is " + specString(it->second) + " in the reference but " +
                     specString(spec) + " in the candidate");
   }
   for (const auto& [name, spec] : ref)
     if (!cand.count(name))
-      out.push_back("input '" + name + "' (" + specString(spec) + ") of the reference program is not an input of the candidate program");
+      out.push_back("input '" + name + "' (" + specString(spec) +
+                    ") of the reference program is not an input of the candidate program");
   return out;
 }
 
-RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate, bool compareBatchData) {
+RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate,
+                          bool compareBatchData) {
   RunPairCheck check;
   const std::vector<std::int64_t> refSteps = reference.checkpointSteps();
   const std::vector<std::int64_t> candSteps = candidate.checkpointSteps();
@@ -52,11 +57,12 @@ RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate, bo
                         std::back_inserter(check.commonSteps));
   if (check.commonSteps.empty()) {
     auto range = [](const std::vector<std::int64_t>& s) {
-      return s.empty() ? std::string("none") : std::to_string(s.size()) + " from step " + std::to_string(s.front()) +
-                                                   " to " + std::to_string(s.back());
+      return s.empty() ? std::string("none")
+                       : std::to_string(s.size()) + " from step " + std::to_string(s.front()) +
+                             " to " + std::to_string(s.back());
     };
-    check.errors.push_back("the runs have no checkpoint step in common (reference: " + range(refSteps) +
-                           "; candidate: " + range(candSteps) + ")");
+    check.errors.push_back("the runs have no checkpoint step in common (reference: " +
+                           range(refSteps) + "; candidate: " + range(candSteps) + ")");
     return check;
   }
   // Compare each distinct pair of programs once, naming the first step where it occurs.
@@ -66,12 +72,13 @@ RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate, bo
     const RunProgram& cp = candidate.checkpointProgram(step);
     if (!seen.emplace(std::pair{rp.id, cp.id}, step).second) continue;
     for (const std::string& d : inputDifferences(rp.program, cp.program))
-      check.errors.push_back("step " + std::to_string(step) + " (reference program " + rp.id + ", candidate program " +
-                             cp.id + "): " + d);
+      check.errors.push_back("step " + std::to_string(step) + " (reference program " + rp.id +
+                             ", candidate program " + cp.id + "): " + d);
   }
   for (std::int64_t step : check.commonSteps) {
     if (!reference.lossAt(step) || !candidate.lossAt(step))
-      check.warnings.push_back("step " + std::to_string(step) + " has a checkpoint in both runs but no logged loss in " +
+      check.warnings.push_back("step " + std::to_string(step) +
+                               " has a checkpoint in both runs but no logged loss in " +
                                (!reference.lossAt(step) ? "the reference" : "the candidate"));
   }
   if (compareBatchData && check.errors.empty())
@@ -80,7 +87,8 @@ RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate, bo
   return check;
 }
 
-std::optional<std::string> compareBatches(const RunFile& reference, const RunFile& candidate, std::int64_t step) {
+std::optional<std::string> compareBatches(const RunFile& reference, const RunFile& candidate,
+                                          std::int64_t step) {
   const TensorMap ref = reference.loadCheckpoint(step, CheckpointPart::Batch);
   const TensorMap cand = candidate.loadCheckpoint(step, CheckpointPart::Batch);
   const std::string at = "step " + std::to_string(step) + ": ";
@@ -88,20 +96,23 @@ std::optional<std::string> compareBatches(const RunFile& reference, const RunFil
       "; the replay uses the reference's batch, but the two runs did not see the same data here";
   for (const auto& [name, r] : ref) {
     auto it = cand.find(name);
-    if (it == cand.end()) return at + "batch input '" + name + "' is only in the reference" + consequence;
+    if (it == cand.end())
+      return at + "batch input '" + name + "' is only in the reference" + consequence;
     const Tensor& c = it->second;
     if (r.shape() != c.shape() || r.dtype() != c.dtype())
-      return at + "batch input '" + name + "' is " + shapeString(r.shape()) + " " + std::string(dtypeName(r.dtype())) +
-             " in the reference but " + shapeString(c.shape()) + " " + std::string(dtypeName(c.dtype())) +
-             " in the candidate" + consequence;
+      return at + "batch input '" + name + "' is " + shapeString(r.shape()) + " " +
+             std::string(dtypeName(r.dtype())) + " in the reference but " + shapeString(c.shape()) +
+             " " + std::string(dtypeName(c.dtype())) + " in the candidate" + consequence;
     const auto rv = r.values(), cv = c.values();
     for (std::size_t i = 0; i < rv.size(); ++i)
       if (!sameBits(rv[i], cv[i]))
-        return at + "batch input '" + name + "' differs between the runs (first at flat element " + std::to_string(i) +
-               ": " + valueString(rv[i]) + " in the reference, " + valueString(cv[i]) + " in the candidate)" + consequence;
+        return at + "batch input '" + name + "' differs between the runs (first at flat element " +
+               std::to_string(i) + ": " + valueString(rv[i]) + " in the reference, " +
+               valueString(cv[i]) + " in the candidate)" + consequence;
   }
   for (const auto& [name, c] : cand)
-    if (!ref.count(name)) return at + "batch input '" + name + "' is only in the candidate" + consequence;
+    if (!ref.count(name))
+      return at + "batch input '" + name + "' is only in the candidate" + consequence;
   return std::nullopt;
 }
 

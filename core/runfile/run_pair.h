@@ -3,13 +3,13 @@
 // program on the reference's checkpoint, so at every analysed step both programs must take the
 // same inputs (names, shapes, dtypes); the two runs should also have seen the same batch there.
 
+#include "core/program/ir.h"
+#include "core/runfile/run_file.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "core/program/ir.h"
-#include "core/runfile/run_file.h"
 
 namespace lossbound {
 
@@ -29,10 +29,12 @@ std::vector<std::string> inputDifferences(const Program& reference, const Progra
 /// Lists the common checkpoint steps and compares the programs' inputs at each of them; with
 /// `compareBatchData`, also loads and compares the batch tensors at every common step (warnings).
 /// Throws RunFileError only when a checkpoint cannot be read.
-RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate, bool compareBatchData = false);
+RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate,
+                          bool compareBatchData = false);
 
 /// Compares the batch tensors of both runs at `step` (which both must have); returns nothing when
 /// they are identical (bit for bit), else a warning naming the first differing tensor and element.
-std::optional<std::string> compareBatches(const RunFile& reference, const RunFile& candidate, std::int64_t step);
+std::optional<std::string> compareBatches(const RunFile& reference, const RunFile& candidate,
+                                          std::int64_t step);
 
 }  // namespace lossbound

@@ -2,10 +2,10 @@
 // Element types of traced tensors. Every tensor is stored as binary64 values (integers and bools
 // exactly: |v| < 2^53); the dtype says what the candidate stored and so how it rounds.
 
+#include "core/interval/precision.h"
+
 #include <optional>
 #include <string_view>
-
-#include "core/interval/precision.h"
 
 namespace lossbound {
 

@@ -22,9 +22,12 @@ std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else return std::nullopt;
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return std::nullopt;
   }
   return out;
 }
@@ -41,8 +44,8 @@ std::string shapeString(const Shape& s) {
 int normalizeDim(std::int64_t dim, std::size_t rank) {
   const auto r = static_cast<std::int64_t>(rank == 0 ? 1 : rank);
   if (dim < -r || dim >= r)
-    throw std::out_of_range("dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
-                            std::to_string(rank));
+    throw std::out_of_range("dimension " + std::to_string(dim) +
+                            " is out of range for a tensor of rank " + std::to_string(rank));
   return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 

@@ -5,14 +5,14 @@
 // what the candidate stores. Copies share storage; writing through a mutable accessor copies
 // first (copy on write), so a Tensor behaves as a value.
 
+#include "core/interval/interval.h"
+#include "core/tensor/dtype.h"
+#include "core/tensor/shape.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
-
-#include "core/interval/interval.h"
-#include "core/tensor/dtype.h"
-#include "core/tensor/shape.h"
 
 namespace lossbound {
 

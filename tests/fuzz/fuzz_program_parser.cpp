@@ -1,11 +1,11 @@
 // libFuzzer target: parseProgram() on arbitrary bytes must either return a valid Program or
 // throw ProgramError — never crash, hang or throw anything else.
+#include "core/program/program_parser.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
-
-#include "core/program/program_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -3,10 +3,10 @@
 // RunFile::openImage() on arbitrary bytes (an in-memory HDF5 image) must either
 // open a valid run file — whose checkpoints then load or throw RunFileError — or throw
 // RunFileError. Crashes inside libhdf5 itself are reported by the fuzzer too.
+#include "core/runfile/run_file.h"
+
 #include <cstddef>
 #include <cstdint>
-
-#include "core/runfile/run_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -6,7 +6,9 @@
 
 namespace lossbound {
 
-void OpRegistry::add(std::string op, std::shared_ptr<const OpRule> rule) { mRules[std::move(op)] = std::move(rule); }
+void OpRegistry::add(std::string op, std::shared_ptr<const OpRule> rule) {
+  mRules[std::move(op)] = std::move(rule);
+}
 
 const OpRule* OpRegistry::find(std::string_view op) const {
   auto it = mRules.find(op);

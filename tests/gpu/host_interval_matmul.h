@@ -4,18 +4,18 @@
 // Backend, or a naive loop). Used by the host test (enclosure of randomized candidates) and by the
 // device test (the CPU side of the GPU/CPU comparison).
 
+#include "core/kernels/kernel_bodies.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "core/kernels/kernel_bodies.h"
-
 namespace lossbound::kernels::test {
 
 /// C[m×n] = A[m×k]·B[k×n] row-major, round-to-nearest, any order.
-using Gemm = std::function<void(const double*, const double*, double*, std::int64_t,
-                                std::int64_t, std::int64_t)>;
+using Gemm = std::function<void(const double*, const double*, double*, std::int64_t, std::int64_t,
+                                std::int64_t)>;
 
 /// Returns a Gemm that runs the textbook triple loop (one fixed order).
 inline Gemm naiveGemm() {

@@ -2,11 +2,11 @@
 // The kernel bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), exposed to the plain
 // C++ test so that it can compare them bit for bit with the same bodies compiled by g++.
 
-#include <cstdint>
-
 #include "core/kernels/kernel_bodies.h"
-#include "core/kernels/softmax_row.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/softmax_row.h"
+
+#include <cstdint>
 
 namespace lossbound::kernels::test {
 

@@ -4,13 +4,13 @@
 // narrow and wide intervals, shared offsets, entries whose exponential underflows, causal and
 // random masks, all-masked rows, unbounded entries), and the host evaluation of the body.
 
+#include "core/kernels/softmax_row.h"
+#include "tests/gpu/host_interval_matmul.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include "core/kernels/softmax_row.h"
-#include "tests/gpu/host_interval_matmul.h"
 
 namespace lossbound::kernels::test {
 
@@ -30,19 +30,41 @@ inline HostIntervals randomSoftmaxRows(std::mt19937_64& rng, std::int64_t rows, 
     for (std::int64_t j = 0; j < cols; ++j) {
       double lo = 0.0, hi = 0.0;
       switch (r % kSoftmaxRowKinds) {
-        case 0: lo = hi = 8.0 * sym(rng); break;
+        case 0:
+          lo = hi = 8.0 * sym(rng);
+          break;
         case 1:
           lo = 8.0 * sym(rng);
           hi = lo + std::fabs(lo) * std::ldexp(unit(rng), -10 - static_cast<int>(rng() % 31));
           break;
-        case 2: lo = 30.0 * sym(rng); hi = lo + 20.0 * unit(rng); break;
-        case 3: lo = hi = j > r % cols ? -inf : 4.0 * sym(rng); break;
-        case 4: lo = hi = rng() % 2 ? -inf : 4.0 * sym(rng); break;
-        case 5: lo = hi = -inf; break;
-        case 6: lo = 2.0 * sym(rng); hi = j == cols / 2 ? inf : lo + 1e-3; break;
-        case 7: lo = 1e4 + 200.0 * sym(rng); hi = lo + (rng() % 2 ? 0.0 : 1e-2); break;
-        case 8: lo = std::ldexp(sym(rng), -20 - static_cast<int>(rng() % 1060)); hi = lo; break;
-        default: lo = hi = rng() % 8 == 0 ? -inf : -50.0 + 3.0 * sym(rng); break;
+        case 2:
+          lo = 30.0 * sym(rng);
+          hi = lo + 20.0 * unit(rng);
+          break;
+        case 3:
+          lo = hi = j > r % cols ? -inf : 4.0 * sym(rng);
+          break;
+        case 4:
+          lo = hi = rng() % 2 ? -inf : 4.0 * sym(rng);
+          break;
+        case 5:
+          lo = hi = -inf;
+          break;
+        case 6:
+          lo = 2.0 * sym(rng);
+          hi = j == cols / 2 ? inf : lo + 1e-3;
+          break;
+        case 7:
+          lo = 1e4 + 200.0 * sym(rng);
+          hi = lo + (rng() % 2 ? 0.0 : 1e-2);
+          break;
+        case 8:
+          lo = std::ldexp(sym(rng), -20 - static_cast<int>(rng() % 1060));
+          hi = lo;
+          break;
+        default:
+          lo = hi = rng() % 8 == 0 ? -inf : -50.0 + 3.0 * sym(rng);
+          break;
       }
       x.lo.push_back(lo);
       x.hi.push_back(hi);

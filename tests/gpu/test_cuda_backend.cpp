@@ -2,6 +2,21 @@
 // the oracle, tolerances are named). Needs a CUDA device: without one every test is skipped with
 // "no CUDA device: <reason>".
 
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
+#include "core/backend.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_row.h"
+#include "core/kernels/softmax_row.h"
+#include "core/ops/op_support.h"
+#include "core/ops/registry.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_device.h"
+#include "tests/gpu/host_interval_matmul.h"
+#include "tests/gpu/softmax_test_rows.h"
+
 #include <QTest>
 
 #include <algorithm>
@@ -14,21 +29,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "core/analysis/run_file_replay.h"
-#include "core/analysis/step_replay.h"
-#include "core/backend.h"
-#include "core/interval/interval.h"
-#include "core/interval/precision.h"
-#include "core/ops/op_support.h"
-#include "core/ops/registry.h"
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_device.h"
-#include "core/kernels/kernel_bodies.h"
-#include "core/kernels/softmax_row.h"
-#include "core/kernels/layer_norm_row.h"
-#include "tests/gpu/host_interval_matmul.h"
-#include "tests/gpu/softmax_test_rows.h"
 
 using lossbound::Format;
 using lossbound::Interval;
@@ -117,8 +117,11 @@ void TestCudaBackend::initTestCase() {
 
 void TestCudaBackend::gemmAgreesWithCpu() {
   std::mt19937_64 rng(1);
-  for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1}, {7, 13, 5}, {64, 300, 33},
-                         {129, 1024, 65}, {3, 0, 4}}) {
+  for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1},
+                         {7, 13, 5},
+                         {64, 300, 33},
+                         {129, 1024, 65},
+                         {3, 0, 4}}) {
     const auto a = randomMatrix(rng, m * k), b = randomMatrix(rng, k * n);
     std::vector<double> cg(static_cast<std::size_t>(m * n), -1.0), cc(cg.size(), -2.0),
         p(cg.size());
@@ -130,8 +133,13 @@ void TestCudaBackend::gemmAgreesWithCpu() {
       const double tol = kGemmGammaFactor * g * p[i] * (1.0 + 1e-12) + 2.0 * k * 0x1p-1074;
       QVERIFY2(std::fabs(cg[i] - cc[i]) <= tol,
                qPrintable(QStringLiteral("m %1 k %2 n %3 [%4]: gpu %5 cpu %6 tol %7")
-                              .arg(m).arg(k).arg(n).arg(i).arg(cg[i], 0, 'g', 17)
-                              .arg(cc[i], 0, 'g', 17).arg(tol)));
+                              .arg(m)
+                              .arg(k)
+                              .arg(n)
+                              .arg(i)
+                              .arg(cg[i], 0, 'g', 17)
+                              .arg(cc[i], 0, 'g', 17)
+                              .arg(tol)));
     }
   }
 }
@@ -158,11 +166,11 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
   std::mt19937_64 rng(3);
   const std::int64_t n = 50'000;
   HostIntervals x = randomIntervals(rng, n, 1e-6), y = randomIntervals(rng, n, 1e-3);
-  for (std::int64_t i = 0; i < n; i += 3) x.hi[static_cast<std::size_t>(i)] = x.lo[static_cast<std::size_t>(i)];
+  for (std::int64_t i = 0; i < n; i += 3)
+    x.hi[static_cast<std::size_t>(i)] = x.lo[static_cast<std::size_t>(i)];
   std::vector<double> lo(static_cast<std::size_t>(n)), hi(lo.size());
-  const std::pair<Format, Format> formats[] = {{Format::Fp64, Format::Fp64},
-                                               {Format::Fp32, Format::Fp32},
-                                               {Format::Fp32, Format::Bf16}};
+  const std::pair<Format, Format> formats[] = {
+      {Format::Fp64, Format::Fp64}, {Format::Fp32, Format::Fp32}, {Format::Fp32, Format::Bf16}};
   for (const auto& [compute, store] : formats) {
     for (int o = 0; o < lossbound::kernels::kBinaryOpCount; ++o) {
       const auto op = static_cast<BinaryOp>(o);
@@ -177,7 +185,10 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
               lossbound::kernels::binaryBody(op, {x.lo[i], x.hi[i]}, {y.lo[j], y.hi[j]}, model);
           QVERIFY2(sameBits(h.lo, lo[i]) && sameBits(h.hi, hi[i]),
                    qPrintable(QStringLiteral("binary op %1 [%2], y of %3: gpu %4 host %5")
-                                  .arg(o).arg(i).arg(yCount).arg(show({lo[i], hi[i]}), show(h))));
+                                  .arg(o)
+                                  .arg(i)
+                                  .arg(yCount)
+                                  .arg(show({lo[i], hi[i]}), show(h))));
         }
       }
     }
@@ -193,7 +204,9 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
         if (!libm) {
           QVERIFY2(sameBits(h.lo, g.lo) && sameBits(h.hi, g.hi),
                    qPrintable(QStringLiteral("unary op %1 [%2]: gpu %3 host %4")
-                                  .arg(o).arg(i).arg(show(g), show(h))));
+                                  .arg(o)
+                                  .arg(i)
+                                  .arg(show(g), show(h))));
           continue;
         }
         QVERIFY2(lossbound::isEmpty(h) == lossbound::isEmpty(g), qPrintable(QString::number(o)));
@@ -201,14 +214,19 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
         QVERIFY2(!lossbound::isEmpty(lossbound::intersect(g, h)) &&
                      lossbound::width(g) <= kGpuWidthFactor * lossbound::width(h) + 1e-300,
                  qPrintable(QStringLiteral("unary op %1 [%2]: gpu %3 host %4")
-                                .arg(o).arg(i).arg(show(g), show(h))));
+                                .arg(o)
+                                .arg(i)
+                                .arg(show(g), show(h))));
         if (x.lo[i] == x.hi[i]) {  // point input: the host libm value must be inside
-          const Interval ref = lossbound::kernels::unaryBody(op, {x.lo[i], x.lo[i]},
-                                                         ElementwiseModel{Format::Fp64, Format::Fp64, 0});
+          const Interval ref = lossbound::kernels::unaryBody(
+              op, {x.lo[i], x.lo[i]}, ElementwiseModel{Format::Fp64, Format::Fp64, 0});
           const double v = 0.5 * ref.lo + 0.5 * ref.hi;
           QVERIFY2(lossbound::contains(g, v),
                    qPrintable(QStringLiteral("unary op %1 at %2: gpu %3 misses %4")
-                                  .arg(o).arg(x.lo[i], 0, 'g', 17).arg(show(g)).arg(v, 0, 'g', 17)));
+                                  .arg(o)
+                                  .arg(x.lo[i], 0, 'g', 17)
+                                  .arg(show(g))
+                                  .arg(v, 0, 'g', 17)));
         }
       }
     }
@@ -247,21 +265,27 @@ void TestCudaBackend::intervalMatmulAgreesWithCpuAndEncloses() {
       std::uniform_real_distribution<double> unit(0.0, 1.0);
       for (std::size_t e = 0; e < g.lo.size(); ++e) {
         const Interval gi{g.lo[e], g.hi[e]}, ci{c.lo[e], c.hi[e]};
-        QVERIFY2(lossbound::width(gi) <= kGpuWidthFactor * lossbound::width(ci) && lossbound::width(ci) <= kGpuWidthFactor * lossbound::width(gi),
+        QVERIFY2(lossbound::width(gi) <= kGpuWidthFactor * lossbound::width(ci) &&
+                     lossbound::width(ci) <= kGpuWidthFactor * lossbound::width(gi),
                  qPrintable(QStringLiteral("[%1]: gpu %2 cpu %3").arg(e).arg(show(gi), show(ci))));
         // A randomized candidate execution must lie in both enclosures.
-        const std::int64_t i = static_cast<std::int64_t>(e) / n, j = static_cast<std::int64_t>(e) % n;
+        const std::int64_t i = static_cast<std::int64_t>(e) / n,
+                           j = static_cast<std::int64_t>(e) % n;
         for (std::int64_t l = 0; l < k; ++l) {
-          const auto ai = static_cast<std::size_t>(i * k + l), bi = static_cast<std::size_t>(l * n + j);
+          const auto ai = static_cast<std::size_t>(i * k + l),
+                     bi = static_cast<std::size_t>(l * n + j);
           row[static_cast<std::size_t>(l)] =
               ops::roundNearest(a.lo[ai] + (a.hi[ai] - a.lo[ai]) * unit(rng), cs.input);
           col[static_cast<std::size_t>(l)] =
               ops::roundNearest(b.lo[bi] + (b.hi[bi] - b.lo[bi]) * unit(rng), cs.input);
         }
-        const double v = ops::roundNearest(ops::randomDot(row, col, cs.acc, rng, scratch), cs.store);
+        const double v =
+            ops::roundNearest(ops::randomDot(row, col, cs.acc, rng, scratch), cs.store);
         QVERIFY2(lossbound::contains(gi, v) && lossbound::contains(ci, v),
                  qPrintable(QStringLiteral("[%1]: candidate %2, gpu %3 cpu %4")
-                                .arg(e).arg(v, 0, 'g', 17).arg(show(gi), show(ci))));
+                                .arg(e)
+                                .arg(v, 0, 'g', 17)
+                                .arg(show(gi), show(ci))));
       }
     }
 }
@@ -286,7 +310,9 @@ void TestCudaBackend::rowSumAgreesWithCpuAndEncloses() {
       const double v = ops::randomSum(terms, Format::Fp32, rng);
       QVERIFY2(lossbound::contains(gpu, v) && lossbound::contains(cpu, v),
                qPrintable(QStringLiteral("row %1: sum %2, gpu %3 cpu %4")
-                              .arg(r).arg(v, 0, 'g', 17).arg(show(gpu), show(cpu))));
+                              .arg(r)
+                              .arg(v, 0, 'g', 17)
+                              .arg(show(gpu), show(cpu))));
       QVERIFY(lossbound::width(gpu) <= kGpuWidthFactor * lossbound::width(cpu) + 1e-300);
     }
   }
@@ -329,9 +355,8 @@ void TestCudaBackend::softmaxRowsAgreeWithHostAndEnclose() {
         const HostIntervals x = k::test::randomSoftmaxRows(rng, rows, cols);
         const lossbound::PrecisionModel pm;
         const Format c = ops::accumulationFormat(pm, t), st = pm.storageFor(t);
-        const k::SoftmaxModel model =
-            k::makeSoftmaxModel(c, st, false, ops::modelUlps(ops::LibmFn::Exp, c),
-                                ops::modelUlps(ops::LibmFn::Log, c));
+        const k::SoftmaxModel model = k::makeSoftmaxModel(
+            c, st, false, ops::modelUlps(ops::LibmFn::Exp, c), ops::modelUlps(ops::LibmFn::Log, c));
         const HostIntervals h = k::test::hostSoftmaxRows(model, log, x, rows, cols);
         HostIntervals g{std::vector<double>(x.lo.size()), std::vector<double>(x.lo.size())};
         QVERIFY(mGpu->softmaxRows(model, log, {x.lo.data(), x.hi.data()},
@@ -375,10 +400,13 @@ void TestCudaBackend::softmaxRowsAgreeWithHostAndEnclose() {
           const Interval gi{g.lo[e], g.hi[e]}, ho{h.lo[e], h.hi[e]};
           const auto where = [&] {
             return QStringLiteral("%1 dtype %2 cols %3 row %4 entry %5 x [%6, %7]: gpu %8 host %9")
-                .arg(op).arg(static_cast<int>(t)).arg(cols)
+                .arg(op)
+                .arg(static_cast<int>(t))
+                .arg(cols)
                 .arg(static_cast<std::int64_t>(e) / cols)
                 .arg(static_cast<std::int64_t>(e) % cols)
-                .arg(x.lo[e], 0, 'g', 17).arg(x.hi[e], 0, 'g', 17)
+                .arg(x.lo[e], 0, 'g', 17)
+                .arg(x.hi[e], 0, 'g', 17)
                 .arg(show(gi), show(ho));
           };
           const Interval ri = viaRule.at(static_cast<std::int64_t>(e));
@@ -391,9 +419,9 @@ void TestCudaBackend::softmaxRowsAgreeWithHostAndEnclose() {
             if (!sameBits(gi.lo, ho.lo) || !sameBits(gi.hi, ho.hi)) QFAIL(qPrintable(where()));
             continue;
           }
-          const double ulpS = 2.0 * lossbound::unitRoundoff(st) *
-                                  std::fmax(std::fabs(ho.lo), std::fabs(ho.hi)) +
-                              lossbound::smallestSubnormal(st);
+          const double ulpS =
+              2.0 * lossbound::unitRoundoff(st) * std::fmax(std::fabs(ho.lo), std::fabs(ho.hi)) +
+              lossbound::smallestSubnormal(st);
           if (lossbound::isEmpty(lossbound::intersect(gi, ho)) ||
               !(lossbound::width(gi) <= kGpuWidthFactor * lossbound::width(ho) + 2.0 * ulpS))
             QFAIL(qPrintable(where()));
@@ -485,14 +513,18 @@ void TestCudaBackend::wholeSampleReplayAgreesWithCpu() {
         o.method = m;
         const Envelope cpu = replayEnvelope(*program, inputs, *mCpu, o);
         const Envelope gpu = replayEnvelope(*program, inputs, *mGpu, o);
-        const QString where = QStringLiteral("%1 step %2, method %3: observed [%4, %5], "
-                                             "cpu [%6, %7], gpu [%8, %9]")
+        const QString where = QStringLiteral(
+                                  "%1 step %2, method %3: observed [%4, %5], "
+                                  "cpu [%6, %7], gpu [%8, %9]")
                                   .arg(sample)
                                   .arg(step)
                                   .arg(static_cast<int>(m))
-                                  .arg(observed.lo, 0, 'g', 17).arg(observed.hi, 0, 'g', 17)
-                                  .arg(cpu.lo, 0, 'g', 17).arg(cpu.hi, 0, 'g', 17)
-                                  .arg(gpu.lo, 0, 'g', 17).arg(gpu.hi, 0, 'g', 17);
+                                  .arg(observed.lo, 0, 'g', 17)
+                                  .arg(observed.hi, 0, 'g', 17)
+                                  .arg(cpu.lo, 0, 'g', 17)
+                                  .arg(cpu.hi, 0, 'g', 17)
+                                  .arg(gpu.lo, 0, 'g', 17)
+                                  .arg(gpu.hi, 0, 'g', 17);
         QVERIFY2(cpu.lo <= observed.lo && observed.hi <= cpu.hi, qPrintable(where));
         QVERIFY2(gpu.lo <= observed.lo && observed.hi <= gpu.hi, qPrintable(where));
         QVERIFY2(gpu.hi - gpu.lo <= kGpuWidthFactor * (cpu.hi - cpu.lo) &&

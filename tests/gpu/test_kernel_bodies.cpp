@@ -1,6 +1,6 @@
-// The host test of the CUDA kernel bodies (core/kernels/kernel_bodies.h). The kernels run these LB_HD
-// functions on the device; here they run with the exact host emulation of the rounding table, and
-// must give, bit for bit, what the CPU path gives on the same inputs:
+// The host test of the CUDA kernel bodies (core/kernels/kernel_bodies.h). The kernels run these
+// LB_HD functions on the device; here they run with the exact host emulation of the rounding table,
+// and must give, bit for bit, what the CPU path gives on the same inputs:
 // - the CPU helpers of core/ops/op_support.h (widenUlps, libmEnclosure, gammaUp,
 //   accumulate/roundedSumEnclosure), composed with core/interval as the CPU rules compose them;
 // - every registered CPU elementwise rule (opRegistry) whose op has a kernel body;
@@ -10,6 +10,19 @@
 // - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds.
 // It also checks that the host composition of the GPU interval matmul and of the row sums
 // encloses randomized candidate executions (ops::randomDot / ops::randomSum).
+
+#include "core/backend.h"
+#include "core/interval/elementary.h"
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_row.h"
+#include "core/kernels/softmax_row.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
+#include "core/ops/registry.h"
+#include "tests/gpu/host_interval_matmul.h"
+#include "tests/gpu/softmax_test_rows.h"
 
 #include <QTest>
 
@@ -24,19 +37,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "core/backend.h"
-#include "core/interval/elementary.h"
-#include "core/interval/interval.h"
-#include "core/interval/precision.h"
-#include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
-#include "core/ops/registry.h"
-#include "core/kernels/kernel_bodies.h"
-#include "core/kernels/softmax_row.h"
-#include "core/kernels/layer_norm_row.h"
-#include "tests/gpu/host_interval_matmul.h"
-#include "tests/gpu/softmax_test_rows.h"
 #if defined(LOSSBOUND_TEST_NVCC_HOST)
 #include "tests/gpu/kernel_bodies_nvcc.h"
 #endif
@@ -67,8 +67,9 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {"neg",  "abs",   "sqr",  "sqrt", "rsqrt", "reciprocal", "exp",
-                                "expm1", "log",  "log1p", "tanh", "erf",   "sigmoid",    "relu", "gelu"};
+  static const char* names[] = {"neg",        "abs", "sqr",     "sqrt", "rsqrt",
+                                "reciprocal", "exp", "expm1",   "log",  "log1p",
+                                "tanh",       "erf", "sigmoid", "relu", "gelu"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -82,21 +83,36 @@ const char* binaryName(BinaryOp op) {
 Interval cpuUnaryExact(UnaryOp op, Interval x) {
   using namespace lossbound;
   switch (op) {
-    case UnaryOp::Neg: return neg(x);
-    case UnaryOp::Abs: return abs(x);
-    case UnaryOp::Sqr: return sqr(x);
-    case UnaryOp::Sqrt: return sqrt(x);
-    case UnaryOp::Rsqrt: return div(Interval{1.0, 1.0}, sqrt(x));
-    case UnaryOp::Reciprocal: return div(Interval{1.0, 1.0}, x);
-    case UnaryOp::Exp: return exp(x);
-    case UnaryOp::Expm1: return expm1(x);
-    case UnaryOp::Log: return log(x);
-    case UnaryOp::Log1p: return log1p(x);
-    case UnaryOp::Tanh: return tanh(x);
-    case UnaryOp::Erf: return erf(x);
-    case UnaryOp::Sigmoid: return sigmoid(x);
-    case UnaryOp::Relu: return max(x, Interval{0.0, 0.0});
-    case UnaryOp::GeluErf: break;  // composed in the compute format (cpuUnary)
+    case UnaryOp::Neg:
+      return neg(x);
+    case UnaryOp::Abs:
+      return abs(x);
+    case UnaryOp::Sqr:
+      return sqr(x);
+    case UnaryOp::Sqrt:
+      return sqrt(x);
+    case UnaryOp::Rsqrt:
+      return div(Interval{1.0, 1.0}, sqrt(x));
+    case UnaryOp::Reciprocal:
+      return div(Interval{1.0, 1.0}, x);
+    case UnaryOp::Exp:
+      return exp(x);
+    case UnaryOp::Expm1:
+      return expm1(x);
+    case UnaryOp::Log:
+      return log(x);
+    case UnaryOp::Log1p:
+      return log1p(x);
+    case UnaryOp::Tanh:
+      return tanh(x);
+    case UnaryOp::Erf:
+      return erf(x);
+    case UnaryOp::Sigmoid:
+      return sigmoid(x);
+    case UnaryOp::Relu:
+      return max(x, Interval{0.0, 0.0});
+    case UnaryOp::GeluErf:
+      break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
 }
@@ -104,12 +120,18 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
 Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
   using namespace lossbound;
   switch (op) {
-    case BinaryOp::Add: return add(x, y);
-    case BinaryOp::Sub: return sub(x, y);
-    case BinaryOp::Mul: return mul(x, y);
-    case BinaryOp::Div: return div(x, y);
-    case BinaryOp::Min: return min(x, y);
-    case BinaryOp::Max: return max(x, y);
+    case BinaryOp::Add:
+      return add(x, y);
+    case BinaryOp::Sub:
+      return sub(x, y);
+    case BinaryOp::Mul:
+      return mul(x, y);
+    case BinaryOp::Div:
+      return div(x, y);
+    case BinaryOp::Min:
+      return min(x, y);
+    case BinaryOp::Max:
+      return max(x, y);
   }
   return entireInterval();
 }
@@ -117,15 +139,24 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
 /// The libm function whose ulp table applies to op, if any (as the CPU rules look it up).
 std::optional<ops::LibmFn> libmFn(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp: return ops::LibmFn::Exp;
-    case UnaryOp::Expm1: return ops::LibmFn::Expm1;
-    case UnaryOp::Log: return ops::LibmFn::Log;
-    case UnaryOp::Log1p: return ops::LibmFn::Log1p;
-    case UnaryOp::Tanh: return ops::LibmFn::Tanh;
-    case UnaryOp::Erf: return ops::LibmFn::Erf;
-    case UnaryOp::Sigmoid: return ops::LibmFn::Sigmoid;
-    case UnaryOp::Rsqrt: return ops::LibmFn::Rsqrt;
-    default: return std::nullopt;
+    case UnaryOp::Exp:
+      return ops::LibmFn::Exp;
+    case UnaryOp::Expm1:
+      return ops::LibmFn::Expm1;
+    case UnaryOp::Log:
+      return ops::LibmFn::Log;
+    case UnaryOp::Log1p:
+      return ops::LibmFn::Log1p;
+    case UnaryOp::Tanh:
+      return ops::LibmFn::Tanh;
+    case UnaryOp::Erf:
+      return ops::LibmFn::Erf;
+    case UnaryOp::Sigmoid:
+      return ops::LibmFn::Sigmoid;
+    case UnaryOp::Rsqrt:
+      return ops::LibmFn::Rsqrt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -159,19 +190,47 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
 }
 
 /// (compute, storage) pairs of the candidate formats: fp64, fp32, bf16/fp16 with fp32 opmath.
-const std::vector<std::pair<Format, Format>> kFormatPairs = {
-    {Format::Fp64, Format::Fp64},
-    {Format::Fp32, Format::Fp32},
-    {Format::Fp32, Format::Bf16},
-    {Format::Fp32, Format::Fp16}};
+const std::vector<std::pair<Format, Format>> kFormatPairs = {{Format::Fp64, Format::Fp64},
+                                                             {Format::Fp32, Format::Fp32},
+                                                             {Format::Fp32, Format::Bf16},
+                                                             {Format::Fp32, Format::Fp16}};
 
 /// Scalars that exercise the edges: signed zeros, subnormals, format limits, infinities, NaN.
 std::vector<double> edgeValues() {
-  return {0.0,     -0.0,    0x1p-1074, -0x1p-1074, 0x1p-1022, -0x1p-149, 0x1p-133, 1e-300,
-          1e-8,    -1e-8,   0.5,       -0.5,       1.0,       -1.0,      2.0,      3.0,
-          -7.25,   0.1,     -0.1,      10.0,       88.7,      -88.7,     700.0,    -745.2,
-          1e10,    65504.0, 3.4e38,    -3.4e38,    1e300,     0x1.fffffffffffffp1023,
-          -0x1.fffffffffffffp1023,     kInf,       -kInf,     std::nan("")};
+  return {0.0,
+          -0.0,
+          0x1p-1074,
+          -0x1p-1074,
+          0x1p-1022,
+          -0x1p-149,
+          0x1p-133,
+          1e-300,
+          1e-8,
+          -1e-8,
+          0.5,
+          -0.5,
+          1.0,
+          -1.0,
+          2.0,
+          3.0,
+          -7.25,
+          0.1,
+          -0.1,
+          10.0,
+          88.7,
+          -88.7,
+          700.0,
+          -745.2,
+          1e10,
+          65504.0,
+          3.4e38,
+          -3.4e38,
+          1e300,
+          0x1.fffffffffffffp1023,
+          -0x1.fffffffffffffp1023,
+          kInf,
+          -kInf,
+          std::nan("")};
 }
 
 /// Intervals from pairs of edge values, random intervals of mixed magnitudes, points, NaN and
@@ -373,7 +432,9 @@ void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
         const Interval cpu = ops::widenUlps(x, ulps, compute);
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("widenUlps(%1, %2): gpu %3, cpu %4")
-                               .arg(show(x)).arg(ulps).arg(show(gpu), show(cpu))));
+                               .arg(show(x))
+                               .arg(ulps)
+                               .arg(show(gpu), show(cpu))));
       }
     (void)store;
   }
@@ -448,8 +509,8 @@ void TestKernelBodies::storeBodyIsOutwardRounding() {
 void TestKernelBodies::sumBodiesMatchCpuHelpers() {
   const auto xs = testIntervals(6, 5'000);
   std::mt19937_64 rng(7);
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{64},
-                        std::size_t{1000}}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{64}, std::size_t{1000}}) {
     for (int trial = 0; trial < 200; ++trial) {
       std::vector<Interval> terms;
       for (std::size_t i = 0; i < n; ++i) {
@@ -465,12 +526,14 @@ void TestKernelBodies::sumBodiesMatchCpuHelpers() {
             lossbound::kernels::accumulate(g, x);
             ops::accumulate(c, x);
           }
-          const Interval gpu = lossbound::kernels::sumFinish(g, static_cast<double>(n), acc, store,
-                                                         truncating);
-          const Interval cpu = ops::roundedSumEnclosure(c, static_cast<std::int64_t>(n), acc,
-                                                        store, truncating);
-          QVERIFY2(sameBits(gpu, cpu), qPrintable(QStringLiteral("n %1: kernel body %2, CPU %3")
-                                                      .arg(n).arg(show(gpu), show(cpu))));
+          const Interval gpu =
+              lossbound::kernels::sumFinish(g, static_cast<double>(n), acc, store, truncating);
+          const Interval cpu =
+              ops::roundedSumEnclosure(c, static_cast<std::int64_t>(n), acc, store, truncating);
+          QVERIFY2(
+              sameBits(gpu, cpu),
+              qPrintable(
+                  QStringLiteral("n %1: kernel body %2, CPU %3").arg(n).arg(show(gpu), show(cpu))));
         }
     }
   }
@@ -478,19 +541,24 @@ void TestKernelBodies::sumBodiesMatchCpuHelpers() {
 
 void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   // Float32 tensors: the CPU rules compute in fp32 opmath and store in fp32.
-  const std::map<std::string, UnaryOp> unaryOps = {
-      {"aten.neg.default", UnaryOp::Neg},     {"aten.abs.default", UnaryOp::Abs},
-      {"aten.sqrt.default", UnaryOp::Sqrt},   {"aten.rsqrt.default", UnaryOp::Rsqrt},
-      {"aten.reciprocal.default", UnaryOp::Reciprocal},
-      {"aten.exp.default", UnaryOp::Exp},     {"aten.expm1.default", UnaryOp::Expm1},
-      {"aten.log.default", UnaryOp::Log},     {"aten.log1p.default", UnaryOp::Log1p},
-      {"aten.tanh.default", UnaryOp::Tanh},   {"aten.erf.default", UnaryOp::Erf},
-      {"aten.sigmoid.default", UnaryOp::Sigmoid}, {"aten.relu.default", UnaryOp::Relu},
-      {"aten.gelu.default", UnaryOp::GeluErf}};
+  const std::map<std::string, UnaryOp> unaryOps = {{"aten.neg.default", UnaryOp::Neg},
+                                                   {"aten.abs.default", UnaryOp::Abs},
+                                                   {"aten.sqrt.default", UnaryOp::Sqrt},
+                                                   {"aten.rsqrt.default", UnaryOp::Rsqrt},
+                                                   {"aten.reciprocal.default", UnaryOp::Reciprocal},
+                                                   {"aten.exp.default", UnaryOp::Exp},
+                                                   {"aten.expm1.default", UnaryOp::Expm1},
+                                                   {"aten.log.default", UnaryOp::Log},
+                                                   {"aten.log1p.default", UnaryOp::Log1p},
+                                                   {"aten.tanh.default", UnaryOp::Tanh},
+                                                   {"aten.erf.default", UnaryOp::Erf},
+                                                   {"aten.sigmoid.default", UnaryOp::Sigmoid},
+                                                   {"aten.relu.default", UnaryOp::Relu},
+                                                   {"aten.gelu.default", UnaryOp::GeluErf}};
   const std::map<std::string, BinaryOp> binaryOps = {
-      {"aten.add.Tensor", BinaryOp::Add},         {"aten.sub.Tensor", BinaryOp::Sub},
-      {"aten.mul.Tensor", BinaryOp::Mul},         {"aten.div.Tensor", BinaryOp::Div},
-      {"aten.minimum.default", BinaryOp::Min},    {"aten.maximum.default", BinaryOp::Max}};
+      {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
+      {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},
+      {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max}};
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the
   // rules that refuse operands outside their domain (log, sqrt, ... of an empty result).
@@ -584,9 +652,11 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
     });
   for (const auto& [name, op] : binaryOps)
     check(name, 2, [op = op](Interval a, Interval b) {
-      return lossbound::kernels::binaryBody(op, a, b, ElementwiseModel{Format::Fp32, Format::Fp32, 0});
+      return lossbound::kernels::binaryBody(op, a, b,
+                                            ElementwiseModel{Format::Fp32, Format::Fp32, 0});
     });
-  if (!compared.isEmpty()) qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
+  if (!compared.isEmpty())
+    qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
   if (!missing.isEmpty())
     qInfo("CPU rules not registered yet (compared with the CPU helpers only): %s",
           qPrintable(missing.join(' ')));
@@ -633,7 +703,8 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
     for (const auto& [compute, store] : kFormatPairs)
       for (Interval x : xs) {
         const ElementwiseModel model = modelFor(op, compute, store);
-        const Interval a = lossbound::kernels::unaryBody(op, x, model), b = t::nvccUnaryBody(op, x, model);
+        const Interval a = lossbound::kernels::unaryBody(op, x, model),
+                       b = t::nvccUnaryBody(op, x, model);
         if (!sameBits(a, b))
           QFAIL(qPrintable(QStringLiteral("%1(%2): g++ %3, nvcc host %4")
                                .arg(unaryName(op), show(x), show(a), show(b))));
@@ -646,9 +717,9 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
       const ElementwiseModel model{Format::Fp32, Format::Bf16, 0};
       const Interval a = lossbound::kernels::binaryBody(op, x, y, model),
                      b = t::nvccBinaryBody(op, x, y, model);
-      QVERIFY2(sameBits(a, b), qPrintable(QStringLiteral("%1(%2, %3): g++ %4, nvcc host %5")
-                                              .arg(binaryName(op), show(x), show(y), show(a),
-                                                   show(b))));
+      QVERIFY2(sameBits(a, b),
+               qPrintable(QStringLiteral("%1(%2, %3): g++ %4, nvcc host %5")
+                              .arg(binaryName(op), show(x), show(y), show(a), show(b))));
     }
   }
   for (Interval x : xs)
@@ -666,9 +737,9 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
     const bool points = i % 2 == 0;
     const lossbound::kernels::MatmulBound bound =
         lossbound::kernels::makeMatmulBound(k, Format::Fp32, 0x1p-24, points);
-    QVERIFY(sameBits(lossbound::kernels::matmulFinish(g1, g2, g4, bound, Format::Fp32),
-                     t::nvccMatmulFinish(g1, g2, g4, k, Format::Fp32, 0x1p-24, points,
-                                         Format::Fp32)));
+    QVERIFY(
+        sameBits(lossbound::kernels::matmulFinish(g1, g2, g4, bound, Format::Fp32),
+                 t::nvccMatmulFinish(g1, g2, g4, k, Format::Fp32, 0x1p-24, points, Format::Fp32)));
   }
   std::vector<Interval> terms(xs.begin(), xs.begin() + 300);
   for (Interval& x : terms)
@@ -699,11 +770,14 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
                               hi.data(), scratch.data());
             for (std::size_t j = 0; j < lo.size(); ++j)
               QVERIFY2(sameBits(Interval{lo[j], hi[j]}, Interval{want.lo[o + j], want.hi[o + j]}),
-                       qPrintable(QStringLiteral("softmaxRow log %1 cols %2 row %3 entry %4: "
-                                                 "g++ %5, nvcc host %6")
-                                      .arg(log).arg(cols).arg(r).arg(j)
-                                      .arg(show({want.lo[o + j], want.hi[o + j]}),
-                                           show({lo[j], hi[j]}))));
+                       qPrintable(
+                           QStringLiteral("softmaxRow log %1 cols %2 row %3 entry %4: "
+                                          "g++ %5, nvcc host %6")
+                               .arg(log)
+                               .arg(cols)
+                               .arg(r)
+                               .arg(j)
+                               .arg(show({want.lo[o + j], want.hi[o + j]}), show({lo[j], hi[j]}))));
           }
         }
       }
@@ -756,8 +830,9 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
       for (int trial = 0; trial < 200; ++trial) {
         auto pick = [&](const lossbound::kernels::test::HostIntervals& x, std::size_t i) {
           const int how = static_cast<int>(rng() % 3);
-          const double v = how == 0 ? x.lo[i] : how == 1 ? x.hi[i]
-                                                          : x.lo[i] + (x.hi[i] - x.lo[i]) * unit(rng);
+          const double v = how == 0   ? x.lo[i]
+                           : how == 1 ? x.hi[i]
+                                      : x.lo[i] + (x.hi[i] - x.lo[i]) * unit(rng);
           return ops::roundNearest(v, cs.input);
         };
         std::vector<double> row(static_cast<std::size_t>(k)), col(static_cast<std::size_t>(k));
@@ -773,7 +848,11 @@ void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
         if (!(c.lo[e] <= stored && stored <= c.hi[e]))
           QFAIL(qPrintable(QStringLiteral("m %1 k %2 n %3 element (%4, %5): candidate %6 outside "
                                           "[%7, %8]")
-                               .arg(m).arg(k).arg(n).arg(i).arg(j)
+                               .arg(m)
+                               .arg(k)
+                               .arg(n)
+                               .arg(i)
+                               .arg(j)
                                .arg(stored, 0, 'g', 17)
                                .arg(c.lo[e], 0, 'g', 17)
                                .arg(c.hi[e], 0, 'g', 17)));
@@ -813,8 +892,8 @@ void TestKernelBodies::matmulFinishEdgeCases() {
   const Interval zero = matmulFinish(0.0, 0.0, 0.0, b0, Format::Fp32);
   QVERIFY(zero.lo == 0.0 && zero.hi == 0.0);
   // The underflow terms keep a zero centre from being a point when k > 0.
-  const Interval z = matmulFinish(0.0, 0.0, 0.0, makeMatmulBound(3.0, Format::Fp64, 0x1p-53, true),
-                                  Format::Fp64);
+  const Interval z =
+      matmulFinish(0.0, 0.0, 0.0, makeMatmulBound(3.0, Format::Fp64, 0x1p-53, true), Format::Fp64);
   QVERIFY(z.lo < 0.0 && z.hi > 0.0);
   // Unbounded operand → midRad refuses it.
   double m = 0.0, r = 0.0;
@@ -841,10 +920,9 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
   } catch (const std::exception& e) {
     QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
   }
-  const lossbound::kernels::test::Gemm cpuGemm = [&](const double* a, const double* b, double* c,
-                                                 std::int64_t m, std::int64_t k, std::int64_t n) {
-    backend->gemm(a, b, c, m, k, n, false);
-  };
+  const lossbound::kernels::test::Gemm cpuGemm =
+      [&](const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+          std::int64_t n) { backend->gemm(a, b, c, m, k, n, false); };
   std::mt19937_64 rng(13);
   std::normal_distribution<double> normal(0.0, 1.0);
   double maxRatio = 1.0;
@@ -874,10 +952,10 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
           node.args.push_back(v);
         }
         node.outputs.push_back({lossbound::Shape{m, n}, dtype});
-        const lossbound::OpArgs args(node, [&](const lossbound::ValueRef& r)
-                                               -> const lossbound::Tensor& {
-          return r.name == "a" ? ta : tb;
-        });
+        const lossbound::OpArgs args(node,
+                                     [&](const lossbound::ValueRef& r) -> const lossbound::Tensor& {
+                                       return r.name == "a" ? ta : tb;
+                                     });
         const lossbound::PrecisionModel precision;
         lossbound::OpContext ctx{precision, *backend, nullptr};
         const lossbound::Tensor cpu = rule->interval(args, ctx).at(0);
@@ -900,31 +978,39 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
             return lossbound::Tensor::point({r, c}, dtype, std::move(v));
           };
           const lossbound::Tensor pa = pick(a, m, k), pb = pick(b, k, n);
-          const lossbound::OpArgs pargs(node, [&](const lossbound::ValueRef& r)
-                                                  -> const lossbound::Tensor& {
-            return r.name == "a" ? pa : pb;
-          });
+          const lossbound::OpArgs pargs(
+              node, [&](const lossbound::ValueRef& r) -> const lossbound::Tensor& {
+                return r.name == "a" ? pa : pb;
+              });
           std::mt19937_64 trialRng(1000 + trial);
           lossbound::OpContext rctx{precision, *backend, &trialRng};
           runs.push_back(rule->random(pargs, rctx).at(0));
         }
         for (std::int64_t i = 0; i < m * n; ++i) {
-          const Interval g{gpu.lo[static_cast<std::size_t>(i)], gpu.hi[static_cast<std::size_t>(i)]};
+          const Interval g{gpu.lo[static_cast<std::size_t>(i)],
+                           gpu.hi[static_cast<std::size_t>(i)]};
           const Interval c = cpu.at(i);
-          const QString where = QStringLiteral("dtype %1 m %2 k %3 n %4 [%5]: GPU composition %6, "
-                                               "CPU aten.mm %7")
-                                    .arg(static_cast<int>(dtype)).arg(m).arg(k).arg(n).arg(i)
+          const QString where = QStringLiteral(
+                                    "dtype %1 m %2 k %3 n %4 [%5]: GPU composition %6, "
+                                    "CPU aten.mm %7")
+                                    .arg(static_cast<int>(dtype))
+                                    .arg(m)
+                                    .arg(k)
+                                    .arg(n)
+                                    .arg(i)
                                     .arg(show(g), show(c));
           for (const lossbound::Tensor& run : runs) {
             const double v = run.values()[static_cast<std::size_t>(i)];
-            QVERIFY2(lossbound::contains(g, v) && lossbound::contains(c, v),
-                     qPrintable(where + QStringLiteral(": execution %1 escapes").arg(v, 0, 'g', 17)));
+            QVERIFY2(
+                lossbound::contains(g, v) && lossbound::contains(c, v),
+                qPrintable(where + QStringLiteral(": execution %1 escapes").arg(v, 0, 'g', 17)));
           }
           // Widths below 2^-1000 (the CPU's subnormal floor, e.g. k = 0) are not a tightness issue.
           const double wg = std::max(g.hi - g.lo, 0x1p-1000), wc = std::max(c.hi - c.lo, 0x1p-1000);
           QVERIFY2(wg <= kMatmulWidthFactor * wc && wc <= kMatmulWidthFactor * wg,
-                   qPrintable(where + QStringLiteral(": widths differ by more than %1x")
-                                          .arg(kMatmulWidthFactor)));
+                   qPrintable(
+                       where +
+                       QStringLiteral(": widths differ by more than %1x").arg(kMatmulWidthFactor)));
           maxRatio = std::max(maxRatio, std::max(wg / wc, wc / wg));
         }
       }
@@ -948,19 +1034,22 @@ void TestKernelBodies::treeSumEnclosesRandomOrders() {
     for (std::size_t i = 0; i < n; ++i) lossbound::kernels::accumulate(part[i % 256], xs[i]);
     for (std::size_t s = 128; s > 0; s >>= 1)
       for (std::size_t t = 0; t < s; ++t) part[t] = lossbound::kernels::merge(part[t], part[t + s]);
-    const Interval tree = lossbound::kernels::sumFinish(part[0], static_cast<double>(n), Format::Fp32,
-                                                    Format::Fp32, false);
+    const Interval tree = lossbound::kernels::sumFinish(part[0], static_cast<double>(n),
+                                                        Format::Fp32, Format::Fp32, false);
     ops::SumEnclosure seq{{0.0, 0.0}, 0.0};
     for (Interval x : xs) ops::accumulate(seq, x);
     const Interval cpu =
         ops::roundedSumEnclosure(seq, static_cast<std::int64_t>(n), Format::Fp32, Format::Fp32);
     for (int trial = 0; trial < 300; ++trial) {
       std::vector<double> terms;
-      for (Interval x : xs) terms.push_back(ops::roundNearest(trial % 2 ? x.lo : x.hi, Format::Fp32));
+      for (Interval x : xs)
+        terms.push_back(ops::roundNearest(trial % 2 ? x.lo : x.hi, Format::Fp32));
       const double s = ops::randomSum(terms, Format::Fp32, rng);
       QVERIFY2(lossbound::contains(tree, s) && lossbound::contains(cpu, s),
                qPrintable(QStringLiteral("n %1: sum %2, tree %3, cpu %4")
-                              .arg(n).arg(s, 0, 'g', 17).arg(show(tree), show(cpu))));
+                              .arg(n)
+                              .arg(s, 0, 'g', 17)
+                              .arg(show(tree), show(cpu))));
     }
     // The two enclosures differ only by the order of directed additions: widths within 1%.
     const double wt = tree.hi - tree.lo, wc = cpu.hi - cpu.lo;
@@ -980,8 +1069,10 @@ void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
   struct Types {
     DType in, out;
   };
-  const Types types[] = {{DType::Float64, DType::Float64}, {DType::Float32, DType::Float32},
-                         {DType::BFloat16, DType::BFloat16}, {DType::Float16, DType::Float16},
+  const Types types[] = {{DType::Float64, DType::Float64},
+                         {DType::Float32, DType::Float32},
+                         {DType::BFloat16, DType::BFloat16},
+                         {DType::Float16, DType::Float16},
                          {DType::Float16, DType::Float32}};
   std::size_t compared = 0;
   for (const char* op : {"aten._softmax.default", "aten._log_softmax.default"}) {
@@ -991,8 +1082,8 @@ void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
     for (const Types t : types)
       for (bool truncating : {false, true})
         for (std::int64_t cols : {1, 2, 3, 100, 5000}) {
-          const std::int64_t rows = cols == 5000 ? 2 * k::test::kSoftmaxRowKinds
-                                                 : 3 * k::test::kSoftmaxRowKinds;
+          const std::int64_t rows =
+              cols == 5000 ? 2 * k::test::kSoftmaxRowKinds : 3 * k::test::kSoftmaxRowKinds;
           const k::test::HostIntervals x = k::test::randomSoftmaxRows(rng, rows, cols);
           lossbound::PrecisionModel pm;
           pm.truncatingAccumulation = truncating;
@@ -1012,8 +1103,8 @@ void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
                 lo[to] = x.lo[from];
                 hi[to] = x.hi[from];
               }
-            const lossbound::Shape shape = lastDim ? lossbound::Shape{rows, cols}
-                                                   : lossbound::Shape{cols, rows};
+            const lossbound::Shape shape =
+                lastDim ? lossbound::Shape{rows, cols} : lossbound::Shape{cols, rows};
             const lossbound::Tensor in = lossbound::Tensor::interval(shape, t.in, lo, hi);
             lossbound::Node node;
             node.name = "node0";
@@ -1041,9 +1132,14 @@ void TestKernelBodies::softmaxBodyMatchesRegisteredCpuRules() {
                 if (!sameBits(body, cpu))
                   QFAIL(qPrintable(QStringLiteral("%1 dtype %2 truncating %3 cols %4 %5 row %6 "
                                                   "(kind %7) entry %8 x %9: body %10, CPU rule %11")
-                                       .arg(op).arg(static_cast<int>(t.out)).arg(truncating)
-                                       .arg(cols).arg(lastDim ? "last dim" : "dim 0").arg(r)
-                                       .arg(r % k::test::kSoftmaxRowKinds).arg(j)
+                                       .arg(op)
+                                       .arg(static_cast<int>(t.out))
+                                       .arg(truncating)
+                                       .arg(cols)
+                                       .arg(lastDim ? "last dim" : "dim 0")
+                                       .arg(r)
+                                       .arg(r % k::test::kSoftmaxRowKinds)
+                                       .arg(j)
                                        .arg(show({x.lo[e], x.hi[e]}), show(body), show(cpu))));
                 ++compared;
               }

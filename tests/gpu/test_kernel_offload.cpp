@@ -3,6 +3,13 @@
 // declines them, and both must give the same bits — op by op in every storage format, and for
 // whole sample replays. Counters make sure the hooks were really taken.
 
+#include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_replay.h"
+#include "core/backend.h"
+#include "core/kernels/host_kernel_backend.h"
+#include "core/ops/op_rule.h"
+#include "core/ops/registry.h"
+
 #include <QTest>
 
 #include <cmath>
@@ -10,13 +17,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "core/analysis/run_file_replay.h"
-#include "core/analysis/step_replay.h"
-#include "core/backend.h"
-#include "core/ops/op_rule.h"
-#include "core/ops/registry.h"
-#include "core/kernels/host_kernel_backend.h"
 
 using lossbound::DType;
 using lossbound::Tensor;
@@ -36,9 +36,14 @@ Tensor randomOperand(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols,
     if (positive) a = std::fabs(a) + 0x1p-40;
     double w = 0.0;
     switch (i % 3) {
-      case 0: break;                                       // point
-      case 1: w = std::fabs(a) * 0x1p-20; break;           // narrow
-      default: w = std::fabs(a) * std::fabs(u(rng)); break;  // wide
+      case 0:
+        break;  // point
+      case 1:
+        w = std::fabs(a) * 0x1p-20;
+        break;  // narrow
+      default:
+        w = std::fabs(a) * std::fabs(u(rng));
+        break;  // wide
     }
     double l = a - w, h = a + w;
     if (positive && l <= 0.0) l = a * 0.5;
@@ -117,14 +122,14 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sub.Tensor", {ref("x"), ref("y")}},
       {"aten.mul.Tensor", {ref("x"), ref("y")}},
       {"aten.div.Tensor", {ref("x"), ref("y")}},
-      {"aten.mul.Tensor", {ref("x"), ref("s")}},   // a one-element tensor broadcast
-      {"aten.add.Tensor", {ref("x"), ref("b")}},   // a bias row [33] over [7, 33]
-      {"aten.add.Tensor", {ref("b"), ref("x")}},   // the same, swapped (add commutes)
-      {"aten.mul.Tensor", {ref("b"), ref("x")}},   // mul commutes too
+      {"aten.mul.Tensor", {ref("x"), ref("s")}},  // a one-element tensor broadcast
+      {"aten.add.Tensor", {ref("x"), ref("b")}},  // a bias row [33] over [7, 33]
+      {"aten.add.Tensor", {ref("b"), ref("x")}},  // the same, swapped (add commutes)
+      {"aten.mul.Tensor", {ref("b"), ref("x")}},  // mul commutes too
       {"aten.div.Tensor", {ref("x"), ref("b")}},
       {"aten.sub.Tensor", {ref("b"), ref("x")}, false, false},  // no swap for sub
       {"aten.add.Tensor", {ref("x"), ref("c")}, false, false},  // a column [7, 1]: not leading
-      {"aten.add.Tensor", {ref("x"), number(0.1)}},  // a Python scalar
+      {"aten.add.Tensor", {ref("x"), number(0.1)}},             // a Python scalar
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
       {"aten.sum.default", {ref("x")}},
   };
@@ -168,9 +173,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
                                 .arg(QString::fromStdString(c.op))
                                 .arg(c.args.size())
                                 .arg(QString::fromUtf8(lossbound::dtypeName(dtype).data()));
-      QVERIFY2(host.unaryCalls + host.binaryCalls + host.rowSumCalls == before + (c.offered ? 1 : 0),
-               qPrintable(where + (c.offered ? QStringLiteral(": the rule did not offer its work")
-                                             : QStringLiteral(": an unsupported broadcast was offered"))));
+      QVERIFY2(
+          host.unaryCalls + host.binaryCalls + host.rowSumCalls == before + (c.offered ? 1 : 0),
+          qPrintable(where + (c.offered
+                                  ? QStringLiteral(": the rule did not offer its work")
+                                  : QStringLiteral(": an unsupported broadcast was offered"))));
       QCOMPARE(a.size(), b.size());
       QVERIFY2(sameBits(a[0], b[0]), qPrintable(where + QStringLiteral(": bits differ")));
       offered += c.offered ? 1 : 0;
@@ -191,8 +198,7 @@ void TestKernelOffload::wholeSampleReplaysAreBitIdentical() {
     const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
     ReplayOptions o;
     o.method = EnvelopeMethod::Interval;
-    const int before =
-        host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.rowKernelCalls;
+    const int before = host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.rowKernelCalls;
     const int rowsBefore = host.rowKernelCalls;
     const Envelope a = replayEnvelope(*program, inputs, *cpu, o);
     const Envelope b = replayEnvelope(*program, inputs, host, o);
@@ -205,8 +211,10 @@ void TestKernelOffload::wholeSampleReplaysAreBitIdentical() {
     QVERIFY2(a.lo == b.lo && a.hi == b.hi,
              qPrintable(QStringLiteral("%1: cpu [%2, %3], host kernels [%4, %5]")
                             .arg(sample)
-                            .arg(a.lo, 0, 'g', 17).arg(a.hi, 0, 'g', 17)
-                            .arg(b.lo, 0, 'g', 17).arg(b.hi, 0, 'g', 17)));
+                            .arg(a.lo, 0, 'g', 17)
+                            .arg(a.hi, 0, 'g', 17)
+                            .arg(b.lo, 0, 'g', 17)
+                            .arg(b.hi, 0, 'g', 17)));
   }
 }
 

@@ -3,14 +3,14 @@
 // runs many random cases of one op per precision through op_harness (zero escapes, local errors)
 // and reports tightness (interval width / observed random spread on exact inputs).
 
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
-
-#include "tests/core/ops/op_harness.h"
 
 namespace lossbound::test::nn {
 
@@ -20,11 +20,16 @@ inline const Format kFormats[] = {Format::Fp64, Format::Fp32, Format::Bf16, Form
 /// Returns a short name of a format for messages.
 inline const char* formatName(Format f) {
   switch (f) {
-    case Format::Fp64: return "fp64";
-    case Format::Fp32: return "fp32";
-    case Format::Tf32: return "tf32";
-    case Format::Bf16: return "bf16";
-    case Format::Fp16: return "fp16";
+    case Format::Fp64:
+      return "fp64";
+    case Format::Fp32:
+      return "fp32";
+    case Format::Tf32:
+      return "tf32";
+    case Format::Bf16:
+      return "bf16";
+    case Format::Fp16:
+      return "fp16";
   }
   return "?";
 }
@@ -72,10 +77,11 @@ inline void checkAllFormats(const std::string& name, const CaseMaker& make, int 
   std::uint64_t seed = std::hash<std::string>{}(name);
   for (Format f : kFormats) {
     const Summary s = runCases(make, f, cases, execs, seed++);
-    qInfo("%-44s %s: %5d cases %6d runs, escapes %d, local violations %d, width/spread %.3g, "
-          "max |random-point|/localError %.3g",
-          name.c_str(), formatName(f), s.cases, s.trials, s.escapes, s.localViolations,
-          s.spreadSum > 0 ? s.widthSum / s.spreadSum : 0.0, s.localMaxRatio);
+    qInfo(
+        "%-44s %s: %5d cases %6d runs, escapes %d, local violations %d, width/spread %.3g, "
+        "max |random-point|/localError %.3g",
+        name.c_str(), formatName(f), s.cases, s.trials, s.escapes, s.localViolations,
+        s.spreadSum > 0 ? s.widthSum / s.spreadSum : 0.0, s.localMaxRatio);
     QVERIFY2(s.escapes == 0, (name + " " + formatName(f) + ": " + s.firstEscape).c_str());
     QVERIFY2(s.localViolations == 0, (name + " " + formatName(f) + ": " + s.firstLocal).c_str());
   }

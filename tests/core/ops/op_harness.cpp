@@ -1,13 +1,13 @@
 #include "tests/core/ops/op_harness.h"
 
+#include "core/backend.h"
+#include "core/ops/registry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
-
-#include "core/backend.h"
-#include "core/ops/registry.h"
 
 namespace lossbound::test {
 
@@ -69,11 +69,15 @@ PrecisionModel modelFor(std::optional<Format> f) {
 
 DType dtypeFor(Format f) {
   switch (f) {
-    case Format::Fp64: return DType::Float64;
+    case Format::Fp64:
+      return DType::Float64;
     case Format::Fp32:
-    case Format::Tf32: return DType::Float32;
-    case Format::Bf16: return DType::BFloat16;
-    case Format::Fp16: return DType::Float16;
+    case Format::Tf32:
+      return DType::Float32;
+    case Format::Bf16:
+      return DType::BFloat16;
+    case Format::Fp16:
+      return DType::Float16;
   }
   return DType::Float64;
 }
@@ -126,8 +130,10 @@ std::string describe(const Tensor& t, std::int64_t i) {
   std::ostringstream s;
   s.precision(17);
   const Interval v = t.at(i);
-  if (v.lo == v.hi) s << v.lo;
-  else s << "[" << v.lo << ", " << v.hi << "]";
+  if (v.lo == v.hi)
+    s << v.lo;
+  else
+    s << "[" << v.lo << ", " << v.hi << "]";
   return s.str();
 }
 
@@ -159,15 +165,26 @@ Tensor sampleInside(const Tensor& t, std::mt19937_64& rng) {
     if (!isFloating(t.dtype())) {
       const auto lo = static_cast<std::int64_t>(std::ceil(x.lo)),
                  hi = static_cast<std::int64_t>(std::floor(x.hi));
-      v[i] = static_cast<double>(hi <= lo ? lo : lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1)));
+      v[i] = static_cast<double>(
+          hi <= lo
+              ? lo
+              : lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1)));
       continue;
     }
     double s;
     switch (rng() % 5) {
-      case 0: s = x.lo; break;
-      case 1: s = x.hi; break;
-      case 2: s = midpoint(x); break;
-      default: s = x.lo + (x.hi - x.lo) * u01(rng); break;
+      case 0:
+        s = x.lo;
+        break;
+      case 1:
+        s = x.hi;
+        break;
+      case 2:
+        s = midpoint(x);
+        break;
+      default:
+        s = x.lo + (x.hi - x.lo) * u01(rng);
+        break;
     }
     if (!(s >= x.lo)) s = x.lo;
     if (!(s <= x.hi)) s = x.hi;
@@ -213,8 +230,8 @@ EnclosureReport checkEnclosure(const OpCase& c, int trials, std::mt19937_64& rng
           ++rep.escapes;
           if (rep.firstEscape.empty())
             rep.firstEscape = c.op + ": point() output " + std::to_string(k) + "[" +
-                              std::to_string(i) + "] = " + describe(pointOut[k], i) +
-                              " outside " + describe(encl[k], i) + inputsString(c.inputs);
+                              std::to_string(i) + "] = " + describe(pointOut[k], i) + " outside " +
+                              describe(encl[k], i) + inputsString(c.inputs);
         }
       }
   }
@@ -429,8 +446,7 @@ LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& r
             std::ostringstream s;
             s.precision(17);
             s << c.op << ": |random - point| = " << d << " > localError " << bound << " at output "
-              << k << "[" << i << "] (point " << y << ", random " << v << ");"
-              << inputsString(ins);
+              << k << "[" << i << "] (point " << y << ", random " << v << ");" << inputsString(ins);
             rep.first = s.str();
           }
         }
@@ -451,9 +467,12 @@ Tensor randomPoint(const Shape& s, DType t, std::mt19937_64& rng, double spread,
   std::vector<double> v(static_cast<std::size_t>(numel(s)));
   const Format f = storageFormat(t).value_or(Format::Fp64);
   for (double& x : v) {
-    if (t == DType::Bool) x = static_cast<double>(rng() & 1);
-    else if (!isFloating(t)) x = static_cast<double>(rng() % static_cast<std::uint64_t>(intHigh));
-    else x = roundNearestIn(wideValue(rng, spread), f);
+    if (t == DType::Bool)
+      x = static_cast<double>(rng() & 1);
+    else if (!isFloating(t))
+      x = static_cast<double>(rng() % static_cast<std::uint64_t>(intHigh));
+    else
+      x = roundNearestIn(wideValue(rng, spread), f);
   }
   return Tensor::point(s, t, std::move(v));
 }
@@ -478,7 +497,9 @@ Shape randomShape(int rank, std::mt19937_64& rng, int maxExtent, double zeroProb
   std::uniform_real_distribution<double> u(0.0, 1.0);
   Shape s;
   for (int d = 0; d < rank; ++d)
-    s.push_back(u(rng) < zeroProb ? 0 : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(maxExtent)));
+    s.push_back(u(rng) < zeroProb
+                    ? 0
+                    : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(maxExtent)));
   return s;
 }
 

@@ -7,16 +7,16 @@
 //  - checks |random - point| <= localError for exact point inputs.
 // It also measures tightness: interval width over the observed spread of the random results.
 
+#include "core/ops/op_rule.h"
+#include "core/ops/precision_model.h"
+#include "core/program/ir.h"
+#include "core/tensor/tensor.h"
+
 #include <cstdint>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include "core/ops/op_rule.h"
-#include "core/ops/precision_model.h"
-#include "core/program/ir.h"
-#include "core/tensor/tensor.h"
 
 namespace lossbound::test {
 
@@ -41,22 +41,22 @@ IrValue none();
 
 /// One node applied to concrete inputs under a precision model.
 struct OpCase {
-  std::string op;                          ///< e.g. "aten.add.Tensor"
-  std::vector<IrValue> args;               ///< positional args; tensors as in(i)
-  std::map<std::string, IrValue> kwargs;   ///< keyword args
-  std::vector<DType> outDtypes;            ///< traced output dtypes (shapes come from point())
-  std::vector<Tensor> inputs;              ///< bound to "in0", "in1", ... in order
-  PrecisionModel precision;                ///< the modelled arithmetic
+  std::string op;                         ///< e.g. "aten.add.Tensor"
+  std::vector<IrValue> args;              ///< positional args; tensors as in(i)
+  std::map<std::string, IrValue> kwargs;  ///< keyword args
+  std::vector<DType> outDtypes;           ///< traced output dtypes (shapes come from point())
+  std::vector<Tensor> inputs;             ///< bound to "in0", "in1", ... in order
+  PrecisionModel precision;               ///< the modelled arithmetic
 };
 
 /// The result of an enclosure check.
 struct EnclosureReport {
-  int trials = 0;          ///< random executions run
-  int escapes = 0;         ///< random output elements outside the interval result
-  std::string firstEscape; ///< description of the first escape
-  double widthSum = 0.0;   ///< Σ interval widths over finite output elements
-  double spreadSum = 0.0;  ///< Σ observed random spreads over the same elements
-  double relWidthMax = 0.0;///< max width / max(|mid|, tiny)
+  int trials = 0;            ///< random executions run
+  int escapes = 0;           ///< random output elements outside the interval result
+  std::string firstEscape;   ///< description of the first escape
+  double widthSum = 0.0;     ///< Σ interval widths over finite output elements
+  double spreadSum = 0.0;    ///< Σ observed random spreads over the same elements
+  double relWidthMax = 0.0;  ///< max width / max(|mid|, tiny)
 };
 
 /// Runs `trials` random executions on inputs sampled inside the input enclosures and counts the

@@ -1,10 +1,11 @@
 // Activation op rules (relu threshold_backward gelu gelu_backward silu silu_backward sigmoid
-// sigmoid_backward tanh tanh_backward relu_ sigmoid_ tanh_): per op and precision, 1,000 random cases (shapes with
-// size-0 and size-1 dims, wide value ranges, point and interval inputs) with zero escapes from
-// the interval rule, |random − point| ≤ localError, and vjp against finite differences.
-#include <QtTest>
-
+// sigmoid_backward tanh tanh_backward relu_ sigmoid_ tanh_): per op and precision, 1,000 random
+// cases (shapes with size-0 and size-1 dims, wide value ranges, point and interval inputs) with
+// zero escapes from the interval rule, |random − point| ≤ localError, and vjp against finite
+// differences.
 #include "tests/core/ops/nn_test_util.h"
+
+#include <QtTest>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -23,7 +24,8 @@ CaseMaker unary(const std::string& op, std::vector<IrValue> extra = {},
     const DType t = dtypeFor(f);
     const Shape s = randomShape(static_cast<int>(rng() % 4), rng);
     // Half the cases near the interesting range (|x| ≲ 8), half with a wide dynamic range.
-    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 8.0) : values(s, t, iv, rng, spreadFor(f)));
+    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 8.0)
+                                 : values(s, t, iv, rng, spreadFor(f)));
     c.args.push_back(in(0));
     for (const auto& e : extra) c.args.push_back(e);
     c.kwargs = kwargs;
@@ -48,7 +50,8 @@ CaseMaker binary(const std::string& op, double outputLo, double outputHi,
       const double a = 0.5 * (outputHi - outputLo), m = 0.5 * (outputHi + outputLo);
       c.inputs.push_back(uniform(sx, t, iv, rng, a, m));
     } else {
-      c.inputs.push_back(rng() % 2 ? uniform(sx, t, iv, rng, 8.0) : values(sx, t, iv, rng, spreadFor(f)));
+      c.inputs.push_back(rng() % 2 ? uniform(sx, t, iv, rng, 8.0)
+                                   : values(sx, t, iv, rng, spreadFor(f)));
     }
     c.args = {in(0), in(1)};
     for (const auto& e : extra) c.args.push_back(e);
@@ -135,7 +138,8 @@ class TestActivationOps : public QObject {
   }
   void geluBackward() {
     const auto none = binary("aten.gelu_backward.default", 0, 0);
-    const auto tanh = binary("aten.gelu_backward.default", 0, 0, {}, {{"approximate", str("tanh")}});
+    const auto tanh =
+        binary("aten.gelu_backward.default", 0, 0, {}, {{"approximate", str("tanh")}});
     checkAllFormats("gelu_backward(none)", none);
     checkAllFormats("gelu_backward(tanh)", tanh);
     checkVjpCases("gelu_backward(none)", forVjp(none));

@@ -1,12 +1,12 @@
 // Creation rules (constants stored as RN_F(v), arange) and optimizer-update rules (addcmul,
 // addcdiv, lerp): zero escapes of the randomized executor per precision over random shapes with
 // broadcasting, adjoints against finite differences, local errors against observed rounding.
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <random>
-
-#include "core/ops/registry.h"
-#include "tests/core/ops/op_harness.h"
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -21,7 +21,10 @@ OpCase update(const std::string& op, Format f, std::mt19937_64& rng, bool iv) {
   const DType t = dtypeFor(f);
   const double spread = f == Format::Fp16 ? 4 : 12;
   const Shape s = randomShape(static_cast<int>(rng() % 3), rng, 5, 0.05);
-  auto make = [&](const Shape& sh) { return iv && rng() % 2 ? randomInterval(sh, t, rng, 1e-3, spread) : randomPoint(sh, t, rng, spread); };
+  auto make = [&](const Shape& sh) {
+    return iv && rng() % 2 ? randomInterval(sh, t, rng, 1e-3, spread)
+                           : randomPoint(sh, t, rng, spread);
+  };
   c.inputs = {make(s), make(broadcastableTo(s, rng))};
   c.args = {in(0), in(1)};
   if (op.starts_with("aten.lerp")) {
@@ -51,15 +54,46 @@ OpCase creation(int which, Format f, std::mt19937_64& rng) {
   const Shape s = randomShape(static_cast<int>(rng() % 3), rng, 4, 0.1);
   const double v = wideValue(rng, f == Format::Fp16 ? 4 : 20);
   switch (which) {
-    case 0: c.op = "aten.full.default"; c.args = {ints(s), num(v)}; break;
-    case 1: c.op = "aten.ones.default"; c.args = {ints(s)}; break;
-    case 2: c.op = "aten.zeros_like.default"; c.inputs = {randomPoint(s, t, rng)}; c.args = {in(0)}; break;
-    case 3: c.op = "aten.full_like.default"; c.inputs = {randomPoint(s, t, rng)}; c.args = {in(0), num(v)}; break;
-    case 4: c.op = "aten.scalar_tensor.default"; c.args = {num(v)}; break;
-    case 5: c.op = "aten.arange.start_step"; c.args = {num(-1.3), num(7.0), num(0.7)}; break;
-    case 6: c.op = "aten.arange.default"; c.args = {integer(9)}; break;
-    case 7: c.op = "aten.fill_.Scalar"; c.inputs = {randomPoint(s, t, rng)}; c.args = {in(0), num(v)}; break;
-    case 8: c.op = "aten.new_zeros.default"; c.inputs = {randomPoint(s, t, rng)}; c.args = {in(0), ints({2, 3})}; break;
+    case 0:
+      c.op = "aten.full.default";
+      c.args = {ints(s), num(v)};
+      break;
+    case 1:
+      c.op = "aten.ones.default";
+      c.args = {ints(s)};
+      break;
+    case 2:
+      c.op = "aten.zeros_like.default";
+      c.inputs = {randomPoint(s, t, rng)};
+      c.args = {in(0)};
+      break;
+    case 3:
+      c.op = "aten.full_like.default";
+      c.inputs = {randomPoint(s, t, rng)};
+      c.args = {in(0), num(v)};
+      break;
+    case 4:
+      c.op = "aten.scalar_tensor.default";
+      c.args = {num(v)};
+      break;
+    case 5:
+      c.op = "aten.arange.start_step";
+      c.args = {num(-1.3), num(7.0), num(0.7)};
+      break;
+    case 6:
+      c.op = "aten.arange.default";
+      c.args = {integer(9)};
+      break;
+    case 7:
+      c.op = "aten.fill_.Scalar";
+      c.inputs = {randomPoint(s, t, rng)};
+      c.args = {in(0), num(v)};
+      break;
+    case 8:
+      c.op = "aten.new_zeros.default";
+      c.inputs = {randomPoint(s, t, rng)};
+      c.args = {in(0), ints({2, 3})};
+      break;
     default:
       c.op = "aten.fill_.Tensor";
       c.inputs = {randomPoint(s, t, rng), randomInterval({}, t, rng, 1e-3, 8)};
@@ -78,7 +112,8 @@ class TestCreationOptimizerOps : public QObject {
  private slots:
   void updatesEncloseEveryFormat() {
     std::mt19937_64 rng(41);
-    for (const char* op : {"aten.addcmul.default", "aten.addcdiv.default", "aten.lerp.Scalar", "aten.lerp.Tensor", "aten.addcmul_.default"})
+    for (const char* op : {"aten.addcmul.default", "aten.addcdiv.default", "aten.lerp.Scalar",
+                           "aten.lerp.Tensor", "aten.addcmul_.default"})
       for (Format f : kFormats) {
         int trials = 0;
         for (int k = 0; trials < 1000; ++k) {
@@ -92,7 +127,8 @@ class TestCreationOptimizerOps : public QObject {
 
   void updatesAdjointsAndLocalErrors() {
     std::mt19937_64 rng(42);
-    for (const char* op : {"aten.addcmul.default", "aten.addcdiv.default", "aten.lerp.Scalar", "aten.lerp.Tensor"}) {
+    for (const char* op :
+         {"aten.addcmul.default", "aten.addcdiv.default", "aten.lerp.Scalar", "aten.lerp.Tensor"}) {
       for (int k = 0; k < 10; ++k) {
         const VjpReport v = checkVjp(update(op, Format::Fp64, rng, false), rng);
         QVERIFY2(v.maxRelError < 1e-6, v.where.c_str());

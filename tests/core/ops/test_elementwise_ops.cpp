@@ -2,13 +2,13 @@
 // per precision (fp64, fp32, bf16, fp16) over random shapes with size-0 and size-1 broadcast dims
 // and wide value ranges; adjoints against finite differences; local errors against observed
 // rounding.
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <functional>
 #include <random>
-
-#include "core/ops/registry.h"
-#include "tests/core/ops/op_harness.h"
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -22,11 +22,11 @@ enum class Domain { Any, Positive, Small, Bool };
 
 struct OpSpec {
   std::string op;
-  int tensors;                         // number of float tensor inputs (broadcast together)
+  int tensors;  // number of float tensor inputs (broadcast together)
   Domain domain;
   std::function<std::vector<IrValue>(std::mt19937_64&)> extraArgs;  // after the tensor refs
   bool boolOut = false;
-  bool smooth = true;                  // finite differences meaningful
+  bool smooth = true;  // finite differences meaningful
 };
 
 double spreadFor(Format f, Domain d) {
@@ -34,13 +34,17 @@ double spreadFor(Format f, Domain d) {
   return f == Format::Fp16 ? 5.0 : 20.0;
 }
 
-Tensor makeInput(const Shape& s, DType t, Domain d, Format f, bool asInterval, std::mt19937_64& rng) {
+Tensor makeInput(const Shape& s, DType t, Domain d, Format f, bool asInterval,
+                 std::mt19937_64& rng) {
   if (d == Domain::Bool) {
     Tensor p = randomPoint(s, DType::Bool, rng);
     if (!asInterval) return p;
     std::vector<double> lo(p.values().begin(), p.values().end()), hi = lo;
     for (std::size_t i = 0; i < lo.size(); ++i)
-      if (rng() % 3 == 0) { lo[i] = 0; hi[i] = 1; }
+      if (rng() % 3 == 0) {
+        lo[i] = 0;
+        hi[i] = 1;
+      }
     return Tensor::interval(s, DType::Bool, lo, hi);
   }
   Tensor x = asInterval ? randomInterval(s, t, rng, 1e-3, spreadFor(f, d))
@@ -68,9 +72,12 @@ std::vector<OpSpec> specs() {
                    if (rng() % 2) return std::vector<IrValue>{};
                    return std::vector<IrValue>{num(rng() % 2 ? 0.3 : -2.0)};
                  }});
-  for (const char* op : {"aten.mul.Tensor", "aten.mul_.Tensor", "aten.div.Tensor", "aten.maximum.default", "aten.minimum.default"})
-    s.push_back({op, 2, Domain::Any, none, false, std::string(op).find("imum") == std::string::npos});
-  for (const char* op : {"aten.add.Scalar", "aten.sub.Scalar", "aten.mul.Scalar", "aten.div.Scalar", "aten.rsub.Scalar"})
+  for (const char* op : {"aten.mul.Tensor", "aten.mul_.Tensor", "aten.div.Tensor",
+                         "aten.maximum.default", "aten.minimum.default"})
+    s.push_back(
+        {op, 2, Domain::Any, none, false, std::string(op).find("imum") == std::string::npos});
+  for (const char* op : {"aten.add.Scalar", "aten.sub.Scalar", "aten.mul.Scalar", "aten.div.Scalar",
+                         "aten.rsub.Scalar"})
     s.push_back({op, 1, Domain::Any, scalarArg});
   s.push_back({"aten.rsub.Tensor", 2, Domain::Any, none});
   for (const char* op : {"aten.neg.default", "aten.reciprocal.default"})
@@ -94,7 +101,10 @@ std::vector<OpSpec> specs() {
   for (const char* op : {"aten.eq.Scalar", "aten.lt.Scalar", "aten.ge.Scalar"})
     s.push_back({op, 1, Domain::Any, scalarArg, true, false});
   s.push_back({"aten.clamp.default", 1, Domain::Any,
-               [](std::mt19937_64&) { return std::vector<IrValue>{num(-0.5), num(0.7)}; }, false, false});
+               [](std::mt19937_64&) {
+                 return std::vector<IrValue>{num(-0.5), num(0.7)};
+               },
+               false, false});
   s.push_back({"aten.clamp_min.default", 1, Domain::Any,
                [](std::mt19937_64&) { return std::vector<IrValue>{num(0.1)}; }, false, false});
   return s;
@@ -130,10 +140,13 @@ OpCase makeCase(const OpSpec& spec, Format f, std::mt19937_64& rng, bool interva
   }
   auto extra = spec.extraArgs(rng);
   if (spec.op == "aten.pow.Scalar") {
-    c.args.insert(c.args.begin(), extra.begin(), extra.end());  // pow.Scalar(Scalar self, Tensor exponent)
+    c.args.insert(c.args.begin(), extra.begin(),
+                  extra.end());  // pow.Scalar(Scalar self, Tensor exponent)
   } else if (spec.op.find("add") != std::string::npos || spec.op.find("sub") != std::string::npos) {
-    if (!extra.empty() && spec.tensors == 2) c.kwargs["alpha"] = extra[0];
-    else for (auto& e : extra) c.args.push_back(e);
+    if (!extra.empty() && spec.tensors == 2)
+      c.kwargs["alpha"] = extra[0];
+    else
+      for (auto& e : extra) c.args.push_back(e);
   } else {
     for (auto& e : extra) c.args.push_back(e);
   }
@@ -149,8 +162,9 @@ class TestElementwiseOps : public QObject {
  private slots:
   void registryNamesEveryOp() {
     for (const OpSpec& s : specs()) QVERIFY2(opRegistry().find(s.op), s.op.c_str());
-    for (const char* op : {"aten.bitwise_not.default", "aten.logical_not.default", "aten.where.self",
-                           "aten.masked_fill.Scalar", "aten.masked_fill.Tensor", "aten.div_.Tensor"})
+    for (const char* op :
+         {"aten.bitwise_not.default", "aten.logical_not.default", "aten.where.self",
+          "aten.masked_fill.Scalar", "aten.masked_fill.Tensor", "aten.div_.Tensor"})
       QVERIFY2(opRegistry().find(op), op);
     QVERIFY(opRegistry().find("aten.not_an_op.default") == nullptr);
   }
@@ -250,9 +264,10 @@ class TestElementwiseOps : public QObject {
         w.op = "aten.where.self";
         w.args = {in(0), in(1), in(2)};
         w.outDtypes = {t};
-        w.inputs = {makeInput(broadcastableTo(s, rng), DType::Bool, Domain::Bool, f, k % 2 == 0, rng),
-                    makeInput(s, t, Domain::Any, f, true, rng),
-                    makeInput(broadcastableTo(s, rng), t, Domain::Any, f, false, rng)};
+        w.inputs = {
+            makeInput(broadcastableTo(s, rng), DType::Bool, Domain::Bool, f, k % 2 == 0, rng),
+            makeInput(s, t, Domain::Any, f, true, rng),
+            makeInput(broadcastableTo(s, rng), t, Domain::Any, f, false, rng)};
         EnclosureReport r = checkEnclosure(w, 25, rng);
         QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
         OpCase m;
@@ -281,7 +296,8 @@ class TestElementwiseOps : public QObject {
         c.op = op;
         c.args = {in(0)};
         c.outDtypes = {DType::Bool};
-        c.inputs = {makeInput(randomShape(2, rng), DType::Bool, Domain::Bool, Format::Fp32, k % 2, rng)};
+        c.inputs = {
+            makeInput(randomShape(2, rng), DType::Bool, Domain::Bool, Format::Fp32, k % 2, rng)};
         const EnclosureReport r = checkEnclosure(c, 25, rng);
         QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
       }

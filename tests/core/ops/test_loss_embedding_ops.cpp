@@ -4,11 +4,11 @@
 // zero escapes, local errors, vjp against finite differences. Then the sample-relevant
 // composition: log_softmax → nll_loss_forward (mean, ignore_index = −100) on logits (N·T, V) —
 // the interval through both rules contains every random execution of both.
-#include <QtTest>
-
 #include "core/backend.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
+
+#include <QtTest>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -17,10 +17,13 @@ using namespace lossbound::test::nn;
 namespace {
 
 /// Random targets in [0, C) with about a fifth set to −100 (ignored).
-Tensor targets(const Shape& s, std::int64_t classes, std::mt19937_64& rng, bool allowIgnore = true) {
+Tensor targets(const Shape& s, std::int64_t classes, std::mt19937_64& rng,
+               bool allowIgnore = true) {
   std::vector<double> v(static_cast<std::size_t>(numel(s)));
   for (double& t : v)
-    t = (allowIgnore && rng() % 5 == 0) || classes == 0 ? -100.0 : static_cast<double>(rng() % static_cast<std::uint64_t>(classes));
+    t = (allowIgnore && rng() % 5 == 0) || classes == 0
+            ? -100.0
+            : static_cast<double>(rng() % static_cast<std::uint64_t>(classes));
   return Tensor::point(s, DType::Int64, v);
 }
 
@@ -32,7 +35,9 @@ OpCase nllCase(Format f, bool iv, std::mt19937_64& rng, bool backward, bool twoD
   const std::int64_t classes = 1 + static_cast<std::int64_t>(rng() % 9);
   Shape xs, ts;
   if (twoD) {
-    const std::int64_t n = static_cast<std::int64_t>(rng() % 3), h = 1 + static_cast<std::int64_t>(rng() % 3), w = 1 + static_cast<std::int64_t>(rng() % 3);
+    const std::int64_t n = static_cast<std::int64_t>(rng() % 3),
+                       h = 1 + static_cast<std::int64_t>(rng() % 3),
+                       w = 1 + static_cast<std::int64_t>(rng() % 3);
     xs = {n, classes, h, w};
     ts = {n, h, w};
   } else if (rng() % 4 == 0) {
@@ -45,10 +50,12 @@ OpCase nllCase(Format f, bool iv, std::mt19937_64& rng, bool backward, bool twoD
   }
   const int reduction = static_cast<int>(rng() % 3);
   const bool weighted = rng() % 2;
-  Tensor x = rng() % 2 ? uniform(xs, t, iv, rng, 10.0, -10.0) : values(xs, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0);
+  Tensor x = rng() % 2 ? uniform(xs, t, iv, rng, 10.0, -10.0)
+                       : values(xs, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0);
   Tensor target = targets(ts, classes, rng);
   Tensor weight = uniform({classes}, t, iv && rng() % 2, rng, 1.0, 1.5);
-  std::vector<IrValue> rest = {weighted ? in(backward ? 3 : 2) : none(), integer(reduction), integer(-100)};
+  std::vector<IrValue> rest = {weighted ? in(backward ? 3 : 2) : none(), integer(reduction),
+                               integer(-100)};
   if (!backward) {
     c.op = twoD ? "aten.nll_loss2d_forward.default" : "aten.nll_loss_forward.default";
     c.inputs = {x, target, weight};
@@ -77,11 +84,13 @@ OpCase embeddingCase(Format f, bool iv, std::mt19937_64& rng) {
   c.op = "aten.embedding.default";
   c.precision = modelFor(std::nullopt);
   const DType t = dtypeFor(f);
-  const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 8), dim = static_cast<std::int64_t>(rng() % 5);
+  const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 8),
+                     dim = static_cast<std::int64_t>(rng() % 5);
   c.inputs = {values({rows, dim}, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0),
               targets(randomShape(static_cast<int>(rng() % 3), rng), rows, rng, false)};
   c.args = {in(0), in(1)};
-  if (rng() % 2) c.args.push_back(integer(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows))));
+  if (rng() % 2)
+    c.args.push_back(integer(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows))));
   c.outDtypes = {t};
   return c;
 }
@@ -91,12 +100,17 @@ OpCase denseBackwardCase(Format f, bool iv, std::mt19937_64& rng) {
   c.op = "aten.embedding_dense_backward.default";
   c.precision = modelFor(std::nullopt);
   const DType t = dtypeFor(f);
-  const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 6), dim = static_cast<std::int64_t>(rng() % 5);
+  const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 6),
+                     dim = static_cast<std::int64_t>(rng() % 5);
   Shape is = randomShape(1 + static_cast<int>(rng() % 2), rng, 12);
   Shape gs = is;
   gs.push_back(dim);
-  c.inputs = {values(gs, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0), targets(is, rows, rng, false)};
-  c.args = {in(0), in(1), integer(rows), integer(rng() % 2 ? -1 : static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows))), flag(false)};
+  c.inputs = {values(gs, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0),
+              targets(is, rows, rng, false)};
+  c.args = {
+      in(0), in(1), integer(rows),
+      integer(rng() % 2 ? -1 : static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows))),
+      flag(false)};
   c.outDtypes = {t};
   return c;
 }
@@ -117,14 +131,17 @@ CaseMaker moderate(CaseMaker m) {
 }
 
 /// Evaluates one domain of a registered rule on concrete inputs.
-std::vector<Tensor> evalRule(const std::string& op, std::vector<IrValue> args, std::vector<DType> outs,
-                             const std::vector<Tensor>& ins, const std::string& domain, OpContext& ctx) {
+std::vector<Tensor> evalRule(const std::string& op, std::vector<IrValue> args,
+                             std::vector<DType> outs, const std::vector<Tensor>& ins,
+                             const std::string& domain, OpContext& ctx) {
   Node node;
   node.name = "n";
   node.op = op;
   node.args = std::move(args);
   for (DType t : outs) node.outputs.push_back(TensorSpec{{}, t});
-  const OpArgs a(node, [&](const ValueRef& r) -> const Tensor& { return ins.at(static_cast<std::size_t>(std::stoi(r.name.substr(2)))); });
+  const OpArgs a(node, [&](const ValueRef& r) -> const Tensor& {
+    return ins.at(static_cast<std::size_t>(std::stoi(r.name.substr(2))));
+  });
   const OpRule* rule = opRegistry().find(op);
   if (!rule) throw std::runtime_error("missing rule " + op);
   if (domain == "interval") return rule->interval(a, ctx);
@@ -167,16 +184,22 @@ class TestLossEmbeddingOps : public QObject {
   Q_OBJECT
  private slots:
   void nllLossForward() {
-    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) { return nllCase(f, iv, rng, false, false); };
+    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) {
+      return nllCase(f, iv, rng, false, false);
+    };
     checkAllFormats("nll_loss_forward", m);
     checkVjpCases("nll_loss_forward", moderate(m));
   }
   void nllLoss2dForward() {
-    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) { return nllCase(f, iv, rng, false, true); };
+    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) {
+      return nllCase(f, iv, rng, false, true);
+    };
     checkAllFormats("nll_loss2d_forward", m);
   }
   void nllLossBackward() {
-    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) { return nllCase(f, iv, rng, true, false); };
+    const CaseMaker m = [](Format f, bool iv, std::mt19937_64& rng) {
+      return nllCase(f, iv, rng, true, false);
+    };
     checkAllFormats("nll_loss_backward", m);
     checkVjpCases("nll_loss_backward", moderate(m));
   }
@@ -193,7 +216,8 @@ class TestLossEmbeddingOps : public QObject {
     // rounded to bf16; the old rule assumed fp32 accumulation. Here x[1] = −256 swallows the
     // fourteen 0.5s after it (256 + 0.5 → 256 in bf16): torch gives 16, the old rule
     // [16.375, 16.5]. The second case has 300 targets (count 300, partial sums past 256).
-    std::vector<std::vector<double>> cases{std::vector<double>(16, -0.5), std::vector<double>(300, -1.5)};
+    std::vector<std::vector<double>> cases{std::vector<double>(16, -0.5),
+                                           std::vector<double>(300, -1.5)};
     cases[0][1] = -256.0;
     cases[1][7] = -200.0;
     for (const std::vector<double>& picked : cases) {
@@ -208,7 +232,10 @@ class TestLossEmbeddingOps : public QObject {
       const double torch = torchCpuNllMeanBf16(picked);
       const std::vector<Tensor> r = intervalOutputs(c);
       QVERIFY2(contains(r[0].at(0), torch), qPrintable(QString("n=%1 torch %2 outside [%3, %4]")
-                                                          .arg(n).arg(torch).arg(r[0].at(0).lo).arg(r[0].at(0).hi)));
+                                                           .arg(n)
+                                                           .arg(torch)
+                                                           .arg(r[0].at(0).lo)
+                                                           .arg(r[0].at(0).hi)));
       std::vector<Tensor> y;
       const std::vector<Tensor> le = localErrorOutputs(c, &y);
       QVERIFY(std::fabs(torch - y[0].values()[0]) <= le[0].values()[0]);
@@ -233,25 +260,32 @@ class TestLossEmbeddingOps : public QObject {
       int escapes = 0, runs = 0;
       double widthSum = 0, spreadSum = 0;
       for (int k = 0; k < 40; ++k) {
-        const std::int64_t nt = 1 + static_cast<std::int64_t>(rng() % 48), v = 2 + static_cast<std::int64_t>(rng() % 300);
-        const Tensor logits = uniform({nt, v}, t, false, rng, k % 2 ? 3.0 : 12.0, k % 4 == 1 ? 40.0 : 0.0);
+        const std::int64_t nt = 1 + static_cast<std::int64_t>(rng() % 48),
+                           v = 2 + static_cast<std::int64_t>(rng() % 300);
+        const Tensor logits =
+            uniform({nt, v}, t, false, rng, k % 2 ? 3.0 : 12.0, k % 4 == 1 ? 40.0 : 0.0);
         Tensor target = targets({nt}, v, rng);
         if (k == 0) target = Tensor::full({nt}, DType::Int64, -100.0);  // all ignored: NaN
         const std::vector<IrValue> lsArgs{in(0), integer(1), flag(false)};
         const std::vector<IrValue> nllArgs{in(0), in(1), none(), integer(1), integer(-100)};
-        const Tensor lsI = evalRule("aten._log_softmax.default", lsArgs, {t}, {logits}, "interval", ctx)[0];
-        const Tensor lossI = evalRule("aten.nll_loss_forward.default", nllArgs, {t, t}, {lsI, target}, "interval", ctx)[0];
+        const Tensor lsI =
+            evalRule("aten._log_softmax.default", lsArgs, {t}, {logits}, "interval", ctx)[0];
+        const Tensor lossI = evalRule("aten.nll_loss_forward.default", nllArgs, {t, t},
+                                      {lsI, target}, "interval", ctx)[0];
         const Interval e = lossI.at(0);
         double mn = HUGE_VAL, mx = -HUGE_VAL;
         for (int r = 0; r < 25; ++r) {
-          const Tensor ls = evalRule("aten._log_softmax.default", lsArgs, {t}, {logits}, "random", ctx)[0];
-          const double loss = evalRule("aten.nll_loss_forward.default", nllArgs, {t, t}, {ls, target}, "random", ctx)[0].values()[0];
+          const Tensor ls =
+              evalRule("aten._log_softmax.default", lsArgs, {t}, {logits}, "random", ctx)[0];
+          const double loss = evalRule("aten.nll_loss_forward.default", nllArgs, {t, t},
+                                       {ls, target}, "random", ctx)[0]
+                                  .values()[0];
           ++runs;
           const bool entire = e.lo == -HUGE_VAL && e.hi == HUGE_VAL;
           if (std::isnan(loss) ? !entire : !contains(e, loss)) {
             if (escapes++ == 0)
-              qWarning("escape: loss %.17g outside [%.17g, %.17g] (N·T %lld, V %lld)", loss, e.lo, e.hi,
-                       static_cast<long long>(nt), static_cast<long long>(v));
+              qWarning("escape: loss %.17g outside [%.17g, %.17g] (N·T %lld, V %lld)", loss, e.lo,
+                       e.hi, static_cast<long long>(nt), static_cast<long long>(v));
           }
           mn = std::min(mn, loss);
           mx = std::max(mx, loss);
@@ -261,8 +295,8 @@ class TestLossEmbeddingOps : public QObject {
           spreadSum += mx - mn;
         }
       }
-      qInfo("log_softmax -> nll_loss(mean) %s: %d runs, escapes %d, width/spread %.3g", formatName(f), runs,
-            escapes, spreadSum > 0 ? widthSum / spreadSum : 0.0);
+      qInfo("log_softmax -> nll_loss(mean) %s: %d runs, escapes %d, width/spread %.3g",
+            formatName(f), runs, escapes, spreadSum > 0 ? widthSum / spreadSum : 0.0);
       QCOMPARE(escapes, 0);
     }
   }

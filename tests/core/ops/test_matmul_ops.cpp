@@ -2,12 +2,12 @@
 // (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius interval
 // rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1 dims,
 // wide value ranges, underflow and overflow; adjoints against finite differences.
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <random>
-
-#include "core/ops/registry.h"
-#include "tests/core/ops/op_harness.h"
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -41,7 +41,8 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
     c.args = {in(0), in(1)};
   } else if (op == "aten.addmm.default") {
     const Shape biasShapes[] = {{n}, {m, n}, {1, n}, {}, {m, 1}};
-    c.inputs = {input(biasShapes[rng() % 5], f, iv, rng), input({m, k}, f, iv, rng), input({k, n}, f, iv, rng)};
+    c.inputs = {input(biasShapes[rng() % 5], f, iv, rng), input({m, k}, f, iv, rng),
+                input({k, n}, f, iv, rng)};
     c.args = {in(0), in(1), in(2)};
     if (rng() % 3 == 0) {
       c.kwargs["beta"] = num(0.5);
@@ -62,8 +63,13 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
     Shape a{m, k}, b{k, n};
     if (kind == 0) a = {k};
     if (kind == 1) b = {k};
-    if (kind == 2) { a = {2, 1, m, k}; b = {3, k, n}; }
-    if (kind == 3) { a = {2, m, k}; }
+    if (kind == 2) {
+      a = {2, 1, m, k};
+      b = {3, k, n};
+    }
+    if (kind == 3) {
+      a = {2, m, k};
+    }
     c.inputs = {input(a, f, iv, rng), input(b, f, iv, rng)};
     c.args = {in(0), in(1)};
   }
@@ -123,8 +129,12 @@ class TestMatmulOps : public QObject {
       c.outDtypes = {dtypeFor(f)};
       const std::int64_t k = 1 + static_cast<std::int64_t>(rng() % 8);
       std::vector<double> a(static_cast<std::size_t>(3 * k)), b(static_cast<std::size_t>(k * 2));
-      for (double& v : a) v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-70 : 200.0), f, RoundingDirection::Nearest);
-      for (double& v : b) v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-75 : 200.0), f, RoundingDirection::Nearest);
+      for (double& v : a)
+        v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-70 : 200.0), f,
+                          RoundingDirection::Nearest);
+      for (double& v : b)
+        v = roundToFormat(wideValue(rng, 2) * (tiny ? 0x1p-75 : 200.0), f,
+                          RoundingDirection::Nearest);
       c.inputs = {Tensor::point({3, k}, dtypeFor(f), a), Tensor::point({k, 2}, dtypeFor(f), b)};
       c.args = {in(0), in(1)};
       const EnclosureReport r = checkEnclosure(c, 30, rng);
@@ -144,7 +154,8 @@ class TestMatmulOps : public QObject {
     c.op = "aten.mm.default";
     c.precision = modelFor(Format::Fp32);
     c.outDtypes = {DType::Float32};
-    c.inputs = {Tensor::point({8, 64}, DType::Float32, a), Tensor::point({64, 8}, DType::Float32, b)};
+    c.inputs = {Tensor::point({8, 64}, DType::Float32, a),
+                Tensor::point({64, 8}, DType::Float32, b)};
     c.args = {in(0), in(1)};
     const EnclosureReport r = checkEnclosure(c, 50, rng);
     QCOMPARE(r.escapes, 0);
@@ -172,7 +183,8 @@ class TestMatmulOps : public QObject {
 
   void localErrorBoundsObservedRounding() {
     std::mt19937_64 rng(21);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.mv.default", "aten.matmul.default"})
+    for (const char* op :
+         {"aten.mm.default", "aten.addmm.default", "aten.mv.default", "aten.matmul.default"})
       for (Format f : kFormats)
         for (int t = 0; t < 10; ++t) {
           const OpCase c = makeCase(op, f, rng, false);
@@ -185,7 +197,8 @@ class TestMatmulOps : public QObject {
     OpCase c;
     c.op = "aten.mm.default";
     c.outDtypes = {DType::Float32};
-    c.inputs = {Tensor::full({2, 3}, DType::Float32, 1.0), Tensor::full({4, 2}, DType::Float32, 1.0)};
+    c.inputs = {Tensor::full({2, 3}, DType::Float32, 1.0),
+                Tensor::full({4, 2}, DType::Float32, 1.0)};
     c.args = {in(0), in(1)};
     std::mt19937_64 rng(1);
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));

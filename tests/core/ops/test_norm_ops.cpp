@@ -6,17 +6,17 @@
 // errors, vjp against finite differences. The forward interval rule is the kernel body
 // kernels::layerNormRow (core/kernels/layer_norm_row.h): the rule must give its bits exactly, on
 // the host and through a Backend that offers layerNormRows.
-#include <QtTest>
-
-#include <cstdio>
-#include <cstring>
-#include <memory>
-
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
+
+#include <QtTest>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -32,7 +32,8 @@ LnCase lnShape(std::mt19937_64& rng) {
   const std::int64_t ext[] = {1, 2, 3, 8, 33, 100};
   LnCase c;
   c.norm = {ext[rng() % 6]};
-  if (rng() % 4 == 0) c.norm = {1 + static_cast<std::int64_t>(rng() % 4), 1 + static_cast<std::int64_t>(rng() % 5)};
+  if (rng() % 4 == 0)
+    c.norm = {1 + static_cast<std::int64_t>(rng() % 4), 1 + static_cast<std::int64_t>(rng() % 5)};
   if (rng() % 50 == 0) c.norm = {0};
   c.x = randomShape(static_cast<int>(rng() % 3), rng, 3, 0.05);
   c.x.insert(c.x.end(), c.norm.begin(), c.norm.end());
@@ -84,10 +85,14 @@ OpCase backwardCase(Format f, bool iv, std::mt19937_64& rng) {
     long double m = 0, v = 0;
     for (std::int64_t j = 0; j < n; ++j) m += x.values()[static_cast<std::size_t>(r * n + j)];
     m /= n > 0 ? n : 1;
-    for (std::int64_t j = 0; j < n; ++j) v += (x.values()[static_cast<std::size_t>(r * n + j)] - m) * (x.values()[static_cast<std::size_t>(r * n + j)] - m);
+    for (std::int64_t j = 0; j < n; ++j)
+      v += (x.values()[static_cast<std::size_t>(r * n + j)] - m) *
+           (x.values()[static_cast<std::size_t>(r * n + j)] - m);
     v /= n > 0 ? n : 1;
-    mean[static_cast<std::size_t>(r)] = roundToFormat(static_cast<double>(m), sf, RoundingDirection::Nearest);
-    rstd[static_cast<std::size_t>(r)] = roundToFormat(static_cast<double>(1 / std::sqrt(v + 1e-5L)), sf, RoundingDirection::Nearest);
+    mean[static_cast<std::size_t>(r)] =
+        roundToFormat(static_cast<double>(m), sf, RoundingDirection::Nearest);
+    rstd[static_cast<std::size_t>(r)] = roundToFormat(static_cast<double>(1 / std::sqrt(v + 1e-5L)),
+                                                      sf, RoundingDirection::Nearest);
   }
   c.inputs = {values(s.x, t, iv, rng, f == Format::Fp16 ? 3.0 : 6.0), iv ? x.toInterval() : x,
               Tensor::point(stat, t, mean), Tensor::point(stat, t, rstd)};

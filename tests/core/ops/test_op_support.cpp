@@ -1,15 +1,15 @@
 // The shared op helpers: γ bounds, correctly rounded arithmetic in a format, randomized
 // summation inside the order-free bound, libm perturbation inside the ulp table, argument
 // readers, reduction layouts.
+#include "core/ops/op_support.h"
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <cfloat>
 #include <cmath>
 #include <random>
 #include <set>
-
-#include "core/ops/op_support.h"
-#include "tests/core/ops/op_harness.h"
 
 using namespace lossbound;
 using namespace lossbound::ops;
@@ -34,15 +34,18 @@ class TestOpSupport : public QObject {
     for (int i = 0; i < 20000; ++i) {
       const double x = test::wideValue(rng, 30) * (1 + 1e-9);
       QCOMPARE(roundNearest(x, Format::Fp32), static_cast<double>(static_cast<float>(x)));
-      QCOMPARE(roundNearest(x, Format::Bf16), roundToFormat(x, Format::Bf16, RoundingDirection::Nearest));
+      QCOMPARE(roundNearest(x, Format::Bf16),
+               roundToFormat(x, Format::Bf16, RoundingDirection::Nearest));
       const double z = roundTowardZero(x, Format::Tf32);
       QVERIFY(std::fabs(z) <= std::fabs(x));
       QVERIFY(std::fabs(x - z) < std::ldexp(1.0, std::ilogb(x) - 10));
       // correctly rounded arithmetic on bf16 values via binary64 (innocuous double rounding)
       const double a = roundNearest(test::wideValue(rng, 10), Format::Bf16);
       const double b = roundNearest(test::wideValue(rng, 10), Format::Bf16);
-      QCOMPARE(addIn(a, b, Format::Bf16), roundToFormat(a + b, Format::Bf16, RoundingDirection::Nearest));
-      const float fa = static_cast<float>(x), fb = static_cast<float>(a), fc = static_cast<float>(b);
+      QCOMPARE(addIn(a, b, Format::Bf16),
+               roundToFormat(a + b, Format::Bf16, RoundingDirection::Nearest));
+      const float fa = static_cast<float>(x), fb = static_cast<float>(a),
+                  fc = static_cast<float>(b);
       QCOMPARE(fmaIn(fa, fb, fc, Format::Fp32), static_cast<double>(std::fmaf(fa, fb, fc)));
     }
     QCOMPARE(roundNearest(1e300, Format::Fp32), __builtin_huge_val());
@@ -63,14 +66,21 @@ class TestOpSupport : public QObject {
         }
         std::vector<double> y = x;
         const double s = randomSum(y, f, rng);
-        const double bound = sumErrorBound(static_cast<std::int64_t>(n), static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f));
-        if (std::isfinite(s)) QVERIFY2(std::fabs(s - static_cast<double>(exact)) <= bound * (1 + 1e-12) + 1e-300, std::to_string(n).c_str());
+        const double bound = sumErrorBound(static_cast<std::int64_t>(n),
+                                           static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f));
+        if (std::isfinite(s))
+          QVERIFY2(std::fabs(s - static_cast<double>(exact)) <= bound * (1 + 1e-12) + 1e-300,
+                   std::to_string(n).c_str());
         // the result is a value of the format
         QCOMPARE(roundNearest(s, f), s);
         std::vector<double> b(n, 1.0);
         std::vector<double> scratch;
         const double d = randomDot(x, b, f, rng, scratch);
-        if (std::isfinite(d)) QVERIFY(std::fabs(d - static_cast<double>(exact)) <= dotErrorBound(static_cast<std::int64_t>(n), static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f), smallestSubnormal(f)));
+        if (std::isfinite(d))
+          QVERIFY(std::fabs(d - static_cast<double>(exact)) <=
+                  dotErrorBound(static_cast<std::int64_t>(n),
+                                static_cast<double>(abs) * (1 + 1e-15), unitRoundoff(f),
+                                smallestSubnormal(f)));
       }
     }
     // exact integer sums in fp64 are order independent
@@ -114,7 +124,8 @@ class TestOpSupport : public QObject {
     std::mt19937_64 rng(5);
     for (double s : {0.1, 1e-5, -3.7, 16777217.0})
       for (Format f : {Format::Fp32, Format::Bf16, Format::Fp16})
-        for (int t = 0; t < 20; ++t) QVERIFY(contains(scalarEnclosure(s, f), randomScalar(s, f, rng)));
+        for (int t = 0; t < 20; ++t)
+          QVERIFY(contains(scalarEnclosure(s, f), randomScalar(s, f, rng)));
     Node n;
     n.name = "n";
     n.op = "aten.sum.dim_IntList";

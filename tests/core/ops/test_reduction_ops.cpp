@@ -2,13 +2,13 @@
 // executor (random summation orders and trees, blocking) from the interval rule per precision,
 // random shapes and dims (keepdim, negative dims, size-0 and size-1 dims); the float
 // "large eats small" sums; adjoints; local errors.
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+
 #include <QtTest>
 
 #include <algorithm>
 #include <random>
-
-#include "core/ops/registry.h"
-#include "tests/core/ops/op_harness.h"
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -23,14 +23,21 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
   c.precision = modelFor(std::nullopt);
   const DType t = dtypeFor(f);
   const int rank = static_cast<int>(rng() % 4);
-  const Shape s = randomShape(rank, rng, op.find("max") != std::string::npos || op.find("min") != std::string::npos ? 6 : 9, 0.03);
+  const Shape s = randomShape(
+      rank, rng, op.find("max") != std::string::npos || op.find("min") != std::string::npos ? 6 : 9,
+      0.03);
   const double spread = f == Format::Fp16 ? 4.0 : 16.0;
   c.inputs = {iv ? randomInterval(s, t, rng, 1e-3, spread) : randomPoint(s, t, rng, spread)};
   c.args = {in(0)};
   c.outDtypes = {t};
-  const bool full = op.ends_with(".default") && op.find("amax") == std::string::npos && op.find("amin") == std::string::npos;
-  if (op.ends_with(".dim") && (op.find("max") != std::string::npos || op.find("min") != std::string::npos)) {
-    c.args.push_back(integer(rank == 0 ? 0 : static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rank)) - (rng() % 2 ? rank : 0)));
+  const bool full = op.ends_with(".default") && op.find("amax") == std::string::npos &&
+                    op.find("amin") == std::string::npos;
+  if (op.ends_with(".dim") &&
+      (op.find("max") != std::string::npos || op.find("min") != std::string::npos)) {
+    c.args.push_back(
+        integer(rank == 0 ? 0
+                          : static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rank)) -
+                                (rng() % 2 ? rank : 0)));
     c.args.push_back(flag(rng() % 2));
     c.outDtypes = {t, DType::Int64};
   } else if (!full) {
@@ -50,8 +57,9 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
   return c;
 }
 
-const char* kOps[] = {"aten.sum.default", "aten.sum.dim_IntList", "aten.mean.default", "aten.mean.dim",
-                      "aten.amax.default", "aten.amin.default", "aten.max.dim", "aten.min.dim"};
+const char* kOps[] = {"aten.sum.default", "aten.sum.dim_IntList", "aten.mean.default",
+                      "aten.mean.dim",    "aten.amax.default",    "aten.amin.default",
+                      "aten.max.dim",     "aten.min.dim"};
 
 }  // namespace
 
@@ -150,7 +158,8 @@ class TestReductionOps : public QObject {
       OpCase c;
       c.op = op;
       c.outDtypes = {DType::BFloat16};
-      c.inputs = {Tensor::point({5}, DType::BFloat16, {1.6015625, 1.515625, 1.75, 1.609375, 1.9921875})};
+      c.inputs = {
+          Tensor::point({5}, DType::BFloat16, {1.6015625, 1.515625, 1.75, 1.609375, 1.9921875})};
       c.args = {in(0)};
       if (std::string(op).ends_with(".dim")) c.args.insert(c.args.end(), {ints({0}), flag(false)});
       const std::vector<Tensor> r = intervalOutputs(c);

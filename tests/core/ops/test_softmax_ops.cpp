@@ -4,17 +4,17 @@
 // and interval inputs), zero escapes, local errors, vjp against finite differences; plus the
 // sample-relevant composition log_softmax → nll_loss_forward (mean, ignore_index = −100), and
 // that the rule hands contiguous rows to Backend::softmaxRows when a backend offers it.
+#include "core/backend.h"
+#include "core/kernels/softmax_row.h"
+#include "core/ops/registry.h"
+#include "tests/core/ops/nn_test_util.h"
+
 #include <QtTest>
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
-
-#include "core/backend.h"
-#include "core/kernels/softmax_row.h"
-#include "core/ops/registry.h"
-#include "tests/core/ops/nn_test_util.h"
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -37,7 +37,8 @@ Tensor logits(const Shape& s, DType t, bool iv, std::mt19937_64& rng, Format f) 
   const double as[] = {0.5, 4.0, 30.0, 200.0};
   const double offsets[] = {0.0, 0.0, 3.0, -50.0, 1000.0};
   switch (rng() % 3) {
-    case 0: return values(s, t, iv, rng, f == Format::Fp16 ? 5.0 : 7.0);
+    case 0:
+      return values(s, t, iv, rng, f == Format::Fp16 ? 5.0 : 7.0);
     default: {
       double a = as[rng() % 4], off = offsets[rng() % 5];
       if (f == Format::Fp16) a = std::min(a, 30.0);
@@ -54,7 +55,8 @@ CaseMaker softmax(const std::string& op, bool halfToFloat = false) {
     const DType t = halfToFloat ? DType::Float16 : dtypeFor(f);
     auto [s, dim] = rowShape(rng);
     c.inputs.push_back(logits(s, t, iv, rng, halfToFloat ? Format::Fp16 : f));
-    c.args = {in(0), integer(rng() % 2 ? dim : dim - static_cast<int>(s.size())), flag(halfToFloat)};
+    c.args = {in(0), integer(rng() % 2 ? dim : dim - static_cast<int>(s.size())),
+              flag(halfToFloat)};
     c.outDtypes = {halfToFloat ? DType::Float32 : t};
     return c;
   };
@@ -67,8 +69,10 @@ CaseMaker backwardData(const std::string& op, bool log) {
     c.precision = modelFor(std::nullopt);
     const DType t = dtypeFor(f);
     auto [s, dim] = rowShape(rng);
-    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 1.0) : values(s, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0));
-    c.inputs.push_back(log ? uniform(s, t, iv, rng, 10.0, -10.0) : uniform(s, t, iv, rng, 0.5, 0.5));
+    c.inputs.push_back(rng() % 2 ? uniform(s, t, iv, rng, 1.0)
+                                 : values(s, t, iv, rng, f == Format::Fp16 ? 4.0 : 10.0));
+    c.inputs.push_back(log ? uniform(s, t, iv, rng, 10.0, -10.0)
+                           : uniform(s, t, iv, rng, 0.5, 0.5));
     c.args = {in(0), in(1), integer(dim), dtypeValue(t)};
     c.outDtypes = {t};
     return c;
@@ -188,7 +192,10 @@ class TestSoftmaxOps : public QObject {
       for (std::int64_t j = 0; j < 3; ++j)
         QVERIFY2(y.at(j).lo == -HUGE_VAL && y.at(j).hi == HUGE_VAL,
                  qPrintable(QStringLiteral("log %1 entry %2: [%3, %4]")
-                                .arg(log).arg(j).arg(y.at(j).lo).arg(y.at(j).hi)));
+                                .arg(log)
+                                .arg(j)
+                                .arg(y.at(j).lo)
+                                .arg(y.at(j).hi)));
     }
   }
   /// The rule hands contiguous rows (softmax over the last dim, or over a dim followed only by

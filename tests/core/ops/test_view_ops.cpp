@@ -1,13 +1,13 @@
 // View and copy rules: values land where torch puts them (checked by hand on small cases), every
 // domain agrees (zero escapes), adjoints against finite differences over random shapes with
 // size-0 and size-1 dims, and casts (_to_copy, copy_) round correctly per format.
-#include <QtTest>
-
-#include <random>
-
 #include "core/backend.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
+
+#include <QtTest>
+
+#include <random>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -28,7 +28,9 @@ std::vector<Tensor> runPoint(const OpCase& c) {
   n.args = c.args;
   n.kwargs = c.kwargs;
   for (DType t : c.outDtypes) n.outputs.push_back({{}, t});
-  OpArgs a(n, [&](const ValueRef& r) -> const Tensor& { return c.inputs.at(std::stoul(r.name.substr(2))); });
+  OpArgs a(n, [&](const ValueRef& r) -> const Tensor& {
+    return c.inputs.at(std::stoul(r.name.substr(2)));
+  });
   OpContext ctx{c.precision, *backend, nullptr};
   return opRegistry().find(c.op)->point(a, ctx);
 }
@@ -67,7 +69,8 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
       if (rng() % 2) size[1] = -1;
       return one("aten.expand.default", {x}, {in(0), ints(size)});
     }
-    case 2: return one("aten.transpose.int", {x}, {in(0), integer(dim()), integer(-1)});
+    case 2:
+      return one("aten.transpose.int", {x}, {in(0), integer(dim()), integer(-1)});
     case 3: {
       std::vector<std::int64_t> p(static_cast<std::size_t>(rank));
       std::iota(p.begin(), p.end(), 0);
@@ -78,7 +81,9 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
       const std::int64_t d = dim();
       const std::int64_t starts[] = {0, 1, -2};
       const std::int64_t ends[] = {9223372036854775807LL, 2, -1};
-      return one("aten.slice.Tensor", {x}, {in(0), integer(d), integer(starts[rng() % 3]), integer(ends[rng() % 3]), integer(1 + static_cast<std::int64_t>(rng() % 2))});
+      return one("aten.slice.Tensor", {x},
+                 {in(0), integer(d), integer(starts[rng() % 3]), integer(ends[rng() % 3]),
+                  integer(1 + static_cast<std::int64_t>(rng() % 2))});
     }
     case 5: {
       s = randomShape(rank, rng, 4, 0.0);
@@ -86,14 +91,17 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
       const std::int64_t d = dim();
       return one("aten.select.int", {x}, {in(0), integer(d), integer(-1)});
     }
-    case 6: return one("aten.unsqueeze.default", {x}, {in(0), integer(-1 - dim())});
-    case 7: return one("aten.squeeze.default", {x}, {in(0)});
+    case 6:
+      return one("aten.unsqueeze.default", {x}, {in(0), integer(-1 - dim())});
+    case 7:
+      return one("aten.squeeze.default", {x}, {in(0)});
     case 8: {
       Tensor y = iv ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
       return one("aten.cat.default", {x, y}, {list({in(0), in(1)}), integer(dim())});
     }
     case 9: {
-      OpCase c = one("aten.split.Tensor", {x}, {in(0), integer(1 + static_cast<std::int64_t>(rng() % 2)), integer(0)});
+      OpCase c = one("aten.split.Tensor", {x},
+                     {in(0), integer(1 + static_cast<std::int64_t>(rng() % 2)), integer(0)});
       const std::int64_t e = s[0];
       const std::int64_t n = e == 0 ? 1 : (e + c.args[1].intValue - 1) / c.args[1].intValue;
       c.outDtypes.assign(static_cast<std::size_t>(n), t);
@@ -102,9 +110,11 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
     case 10: {
       if (rank < 2) s = {3, 4};
       x = iv ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
-      return one(rng() % 2 ? "aten.tril.default" : "aten.triu.default", {x}, {in(0), integer(static_cast<std::int64_t>(rng() % 3) - 1)});
+      return one(rng() % 2 ? "aten.tril.default" : "aten.triu.default", {x},
+                 {in(0), integer(static_cast<std::int64_t>(rng() % 3) - 1)});
     }
-    case 11: return one("aten.clone.default", {x}, {in(0)});
+    case 11:
+      return one("aten.clone.default", {x}, {in(0)});
     default: {
       s = randomShape(2, rng, 4, 0.0);
       x = iv ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
@@ -121,37 +131,66 @@ class TestViewOps : public QObject {
  private slots:
   void valuesLandWhereTorchPutsThem() {
     const Tensor x = iota({2, 3});
-    QCOMPARE(vals(runPoint(one("aten.t.default", {x}, {in(0)}))[0]), (std::vector<double>{0, 3, 1, 4, 2, 5}));
-    QCOMPARE(vals(runPoint(one("aten.slice.Tensor", {x}, {in(0), integer(1), integer(-2), integer(9223372036854775807LL)}))[0]),
-             (std::vector<double>{1, 2, 4, 5}));
-    QCOMPARE(vals(runPoint(one("aten.select.int", {x}, {in(0), integer(1), integer(-1)}))[0]), (std::vector<double>{2, 5}));
+    QCOMPARE(vals(runPoint(one("aten.t.default", {x}, {in(0)}))[0]),
+             (std::vector<double>{0, 3, 1, 4, 2, 5}));
+    QCOMPARE(
+        vals(runPoint(one("aten.slice.Tensor", {x},
+                          {in(0), integer(1), integer(-2), integer(9223372036854775807LL)}))[0]),
+        (std::vector<double>{1, 2, 4, 5}));
+    QCOMPARE(vals(runPoint(one("aten.select.int", {x}, {in(0), integer(1), integer(-1)}))[0]),
+             (std::vector<double>{2, 5}));
     QCOMPARE(vals(runPoint(one("aten.expand.default", {iota({3, 1})}, {in(0), ints({3, 2})}))[0]),
              (std::vector<double>{0, 0, 1, 1, 2, 2}));
-    QCOMPARE(vals(runPoint(one("aten.tril.default", {iota({2, 2})}, {in(0)}))[0]), (std::vector<double>{0, 0, 2, 3}));
-    QCOMPARE(vals(runPoint(one("aten.cat.default", {x, iota({2, 1})}, {list({in(0), in(1)}), integer(1)}))[0]),
+    QCOMPARE(vals(runPoint(one("aten.tril.default", {iota({2, 2})}, {in(0)}))[0]),
+             (std::vector<double>{0, 0, 2, 3}));
+    QCOMPARE(vals(runPoint(one("aten.cat.default", {x, iota({2, 1})},
+                               {list({in(0), in(1)}), integer(1)}))[0]),
              (std::vector<double>{0, 1, 2, 0, 3, 4, 5, 1}));
-    const auto parts = runPoint(one("aten.split_with_sizes.default", {x}, {in(0), ints({1, 2}), integer(1)}, {DType::Float32, DType::Float32}));
+    const auto parts =
+        runPoint(one("aten.split_with_sizes.default", {x}, {in(0), ints({1, 2}), integer(1)},
+                     {DType::Float32, DType::Float32}));
     QCOMPARE(parts.size(), std::size_t{2});
     QCOMPARE(vals(parts[1]), (std::vector<double>{1, 2, 4, 5}));
-    QCOMPARE(runPoint(one("aten.chunk.default", {iota({5})}, {in(0), integer(2)}, {DType::Float32, DType::Float32}))[1].numel(), 2);
-    QCOMPARE(vals(runPoint(one("aten.slice_backward.default", {iota({2}, DType::Float32)}, {in(0), ints({2, 3}), integer(1), integer(1), integer(3), integer(2)}))[0]),
+    QCOMPARE(runPoint(one("aten.chunk.default", {iota({5})}, {in(0), integer(2)},
+                          {DType::Float32, DType::Float32}))[1]
+                 .numel(),
+             2);
+    QCOMPARE(vals(runPoint(
+                 one("aten.slice_backward.default", {iota({2}, DType::Float32)},
+                     {in(0), ints({2, 3}), integer(1), integer(1), integer(3), integer(2)}))[0]),
              (std::vector<double>{0, 0, 0, 0, 1, 0}));
-    QCOMPARE(vals(runPoint(one("aten.select_backward.default", {iota({2})}, {in(0), ints({2, 2}), integer(0), integer(1)}))[0]),
+    QCOMPARE(vals(runPoint(one("aten.select_backward.default", {iota({2})},
+                               {in(0), ints({2, 2}), integer(0), integer(1)}))[0]),
              (std::vector<double>{0, 0, 0, 1}));
-    QCOMPARE(runPoint(one("aten.view.default", {x}, {in(0), ints({-1, 2})}))[0].shape(), (Shape{3, 2}));
-    QCOMPARE(runPoint(one("aten._reshape_alias.default", {x}, {in(0), ints({3, 2}), ints({2, 1})}))[0].shape(), (Shape{3, 2}));
-    QCOMPARE(runPoint(one("aten.squeeze.dim", {iota({2, 1})}, {in(0), integer(1)}))[0].shape(), (Shape{2}));
-    QCOMPARE(runPoint(one("aten.unbind.int", {x}, {in(0), integer(1)}, {DType::Float32, DType::Float32, DType::Float32}))[2].shape(), (Shape{2}));
-    QCOMPARE(runPoint(one("aten.stack.default", {x, x}, {list({in(0), in(1)}), integer(1)}))[0].shape(), (Shape{2, 2, 3}));
+    QCOMPARE(runPoint(one("aten.view.default", {x}, {in(0), ints({-1, 2})}))[0].shape(),
+             (Shape{3, 2}));
+    QCOMPARE(
+        runPoint(one("aten._reshape_alias.default", {x}, {in(0), ints({3, 2}), ints({2, 1})}))[0]
+            .shape(),
+        (Shape{3, 2}));
+    QCOMPARE(runPoint(one("aten.squeeze.dim", {iota({2, 1})}, {in(0), integer(1)}))[0].shape(),
+             (Shape{2}));
+    QCOMPARE(runPoint(one("aten.unbind.int", {x}, {in(0), integer(1)},
+                          {DType::Float32, DType::Float32, DType::Float32}))[2]
+                 .shape(),
+             (Shape{2}));
+    QCOMPARE(
+        runPoint(one("aten.stack.default", {x, x}, {list({in(0), in(1)}), integer(1)}))[0].shape(),
+        (Shape{2, 2, 3}));
   }
 
   void badArgumentsAreErrors() {
     const Tensor x = iota({2, 3});
-    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.view.default", {x}, {in(0), ints({4, 2})})));
-    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.expand.default", {x}, {in(0), ints({4, 3, 2})})));
-    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.transpose.int", {x}, {in(0), integer(0), integer(5)})));
-    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.select.int", {x}, {in(0), integer(0), integer(2)})));
-    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.cat.default", {x, iota({3, 3})}, {list({in(0), in(1)}), integer(1)})));
+    QVERIFY_THROWS_EXCEPTION(OpError,
+                             runPoint(one("aten.view.default", {x}, {in(0), ints({4, 2})})));
+    QVERIFY_THROWS_EXCEPTION(OpError,
+                             runPoint(one("aten.expand.default", {x}, {in(0), ints({4, 3, 2})})));
+    QVERIFY_THROWS_EXCEPTION(
+        OpError, runPoint(one("aten.transpose.int", {x}, {in(0), integer(0), integer(5)})));
+    QVERIFY_THROWS_EXCEPTION(
+        OpError, runPoint(one("aten.select.int", {x}, {in(0), integer(0), integer(2)})));
+    QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.cat.default", {x, iota({3, 3})},
+                                                   {list({in(0), in(1)}), integer(1)})));
   }
 
   void everyDomainAgreesAndAdjointsMatch() {
@@ -163,7 +202,8 @@ class TestViewOps : public QObject {
         try {
           r = checkEnclosure(c, 20, rng);
         } catch (const std::exception& e) {
-          QFAIL((c.op + " threw: " + e.what() + " on shape " + shapeString(c.inputs[0].shape())).c_str());
+          QFAIL((c.op + " threw: " + e.what() + " on shape " + shapeString(c.inputs[0].shape()))
+                    .c_str());
         }
         QVERIFY2(r.escapes == 0, (c.op + ": " + r.firstEscape).c_str());
         QVERIFY2(r.trials == 20, c.op.c_str());
@@ -186,11 +226,13 @@ class TestViewOps : public QObject {
         const auto d = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rank));
         if (rng() % 2) s[static_cast<std::size_t>(d)] = 1;
         const Tensor x = k % 2 ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
-        const OpCase c = one("aten.squeeze_.dim", {x}, {in(0), integer(rng() % 2 ? d : d - rank)}, {t});
+        const OpCase c =
+            one("aten.squeeze_.dim", {x}, {in(0), integer(rng() % 2 ? d : d - rank)}, {t});
         const EnclosureReport r = checkEnclosure(c, 20, rng);
         QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
         trials += r.trials;
-        QCOMPARE(runPoint(c)[0].shape(), runPoint(one("aten.squeeze.dim", {x}, c.args, {t}))[0].shape());
+        QCOMPARE(runPoint(c)[0].shape(),
+                 runPoint(one("aten.squeeze.dim", {x}, c.args, {t}))[0].shape());
         if (k % 4 == 0) {
           const VjpReport v = checkVjp(c, rng);
           QVERIFY2(v.maxRelError < 1e-6, v.where.c_str());
@@ -203,12 +245,14 @@ class TestViewOps : public QObject {
     std::mt19937_64 rng(12);
     const DType floats[] = {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16};
     for (DType from : floats)
-      for (DType to : {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16, DType::Int64, DType::Bool}) {
+      for (DType to : {DType::Float64, DType::Float32, DType::BFloat16, DType::Float16,
+                       DType::Int64, DType::Bool}) {
         int trials = 0;
         for (int k = 0; trials < 1000; ++k) {
           const Shape s = randomShape(static_cast<int>(rng() % 3), rng, 5, 0.05);
           const double spread = (to == DType::Float16 || from == DType::Float16) ? 5 : 30;
-          const Tensor x = k % 2 ? randomInterval(s, from, rng, 1e-2, spread) : randomPoint(s, from, rng, spread);
+          const Tensor x = k % 2 ? randomInterval(s, from, rng, 1e-2, spread)
+                                 : randomPoint(s, from, rng, spread);
           OpCase c = one("aten._to_copy.default", {x}, {in(0)}, {to});
           c.kwargs["dtype"] = dtypeValue(to);
           const EnclosureReport r = checkEnclosure(c, 20, rng);
@@ -222,7 +266,8 @@ class TestViewOps : public QObject {
         }
       }
     // fp32 → bf16 of 1 + 2^-8 (a tie) rounds to even: 1.0
-    OpCase c = one("aten._to_copy.default", {Tensor::scalar(1.0 + 0x1p-8, DType::Float32)}, {in(0)}, {DType::BFloat16});
+    OpCase c = one("aten._to_copy.default", {Tensor::scalar(1.0 + 0x1p-8, DType::Float32)}, {in(0)},
+                   {DType::BFloat16});
     std::mt19937_64 r2(1);
     QCOMPARE(checkEnclosure(c, 5, r2).escapes, 0);
   }
@@ -232,7 +277,8 @@ class TestViewOps : public QObject {
     for (int k = 0; k < 60; ++k) {
       const Shape s = randomShape(2, rng, 4, 0.05);
       OpCase c = one("aten.copy_.default",
-                     {randomPoint(s, DType::BFloat16, rng), randomInterval(broadcastableTo(s, rng), DType::Float32, rng, 1e-3, 10)},
+                     {randomPoint(s, DType::BFloat16, rng),
+                      randomInterval(broadcastableTo(s, rng), DType::Float32, rng, 1e-3, 10)},
                      {in(0), in(1)}, {DType::BFloat16});
       const EnclosureReport r = checkEnclosure(c, 20, rng);
       QVERIFY2(r.escapes == 0, r.firstEscape.c_str());

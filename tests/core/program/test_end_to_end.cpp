@@ -1,15 +1,15 @@
 // The end-to-end check of issue 4: for every checkpoint of every sample under samples/*/, the
 // recorded program evaluated in binary64 point arithmetic on the recorded inputs reproduces the
 // run's logged loss to within 1e-5 relative. Skipped (with a message) when there are no samples.
-#include <QDir>
-#include <QTest>
-
-#include <cmath>
-
 #include "core/backend.h"
 #include "core/program/evaluator.h"
 #include "core/program/program_parser.h"
 #include "core/runfile/run_file.h"
+
+#include <QDir>
+#include <QTest>
+
+#include <cmath>
 
 using namespace lossbound;
 
@@ -24,8 +24,10 @@ class TestEndToEnd : public QObject {
     QTest::addColumn<QString>("file");
     const QDir samples(QStringLiteral(LOSSBOUND_SOURCE_DIR "/samples"));
     for (const QString& dir : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-      for (const QString& f : QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files, QDir::Name))
-        QTest::newRow(qPrintable(dir + QLatin1Char('/') + f)) << samples.filePath(dir + QLatin1Char('/') + f);
+      for (const QString& f :
+           QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files, QDir::Name))
+        QTest::newRow(qPrintable(dir + QLatin1Char('/') + f))
+            << samples.filePath(dir + QLatin1Char('/') + f);
   }
 
   void recordedLossIsReproduced() {
@@ -40,14 +42,18 @@ class TestEndToEnd : public QObject {
       // Only the loss is requested: backward and optimizer nodes are pruned, and an unsupported
       // op on the loss path fails here with the node and op named.
       const auto logged = run.lossAt(step);
-      QVERIFY2(logged.has_value(), ("checkpoint " + std::to_string(step) + " has no logged loss").c_str());
-      const EvalResult r = evaluate(run.checkpointProgram(step).program, run.loadCheckpoint(step), *backend);
+      QVERIFY2(logged.has_value(),
+               ("checkpoint " + std::to_string(step) + " has no logged loss").c_str());
+      const EvalResult r =
+          evaluate(run.checkpointProgram(step).program, run.loadCheckpoint(step), *backend);
       const double loss = r.outputs.at("loss").values()[0];
       const double rel = std::fabs(loss - *logged) / std::fabs(*logged);
       worst = std::max(worst, rel);
-      QVERIFY2(rel <= kMaxRelErr, (file.toStdString() + " step " + std::to_string(step) + ": binary64 loss " +
-                                   std::to_string(loss) + ", logged " + std::to_string(*logged) +
-                                   ", relative error " + std::to_string(rel)).c_str());
+      QVERIFY2(rel <= kMaxRelErr,
+               (file.toStdString() + " step " + std::to_string(step) + ": binary64 loss " +
+                std::to_string(loss) + ", logged " + std::to_string(*logged) + ", relative error " +
+                std::to_string(rel))
+                   .c_str());
     }
     qInfo("%s: %zu checkpoints, worst relative error %.3g", qPrintable(file), steps.size(), worst);
   }
@@ -57,7 +63,9 @@ class TestEndToEnd : public QObject {
     int n = 0;
     for (const QString& dir : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
       n += static_cast<int>(QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files).size());
-    if (n == 0) QSKIP("no samples/*/{reference,candidate}.h5 yet: the end-to-end check has nothing to run on");
+    if (n == 0)
+      QSKIP(
+          "no samples/*/{reference,candidate}.h5 yet: the end-to-end check has nothing to run on");
     QVERIFY(n > 0);
   }
 };

@@ -1,22 +1,24 @@
 // Tests of core/program: the IR parser and validator (each structural defect gives a ProgramError
 // naming where, what was expected and what was found), and the evaluator (pruning, domains, start
 // node, progress, cancellation, errors naming node and op, the first-order reverse pass).
-#include <QTest>
-
-#include <atomic>
-#include <cmath>
+#include "tests/core/program/test_program.h"
 
 #include "core/backend.h"
 #include "core/program/evaluator.h"
 #include "core/program/program_parser.h"
-#include "tests/core/program/test_program.h"
+
+#include <QTest>
+
+#include <atomic>
+#include <cmath>
 
 using namespace lossbound;
 
 namespace {
 
 // loss = sum(w * x); "twice" = w + w (not needed by loss); w [2,3], x [3].
-const char* kProgram = R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+const char* kProgram =
+    R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
   "inputs": [{"name": "param:w", "shape": [2, 3], "dtype": "float64"},
              {"name": "batch:x", "shape": [3], "dtype": "float64"}],
   "nodes": [
@@ -48,7 +50,8 @@ std::string parseError(const std::string& json) {
 }
 void expectContains(const std::string& message, const std::vector<std::string>& parts) {
   for (const std::string& p : parts)
-    QVERIFY2(message.find(p) != std::string::npos, ("expected \"" + p + "\" in: " + message).c_str());
+    QVERIFY2(message.find(p) != std::string::npos,
+             ("expected \"" + p + "\" in: " + message).c_str());
 }
 
 constexpr double kLoss = 0.5 - 2.5 + 0.5 + 0.75 + 3.0 - 0.125;
@@ -66,7 +69,8 @@ void TestProgram::parsesTheDocumentedShape() {
 }
 
 void TestProgram::constantsKeepIntAndFloatApart() {
-  const std::string json = replaced(kProgram, R"("kwargs": {"alpha": 1})",
+  const std::string json = replaced(
+      kProgram, R"("kwargs": {"alpha": 1})",
       R"("kwargs": {"alpha": 2.0, "b": 1e-05, "c": 3, "d": {"float": "-inf"}, "e": {"dtype": "bfloat16"},
                     "f": [1, [2.5, null, true]], "g": "mean", "h": {"device": "cpu"},
                     "i": 9223372036854775807, "j": "a \"quoted\" 1.5 in a string"})");
@@ -87,31 +91,43 @@ void TestProgram::constantsKeepIntAndFloatApart() {
 }
 
 void TestProgram::structuralErrors() {
-  expectContains(parseError(R"({"format": "lossbound-step-program", "ir_version": 1, "inputs": [})"),
-                 {"prog.json", "malformed JSON at byte offset"});
+  expectContains(
+      parseError(R"({"format": "lossbound-step-program", "ir_version": 1, "inputs": [})"),
+      {"prog.json", "malformed JSON at byte offset"});
   expectContains(parseError("[]"), {"expected a JSON object at the top level"});
   expectContains(parseError(replaced(kProgram, "lossbound-step-program", "other")),
                  {"field 'format' is the string \"other\"", "expected \"lossbound-step-program\""});
   expectContains(parseError(replaced(kProgram, R"("ir_version": 1)", R"("ir_version": 2)")),
                  {"found IR version 2", "reads IR version 1"});
-  expectContains(parseError(replaced(kProgram, R"("ir_version": 1,)", "")), {"missing field 'ir_version'"});
-  expectContains(parseError(replaced(kProgram, R"({"ref": "batch:x"}], "kwargs")", R"({"ref": "batch:y"}], "kwargs")")),
-                 {"node 'mul' (#0, aten.mul.Tensor)", "refers to 'batch:y'", "no input or node has that name"});
-  expectContains(parseError(replaced(kProgram, R"("args": [{"ref": "mul"}])", R"("args": [{"ref": "twice"}])")),
+  expectContains(parseError(replaced(kProgram, R"("ir_version": 1,)", "")),
+                 {"missing field 'ir_version'"});
+  expectContains(parseError(replaced(kProgram, R"({"ref": "batch:x"}], "kwargs")",
+                                     R"({"ref": "batch:y"}], "kwargs")")),
+                 {"node 'mul' (#0, aten.mul.Tensor)", "refers to 'batch:y'",
+                  "no input or node has that name"});
+  expectContains(parseError(replaced(kProgram, R"("args": [{"ref": "mul"}])",
+                                     R"("args": [{"ref": "twice"}])")),
                  {"node 'sum_1'", "refers to node 'twice' (#2)", "execution order"});
-  expectContains(parseError(replaced(kProgram, R"("name": "twice", "op")", R"("name": "mul", "op")")),
-                 {"node 'mul' (#2)", "duplicate name"});
-  expectContains(parseError(replaced(kProgram, R"({"ref": "twice", "index": 0})", R"({"ref": "twice", "index": 3})")),
+  expectContains(
+      parseError(replaced(kProgram, R"("name": "twice", "op")", R"("name": "mul", "op")")),
+      {"node 'mul' (#2)", "duplicate name"});
+  expectContains(parseError(replaced(kProgram, R"({"ref": "twice", "index": 0})",
+                                     R"({"ref": "twice", "index": 3})")),
                  {"program output 'twice'", "refers to twice[3]", "has 1 outputs"});
-  expectContains(parseError(replaced(kProgram, R"("shape": [3], "dtype": "float64")", R"("shape": [3], "dtype": "complex32")")),
+  expectContains(parseError(replaced(kProgram, R"("shape": [3], "dtype": "float64")",
+                                     R"("shape": [3], "dtype": "complex32")")),
                  {"input 'batch:x'", "unknown dtype \"complex32\""});
-  expectContains(parseError(replaced(kProgram, R"("shape": [3])", R"("shape": [-3])")), {"input 'batch:x'", "is -3"});
-  expectContains(parseError(replaced(kProgram, R"("name": "loss")", R"("name": "total")")), {"no output called \"loss\""});
+  expectContains(parseError(replaced(kProgram, R"("shape": [3])", R"("shape": [-3])")),
+                 {"input 'batch:x'", "is -3"});
+  expectContains(parseError(replaced(kProgram, R"("name": "loss")", R"("name": "total")")),
+                 {"no output called \"loss\""});
   expectContains(parseError(replaced(kProgram, R"("outputs": [{"shape": [], "dtype": "float64"}])",
                                      R"("outputs": [{"shape": [1], "dtype": "float64"}])")),
                  {"program output 'loss'", "expected a 0-d floating tensor, found [1] float64"});
-  expectContains(parseError(replaced(kProgram, R"({"ref": "param:w"}, {"ref": "param:w"})", R"({"ref": "param:w"}, {"wat": 1})")),
-                 {"node 'twice'", "argument 1", "expected a reference", "found an object with keys {wat}"});
+  expectContains(
+      parseError(replaced(kProgram, R"({"ref": "param:w"}, {"ref": "param:w"})",
+                          R"({"ref": "param:w"}, {"wat": 1})")),
+      {"node 'twice'", "argument 1", "expected a reference", "found an object with keys {wat}"});
   expectContains(parseError(replaced(kProgram, R"("name": "param:w")", R"("name": "w")")),
                  {"input 'w'", "must start with \"param:\" or \"batch:\""});
 }

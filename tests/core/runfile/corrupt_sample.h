@@ -20,8 +20,8 @@ inline void writeCrashingCorruptSample(const std::string& sample, const std::str
   std::ifstream in(sample, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.size() != kSampleSize)
-    throw std::runtime_error(sample + ": expected " + std::to_string(kSampleSize) + " bytes, found " +
-                             std::to_string(bytes.size()));
+    throw std::runtime_error(sample + ": expected " + std::to_string(kSampleSize) +
+                             " bytes, found " + std::to_string(bytes.size()));
   for (std::size_t i = 0; i < sizeof kBytes; ++i) bytes[kOffset + i] = static_cast<char>(kBytes[i]);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -2,13 +2,13 @@
 // (a candidate for good.h5 whose batch at step 0 differs) and, given the sample
 // gradaccum-fixed/candidate.h5, corrupt.h5 (crashes libhdf5 1.10.8) into DIR (created if needed);
 // used by the `lossbound-cli` tests in tests/app.
+#include "tests/core/runfile/corrupt_sample.h"
+#include "tests/core/runfile/run_file_writer.h"
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <string>
-
-#include "tests/core/runfile/corrupt_sample.h"
-#include "tests/core/runfile/run_file_writer.h"
 
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 3) {

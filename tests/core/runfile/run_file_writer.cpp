@@ -42,7 +42,9 @@ void intAttr(hid_t obj, const char* name, std::int64_t value) {
 
 // An identity "compression" registered as filter 32000 while writing, so that the file names
 // LZF in its filter pipeline; the reader process does not have the filter.
-size_t identityFilter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) { return nbytes; }
+size_t identityFilter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) {
+  return nbytes;
+}
 
 hid_t halfType() {
   hid_t t = H5Tcopy(H5T_IEEE_F32LE);
@@ -66,7 +68,9 @@ void writeDataset(hid_t parent, const std::string& name, const FixtureTensor& t)
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
   std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
-  hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t space = dims.empty()
+                    ? H5Screate(H5S_SCALAR)
+                    : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (t.lzf) {
     H5Z_class2_t cls{};
@@ -89,17 +93,33 @@ void writeDataset(hid_t parent, const std::string& name, const FixtureTensor& t)
     buffer.resize(v.size() * sizeof(T));
     std::memcpy(buffer.data(), v.data(), buffer.size());
   };
-  if (t.storage == "f64") { fileType = H5Tcopy(H5T_IEEE_F64LE); memType = H5Tcopy(H5T_NATIVE_DOUBLE); fill(double{}); }
-  else if (t.storage == "f32") { fileType = H5Tcopy(H5T_IEEE_F32LE); memType = H5Tcopy(H5T_NATIVE_FLOAT); fill(float{}); }
-  else if (t.storage == "i64") { fileType = H5Tcopy(H5T_STD_I64LE); memType = H5Tcopy(H5T_NATIVE_INT64); fill(std::int64_t{}); }
-  else if (t.storage == "i32") { fileType = H5Tcopy(H5T_STD_I32LE); memType = H5Tcopy(H5T_NATIVE_INT32); fill(std::int32_t{}); }
-  else if (t.storage == "u8") { fileType = H5Tcopy(H5T_STD_U8LE); memType = H5Tcopy(H5T_NATIVE_UINT8); fill(std::uint8_t{}); }
-  else if (t.storage == "u16") {  // bfloat16 bits: the upper half of the float32
+  if (t.storage == "f64") {
+    fileType = H5Tcopy(H5T_IEEE_F64LE);
+    memType = H5Tcopy(H5T_NATIVE_DOUBLE);
+    fill(double{});
+  } else if (t.storage == "f32") {
+    fileType = H5Tcopy(H5T_IEEE_F32LE);
+    memType = H5Tcopy(H5T_NATIVE_FLOAT);
+    fill(float{});
+  } else if (t.storage == "i64") {
+    fileType = H5Tcopy(H5T_STD_I64LE);
+    memType = H5Tcopy(H5T_NATIVE_INT64);
+    fill(std::int64_t{});
+  } else if (t.storage == "i32") {
+    fileType = H5Tcopy(H5T_STD_I32LE);
+    memType = H5Tcopy(H5T_NATIVE_INT32);
+    fill(std::int32_t{});
+  } else if (t.storage == "u8") {
+    fileType = H5Tcopy(H5T_STD_U8LE);
+    memType = H5Tcopy(H5T_NATIVE_UINT8);
+    fill(std::uint8_t{});
+  } else if (t.storage == "u16") {  // bfloat16 bits: the upper half of the float32
     fileType = H5Tcopy(H5T_STD_U16LE);
     memType = H5Tcopy(H5T_NATIVE_UINT16);
     std::vector<std::uint16_t> v(t.values.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-      v[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(t.values[i])) >> 16);
+      v[i] = static_cast<std::uint16_t>(
+          std::bit_cast<std::uint32_t>(static_cast<float>(t.values[i])) >> 16);
     buffer.resize(v.size() * 2);
     std::memcpy(buffer.data(), v.data(), buffer.size());
   } else if (t.storage == "f16") {
@@ -112,8 +132,10 @@ void writeDataset(hid_t parent, const std::string& name, const FixtureTensor& t)
   } else {
     throw std::runtime_error("unknown fixture storage " + t.storage);
   }
-  hid_t d = checkId(H5Dcreate2(parent, name.c_str(), fileType, space, lcpl, dcpl, H5P_DEFAULT), name);
-  if (!buffer.empty()) check(H5Dwrite(d, memType, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), name);
+  hid_t d =
+      checkId(H5Dcreate2(parent, name.c_str(), fileType, space, lcpl, dcpl, H5P_DEFAULT), name);
+  if (!buffer.empty())
+    check(H5Dwrite(d, memType, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), name);
   if (!t.dtype.empty()) stringAttr(d, "dtype", t.dtype);
   H5Dclose(d);
   if (t.lzf) H5Zunregister(32000);
@@ -149,7 +171,9 @@ double defaultLoss(std::int64_t step) {
   const auto t = defaultTensors(step);
   double sum = 0;
   for (int r = 0; r < 2; ++r)
-    for (int c = 0; c < 3; ++c) sum += t[0].values[static_cast<std::size_t>(r * 3 + c)] * t[1].values[static_cast<std::size_t>(c)];
+    for (int c = 0; c < 3; ++c)
+      sum += t[0].values[static_cast<std::size_t>(r * 3 + c)] *
+             t[1].values[static_cast<std::size_t>(c)];
   return sum;
 }
 
@@ -176,14 +200,16 @@ void writeRunFile(const std::string& path, const RunFixture& f) {
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
   if (f.writePrograms) {
-    hid_t pg = checkId(H5Gcreate2(file, ("programs/" + id).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), "program group");
+    hid_t pg = checkId(H5Gcreate2(file, ("programs/" + id).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
+                       "program group");
     intAttr(pg, "ir_version", f.irVersionAttr);
     {
       hid_t type = H5Tcopy(H5T_C_S1);
       H5Tset_size(type, H5T_VARIABLE);
       H5Tset_cset(type, H5T_CSET_UTF8);
       hid_t space = H5Screate(H5S_SCALAR);
-      hid_t d = checkId(H5Dcreate2(pg, "graph", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "graph");
+      hid_t d = checkId(H5Dcreate2(pg, "graph", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                        "graph");
       const char* p = graph.c_str();
       check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p), "graph");
       H5Dclose(d);
@@ -193,7 +219,8 @@ void writeRunFile(const std::string& path, const RunFixture& f) {
     H5Gclose(pg);
   }
   for (std::int64_t step : f.checkpointSteps) {
-    hid_t cg = checkId(H5Gcreate2(file, ("checkpoints/" + std::to_string(step)).c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
+    hid_t cg = checkId(H5Gcreate2(file, ("checkpoints/" + std::to_string(step)).c_str(), lcpl,
+                                  H5P_DEFAULT, H5P_DEFAULT),
                        "checkpoint group");
     intAttr(cg, "step", step);
     stringAttr(cg, "program", f.programAttr.empty() ? id : f.programAttr);

@@ -11,12 +11,12 @@ namespace lossbound::testing {
 
 /// One tensor dataset of a checkpoint.
 struct FixtureTensor {
-  std::string path;             ///< relative to the checkpoint group, e.g. "params/w"
-  std::string dtype;            ///< the dtype attribute ("" = none)
+  std::string path;   ///< relative to the checkpoint group, e.g. "params/w"
+  std::string dtype;  ///< the dtype attribute ("" = none)
   std::vector<std::uint64_t> shape;
-  std::vector<double> values;   ///< converted to the storage type of `storage`
-  std::string storage;          ///< "f64" "f32" "f16" "u16" "i64" "i32" "u8" "str"
-  bool lzf = false;             ///< compress with (a stand-in for) HDF5 filter 32000
+  std::vector<double> values;  ///< converted to the storage type of `storage`
+  std::string storage;         ///< "f64" "f32" "f16" "u16" "i64" "i32" "u8" "str"
+  bool lzf = false;            ///< compress with (a stand-in for) HDF5 filter 32000
 };
 
 /// The contents of a run file; the defaults make a valid file whose loss is sum(w * x).
@@ -25,14 +25,14 @@ struct RunFixture {
   std::optional<std::int64_t> formatVersion = 1;
   bool writeLog = true;
   std::vector<std::int64_t> steps{0, 1, 2};
-  std::vector<double> loss;           ///< empty = the true loss of the default tensors per step
-  bool stepAsFloat = false;           ///< store /log/step as float64 (a wrong dtype)
-  std::string graph;                  ///< empty = defaultGraph()
+  std::vector<double> loss;  ///< empty = the true loss of the default tensors per step
+  bool stepAsFloat = false;  ///< store /log/step as float64 (a wrong dtype)
+  std::string graph;         ///< empty = defaultGraph()
   std::int64_t irVersionAttr = 1;
-  bool writePrograms = true;          ///< false = no /programs group
+  bool writePrograms = true;                           ///< false = no /programs group
   std::vector<std::int64_t> checkpointSteps{0, 1, 2};  ///< empty = no /checkpoints group
-  std::string programAttr;            ///< empty = the real program id
-  std::vector<FixtureTensor> tensors; ///< empty = defaultTensors(step) per checkpoint
+  std::string programAttr;                             ///< empty = the real program id
+  std::vector<FixtureTensor> tensors;  ///< empty = defaultTensors(step) per checkpoint
 };
 
 /// Returns the IR JSON of loss = sum(param:w * batch:x), w [2,3] float32, x [3] float32.

@@ -1,23 +1,23 @@
 // Tests of core/runfile: the reader on good files and on a corpus of bad ones generated in a
 // temporary directory (each must give a RunFileError with a useful message, never a crash), dtype
 // conversions, lazy checkpoint loading, and the pairing checks.
-#include <QProcess>
-#include <QTemporaryDir>
-#include <QTest>
-
-#include <chrono>
-#include <cmath>
-#include <fstream>
-#include <random>
-
-#include <hdf5.h>
-
 #include "core/backend.h"
 #include "core/program/evaluator.h"
 #include "core/runfile/run_file.h"
 #include "core/runfile/run_pair.h"
 #include "tests/core/runfile/corrupt_sample.h"
 #include "tests/core/runfile/run_file_writer.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <hdf5.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
 
 using namespace lossbound;
 using namespace lossbound::testing;
@@ -27,7 +27,9 @@ class TestRunFile : public QObject {
 
  private:
   QTemporaryDir mDir;
-  std::string path(const char* name) const { return mDir.filePath(QString::fromLatin1(name)).toStdString(); }
+  std::string path(const char* name) const {
+    return mDir.filePath(QString::fromLatin1(name)).toStdString();
+  }
 
   // Writes the fixture, opens it and returns the error message; fails the test if it opens.
   std::string openError(const std::string& file) {
@@ -44,7 +46,8 @@ class TestRunFile : public QObject {
   }
   static void expectContains(const std::string& message, const std::vector<std::string>& parts) {
     for (const std::string& p : parts)
-      QVERIFY2(message.find(p) != std::string::npos, ("expected \"" + p + "\" in: " + message).c_str());
+      QVERIFY2(message.find(p) != std::string::npos,
+               ("expected \"" + p + "\" in: " + message).c_str());
   }
 
  private slots:
@@ -85,7 +88,8 @@ class TestRunFile : public QObject {
   }
 
   void dtypeConversions() {
-    // Exact conversions from every storage: float16 (incl. subnormal, inf), bfloat16 bits, ints, bool.
+    // Exact conversions from every storage: float16 (incl. subnormal, inf), bfloat16 bits, ints,
+    // bool.
     QCOMPARE(halfBitsToDouble(0x3c00), 1.0);
     QCOMPARE(halfBitsToDouble(0xc000), -2.0);
     QCOMPARE(halfBitsToDouble(0x0001), std::ldexp(1.0, -24));
@@ -151,7 +155,8 @@ class TestRunFile : public QObject {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     QVERIFY(bytes.size() > 2000);
     for (std::size_t keep : {bytes.size() / 2, std::size_t{1500}, std::size_t{100}}) {
-      std::ofstream(path("truncated.h5"), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(keep));
+      std::ofstream(path("truncated.h5"), std::ios::binary)
+          .write(bytes.data(), static_cast<std::streamsize>(keep));
       const std::string m = openError(path("truncated.h5"));
       expectContains(m, {"truncated.h5"});
       QVERIFY2(m != "<opened without error>", m.c_str());
@@ -162,15 +167,18 @@ class TestRunFile : public QObject {
   void notALossboundFile() {
     RunFixture f;
     f.format.reset();
-    expectContains(fixtureError("other.h5", f), {"other.h5", "not a Lossbound run file", "'format' is missing"});
+    expectContains(fixtureError("other.h5", f),
+                   {"other.h5", "not a Lossbound run file", "'format' is missing"});
     f.format = "something-else";
-    expectContains(fixtureError("other2.h5", f), {"/@format", "\"something-else\"", "expected \"lossbound-run\""});
+    expectContains(fixtureError("other2.h5", f),
+                   {"/@format", "\"something-else\"", "expected \"lossbound-run\""});
   }
 
   void futureFormatVersion() {
     RunFixture f;
     f.formatVersion = 2;
-    expectContains(fixtureError("future.h5", f), {"/@format_version", "found format version 2", "reads version 1"});
+    expectContains(fixtureError("future.h5", f),
+                   {"/@format_version", "found format version 2", "reads version 1"});
     f.formatVersion.reset();
     expectContains(fixtureError("noversion.h5", f), {"'format_version' is missing"});
   }
@@ -184,13 +192,15 @@ class TestRunFile : public QObject {
   void wrongStepDtype() {
     RunFixture f;
     f.stepAsFloat = true;
-    expectContains(fixtureError("floatsteps.h5", f), {"/log/step", "expected int64 steps, found 64-bit float"});
+    expectContains(fixtureError("floatsteps.h5", f),
+                   {"/log/step", "expected int64 steps, found 64-bit float"});
   }
 
   void nonMonotonicSteps() {
     RunFixture f;
     f.steps = {0, 2, 1};
-    expectContains(fixtureError("order.h5", f), {"/log/step", "strictly increasing", "step 1 at index 2 after step 2"});
+    expectContains(fixtureError("order.h5", f),
+                   {"/log/step", "strictly increasing", "step 1 at index 2 after step 2"});
   }
 
   void nanLoss() {
@@ -206,19 +216,23 @@ class TestRunFile : public QObject {
   void malformedJson() {
     RunFixture f;
     f.graph = R"({"format": "lossbound-step-program", "ir_version": 1, "inputs": [)";
-    expectContains(fixtureError("json.h5", f), {"/programs/0123456789abcdef/graph", "malformed JSON at byte offset"});
+    expectContains(fixtureError("json.h5", f),
+                   {"/programs/0123456789abcdef/graph", "malformed JSON at byte offset"});
   }
 
   void danglingReference() {
     RunFixture f;
-    f.graph = defaultGraph(R"(, {"name": "extra", "op": "aten.mul.Tensor", "args": [{"ref": "mul"}, {"ref": "ghost"}],
+    f.graph = defaultGraph(
+        R"(, {"name": "extra", "op": "aten.mul.Tensor", "args": [{"ref": "mul"}, {"ref": "ghost"}],
       "kwargs": {}, "outputs": [{"shape": [2, 3], "dtype": "float32"}]})");
-    expectContains(fixtureError("dangling.h5", f), {"node 'extra'", "aten.mul.Tensor", "'ghost'", "no input or node"});
+    expectContains(fixtureError("dangling.h5", f),
+                   {"node 'extra'", "aten.mul.Tensor", "'ghost'", "no input or node"});
   }
 
   void unknownOpIsAFinding() {
     RunFixture f;
-    f.graph = defaultGraph(R"(, {"name": "weird_1", "op": "aten.frobnicate.default", "args": [{"ref": "mul"}],
+    f.graph = defaultGraph(
+        R"(, {"name": "weird_1", "op": "aten.frobnicate.default", "args": [{"ref": "mul"}],
       "kwargs": {}, "outputs": [{"shape": [2, 3], "dtype": "float32"}]})");
     writeRunFile(path("unknown_op.h5"), f);
     const RunFile run = RunFile::open(path("unknown_op.h5"));  // listing works
@@ -239,7 +253,8 @@ class TestRunFile : public QObject {
       expectContains(e.what(), {"node 'weird_1'", "aten.frobnicate.default", "unsupported"});
       QCOMPARE(e.node(), std::string("weird_1"));
     }
-    QCOMPARE(evaluate(p, run.loadCheckpoint(0), *backend).outputs.at("loss").values()[0], defaultLoss(0));
+    QCOMPARE(evaluate(p, run.loadCheckpoint(0), *backend).outputs.at("loss").values()[0],
+             defaultLoss(0));
   }
 
   void wrongTensorDtypeAndShape() {
@@ -247,28 +262,37 @@ class TestRunFile : public QObject {
     f.tensors = defaultTensors(0);
     f.tensors[0].dtype = "float64";
     f.tensors[0].storage = "f64";
-    expectContains(fixtureError("dtype.h5", f), {"/checkpoints/0/params/w", "dtype float64", "expects input 'param:w' as float32"});
+    expectContains(fixtureError("dtype.h5", f), {"/checkpoints/0/params/w", "dtype float64",
+                                                 "expects input 'param:w' as float32"});
     f.tensors = defaultTensors(0);
     f.tensors[0].storage = "i32";
-    expectContains(fixtureError("storage.h5", f), {"/checkpoints/0/params/w", "must be stored as a 32-bit float", "found 32-bit integer"});
+    expectContains(
+        fixtureError("storage.h5", f),
+        {"/checkpoints/0/params/w", "must be stored as a 32-bit float", "found 32-bit integer"});
     f.tensors = defaultTensors(0);
     f.tensors[1].shape = {1, 3};
-    expectContains(fixtureError("shape.h5", f), {"/checkpoints/0/batch/x", "shape [1, 3]", "as [3]"});
+    expectContains(fixtureError("shape.h5", f),
+                   {"/checkpoints/0/batch/x", "shape [1, 3]", "as [3]"});
     f.tensors = defaultTensors(0);
     f.tensors.pop_back();
-    expectContains(fixtureError("missing.h5", f), {"/checkpoints/0/batch/x", "missing dataset for program input 'batch:x'"});
+    expectContains(fixtureError("missing.h5", f),
+                   {"/checkpoints/0/batch/x", "missing dataset for program input 'batch:x'"});
     f.tensors = defaultTensors(0);
     f.tensors[0].dtype = "";
-    expectContains(fixtureError("nodtype.h5", f), {"/checkpoints/0/params/w", "'dtype' is missing"});
+    expectContains(fixtureError("nodtype.h5", f),
+                   {"/checkpoints/0/params/w", "'dtype' is missing"});
   }
 
   void checkpointProgramMustExist() {
     RunFixture f;
     f.programAttr = "feedfacefeedface";
-    expectContains(fixtureError("program.h5", f), {"/checkpoints/0/@program", "\"feedfacefeedface\"", "not stored under /programs"});
+    expectContains(
+        fixtureError("program.h5", f),
+        {"/checkpoints/0/@program", "\"feedfacefeedface\"", "not stored under /programs"});
     RunFixture g;
     g.irVersionAttr = 3;
-    expectContains(fixtureError("irversion.h5", g), {"/@ir_version", "found IR version 3", "reads IR version 1"});
+    expectContains(fixtureError("irversion.h5", g),
+                   {"/@ir_version", "found IR version 3", "reads IR version 1"});
   }
 
   void lzfFilterIsNamed() {
@@ -276,7 +300,8 @@ class TestRunFile : public QObject {
     f.tensors = defaultTensors(0);
     f.tensors[0].lzf = true;
     expectContains(fixtureError("lzf.h5", f),
-                   {"/checkpoints/0/params/w", "uses HDF5 filter 32000 (LZF), which is not available; re-save with gzip"});
+                   {"/checkpoints/0/params/w",
+                    "uses HDF5 filter 32000 (LZF), which is not available; re-save with gzip"});
   }
 
   void lzfFromH5py() {
@@ -284,15 +309,19 @@ class TestRunFile : public QObject {
     const QString python = QStringLiteral("/usr/bin/python3");
     const QString file = mDir.filePath(QStringLiteral("h5py_lzf.h5"));
     QProcess p;
-    p.start(python, {QStringLiteral("-c"), QStringLiteral(
-        "import sys, h5py, numpy as np\n"
-        "f = h5py.File(sys.argv[1], 'w')\n"
-        "f.attrs['format'] = 'lossbound-run'; f.attrs['format_version'] = np.int64(1)\n"
-        "f['log/step'] = np.arange(3, dtype=np.int64)\n"
-        "f.create_dataset('log/loss', data=np.ones(3), compression='lzf')\n"), file});
+    p.start(python,
+            {QStringLiteral("-c"),
+             QStringLiteral(
+                 "import sys, h5py, numpy as np\n"
+                 "f = h5py.File(sys.argv[1], 'w')\n"
+                 "f.attrs['format'] = 'lossbound-run'; f.attrs['format_version'] = np.int64(1)\n"
+                 "f['log/step'] = np.arange(3, dtype=np.int64)\n"
+                 "f.create_dataset('log/loss', data=np.ones(3), compression='lzf')\n"),
+             file});
     if (!p.waitForFinished(60000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
       QSKIP("/usr/bin/python3 with h5py is not available to write an LZF dataset");
-    expectContains(openError(file.toStdString()), {"/log/loss", "uses HDF5 filter 32000 (LZF), which is not available"});
+    expectContains(openError(file.toStdString()),
+                   {"/log/loss", "uses HDF5 filter 32000 (LZF), which is not available"});
   }
 
   void pairing() {
@@ -316,7 +345,8 @@ class TestRunFile : public QObject {
     const RunFile c = RunFile::open(path("c.h5"));
     const auto w = compareBatches(a, c, 0);
     QVERIFY(w.has_value());
-    expectContains(*w, {"step 0", "batch input 'batch:x' differs", "element 2", "0.25 in the reference", "0.5 in the candidate"});
+    expectContains(*w, {"step 0", "batch input 'batch:x' differs", "element 2",
+                        "0.25 in the reference", "0.5 in the candidate"});
 
     RunFixture shape;
     shape.graph = R"({"format": "lossbound-step-program", "ir_version": 1,
@@ -332,7 +362,9 @@ class TestRunFile : public QObject {
     const RunFile d = RunFile::open(path("d.h5"));
     check = checkRunPair(a, d);
     QVERIFY(!check.ok());
-    expectContains(check.errors.front(), {"input 'batch:x' is [3] float32 in the reference but [2, 3] float32 in the candidate"});
+    expectContains(
+        check.errors.front(),
+        {"input 'batch:x' is [3] float32 in the reference but [2, 3] float32 in the candidate"});
   }
 
   void missingGroups() {
@@ -348,8 +380,8 @@ class TestRunFile : public QObject {
     RunFixture noPrograms;
     noPrograms.writePrograms = false;
     expectContains(fixtureError("no-programs.h5", noPrograms),
-                   {"no-programs.h5", "/checkpoints/0/@program", "names program \"0123456789abcdef\"",
-                    "not stored under /programs"});
+                   {"no-programs.h5", "/checkpoints/0/@program",
+                    "names program \"0123456789abcdef\"", "not stored under /programs"});
     // Neither: valid, two warnings.
     noPrograms.checkpointSteps.clear();
     writeRunFile(path("neither.h5"), noPrograms);
@@ -365,11 +397,13 @@ class TestRunFile : public QObject {
     diff.tensors = defaultTensors(0);
     diff.tensors[1].values[2] = 0.5;
     writeRunFile(path("c.h5"), diff);
-    const RunPairCheck check = checkRunPair(RunFile::open(path("a.h5")), RunFile::open(path("c.h5")), true);
+    const RunPairCheck check =
+        checkRunPair(RunFile::open(path("a.h5")), RunFile::open(path("c.h5")), true);
     QVERIFY(check.ok());
     // Steps 0, 1, 2 all hold step 0's tensors in c.h5; x differs from a.h5's at every step.
     QCOMPARE(check.warnings.size(), std::size_t{3});
-    expectContains(check.warnings[0], {"step 0: batch input 'batch:x' differs", "0.5 in the candidate"});
+    expectContains(check.warnings[0],
+                   {"step 0: batch input 'batch:x' differs", "0.5 in the candidate"});
     expectContains(check.warnings[1], {"step 1: batch input 'batch:x' differs"});
   }
 
@@ -387,8 +421,9 @@ class TestRunFile : public QObject {
     }
     expectContains(message, {path("corrupt.h5") + ": "});
 #if H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE == 8
-    expectContains(message, {"the HDF5 library crashed reading this file (signal 11 SIGSEGV in the validating "
-                             "child process): the file is corrupt"});
+    expectContains(
+        message, {"the HDF5 library crashed reading this file (signal 11 SIGSEGV in the validating "
+                  "child process): the file is corrupt"});
 #endif
     // The child reports the reader's own errors unchanged, with file and path.
     RunFixture bad;
@@ -401,14 +436,16 @@ class TestRunFile : public QObject {
       QCOMPARE(std::string(e.what()), openError(path("bad.h5")));
       QCOMPARE(e.path(), std::string("/log/step"));
     }
-    expectContains([&] {
-      try {
-        RunFile::validateIsolated(path("nope.h5"));
-      } catch (const RunFileError& e) {
-        return std::string(e.what());
-      }
-      return std::string("<validated without error>");
-    }(), {"nope.h5", "no such file"});
+    expectContains(
+        [&] {
+          try {
+            RunFile::validateIsolated(path("nope.h5"));
+          } catch (const RunFileError& e) {
+            return std::string(e.what());
+          }
+          return std::string("<validated without error>");
+        }(),
+        {"nope.h5", "no such file"});
     // A good file validates; report what the isolation costs on the sample.
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -427,7 +464,8 @@ class TestRunFile : public QObject {
   void corruptionSweepNeverCrashes() {
     const std::string sample = LOSSBOUND_SOURCE_DIR "/samples/gradaccum-fixed/candidate.h5";
     std::ifstream in(sample, std::ios::binary);
-    const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string original((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
     QVERIFY(original.size() > 40000);
     std::mt19937 rng(7);
     int crashed = 0;
@@ -436,7 +474,8 @@ class TestRunFile : public QObject {
       const std::size_t offset = original.size() - 40000 + rng() % (40000 - 20);
       for (std::size_t i = 0; i < 20; ++i) bytes[offset + i] = static_cast<char>(rng() & 0xff);
       const std::string file = path("sweep.h5");
-      std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      std::ofstream(file, std::ios::binary | std::ios::trunc)
+          .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       try {
         RunFile::validateIsolated(file);
       } catch (const RunFileError& e) {

@@ -1,12 +1,12 @@
 // Tensors, shapes, broadcasting (including size-0 and size-1 dims) and dtypes.
-#include <QtTest>
-
-#include <stdexcept>
-
 #include "core/ops/op_support.h"
 #include "core/tensor/dtype.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/tensor.h"
+
+#include <QtTest>
+
+#include <stdexcept>
 
 using namespace lossbound;
 
@@ -21,9 +21,12 @@ class TestTensor : public QObject {
     QVERIFY(!p.isInterval());
     QCOMPARE(p.at(4).lo, 5.0);
     QCOMPARE(p.at(4).hi, 5.0);
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Tensor::point({2, 2}, DType::Float32, {1, 2, 3}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Tensor::interval({1}, DType::Float32, {2}, {1}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Tensor::interval({1}, DType::Float32, {std::nan("")}, {1}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             Tensor::point({2, 2}, DType::Float32, {1, 2, 3}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             Tensor::interval({1}, DType::Float32, {2}, {1}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             Tensor::interval({1}, DType::Float32, {std::nan("")}, {1}));
     const Tensor s = Tensor::scalar(3.5);
     QCOMPARE(s.rank(), 0);
     QCOMPARE(s.numel(), 1);
@@ -90,7 +93,8 @@ class TestTensor : public QObject {
     // sumToShape is the adjoint of broadcasting
     const Tensor g = Tensor::point({2, 3}, DType::Float32, {1, 2, 3, 4, 5, 6});
     const Tensor cols = ops::sumToShape(g, {3});
-    QCOMPARE(std::vector<double>(cols.values().begin(), cols.values().end()), (std::vector<double>{5, 7, 9}));
+    QCOMPARE(std::vector<double>(cols.values().begin(), cols.values().end()),
+             (std::vector<double>{5, 7, 9}));
     QCOMPARE(ops::sumToShape(g, {2, 1}).values()[1], 15.0);
     QCOMPARE(ops::sumToShape(g, {}).values()[0], 21.0);
     QCOMPARE(ops::sumToShape(Tensor::full({0, 3}, DType::Float32, 0), {1, 3}).values()[2], 0.0);
