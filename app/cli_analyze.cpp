@@ -2,6 +2,7 @@
 
 #include "app/backend_status.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/overall_verdict.h"
 #include "core/analysis/report_csv.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/run_file_replay.h"
@@ -109,33 +110,20 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   if (cached) out << "  (" << cached << " of " << report.steps.size() << " steps from the cache)\n";
   out << "\n";
 
-  int exits = 0, untrusted = 0, unbounded = 0;
-  for (const StepResult& r : report.steps) {
-    exits += isExit(r.verdict);
-    untrusted += r.verdict == StepVerdict::Untrustworthy;
-    unbounded += r.verdict == StepVerdict::NotBounded;
-  }
-  if (report.firstExit) {
-    const auto it = std::find_if(report.steps.begin(), report.steps.end(),
-                                 [&](const StepResult& r) { return r.step == *report.firstExit; });
-    out << "verdict: Type-II divergence (implementation bug): " << exits << " of "
-        << report.steps.size() << " analysed steps are outside the " << qs(methodName(s.method))
-        << " envelope.\n";
-    out << "first exit: step " << *report.firstExit << ", " << qs(verdictName(it->verdict))
+  const OverallSummary overall = summarizeReport(report);
+  out << "verdict: " << qs(overallVerdictSentence(overall, s.method)) << "\n";
+  if (const StepResult* it = overall.firstExitStep) {
+    out << "first exit: step " << it->step << ", " << qs(verdictName(it->verdict))
         << ": reference loss " << num(it->referenceLoss) << " is outside [" << num(it->lo) << ", "
         << num(it->hi) << "] by " << marginText(*it) << " half-widths";
     if (!it->budget.empty()) out << "; rounding budget: " << qs(budgetSummary(it->budget));
     out << "\n";
-  } else if (unbounded || untrusted) {
-    out << "verdict: inconclusive: no exit among the bounded steps, but " << unbounded
-        << " step(s) could not be bounded and " << untrusted
-        << " failed the self-check (see the notes).\n"
-        << "first exit: none\n";
   } else {
-    out << "verdict: rounding (Type-I): all " << report.steps.size()
-        << " analysed steps are inside the " << qs(methodName(s.method)) << " envelope.\n"
-        << "first exit: none\n";
+    out << "first exit: none\n";
   }
+  for (const NotBoundedReason& r : overall.notBoundedReasons)
+    out << "not bounded at " << r.steps.size() << " step(s) (first: " << r.steps.front()
+        << "): " << qs(r.reason) << "\n";
 }
 
 // Prints a warning per analysed step whose batches differ between the runs (the replay uses the
@@ -161,13 +149,7 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
 
 void setAnalyzePngExporter(PngExporter exporter) { pngExporter() = std::move(exporter); }
 
-int analyzeExitCode(const AnalysisReport& report) {
-  if (report.firstExit) return kExitTypeII;
-  for (const StepResult& r : report.steps)
-    if (r.verdict == StepVerdict::NotBounded || r.verdict == StepVerdict::Untrustworthy)
-      return kExitNotBounded;
-  return kExitNoExit;
-}
+int analyzeExitCode(const AnalysisReport& report) { return summarizeReport(report).exitCode; }
 
 int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
   QCommandLineParser p;

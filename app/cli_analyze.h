@@ -5,6 +5,7 @@
 // bounded (unsupported op, ...) or its envelope is untrustworthy (self-check failed).
 
 #include "core/analysis/analysis_types.h"
+#include "core/analysis/overall_verdict.h"
 
 #include <QString>
 #include <QStringList>
@@ -13,11 +14,6 @@
 #include <functional>
 
 namespace lossbound::app {
-
-inline constexpr int kExitNoExit = 0;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitTypeII = 3;
-inline constexpr int kExitNotBounded = 4;
 
 /// Renders a report to a PNG file; returns false and sets `error` on failure.
 using PngExporter =
@@ -31,7 +27,7 @@ void setAnalyzePngExporter(PngExporter exporter);
 /// errors to `err`; returns the exit code.
 int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err);
 
-/// Returns the exit code for a finished report (0, 3 or 4).
+/// Returns the exit code for a finished report (0, 3 or 4): summarizeReport(report).exitCode.
 int analyzeExitCode(const AnalysisReport& report);
 
 }  // namespace lossbound::app

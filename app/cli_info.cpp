@@ -1,5 +1,6 @@
 #include "app/cli_info.h"
 
+#include "core/program/op_coverage.h"
 #include "core/runfile/run_file.h"
 
 #include <algorithm>
@@ -68,11 +69,12 @@ void summarise(const RunFile& run, QTextStream& out) {
         << " checkpoint(s)";
     if (!p.program.torchVersion.empty()) out << ", torch " << q(p.program.torchVersion);
     out << "\n";
-    if (p.unsupported.empty()) {
+    const std::vector<UnsupportedOp> unsupported = unsupportedOps(p.program);
+    if (unsupported.empty()) {
       out << "      all ops are supported\n";
     } else {
       std::map<std::string, std::vector<std::string>> byOp;
-      for (const UnsupportedOp& u : p.unsupported) byOp[u.op].push_back(u.node);
+      for (const UnsupportedOp& u : unsupported) byOp[u.op].push_back(u.node);
       out << "      unsupported ops (" << byOp.size() << "; this program cannot be evaluated):\n";
       for (const auto& [op, nodes] : byOp)
         out << "        " << q(op) << " (" << nodes.size()

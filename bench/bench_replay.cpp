@@ -14,7 +14,7 @@
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
-#include "core/kernels/host_kernel_backend.h"
+#include "core/host_kernel_backend.h"
 
 #include <QCoreApplication>
 #include <QProcess>

@@ -9,7 +9,7 @@ BUILD_DIR="${LOSSBOUND_BUILD_DIR:-$LOSSBOUND_ROOT/build}"
 LOSSBOUND_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev
-  libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev
+  libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev nlohmann-json3-dev
   python3 python3-torch python3-h5py python3-numpy
   clang libclang-rt-14-dev
 )

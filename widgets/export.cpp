@@ -196,6 +196,9 @@ QString exportReportPdf(const QList<PlotPanel*>& plots, const AnalysisReport& re
         QStringLiteral("<p>%1<br>%2</p>").arg(esc(summary.firstExitText), esc(summary.countsText));
     html +=
         QStringLiteral("<p><b>%1.</b> %2</p>").arg(esc(summary.methodText), esc(summary.guarantee));
+    if (!summary.whyText.isEmpty())
+      html += QStringLiteral("<p>%1</p>")
+                  .arg(esc(summary.whyText).replace(QLatin1Char('\n'), QStringLiteral("<br>")));
     html += QStringLiteral("<p>%1</p>").arg(esc(summary.selfCheckText));
     html += QStringLiteral("<p><b>Settings:</b> %1<br><b>Backend:</b> %2</p>")
                 .arg(esc(summary.settingsText),
@@ -232,8 +235,7 @@ QString exportAnalysisPng(const SessionData& session, const AnalysisReport& repo
       data.checkpointSteps.push_back(r.step);
     }
   }
-  const std::optional<std::int64_t> exit =
-      report.firstExit ? report.firstExit : firstExitOf(report.steps);
+  const std::optional<std::int64_t> exit = summarizeReport(report).firstExit;
   LossPlot loss;
   MarginPlot margin;
   const int marginHeight = size.height() / 4;

@@ -29,6 +29,8 @@ VerdictPanel::VerdictPanel(QWidget* parent) : QWidget(parent) {
   mNotice->hide();
   mFirstExit = makeLabel(this, "firstExit");
   mCounts = makeLabel(this, "counts");
+  mWhy = makeLabel(this, "why");
+  mWhy->setStyleSheet(QStringLiteral("color: #6a4a00"));
   mMethod = makeLabel(this, "method");
   QFont bold = mMethod->font();
   bold.setBold(true);
@@ -38,7 +40,7 @@ VerdictPanel::VerdictPanel(QWidget* parent) : QWidget(parent) {
   mSettings = makeLabel(this, "settings");
   mSettings->setStyleSheet(QStringLiteral("color: #555"));
   for (QLabel* l :
-       {mHeadline, mNotice, mFirstExit, mCounts, mMethod, mGuarantee, mSelfCheck, mSettings})
+       {mHeadline, mNotice, mFirstExit, mCounts, mWhy, mMethod, mGuarantee, mSelfCheck, mSettings})
     layout->addWidget(l);
   layout->addStretch(1);
   setReport({});
@@ -53,6 +55,8 @@ void VerdictPanel::setReport(const AnalysisReport& report, int pending) {
   mFirstExit->setText(mSummary.firstExitText);
   mCounts->setText(pending > 0 ? tr("%1 — %2 more running").arg(mSummary.countsText).arg(pending)
                                : mSummary.countsText);
+  mWhy->setText(mSummary.whyText);
+  mWhy->setVisible(!mSummary.whyText.isEmpty());
   mMethod->setText(mSummary.methodText);
   mGuarantee->setText(mSummary.guarantee);
   mSelfCheck->setText(mSummary.selfCheckText);
@@ -75,8 +79,9 @@ QString VerdictPanel::notice() const { return mNotice->text(); }
 
 QString VerdictPanel::plainText() const {
   QStringList lines;
-  for (QLabel* l : {mHeadline, mFirstExit, mCounts, mMethod, mGuarantee, mSelfCheck, mSettings})
-    lines << l->text();
+  for (QLabel* l :
+       {mHeadline, mFirstExit, mCounts, mWhy, mMethod, mGuarantee, mSelfCheck, mSettings})
+    if (!l->text().isEmpty()) lines << l->text();
   if (!mNotice->text().isEmpty()) lines.insert(1, mNotice->text());
   return lines.join(QLatin1Char('\n'));
 }

@@ -38,6 +38,7 @@ class VerdictPanel : public QWidget {
   QLabel* mNotice = nullptr;
   QLabel* mFirstExit = nullptr;
   QLabel* mCounts = nullptr;
+  QLabel* mWhy = nullptr;  // why steps could not be bounded (hidden when all were)
   QLabel* mMethod = nullptr;
   QLabel* mGuarantee = nullptr;
   QLabel* mSelfCheck = nullptr;

@@ -19,13 +19,7 @@ QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.
 
 QString num(double v) { return QString::number(v, 'g', 10); }
 
-bool isBug(StepVerdict v) { return v == StepVerdict::BugLikely || v == StepVerdict::BugCertain; }
-
 }  // namespace
-
-std::optional<std::int64_t> firstExitOf(const std::vector<StepResult>& steps) {
-  return firstExit(steps);
-}
 
 QString settingsSummary(const AnalysisSettings& s) {
   QStringList parts;
@@ -43,35 +37,37 @@ QString settingsSummary(const AnalysisSettings& s) {
   return parts.join(QStringLiteral(", "));
 }
 
+namespace {
+
+// Returns the first line of a step note, shortened for the panel.
+QString shortReason(const std::string& note) {
+  QString t = qs(note);
+  const qsizetype cut = t.indexOf(QLatin1Char('\n'));
+  if (cut >= 0) t = t.left(cut);
+  if (t.size() > 240) t = t.left(237) + QStringLiteral("...");
+  return t;
+}
+
+QString stepList(const std::vector<std::int64_t>& steps) {
+  if (steps.size() == 1) return QObject::tr("step %1").arg(steps.front());
+  return QObject::tr("%1 steps (%2 to %3)").arg(steps.size()).arg(steps.front()).arg(steps.back());
+}
+
+}  // namespace
+
 VerdictSummary summarize(const AnalysisReport& report) {
   VerdictSummary out;
-  const auto& steps = report.steps;
-  int inside = 0, outside = 0, selfFailed = 0, notBounded = 0, infinite = 0;
-  for (const StepResult& s : steps) {
-    if (s.verdict != StepVerdict::NotBounded && !(std::isfinite(s.lo) && std::isfinite(s.hi)))
-      ++infinite;
-    if (s.verdict == StepVerdict::NotBounded)
-      ++notBounded;
-    else if (s.verdict == StepVerdict::Untrustworthy)
-      ++selfFailed;
-    else if (isBug(s.verdict) || !s.inside)
-      ++outside;
-    else
-      ++inside;
-    if (s.verdict != StepVerdict::Untrustworthy && s.verdict != StepVerdict::NotBounded &&
-        !s.selfCheckPassed)
-      ++selfFailed;
-  }
+  const OverallSummary overall = summarizeReport(report);
+  out.verdict = overall.verdict;
+  out.firstExit = overall.firstExit;
   out.methodText = QObject::tr("Method: %1").arg(qs(methodName(report.settings.method)));
   out.guarantee = qs(methodGuarantee(report.settings.method));
   if (report.settings.method == EnvelopeMethod::Interval && !report.settings.startNode.empty())
     out.guarantee += QObject::tr(" Bounds start at node %1: rounding before it is ignored.")
                          .arg(qs(report.settings.startNode));
   out.settingsText = settingsSummary(report.settings);
-  out.firstExit = report.firstExit ? report.firstExit : firstExitOf(steps);
 
-  if (steps.empty()) {
-    out.verdict = OverallVerdict::NotAnalysed;
+  if (overall.verdict == OverallVerdict::NotAnalysed) {
     out.headline = QObject::tr("Not analysed yet");
     out.firstExitText = QObject::tr("No step analysed");
     out.selfCheckText = QObject::tr("Self-check: not run");
@@ -79,59 +75,61 @@ VerdictSummary summarize(const AnalysisReport& report) {
     return out;
   }
   out.countsText = QObject::tr("%1 steps analysed: %2 inside, %3 outside")
-                       .arg(steps.size())
-                       .arg(inside)
-                       .arg(outside);
-  if (selfFailed) out.countsText += QObject::tr(", %1 untrustworthy").arg(selfFailed);
-  if (notBounded) out.countsText += QObject::tr(", %1 not bounded").arg(notBounded);
-  if (infinite)
-    out.countsText += QObject::tr(
-                          " — the envelope is infinite at %1 step(s): \"inside\" there "
-                          "says nothing; try another method or a start node")
-                          .arg(infinite);
+                       .arg(overall.analysed)
+                       .arg(overall.inside)
+                       .arg(overall.outside);
+  if (overall.untrustworthy)
+    out.countsText += QObject::tr(", %1 untrustworthy").arg(overall.untrustworthy);
+  if (overall.notBounded) out.countsText += QObject::tr(", %1 not bounded").arg(overall.notBounded);
 
-  const int checked = int(steps.size()) - notBounded;
+  QStringList why;
+  for (const NotBoundedReason& r : overall.notBoundedReasons)
+    why << QObject::tr("Not bounded at %1: %2").arg(stepList(r.steps), shortReason(r.reason));
+  out.whyText = why.join(QLatin1Char('\n'));
+
+  const int checked = overall.analysed - overall.notBounded;
   out.selfCheckText =
-      selfFailed == 0 ? QObject::tr("Self-check passed at all %1 bounded steps").arg(checked)
-                      : QObject::tr(
-                            "Self-check FAILED at %1 of %2 steps: the candidate's own loss is not "
-                            "inside its envelope, so the recording or the precision model is wrong "
-                            "(dropout, dtype, an untraced side effect)")
-                            .arg(selfFailed)
-                            .arg(checked);
+      overall.untrustworthy == 0
+          ? QObject::tr("Self-check passed at all %1 bounded steps").arg(checked)
+          : QObject::tr(
+                "Self-check FAILED at %1 of %2 steps: the candidate's own loss is not inside its "
+                "envelope, so the recording or the precision model is wrong (dropout, dtype, an "
+                "untraced side effect)")
+                .arg(overall.untrustworthy)
+                .arg(checked);
 
-  if (out.firstExit) {
-    const auto it = std::find_if(steps.begin(), steps.end(),
-                                 [&](const StepResult& s) { return s.step == *out.firstExit; });
-    const bool certain = it != steps.end() && it->verdict == StepVerdict::BugCertain;
-    out.verdict = certain ? OverallVerdict::BugCertain : OverallVerdict::BugLikely;
-    out.headline =
-        certain ? QObject::tr("Type-II: implementation bug (certain)")
-                : QObject::tr("Type-II: implementation bug (likely, %1 envelope)")
-                      .arg(qs(methodName(it != steps.end() ? it->method : report.settings.method)));
-    out.firstExitText = QObject::tr("First exit at step %1").arg(*out.firstExit);
-    if (it != steps.end())
-      out.firstExitText += QObject::tr(": reference loss %1 outside [%2, %3] (margin %4)")
-                               .arg(num(it->referenceLoss), num(it->lo), num(it->hi))
-                               .arg(it->margin, 0, 'g', 4);
+  if (const StepResult* it = overall.firstExitStep) {
+    out.headline = overall.verdict == OverallVerdict::BugCertain
+                       ? QObject::tr("Type-II: implementation bug (certain)")
+                       : QObject::tr("Type-II: implementation bug (likely, %1 envelope)")
+                             .arg(qs(methodName(it->method)));
+    out.firstExitText = QObject::tr(
+                            "First exit at step %1: reference loss %2 outside [%3, %4] "
+                            "(margin %5)")
+                            .arg(it->step)
+                            .arg(num(it->referenceLoss), num(it->lo), num(it->hi))
+                            .arg(it->margin, 0, 'g', 4);
     return out;
   }
   out.firstExitText = QObject::tr(
       "No exit: the reference loss is inside the envelope at every "
       "bounded step");
-  if (selfFailed > 0) {
-    out.verdict = OverallVerdict::Untrustworthy;
-    out.headline = QObject::tr("Envelope not trustworthy (self-check failed)");
-  } else if (infinite > 0 && infinite == int(steps.size()) - notBounded) {
-    out.verdict = OverallVerdict::NotBounded;
-    out.headline = QObject::tr("Inconclusive: the envelope is infinite");
-  } else if (notBounded == int(steps.size())) {
-    out.verdict = OverallVerdict::NotBounded;
-    out.headline = QObject::tr("Could not bound any step");
-    out.firstExitText = QObject::tr("No step could be bounded");
-  } else {
-    out.verdict = OverallVerdict::Rounding;
-    out.headline = QObject::tr("Type-I: rounding explains the gap");
+  switch (overall.verdict) {
+    case OverallVerdict::Untrustworthy:
+      out.headline = QObject::tr("Envelope not trustworthy (self-check failed)");
+      break;
+    case OverallVerdict::NotBounded:
+      out.headline = QObject::tr("Could not bound any step");
+      out.firstExitText = QObject::tr("No step could be bounded");
+      break;
+    case OverallVerdict::Inconclusive:
+      out.headline = QObject::tr("Inconclusive: %1 of %2 steps could not be bounded")
+                         .arg(overall.notBounded)
+                         .arg(overall.analysed);
+      break;
+    default:
+      out.headline = QObject::tr("Type-I: rounding explains the gap");
+      break;
   }
   return out;
 }
@@ -148,6 +146,7 @@ QColor overallVerdictColor(OverallVerdict verdict) {
       return verdictColor(StepVerdict::BugCertain);
     case OverallVerdict::Untrustworthy:
       return verdictColor(StepVerdict::Untrustworthy);
+    case OverallVerdict::Inconclusive:
     case OverallVerdict::NotBounded:
       return verdictColor(StepVerdict::NotBounded);
   }

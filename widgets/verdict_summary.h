@@ -1,9 +1,12 @@
 #pragma once
 // The overall reading of an analysis in words: which verdict the run pair gets, where the first
-// exit is, what the method guarantees, whether the self-check holds, which settings were used.
-// Shared by the verdict panel, the PDF report and the headless screenshot.
+// exit is, why steps could not be bounded, what the method guarantees, whether the self-check
+// holds, which settings were used. The verdict itself is core's (summarizeReport,
+// core/analysis/overall_verdict.h); this file only puts it into words. Shared by the verdict
+// panel, the PDF report and the headless screenshot.
 
 #include "core/analysis/analysis_types.h"
+#include "core/analysis/overall_verdict.h"
 
 #include <QColor>
 #include <QString>
@@ -13,16 +16,6 @@
 #include <vector>
 
 namespace lossbound::widgets {
-
-/// The verdict for a whole run pair.
-enum class OverallVerdict {
-  NotAnalysed,    ///< no step has a result yet
-  Rounding,       ///< every bounded step is inside: rounding explains the gap (Type-I)
-  BugLikely,      ///< the first exit is outside a non-rigorous envelope
-  BugCertain,     ///< the first exit is outside the rigorous interval envelope
-  Untrustworthy,  ///< no exit, but the self-check failed somewhere: envelopes cannot be trusted
-  NotBounded,     ///< no step could be bounded, or every envelope is infinite (inconclusive)
-};
 
 /// The analysis in words, ready to show.
 struct VerdictSummary {
@@ -34,14 +27,11 @@ struct VerdictSummary {
   QString selfCheckText;  ///< e.g. "Self-check passed at all 12 steps"
   QString settingsText;   ///< one line: precision, confidence, ensemble size, backend, ...
   QString countsText;     ///< e.g. "12 steps analysed: 9 inside, 3 outside"
+  QString whyText;        ///< why steps could not be bounded ("" when all were), plain words
   std::optional<std::int64_t> firstExit;
 };
 
-/// Returns the earliest step whose verdict is a bug (likely or certain), or nothing: core's
-/// firstExit() (core/analysis/verdict.h).
-std::optional<std::int64_t> firstExitOf(const std::vector<StepResult>& steps);
-
-/// Returns the analysis of `report` in words. Uses report.firstExit when set, else firstExitOf.
+/// Returns the analysis of `report` in words (the verdict from core's summarizeReport).
 VerdictSummary summarize(const AnalysisReport& report);
 
 /// Returns one line naming the settings: method, precision, confidence, ensemble size, start

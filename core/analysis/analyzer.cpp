@@ -3,7 +3,8 @@
 #include "core/analysis/result_cache.h"
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
-#include "core/program/program_parser.h"
+#include "core/ir/program_parser.h"
+#include "core/program/op_coverage.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,9 +3,9 @@
 // checkpoint inputs. The Analyzer reads runs only through this interface, so the replay is tested
 // on synthetic in-memory runs as well as on run files (RunFileReplay adapts a RunFile).
 
+#include "core/ir/ir.h"
 #include "core/ops/precision_model.h"
 #include "core/program/evaluator.h"
-#include "core/program/ir.h"
 
 #include <cstdint>
 #include <memory>

@@ -8,9 +8,9 @@
 // of the endpoints.
 
 #include "core/analysis/analysis_types.h"
+#include "core/ir/ir.h"
 #include "core/ops/precision_model.h"
 #include "core/program/evaluator.h"
-#include "core/program/ir.h"
 
 #include <atomic>
 #include <cstdint>

@@ -6,8 +6,8 @@
 // this op in the modelled precision could return, for any inputs inside their enclosures, in any
 // reduction order and bracketing.
 
+#include "core/ir/ir.h"
 #include "core/ops/precision_model.h"
-#include "core/program/ir.h"
 #include "core/tensor/tensor.h"
 
 #include <cstdint>

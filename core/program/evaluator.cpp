@@ -1,9 +1,9 @@
 #include "core/program/evaluator.h"
 
 #include "core/backend.h"
+#include "core/ir/program_parser.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
-#include "core/program/program_parser.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,10 +41,14 @@ class Schedule {
     } catch (const ProgramError& e) {
       throw EvaluationError(std::string("cannot evaluate an invalid program: ") + e.what());
     }
+    // Slots: the inputs, then the inline constants (IR version 2), then the nodes.
+    mLeaves = program.inputs.size() + program.constants.size();
     for (std::size_t i = 0; i < program.inputs.size(); ++i)
       mSlotOf.emplace(program.inputs[i].name, i);
+    for (std::size_t i = 0; i < program.constants.size(); ++i)
+      mSlotOf.emplace(program.constants[i].name, program.inputs.size() + i);
     for (std::size_t i = 0; i < program.nodes.size(); ++i)
-      mSlotOf.emplace(program.nodes[i].name, program.inputs.size() + i);
+      mSlotOf.emplace(program.nodes[i].name, mLeaves + i);
     mOutputs = outputNames.empty() ? std::vector<std::string>{"loss"} : outputNames;
     for (const std::string& name : mOutputs) {
       auto it = std::find_if(program.outputs.begin(), program.outputs.end(),
@@ -61,9 +65,9 @@ class Schedule {
     std::vector<char> needed(program.nodes.size(), 0);
     auto mark = [&](const ValueRef& r) {
       const std::size_t s = mSlotOf.at(r.name);
-      if (s >= program.inputs.size())
-        needed[s - program.inputs.size()] = 1;
-      else
+      if (s >= mLeaves)
+        needed[s - mLeaves] = 1;
+      else if (s < program.inputs.size())
         mInputNeeded.insert(r.name);
     };
     for (const ValueRef& r : mOutputRefs) mark(r);
@@ -72,7 +76,7 @@ class Schedule {
     for (std::size_t i = 0; i < program.nodes.size(); ++i)
       if (needed[i]) mOrder.push_back(i);
     // Last use of every slot among the needed nodes; program outputs live to the end.
-    mLastUse.assign(program.inputs.size() + program.nodes.size(), 0);
+    mLastUse.assign(mLeaves + program.nodes.size(), 0);
     for (std::size_t i : mOrder)
       forEachRef(program.nodes[i], [&](const ValueRef& r) { mLastUse[mSlotOf.at(r.name)] = i; });
     for (const ValueRef& r : mOutputRefs) mLastUse[mSlotOf.at(r.name)] = kNever;
@@ -83,7 +87,7 @@ class Schedule {
   const std::vector<ValueRef>& outputRefs() const { return mOutputRefs; }
   const std::vector<std::string>& outputNames() const { return mOutputs; }
   std::size_t slotOf(const std::string& name) const { return mSlotOf.at(name); }
-  std::size_t nodeSlot(std::size_t node) const { return mProgram.inputs.size() + node; }
+  std::size_t nodeSlot(std::size_t node) const { return mLeaves + node; }
 
   // Checks that every needed input is given with the traced shape and dtype, and stores it.
   void setInputs(const TensorMap& inputs) {
@@ -102,6 +106,11 @@ class Schedule {
                               shapeString(in.spec.shape) + " " +
                               std::string(dtypeName(in.spec.dtype)));
       mValues[i] = {t};
+    }
+    // Inline constants are exact point values of their dtype.
+    for (std::size_t i = 0; i < mProgram.constants.size(); ++i) {
+      const ConstantSpec& c = mProgram.constants[i];
+      mValues[mProgram.inputs.size() + i] = {Tensor::point(c.spec.shape, c.spec.dtype, c.data)};
     }
   }
 
@@ -124,6 +133,7 @@ class Schedule {
 
  private:
   const Program& mProgram;
+  std::size_t mLeaves = 0;  // inputs + constants: the slots before the first node
   std::unordered_map<std::string, std::size_t> mSlotOf;
   std::vector<std::string> mOutputs;
   std::vector<ValueRef> mOutputRefs;
@@ -320,7 +330,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
   out.loss = loss.values()[0];
 
   // Reverse: adjoints per slot and output index, seeded with ∂loss/∂loss = 1.
-  std::vector<std::vector<std::optional<Tensor>>> adjoint(program.inputs.size() +
+  std::vector<std::vector<std::optional<Tensor>>> adjoint(schedule.nodeSlot(0) +
                                                           program.nodes.size());
   {
     auto& a = adjoint[schedule.slotOf(lossRef.name)];

@@ -22,9 +22,10 @@
 // Errors: an op without a rule, an op rule that throws, a result whose shape disagrees with the
 // trace, or a missing / mis-shaped input throw EvaluationError naming the node and op.
 
+#include "core/ir/ir.h"
 #include "core/ops/precision_model.h"
-#include "core/program/ir.h"
 #include "core/tensor/tensor.h"
+#include "core/tensor/tensor_map.h"
 
 #include <atomic>
 #include <cstdint>
@@ -63,9 +64,6 @@ class Cancelled : public std::runtime_error {
 
 /// The arithmetic of a forward evaluation.
 enum class EvalDomain { Point, Interval, Random };
-
-/// Program inputs by name ("param:wte", "batch:ids").
-using TensorMap = std::map<std::string, Tensor>;
 
 /// How to evaluate.
 struct EvalOptions {

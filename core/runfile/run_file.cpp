@@ -1,10 +1,8 @@
 #include "core/runfile/run_file.h"
 
-#include <QByteArray>
-#include <QJsonArray>
-#include <QJsonDocument>
-
 #include <hdf5.h>
+
+#include <nlohmann/json.hpp>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <cerrno>
@@ -546,10 +544,13 @@ void RunFile::Impl::readPrograms() {
     Handle g = reader.group(path);
     const auto version = reader.intAttr(g.get(), path, "ir_version");
     if (!version)
-      reader.fail(path, "the attribute 'ir_version' is missing (expected the integer 1)");
-    if (*version != kIrVersion)
+      reader.fail(path, "the attribute 'ir_version' is missing (expected an integer from " +
+                            std::to_string(kMinIrVersion) + " to " + std::to_string(kIrVersion) +
+                            ")");
+    if (*version < kMinIrVersion || *version > kIrVersion)
       reader.fail(path + "/@ir_version", "found IR version " + std::to_string(*version) +
-                                             ", this Lossbound reads IR version " +
+                                             ", this Lossbound reads IR versions " +
+                                             std::to_string(kMinIrVersion) + " to " +
                                              std::to_string(kIrVersion));
     Handle graph = reader.dataset(path + "/graph");
     const std::string json = reader.readString(graph.get(), false, path + "/graph");
@@ -560,17 +561,21 @@ void RunFile::Impl::readPrograms() {
     } catch (const ProgramError& e) {
       reader.fail(path + "/graph", e.what());
     }
+    if (p.program.irVersion != *version)
+      reader.fail(path + "/@ir_version", "says IR version " + std::to_string(*version) +
+                                             ", the graph says " +
+                                             std::to_string(p.program.irVersion));
     p.opCount = static_cast<std::int64_t>(p.program.nodes.size());
     // The name lists in the attributes must agree with the graph.
     auto checkNames = [&](const char* attr, std::vector<std::string> expected) {
       const auto text = reader.stringAttr(g.get(), path, attr);
       if (!text) return;
-      const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(*text));
+      const auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
       std::vector<std::string> found;
-      bool ok = doc.isArray();
-      for (const auto& v : doc.array()) {
-        ok = ok && v.isString();
-        found.push_back(v.toString().toStdString());
+      bool ok = doc.is_array();
+      for (const auto& v : ok ? doc : nlohmann::json::array()) {
+        ok = ok && v.is_string();
+        if (v.is_string()) found.push_back(v.get<std::string>());
       }
       if (!ok)
         reader.fail(Reader::attrPath(path, attr),
@@ -592,7 +597,6 @@ void RunFile::Impl::readPrograms() {
       reader.fail(Reader::attrPath(path, "op_count"), "says " + std::to_string(*count) +
                                                           " ops, the graph has " +
                                                           std::to_string(p.opCount) + " nodes");
-    p.unsupported = unsupportedOps(p.program);
     programs.push_back(std::move(p));
   }
   std::sort(programs.begin(), programs.end(),

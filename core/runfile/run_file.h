@@ -11,10 +11,10 @@
 // A RunFile is not thread-safe, but distinct RunFiles may be used from different threads (all HDF5
 // calls of this module are serialized).
 
-#include "core/program/evaluator.h"
-#include "core/program/ir.h"
-#include "core/program/program_parser.h"
+#include "core/ir/ir.h"
+#include "core/ir/program_parser.h"
 #include "core/tensor/tensor.h"
+#include "core/tensor/tensor_map.h"
 
 #include <cstdint>
 #include <map>
@@ -59,10 +59,9 @@ struct RunLog {
 
 /// One stored step program.
 struct RunProgram {
-  std::string id;                          ///< the group name under /programs
-  Program program;                         ///< parsed and validated
-  std::int64_t opCount = 0;                ///< number of nodes
-  std::vector<UnsupportedOp> unsupported;  ///< nodes whose op the engine has no rule for
+  std::string id;            ///< the group name under /programs
+  Program program;           ///< parsed and validated
+  std::int64_t opCount = 0;  ///< number of nodes
 };
 
 /// Which tensors of a checkpoint to load.

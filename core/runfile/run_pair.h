@@ -3,7 +3,7 @@
 // program on the reference's checkpoint, so at every analysed step both programs must take the
 // same inputs (names, shapes, dtypes); the two runs should also have seen the same batch there.
 
-#include "core/program/ir.h"
+#include "core/ir/ir.h"
 #include "core/runfile/run_file.h"
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/step_replay.h"
 #include "core/backend.h"
-#include "core/kernels/host_kernel_backend.h"
+#include "core/host_kernel_backend.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
 

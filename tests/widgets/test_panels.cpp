@@ -64,7 +64,8 @@ class TestPanels : public QObject {
     for (StepResult& r : unbounded.steps) r.lo = -INFINITY, r.hi = INFINITY, r.margin = 0;
     panel.setReport(unbounded);
     QCOMPARE(panel.summary().verdict, OverallVerdict::NotBounded);
-    QVERIFY(panel.summary().countsText.contains(QStringLiteral("infinite at 2")));
+    QVERIFY(panel.summary().countsText.contains(QStringLiteral("2 not bounded")));
+    QVERIFY(panel.summary().whyText.contains(QStringLiteral("envelope is unbounded")));
 
     AnalysisReport interval = makeReport({100}, std::nullopt);
     interval.settings.method = EnvelopeMethod::Interval;

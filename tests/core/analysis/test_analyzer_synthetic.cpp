@@ -5,7 +5,8 @@
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
-#include "core/program/program_parser.h"
+#include "core/ir/program_parser.h"
+#include "core/program/op_coverage.h"
 
 #include <QTest>
 

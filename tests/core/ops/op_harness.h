@@ -7,9 +7,9 @@
 //  - checks |random - point| <= localError for exact point inputs.
 // It also measures tightness: interval width over the observed spread of the random results.
 
+#include "core/ir/ir.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/precision_model.h"
-#include "core/program/ir.h"
 #include "core/tensor/tensor.h"
 
 #include <cstdint>

@@ -2,8 +2,8 @@
 // recorded program evaluated in binary64 point arithmetic on the recorded inputs reproduces the
 // run's logged loss to within 1e-5 relative. Skipped (with a message) when there are no samples.
 #include "core/backend.h"
+#include "core/ir/program_parser.h"
 #include "core/program/evaluator.h"
-#include "core/program/program_parser.h"
 #include "core/runfile/run_file.h"
 
 #include <QDir>

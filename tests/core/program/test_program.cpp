@@ -4,8 +4,9 @@
 #include "tests/core/program/test_program.h"
 
 #include "core/backend.h"
+#include "core/ir/program_parser.h"
 #include "core/program/evaluator.h"
-#include "core/program/program_parser.h"
+#include "core/program/op_coverage.h"
 
 #include <QTest>
 
@@ -97,14 +98,14 @@ void TestProgram::structuralErrors() {
   expectContains(parseError("[]"), {"expected a JSON object at the top level"});
   expectContains(parseError(replaced(kProgram, "lossbound-step-program", "other")),
                  {"field 'format' is the string \"other\"", "expected \"lossbound-step-program\""});
-  expectContains(parseError(replaced(kProgram, R"("ir_version": 1)", R"("ir_version": 2)")),
-                 {"found IR version 2", "reads IR version 1"});
+  expectContains(parseError(replaced(kProgram, R"("ir_version": 1)", R"("ir_version": 3)")),
+                 {"found IR version 3", "reads IR versions 1 to 2", "update Lossbound"});
   expectContains(parseError(replaced(kProgram, R"("ir_version": 1,)", "")),
                  {"missing field 'ir_version'"});
   expectContains(parseError(replaced(kProgram, R"({"ref": "batch:x"}], "kwargs")",
                                      R"({"ref": "batch:y"}], "kwargs")")),
                  {"node 'mul' (#0, aten.mul.Tensor)", "refers to 'batch:y'",
-                  "no input or node has that name"});
+                  "no input, constant or node has that name"});
   expectContains(parseError(replaced(kProgram, R"("args": [{"ref": "mul"}])",
                                      R"("args": [{"ref": "twice"}])")),
                  {"node 'sum_1'", "refers to node 'twice' (#2)", "execution order"});

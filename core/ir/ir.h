@@ -56,6 +56,14 @@ struct InputSpec {
   TensorSpec spec;
 };
 
+/// A small tensor captured by the trace and stored in the program (IR version 2): a literal the
+/// nodes reference by name like an input.
+struct ConstantSpec {
+  std::string name;
+  TensorSpec spec;
+  std::vector<double> data;  ///< numel(spec.shape) values, row-major, exact in binary64
+};
+
 /// One aten call: `op` is the overload as torch prints it ("aten.add.Tensor").
 struct Node {
   std::string name;
@@ -76,6 +84,7 @@ struct Program {
   int irVersion = 1;
   std::string torchVersion;
   std::vector<InputSpec> inputs;
+  std::vector<ConstantSpec> constants;  ///< IR version 2; empty in version 1
   std::vector<Node> nodes;
   std::vector<OutputSpec> outputs;
 };
