@@ -8,7 +8,7 @@
 //   §2.2, the standard model fl(a op b) = (a op b)(1 + δ), |δ| ≤ u_c, here enclosed exactly by
 //   rounding the binary64 enclosure outward to c);
 // - exp, tanh, erf are the candidate's libm in c: within modelUlps (published + 1) ulps of the
-//   exact value (op_support.h table: CUDA 13 and glibc 2.36, measured, not proven);
+//   exact value (libm_model.h table: CUDA 13 and glibc 2.36, measured, not proven);
 // - constants (1/√2, √(2/π), 0.044715, ...) are the binary64 values PyTorch uses rounded to c;
 // - the formulas are PyTorch's, with the bracketing variants listed at each op (the interval
 //   rule encloses the hull of the variants, the random rule picks one per execution);
@@ -18,10 +18,13 @@
 // has an absolute error of a few ulps of 1 in c (the interval is then wide relative to the
 // tiny exact value), as the fp32 kernels do.
 
+#include "core/ops/broadcasting.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 #include <cmath>

@@ -5,8 +5,10 @@
 // are unspecified: they are modelled as zeros (a program that reads them before writing is wrong
 // with any arithmetic).
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <cmath>
 #include <string>

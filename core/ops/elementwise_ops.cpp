@@ -10,13 +10,20 @@
 // - a Python scalar operand is used as s, RN_fp32(s) or RN_F(s) (cast to opmath or to the dtype);
 // - alpha·b + a may be fused (FMA) or rounded twice; division by a 0-d divisor may be computed as
 //   a · RN(1/b) (PyTorch's CUDA div_true kernel does this for CPU scalars): the hull is taken;
-// - exp, log, rsqrt, pow use the candidate's libm ulp table (op_support.h: publishedUlps + 1).
+// - exp, log, rsqrt, pow use the candidate's libm ulp table (libm_model.h: publishedUlps + 1).
 #include "core/interval/elementary.h"
+#include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <cmath>
 #include <optional>
@@ -593,7 +600,7 @@ std::shared_ptr<const OpRule> powScalarBaseRule() {
     return std::vector<Tensor>{mapInterval(a.tensor(1), t, [&](Interval x) {
       const Interval e = exact(b, x);
       if (isIntegral(t) || (b.lo == 1.0 && b.hi == 1.0)) return e;
-      // The candidate's libm pow in c within modelUlps (op_support.h table), then stored in fo.
+      // The candidate's libm pow in c within modelUlps (libm_model.h table), then stored in fo.
       return libmEnclosure(e, LibmFn::Pow, c, fo);
     })};
   };

@@ -8,9 +8,12 @@
 // enclosed by γ_{m−1}(u_s)·Σ|g| around the exact sum (Higham 2002, eq. 4.4, with the larger of
 // the two unit roundoffs), then rounded outward to s. scale_grad_by_freq = true is refused.
 
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <string>

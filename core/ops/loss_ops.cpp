@@ -20,9 +20,12 @@
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
 // is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
 
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <cmath>

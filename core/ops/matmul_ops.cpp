@@ -19,8 +19,12 @@
 // and the result is [g1 - rad, g1 + rad] rounded outward to the storage format. No rounding
 // mode is ever assumed inside the BLAS: the radius is computed from RN results and inflated.
 #include "core/backend.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>

@@ -45,9 +45,13 @@
 
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>

@@ -9,8 +9,12 @@
 // - addcdiv: self + value·t1/t2 as (value·t1)/t2 or value·(t1/t2), same treatment;
 // - lerp: PyTorch's two-branch formula, weight < 0.5 (or |weight| < 0.5 in later versions):
 //   self + w·(end - self), else end - (end - self)·(1 - w); both branches when ambiguous.
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <cmath>

@@ -8,10 +8,17 @@
 // multiplies it by RN(1/n), with the sum held in the accumulation format or first rounded to the
 // storage format (PyTorch 1.13 CPU: sum_out into the bf16/fp16 result, then div_(n) — two
 // roundings to storage): the interval rule takes the hull of all four. max/min are exact.
+#include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
-#include "core/ops/op_support.h"
+#include "core/ops/lambda_rule.h"
+#include "core/ops/random_arith.h"
+#include "core/ops/reduction_layout.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <algorithm>
 #include <cmath>

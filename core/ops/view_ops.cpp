@@ -8,9 +8,13 @@
 // rounds to the target dtype: correctly rounded casts (IEEE 754-2019 §5.4.2; bf16 from fp32 by
 // round-to-nearest-even, as PyTorch's c10::BFloat16 does), so the interval rule is roundOutward
 // and the random rule round-to-nearest; float → integer casts truncate toward zero.
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/lambda_rule.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <algorithm>
 #include <cmath>
