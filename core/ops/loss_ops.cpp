@@ -382,6 +382,7 @@ class NllLossBackwardRule final : public OpRule {
   static Interval gradAt(const Tensor& g, const Layout& l, const Entry& e) {
     return l.reduction == kNone ? g.at(e.out) : g.at(0);
   }
+
   /// Checks that grad_output has one element per target (reduction none) or one in all.
   static void checkGrad(const OpArgs& a, const Layout& l) {
     const Tensor& g = a.tensor(0);

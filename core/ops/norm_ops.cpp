@@ -649,6 +649,7 @@ class LayerNormBackwardRule final : public OpRule {
  private:
   /// Returns the shape of grad_weight and grad_bias (the weight shape, else normalized_shape).
   static Shape shapeW(const BwdArgs& ba) { return ba.w ? ba.w->shape() : ba.s.normShape; }
+
   /// Returns the traced dtype of output k, or `fallback` when the node has fewer outputs.
   static DType dtypeOf(const OpArgs& a, std::size_t k, DType fallback) {
     return a.node().outputs.size() > k ? a.outSpec(k).dtype : fallback;
