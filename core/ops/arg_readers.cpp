@@ -1,3 +1,4 @@
+// Shared readers of op arguments (reduction dims, dtype, tensor-or-number).
 #include "core/ops/arg_readers.h"
 
 #include <algorithm>

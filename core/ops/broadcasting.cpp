@@ -1,3 +1,4 @@
+// PyTorch broadcasting: index maps, materialized broadcasts, gradient reduction to a shape.
 #include "core/ops/broadcasting.h"
 
 namespace lossbound::ops {

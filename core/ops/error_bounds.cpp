@@ -1,3 +1,4 @@
+// Order-free error bounds of one rounding, sums and dot products (Higham 2002, ch. 3–4).
 #include "core/ops/error_bounds.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Formats of an op under the precision model, PyTorch type promotion, storage rounding.
 #include "core/ops/formats.h"
 
 #include "core/kernels/kernel_bodies.h"

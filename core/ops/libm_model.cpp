@@ -1,3 +1,4 @@
+// The candidate's libm: ulp tables (CUDA 13, glibc 2.36) and their use in each domain.
 #include "core/ops/libm_model.h"
 
 #include "core/ops/formats.h"

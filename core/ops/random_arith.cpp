@@ -1,3 +1,4 @@
+// Random-domain arithmetic: rounding to nearest in a format, random summation orders.
 #include "core/ops/random_arith.h"
 
 #include "core/ops/formats.h"

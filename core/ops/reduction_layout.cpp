@@ -1,3 +1,4 @@
+// Reduced shapes and the flat offsets of a reduction over some dims.
 #include "core/ops/reduction_layout.h"
 
 #include <algorithm>

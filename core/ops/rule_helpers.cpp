@@ -1,3 +1,4 @@
+// Ready-made localError and vjp results for exact and non-differentiable ops.
 #include "core/ops/rule_helpers.h"
 
 namespace lossbound::ops {
