@@ -19,7 +19,7 @@
 namespace lossbound::kernels {
 
 /// Returns x widened outward by `ulps` ulps of f in relative terms, exactly as the CPU rules'
-/// ops::widenUlps (core/ops/op_support.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| +
+/// ops::widenUlps (core/ops/libm_model.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| +
 /// ulps·η_f)] with rel = 2·ulps·u_f·(1 + 2^-10) rounded up (ulp(y) <= 2u|y| + η for any y).
 LB_HD inline Interval widenUlps(Interval x, int ulps, Format f) {
   x = sanitize(x);

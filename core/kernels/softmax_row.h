@@ -47,7 +47,7 @@ LB_HD inline SoftmaxModel makeSoftmaxModel(Format c, Format s, bool truncating, 
   m.eta = smallestSubnormal(c);
   m.kExp = kExp;
   m.kLog = kLog;
-  // Same relative size of an ulp as widenUlps (op_support): 2u per ulp, with slack 2^-10.
+  // Same relative size of an ulp as widenUlps (libm_model.h): 2u per ulp, with slack 2^-10.
   m.beta = mul_up(mul_up(2.0 * m.kExp, m.u), 1.0 + 0x1p-10);
   m.etaExp = mul_up(static_cast<double>(m.kExp), m.eta);
   m.noShiftT = ::floor(::log(largestFinite(c)) / 4.0);

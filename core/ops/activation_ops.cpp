@@ -8,7 +8,7 @@
 //   §2.2, the standard model fl(a op b) = (a op b)(1 + δ), |δ| ≤ u_c, here enclosed exactly by
 //   rounding the binary64 enclosure outward to c);
 // - exp, tanh, erf are the candidate's libm in c: within modelUlps (published + 1) ulps of the
-//   exact value (op_support.h table: CUDA 13 and glibc 2.36, measured, not proven);
+//   exact value (libm_model.h table: CUDA 13 and glibc 2.36, measured, not proven);
 // - constants (1/√2, √(2/π), 0.044715, ...) are the binary64 values PyTorch uses rounded to c;
 // - the formulas are PyTorch's, with the bracketing variants listed at each op (the interval
 //   rule encloses the hull of the variants, the random rule picks one per execution);
@@ -18,13 +18,16 @@
 // has an absolute error of a few ulps of 1 in c (the interval is then wide relative to the
 // tiny exact value), as the fp32 kernels do.
 
+#include "core/ops/broadcasting.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
 #include "core/ops/registry.h"
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -165,21 +168,26 @@ LibmFn libmOf(kernels::UnaryOp op) {
   return LibmFn::Erf;
 }
 
-/// A rule for y = f(x), elementwise.
-std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind) {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [kind](const OpArgs& a, OpContext&) {
+/// sigmoid tanh silu gelu: y = f(x) elementwise in opmath c (hull of the bracketing variants),
+/// stored in s; vjp by AD through the formula; localError from the enclosure on exact inputs.
+class UnaryActivationRule final : public OpRule {
+ public:
+  /// Takes the function that reads which activation a node computes (gelu reads `approximate`).
+  explicit UnaryActivationRule(Unary (*kind)(const OpArgs&)) : mKind(kind) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x);
-    const Unary op = kind(a);
+    const Unary op = mKind(a);
     const PointDomain d;
     return std::vector<Tensor>{
         mapPoint(x, a.outSpec(0).dtype, [&](double v) { return unaryF(d, op, v, 0); })};
-  };
-  fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x);
-    const Unary op = kind(a);
+    const Unary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
@@ -195,22 +203,24 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
       for (int k = 1; k < variants(op); ++k) r = hull(r, unaryF(d, op, v, k));
       return roundOutward(r, s);
     })};
-  };
-  fns->random = [kind](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x);
-    const Unary op = kind(a);
+    const Unary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
     const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
     const Format s = outFormat(a, ctx);
     const int variant = static_cast<int>((*ctx.rng)() % static_cast<unsigned>(variants(op)));
     return std::vector<Tensor>{
         mapPoint(x, t, [&](double v) { return roundNearest(unaryF(d, op, v, variant), s); })};
-  };
-  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
-                    OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
-    const Unary op = kind(a);
+    const Unary op = mKind(a);
     Tape tape;
     const AdDomain d{&tape};
     std::vector<double> out(static_cast<std::size_t>(x.numel()));
@@ -221,25 +231,34 @@ std::shared_ptr<const OpRule> unaryRule(std::function<Unary(const OpArgs&)> kind
       out[i] = tape.backward({{y.id, g[0].values()[i]}})[static_cast<std::size_t>(xv.id)];
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
 
-/// A rule for z = f(grad, v), elementwise with broadcasting.
-std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> kind) {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [kind](const OpArgs& a, OpContext&) {
-    const Binary op = kind(a);
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  Unary (*mKind)(const OpArgs&);
+};
+
+/// sigmoid_backward tanh_backward silu_backward gelu_backward: z = f(grad, v) elementwise with
+/// broadcasting, as UnaryActivationRule; vjp by AD through the formula.
+class ActivationBackwardRule final : public OpRule {
+ public:
+  /// Takes the function that reads which backward op a node computes.
+  explicit ActivationBackwardRule(Binary (*kind)(const OpArgs&)) : mKind(kind) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const Binary op = mKind(a);
     const PointDomain d;
     return std::vector<Tensor>{
         mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
                   [&](double g, double v) { return binaryF(d, op, g, v, 0); })};
-  };
-  fns->interval = [kind](const OpArgs& a, OpContext& ctx) {
-    const Binary op = kind(a);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const Binary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
@@ -249,9 +268,10 @@ std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> ki
           for (int k = 1; k < variants(op); ++k) r = hull(r, binaryF(d, op, g, v, k));
           return roundOutward(r, s);
         })};
-  };
-  fns->random = [kind](const OpArgs& a, OpContext& ctx) {
-    const Binary op = kind(a);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    const Binary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
     const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
     const Format s = outFormat(a, ctx);
@@ -259,10 +279,11 @@ std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> ki
     return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), t, [&](double g, double v) {
       return roundNearest(binaryF(d, op, g, v, variant), s);
     })};
-  };
-  fns->vjp = [kind](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
-                    OpContext&) {
-    const Binary op = kind(a);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
+    const Binary op = mKind(a);
     const Tensor& g = a.tensor(0);
     const Tensor& x = a.tensor(1);
     const Shape s = broadcastAll(a, {g.shape(), x.shape()});
@@ -284,21 +305,26 @@ std::shared_ptr<const OpRule> binaryRule(std::function<Binary(const OpArgs&)> ki
     return std::vector<std::optional<Tensor>>{
         sumToShape(Tensor::point(s, g.dtype(), std::move(dg)), g.shape()).withDtype(g.dtype()),
         sumToShape(Tensor::point(s, x.dtype(), std::move(dx)), x.shape()).withDtype(x.dtype())};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
 
-// relu(x) = max(x, 0): exact; storage rounding only.
-std::shared_ptr<const OpRule> reluRule() {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  Binary (*mKind)(const OpArgs&);
+};
+
+/// relu(x) = max(x, 0): exact; storage rounding only.
+class ReluRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     return std::vector<Tensor>{
         mapPoint(a.tensor(0), a.outSpec(0).dtype, [](double v) { return v > 0.0 ? v : 0.0; })};
-  };
-  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Format s = outFormat(a, ctx);
     if (auto r = offerUnary(ctx.backend, kernels::UnaryOp::Relu, {s, s, 0}, a.tensor(0),
                             a.outSpec(0).dtype))
@@ -306,35 +332,41 @@ std::shared_ptr<const OpRule> reluRule() {
     return std::vector<Tensor>{mapInterval(a.tensor(0), a.outSpec(0).dtype, [s](Interval v) {
       return roundOutward(lossbound::max(v, Interval{0.0, 0.0}), s);
     })};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Format s = outFormat(a, ctx);
     return std::vector<Tensor>{mapPoint(a.tensor(0), a.outSpec(0).dtype, [s](double v) {
       return roundNearest(v > 0.0 ? v : 0.0, s);
     })};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     std::vector<double> out(static_cast<std::size_t>(x.numel()));
     for (std::size_t i = 0; i < out.size(); ++i)
       out[i] = x.values()[i] > 0.0 ? g[0].values()[i] : 0.0;
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
 
-// threshold_backward(grad, self, threshold) = self <= threshold ? 0 : grad (exact selection).
-std::shared_ptr<const OpRule> thresholdBackwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+};
+
+/// threshold_backward(grad, self, threshold) = self <= threshold ? 0 : grad (exact selection;
+/// an interval self straddling the threshold gives the hull of 0 and grad).
+class ThresholdBackwardRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const double th = a.numberArg(2, "threshold");
     return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
                                          [th](double g, double v) { return v <= th ? 0.0 : g; })};
-  };
-  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const double th = a.numberArg(2, "threshold");
     const Format s = outFormat(a, ctx);
     return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
@@ -348,15 +380,18 @@ std::shared_ptr<const OpRule> thresholdBackwardRule() {
                                                 r = hull(g, Interval{0.0, 0.0});
                                               return roundOutward(r, s);
                                             })};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const double th = a.numberArg(2, "threshold");
     const Format s = outFormat(a, ctx);
     return std::vector<Tensor>{
         mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
                   [th, s](double g, double v) { return roundNearest(v <= th ? 0.0 : g, s); })};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
     const double th = a.numberArg(2, "threshold");
     const Tensor& g = a.tensor(0);
     const Tensor& x = a.tensor(1);
@@ -374,12 +409,13 @@ std::shared_ptr<const OpRule> thresholdBackwardRule() {
     return std::vector<std::optional<Tensor>>{
         sumToShape(Tensor::point(s, g.dtype(), std::move(dg)), g.shape()).withDtype(g.dtype()),
         zerosLike(x, x.dtype())};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+};
 
 template <Unary U>
 Unary fixedUnary(const OpArgs&) {
@@ -395,22 +431,25 @@ Binary fixedBinary(const OpArgs&) {
 void registerActivationOps(OpRegistry& r) {
   // In-place variants (relu_ sigmoid_ tanh_) have the rules of their out-of-place forms: the
   // evaluator gives every node a fresh value (as for add_, exp_).
-  const auto relu = reluRule();
+  const auto relu = std::make_shared<const ReluRule>();
   r.add("aten.relu", relu);
   r.add("aten.relu_.default", relu);
-  r.add("aten.threshold_backward", thresholdBackwardRule());
-  r.add("aten.gelu", unaryRule(geluKind));
-  r.add("aten.gelu_backward", binaryRule(geluBackwardKind));
-  r.add("aten.silu", unaryRule(fixedUnary<Unary::Silu>));
-  r.add("aten.silu_backward", binaryRule(fixedBinary<Binary::SiluBackward>));
-  const auto sigmoid = unaryRule(fixedUnary<Unary::Sigmoid>);
+  r.add("aten.threshold_backward", std::make_shared<const ThresholdBackwardRule>());
+  r.add("aten.gelu", std::make_shared<const UnaryActivationRule>(geluKind));
+  r.add("aten.gelu_backward", std::make_shared<const ActivationBackwardRule>(geluBackwardKind));
+  r.add("aten.silu", std::make_shared<const UnaryActivationRule>(fixedUnary<Unary::Silu>));
+  r.add("aten.silu_backward",
+        std::make_shared<const ActivationBackwardRule>(fixedBinary<Binary::SiluBackward>));
+  const auto sigmoid = std::make_shared<const UnaryActivationRule>(fixedUnary<Unary::Sigmoid>);
   r.add("aten.sigmoid", sigmoid);
   r.add("aten.sigmoid_.default", sigmoid);
-  r.add("aten.sigmoid_backward", binaryRule(fixedBinary<Binary::SigmoidBackward>));
-  const auto tanh = unaryRule(fixedUnary<Unary::Tanh>);
+  r.add("aten.sigmoid_backward",
+        std::make_shared<const ActivationBackwardRule>(fixedBinary<Binary::SigmoidBackward>));
+  const auto tanh = std::make_shared<const UnaryActivationRule>(fixedUnary<Unary::Tanh>);
   r.add("aten.tanh", tanh);
   r.add("aten.tanh_.default", tanh);
-  r.add("aten.tanh_backward", binaryRule(fixedBinary<Binary::TanhBackward>));
+  r.add("aten.tanh_backward",
+        std::make_shared<const ActivationBackwardRule>(fixedBinary<Binary::TanhBackward>));
 }
 
 }  // namespace lossbound

@@ -5,11 +5,15 @@
 // are unspecified: they are modelled as zeros (a program that reads them before writing is wrong
 // with any arithmetic).
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace lossbound {
 
@@ -86,27 +90,28 @@ double toDtype(double v, DType t) {
   return v;
 }
 
-std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
-  RuleFns f;
-  f.point = [spec](const OpArgs& a, OpContext&) {
-    auto [shape, v] = created(spec, a);
+/// Creation ops: point keeps the exact constant v, interval is RO_F(v) (or the enclosure of
+/// start + i·step for a floating arange), random RN_F(v), localError |RN_F(v) − v|.
+class CreateRule final : public OpRule {
+ public:
+  /// Takes where the shape and value come from: a constant (ones, zeros, empty) or nullopt to
+  /// read fill_value at argument valueIdx.
+  CreateRule(Src src, std::optional<double> constant, std::size_t valueIdx = 1)
+      : mSpec{src, constant, valueIdx} {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    auto [shape, v] = created(mSpec, a);
     const DType t = a.outSpec().dtype;
     for (double& x : v) x = toDtype(x, t);
     return std::vector<Tensor>{Tensor::point(shape, t, std::move(v))};
-  };
-  auto stored = [spec](const OpArgs& a, OpContext& ctx) {
-    auto [shape, v] = created(spec, a);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
-    const Format fo = outFormat(a, ctx);
-    for (double& x : v) x = isFloating(t) ? roundNearest(x, fo) : toDtype(x, t);
-    return std::pair{shape, v};
-  };
-  f.interval = [stored, spec](const OpArgs& a, OpContext& ctx) {
-    const DType t = a.outSpec().dtype;
-    if (spec.src == Src::Arange && isFloating(t)) {
+    if (mSpec.src == Src::Arange && isFloating(t)) {
       // start + i·step is computed in binary64 (PyTorch's accscalar) or in opmath: enclose the
       // exact value and round outward to the storage format.
-      auto [shape, v] = created(spec, a);
+      auto [shape, v] = created(mSpec, a);
       const Format fo = outFormat(a, ctx);
       const std::string& op = a.node().op;
       const double start =
@@ -115,13 +120,15 @@ std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
       std::vector<double> lo(v.size()), hi(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) {
         const Interval e =
-            roundOutward(add(point(start), mul(point(static_cast<double>(i)), point(step))), fo);
+            roundOutward(add(lossbound::point(start),
+                             mul(lossbound::point(static_cast<double>(i)), lossbound::point(step))),
+                         fo);
         lo[i] = e.lo;
         hi[i] = e.hi;
       }
       return std::vector<Tensor>{Tensor::interval(shape, t, std::move(lo), std::move(hi))};
     }
-    if (spec.src == Src::Fill && a.isTensor(1)) {  // fill_.Tensor with an enclosed value
+    if (mSpec.src == Src::Fill && a.isTensor(1)) {  // fill_.Tensor with an enclosed value
       const Shape shape = a.tensor(0).shape();
       Interval e = a.tensor(1).at(0);
       e = isFloating(t) ? roundOutward(e, outFormat(a, ctx))
@@ -131,60 +138,78 @@ std::shared_ptr<const OpRule> createRule(CreateSpec spec) {
           Tensor::interval(shape, t, std::vector<double>(n, e.lo), std::vector<double>(n, e.hi))};
     }
     // The stored constant RN_F(v) and the exact v (the point rule's value) are both in RO_F(v).
-    auto [shape, v] = created(spec, a);
+    auto [shape, v] = created(mSpec, a);
     if (!isFloating(t)) {
       for (double& x : v) x = toDtype(x, t);
       return std::vector<Tensor>{Tensor::point(shape, t, v).toInterval()};
     }
     return std::vector<Tensor>{roundOutwardTensor(Tensor::point(shape, t, v), outFormat(a, ctx))};
-  };
-  f.random = [stored](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     auto [shape, v] = stored(a, ctx);
     return std::vector<Tensor>{Tensor::point(shape, a.outSpec().dtype, std::move(v))};
-  };
-  f.vjp = [spec](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     std::vector<std::optional<Tensor>> out = noGradients(a);
     // fill_.Tensor: the gradient of the fill value is the sum of the output gradient
-    if (spec.src == Src::Fill && a.isTensor(1) && out.size() == 2 &&
+    if (mSpec.src == Src::Fill && a.isTensor(1) && out.size() == 2 &&
         isFloating(a.tensor(1).dtype())) {
       double s = 0;
       for (double x : g[0].values()) s += x;
       out[1] = Tensor::full(a.tensor(1).shape(), a.tensor(1).dtype(), s);
     }
     return out;
-  };
-  f.localError = [stored](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
     auto [shape, v] = stored(a, ctx);
     std::vector<double> e(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) e[i] = std::fabs(v[i] - o[0].values()[i]);
     return std::vector<Tensor>{Tensor::point(shape, o[0].dtype(), std::move(e))};
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  /// Returns the shape and the values as stored: RN in the output format (floats) or converted
+  /// to the integer dtype.
+  std::pair<Shape, std::vector<double>> stored(const OpArgs& a, OpContext& ctx) const {
+    auto [shape, v] = created(mSpec, a);
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    for (double& x : v) x = isFloating(t) ? roundNearest(x, fo) : toDtype(x, t);
+    return std::pair{shape, v};
+  }
+
+  CreateSpec mSpec;
+};
 
 }  // namespace
 
 void registerCreationOps(OpRegistry& r) {
-  r.add("aten.ones.default", createRule({Src::Size, 1.0}));
-  r.add("aten.zeros.default", createRule({Src::Size, 0.0}));
-  r.add("aten.empty.memory_format", createRule({Src::Size, 0.0}));
-  r.add("aten.full.default", createRule({Src::Size, std::nullopt, 1}));
-  r.add("aten.ones_like.default", createRule({Src::Like, 1.0}));
-  r.add("aten.zeros_like.default", createRule({Src::Like, 0.0}));
-  r.add("aten.empty_like.default", createRule({Src::Like, 0.0}));
-  r.add("aten.full_like.default", createRule({Src::Like, std::nullopt, 1}));
-  r.add("aten.new_zeros.default", createRule({Src::NewSize, 0.0}));
-  r.add("aten.new_ones.default", createRule({Src::NewSize, 1.0}));
-  r.add("aten.new_empty.default", createRule({Src::NewSize, 0.0}));
-  r.add("aten.new_full.default", createRule({Src::NewSize, std::nullopt, 2}));
-  r.add("aten.scalar_tensor.default", createRule({Src::Scalar, std::nullopt}));
-  r.add("aten.arange.default", createRule({Src::Arange, std::nullopt}));
-  r.add("aten.arange.start", createRule({Src::Arange, std::nullopt}));
-  r.add("aten.arange.start_step", createRule({Src::Arange, std::nullopt}));
-  r.add("aten.fill_.Scalar", createRule({Src::Fill, std::nullopt, 1}));
-  r.add("aten.fill_.Tensor", createRule({Src::Fill, std::nullopt, 1}));
-  r.add("aten.fill.Scalar", createRule({Src::Fill, std::nullopt, 1}));
-  r.add("aten.zero_.default", createRule({Src::Like, 0.0}));
+  r.add("aten.ones.default", std::make_shared<const CreateRule>(Src::Size, 1.0));
+  r.add("aten.zeros.default", std::make_shared<const CreateRule>(Src::Size, 0.0));
+  r.add("aten.empty.memory_format", std::make_shared<const CreateRule>(Src::Size, 0.0));
+  r.add("aten.full.default", std::make_shared<const CreateRule>(Src::Size, std::nullopt, 1));
+  r.add("aten.ones_like.default", std::make_shared<const CreateRule>(Src::Like, 1.0));
+  r.add("aten.zeros_like.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
+  r.add("aten.empty_like.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
+  r.add("aten.full_like.default", std::make_shared<const CreateRule>(Src::Like, std::nullopt, 1));
+  r.add("aten.new_zeros.default", std::make_shared<const CreateRule>(Src::NewSize, 0.0));
+  r.add("aten.new_ones.default", std::make_shared<const CreateRule>(Src::NewSize, 1.0));
+  r.add("aten.new_empty.default", std::make_shared<const CreateRule>(Src::NewSize, 0.0));
+  r.add("aten.new_full.default", std::make_shared<const CreateRule>(Src::NewSize, std::nullopt, 2));
+  r.add("aten.scalar_tensor.default",
+        std::make_shared<const CreateRule>(Src::Scalar, std::nullopt));
+  r.add("aten.arange.default", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
+  r.add("aten.arange.start", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
+  r.add("aten.arange.start_step", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
+  r.add("aten.fill_.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
+  r.add("aten.fill_.Tensor", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
+  r.add("aten.fill.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
+  r.add("aten.zero_.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
 }
 
 }  // namespace lossbound

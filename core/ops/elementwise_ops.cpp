@@ -10,15 +10,23 @@
 // - a Python scalar operand is used as s, RN_fp32(s) or RN_F(s) (cast to opmath or to the dtype);
 // - alpha·b + a may be fused (FMA) or rounded twice; division by a 0-d divisor may be computed as
 //   a · RN(1/b) (PyTorch's CUDA div_true kernel does this for CPU scalars): the hull is taken;
-// - exp, log, rsqrt, pow use the candidate's libm ulp table (op_support.h: publishedUlps + 1).
+// - exp, log, rsqrt, pow use the candidate's libm ulp table (libm_model.h: publishedUlps + 1).
 #include "core/interval/elementary.h"
+#include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -85,57 +93,13 @@ std::optional<Tensor> gradFor(const Tensor& input, Tensor g) {
 
 enum class Arith { Add, Sub, Rsub, Mul, Div };
 
-struct ArithRule {
-  Arith op;
+/// add sub rsub mul div (Tensor and Scalar forms, alpha, in place): one correctly rounded op in
+/// opmath C (alpha·b + a fused or not; a 0-d divisor maybe as a·RN(1/b)), stored in F.
+class ArithRule final : public OpRule {
+ public:
+  explicit ArithRule(Arith op) : mOp(op) {}
 
-  double alphaOf(const OpArgs& a) const {
-    if (op == Arith::Mul || op == Arith::Div) return 1.0;
-    return a.numberArg(2, "alpha", 1.0);
-  }
-  bool divisorIsScalar(const Operand& b) const {
-    return op == Arith::Div && (b.scalar || b.t.rank() == 0);
-  }
-  void checkMode(const OpArgs& a) const {
-    if (op != Arith::Div) return;
-    const IrValue* m = a.kwarg("rounding_mode");
-    if (m && m->kind == IrValue::Kind::String)
-      a.fail("rounding_mode '" + m->stringValue + "' is not supported (only true division)");
-  }
-
-  /// The backend kernel computing x op y (alpha aside), if any (rsub swaps its operands: none).
-  std::optional<kernels::BinaryOp> kernelOf() const {
-    switch (op) {
-      case Arith::Add:
-        return kernels::BinaryOp::Add;
-      case Arith::Sub:
-        return kernels::BinaryOp::Sub;
-      case Arith::Mul:
-        return kernels::BinaryOp::Mul;
-      case Arith::Div:
-        return kernels::BinaryOp::Div;
-      case Arith::Rsub:
-        return std::nullopt;
-    }
-    return std::nullopt;
-  }
-
-  double exact(double x, double y, double alpha) const {
-    switch (op) {
-      case Arith::Add:
-        return x + alpha * y;
-      case Arith::Sub:
-        return x - alpha * y;
-      case Arith::Rsub:
-        return y - alpha * x;
-      case Arith::Mul:
-        return x * y;
-      case Arith::Div:
-        return x / y;
-    }
-    return x;
-  }
-
-  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     checkMode(a);
     const Operand x = operand(a, 0), y = operand(a, 1);
     const double alpha = alphaOf(a);
@@ -143,7 +107,7 @@ struct ArithRule {
     return {mapPoint2(a, x.t, y.t, t, [&](double p, double q) { return exact(p, q, alpha); })};
   }
 
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     checkMode(a);
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
@@ -160,7 +124,7 @@ struct ArithRule {
                                broadcastAll(a, {x.shape(), y.shape()}), t))
         return {std::move(*r)};
     return {mapInterval2(a, x, y, t, [&](Interval p, Interval q) -> Interval {
-      switch (op) {
+      switch (mOp) {
         case Arith::Add:
           return ro(add(p, alpha == 1.0 ? q : ro(mul(al, q), f, integral)), f, integral);
         case Arith::Sub:
@@ -179,7 +143,7 @@ struct ArithRule {
     })};
   }
 
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     checkMode(a);
     std::mt19937_64& rng = *ctx.rng;
     const DType t = a.outSpec().dtype;
@@ -194,12 +158,12 @@ struct ArithRule {
     return {mapPoint2(a, x, y, t, [&](double p, double q) -> double {
       if (integral) return exact(p, q, alpha);
       double r = 0.0;
-      switch (op) {
+      switch (mOp) {
         case Arith::Add:
         case Arith::Sub:
         case Arith::Rsub: {
-          const double base = op == Arith::Rsub ? q : p, other = op == Arith::Rsub ? p : q;
-          const double sa = op == Arith::Add ? alpha : -alpha;
+          const double base = mOp == Arith::Rsub ? q : p, other = mOp == Arith::Rsub ? p : q;
+          const double sa = mOp == Arith::Add ? alpha : -alpha;
           if (alpha == 1.0)
             r = addIn(base, sa * other, c);
           else if (fused)
@@ -220,7 +184,7 @@ struct ArithRule {
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
-                                         std::span<const Tensor> g, OpContext&) const {
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const double alpha = alphaOf(a);
     const Tensor& go = g[0];
@@ -229,7 +193,7 @@ struct ArithRule {
       return mapPoint(go, go.dtype(), [s](double v) { return s * v; });
     };
     std::optional<Tensor> gx, gy;
-    switch (op) {
+    switch (mOp) {
       case Arith::Add:
         gx = gradFor(x.t, go);
         gy = gradFor(y.t, scaled(alpha));
@@ -264,7 +228,7 @@ struct ArithRule {
   }
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
-                                 OpContext& ctx) const {
+                                 OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(outs);
     const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
@@ -292,11 +256,11 @@ struct ArithRule {
         mapPoint2(a, x.t, y.t, t,
                   [&](double p, double q) {
                     double extra = 0.0;
-                    if (op == Arith::Add || op == Arith::Sub || op == Arith::Rsub) {
-                      const double other = op == Arith::Rsub ? p : q;
-                      const double eo = op == Arith::Rsub ? ex : ey,
-                                   eb = op == Arith::Rsub ? ey : ex;
-                      const double base = op == Arith::Rsub ? q : p;
+                    if (mOp == Arith::Add || mOp == Arith::Sub || mOp == Arith::Rsub) {
+                      const double other = mOp == Arith::Rsub ? p : q;
+                      const double eo = mOp == Arith::Rsub ? ex : ey,
+                                   eb = mOp == Arith::Rsub ? ey : ex;
+                      const double base = mOp == Arith::Rsub ? q : p;
                       // alpha·other: alpha's conversion, other's conversion, and its rounding when
                       // not fused
                       extra += ((1 + ea) * (1 + eo) * (1 + uc) - 1) * std::fabs(alpha * other);
@@ -313,20 +277,170 @@ struct ArithRule {
         });
     return {ys};
   }
-};
 
-std::shared_ptr<const OpRule> arithRule(Arith op) { return makeRuleOf(ArithRule{op}); }
+ private:
+  double alphaOf(const OpArgs& a) const {
+    if (mOp == Arith::Mul || mOp == Arith::Div) return 1.0;
+    return a.numberArg(2, "alpha", 1.0);
+  }
+
+  bool divisorIsScalar(const Operand& b) const {
+    return mOp == Arith::Div && (b.scalar || b.t.rank() == 0);
+  }
+
+  void checkMode(const OpArgs& a) const {
+    if (mOp != Arith::Div) return;
+    const IrValue* m = a.kwarg("rounding_mode");
+    if (m && m->kind == IrValue::Kind::String)
+      a.fail("rounding_mode '" + m->stringValue + "' is not supported (only true division)");
+  }
+
+  /// The backend kernel computing x op y (alpha aside), if any (rsub swaps its operands: none).
+  std::optional<kernels::BinaryOp> kernelOf() const {
+    switch (mOp) {
+      case Arith::Add:
+        return kernels::BinaryOp::Add;
+      case Arith::Sub:
+        return kernels::BinaryOp::Sub;
+      case Arith::Mul:
+        return kernels::BinaryOp::Mul;
+      case Arith::Div:
+        return kernels::BinaryOp::Div;
+      case Arith::Rsub:
+        return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  double exact(double x, double y, double alpha) const {
+    switch (mOp) {
+      case Arith::Add:
+        return x + alpha * y;
+      case Arith::Sub:
+        return x - alpha * y;
+      case Arith::Rsub:
+        return y - alpha * x;
+      case Arith::Mul:
+        return x * y;
+      case Arith::Div:
+        return x / y;
+    }
+    return x;
+  }
+
+  Arith mOp;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Unary functions
 
 enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, PowScalar };
 
-struct UnaryRule {
-  Unary op;
+/// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only).
+Interval powExact(Interval x, double p) {
+  if (p == std::floor(p) && std::fabs(p) < 1 << 20) return pow(x, static_cast<int>(p));
+  if (p == 0.5) return lossbound::sqrt(x);
+  // x^p = exp(p·log x) on x > 0 (monotone in x, direction given by the sign of p).
+  const Interval l = log(x);
+  if (isEmpty(l)) return l;
+  Interval e = exp(mul(lossbound::point(p), l));
+  if (x.lo <= 0.0) e = hull(e, p > 0 ? Interval{0.0, 0.0} : Interval{kInf, kInf});
+  return e;
+}
 
+/// neg abs reciprocal sqrt rsqrt exp log pow.Tensor_Scalar: exact, one correctly rounded op, or
+/// the candidate's libm within modelUlps, computed in opmath C and stored in F.
+class UnaryRule final : public OpRule {
+ public:
+  explicit UnaryRule(Unary op) : mOp(op) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const double p = exponent(a);
+    return {
+        mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(mOp, x, p); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    const double p = exponent(a);
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const auto fn = libmOf(mOp, p);
+    // The same arithmetic as below: kernels::unaryBody = libmEnclosure / roundOutward of the exact
+    // extension (tests/gpu/test_kernel_offload checks bit-identity in every format).
+    if (const auto k = kernelOf(mOp); k && !integral)
+      if (auto r = offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0}, a.tensor(0), t))
+        return {std::move(*r)};
+    return {mapInterval(a.tensor(0), t, [&](Interval x) {
+      const Interval e = exactEnclosure(mOp, x, p);
+      if (integral) return e;
+      if (fn) return libmEnclosure(e, *fn, c, f);
+      return roundOutward(e, f);
+    })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    std::mt19937_64& rng = *ctx.rng;
+    const DType t = a.outSpec().dtype;
+    const double p = exponent(a);
+    const bool integral = isIntegral(t);
+    const Format f = outFormat(a, ctx);
+    const Format c = randomCompute(f, rng) == Format::Fp64 ? Format::Fp64 : Format::Fp32;
+    const auto fn = libmOf(mOp, p);
+    return {mapPoint(a.tensor(0), t, [&](double x) {
+      const double v = exactValue(mOp, x, p);
+      if (integral) return v;
+      if (fn) return libmRandom(v, *fn, c, f, rng);
+      if (mOp == Unary::PowScalar && p == 2.0) return roundNearest(mulIn(x, x, c), f);
+      return roundNearest(roundNearest(v, c), f);
+    })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return {std::nullopt};
+    const double p = exponent(a);
+    const Tensor& y = outs[0];
+    const Tensor d = mapPoint2(a, x, y, x.dtype(), [&](double xv, double yv) -> double {
+      switch (mOp) {
+        case Unary::Neg:
+          return -1.0;
+        case Unary::Abs:
+          return xv > 0 ? 1.0 : (xv < 0 ? -1.0 : 0.0);
+        case Unary::Reciprocal:
+          return -yv * yv;
+        case Unary::Sqrt:
+          return 0.5 / yv;
+        case Unary::Rsqrt:
+          return -0.5 * yv * yv * yv;
+        case Unary::Exp:
+          return yv;
+        case Unary::Log:
+          return 1.0 / xv;
+        case Unary::PowScalar:
+          return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
+      }
+      return 0.0;
+    });
+    return {mapPoint2(a, g[0], d, x.dtype(), [](double gv, double dv) { return gv * dv; })};
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
+                                 OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t) || mOp == Unary::Neg || mOp == Unary::Abs) return zeroLocalError(outs);
+    const double p = exponent(a);
+    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
+    const auto fn = libmOf(mOp, p);
+    return {mapPoint(outs[0], t, [&](double y) {
+      return fn ? libmLocalError(y, *fn, c, f) : roundingError(y, c, f);
+    })};
+  }
+
+ private:
   double exponent(const OpArgs& a) const {
-    return op == Unary::PowScalar ? a.numberArg(1, "exponent") : 0.0;
+    return mOp == Unary::PowScalar ? a.numberArg(1, "exponent") : 0.0;
   }
 
   static double exactValue(Unary op, double x, double p) {
@@ -369,18 +483,6 @@ struct UnaryRule {
     }
   }
 
-  /// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only).
-  static Interval powExact(Interval x, double p) {
-    if (p == std::floor(p) && std::fabs(p) < 1 << 20) return pow(x, static_cast<int>(p));
-    if (p == 0.5) return lossbound::sqrt(x);
-    // x^p = exp(p·log x) on x > 0 (monotone in x, direction given by the sign of p).
-    const Interval l = log(x);
-    if (isEmpty(l)) return l;
-    Interval e = exp(mul(lossbound::point(p), l));
-    if (x.lo <= 0.0) e = hull(e, p > 0 ? Interval{0.0, 0.0} : Interval{kInf, kInf});
-    return e;
-  }
-
   static Interval exactEnclosure(Unary op, Interval x, double p) {
     switch (op) {
       case Unary::Neg:
@@ -401,12 +503,6 @@ struct UnaryRule {
         return powExact(x, p);
     }
     return x;
-  }
-
-  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
-    const double p = exponent(a);
-    return {
-        mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) { return exactValue(op, x, p); })};
   }
 
   /// The backend kernel computing this op, if any (pow.Scalar has none).
@@ -432,101 +528,24 @@ struct UnaryRule {
     return std::nullopt;
   }
 
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
-    const DType t = a.outSpec().dtype;
-    const double p = exponent(a);
-    const bool integral = isIntegral(t);
-    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
-    const auto fn = libmOf(op, p);
-    // The same arithmetic as below: kernels::unaryBody = libmEnclosure / roundOutward of the exact
-    // extension (tests/gpu/test_kernel_offload checks bit-identity in every format).
-    if (const auto k = kernelOf(op); k && !integral)
-      if (auto r = offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0}, a.tensor(0), t))
-        return {std::move(*r)};
-    return {mapInterval(a.tensor(0), t, [&](Interval x) {
-      const Interval e = exactEnclosure(op, x, p);
-      if (integral) return e;
-      if (fn) return libmEnclosure(e, *fn, c, f);
-      return roundOutward(e, f);
-    })};
-  }
-
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
-    std::mt19937_64& rng = *ctx.rng;
-    const DType t = a.outSpec().dtype;
-    const double p = exponent(a);
-    const bool integral = isIntegral(t);
-    const Format f = outFormat(a, ctx);
-    const Format c = randomCompute(f, rng) == Format::Fp64 ? Format::Fp64 : Format::Fp32;
-    const auto fn = libmOf(op, p);
-    return {mapPoint(a.tensor(0), t, [&](double x) {
-      const double v = exactValue(op, x, p);
-      if (integral) return v;
-      if (fn) return libmRandom(v, *fn, c, f, rng);
-      if (op == Unary::PowScalar && p == 2.0) return roundNearest(mulIn(x, x, c), f);
-      return roundNearest(roundNearest(v, c), f);
-    })};
-  }
-
-  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
-                                         std::span<const Tensor> g, OpContext&) const {
-    const Tensor& x = a.tensor(0);
-    if (!isFloating(x.dtype())) return {std::nullopt};
-    const double p = exponent(a);
-    const Tensor& y = outs[0];
-    const Tensor d = mapPoint2(a, x, y, x.dtype(), [&](double xv, double yv) -> double {
-      switch (op) {
-        case Unary::Neg:
-          return -1.0;
-        case Unary::Abs:
-          return xv > 0 ? 1.0 : (xv < 0 ? -1.0 : 0.0);
-        case Unary::Reciprocal:
-          return -yv * yv;
-        case Unary::Sqrt:
-          return 0.5 / yv;
-        case Unary::Rsqrt:
-          return -0.5 * yv * yv * yv;
-        case Unary::Exp:
-          return yv;
-        case Unary::Log:
-          return 1.0 / xv;
-        case Unary::PowScalar:
-          return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
-      }
-      return 0.0;
-    });
-    return {mapPoint2(a, g[0], d, x.dtype(), [](double gv, double dv) { return gv * dv; })};
-  }
-
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
-                                 OpContext& ctx) const {
-    const DType t = a.outSpec().dtype;
-    if (isIntegral(t) || op == Unary::Neg || op == Unary::Abs) return zeroLocalError(outs);
-    const double p = exponent(a);
-    const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
-    const auto fn = libmOf(op, p);
-    return {mapPoint(outs[0], t, [&](double y) {
-      return fn ? libmLocalError(y, *fn, c, f) : roundingError(y, c, f);
-    })};
-  }
+  Unary mOp;
 };
 
-std::shared_ptr<const OpRule> unaryRule(Unary op) { return makeRuleOf(UnaryRule{op}); }
-
-// pow.Tensor_Tensor: x^y with the libm pow error (x > 0 expected).
-std::shared_ptr<const OpRule> powTensorTensorRule() {
-  RuleFns f;
-  f.point = [](const OpArgs& a, OpContext&) {
+/// pow.Tensor_Tensor: x^y with the libm pow error (x > 0 expected).
+class PowTensorTensorRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype,
                                          [](double x, double y) { return std::pow(x, y); })};
-  };
-  f.interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     return std::vector<Tensor>{
         mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
           if (y.lo == y.hi && y.lo == std::floor(y.lo)) {
-            const Interval e = UnaryRule::powExact(x, y.lo);
+            const Interval e = powExact(x, y.lo);
             return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
           }
           // exp(y · log x): monotone pieces are covered by interval arithmetic on x > 0.
@@ -536,8 +555,9 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
           if (x.lo <= 0.0) return entireInterval();
           return isIntegral(t) ? e : libmEnclosure(e, LibmFn::Pow, c, fo);
         })};
-  };
-  f.random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx);
     const Format c = opmathFormat(ctx.precision, t);
@@ -545,8 +565,10 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
       const double v = std::pow(x, y);
       return isIntegral(t) ? v : libmRandom(v, LibmFn::Pow, c, fo, *ctx.rng);
     })};
-  };
-  f.vjp = [](const OpArgs& a, std::span<const Tensor> o, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> o,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor &x = a.tensor(0), &y = a.tensor(1);
     const DType t = o[0].dtype();
     const Tensor dx = mapPoint3(a, g[0], x, y, t, [](double gv, double xv, double yv) {
@@ -556,48 +578,43 @@ std::shared_ptr<const OpRule> powTensorTensorRule() {
       return xv > 0 ? gv * std::pow(xv, yv) * std::log(xv) : 0.0;
     });
     return std::vector<std::optional<Tensor>>{gradFor(x, dx), gradFor(y, dy)};
-  };
-  f.localError = [](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     return std::vector<Tensor>{
         mapPoint(o[0], t, [&](double y) { return libmLocalError(y, LibmFn::Pow, c, fo); })};
-  };
-  return makeRule(std::move(f));
-}
+  }
+};
 
-// pow.Scalar: a ** x for a Python scalar base a and a tensor exponent x. PyTorch 1.13 calls
-// pow(wrapped_scalar_tensor(a), x) (base 1: full_like(x, 1)), so the base reaches the kernel as
-// a, RN_fp32(a) (CUDA opmath) or RN_F(a) (CPU scalar_t): the enclosure of scalarEnclosure.
-std::shared_ptr<const OpRule> powScalarBaseRule() {
-  // Encloses {b^x : b in B, x in X} exactly: exp(x·ln b) for b > 0 (interval arithmetic covers the
-  // monotone pieces); a base that may be <= 0 is bounded only for a point integer exponent.
-  auto exact = [](Interval b, Interval x) {
-    if (b.lo == 1.0 && b.hi == 1.0) return Interval{1.0, 1.0};
-    if (b.lo > 0.0) return exp(mul(x, log(b)));
-    if (x.lo == x.hi && x.lo == std::floor(x.lo)) return UnaryRule::powExact(b, x.lo);
-    return entireInterval();  // a negative base with a fractional exponent is NaN
-  };
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+/// pow.Scalar: a ** x for a Python scalar base a and a tensor exponent x. PyTorch 1.13 calls
+/// pow(wrapped_scalar_tensor(a), x) (base 1: full_like(x, 1)), so the base reaches the kernel as
+/// a, RN_fp32(a) (CUDA opmath) or RN_F(a) (CPU scalar_t): the enclosure of scalarEnclosure.
+class PowScalarBaseRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const double base = a.numberArg(0, "self");
     return std::vector<Tensor>{
         mapPoint(a.tensor(1), a.outSpec().dtype, [&](double x) { return std::pow(base, x); })};
-  };
-  fns->interval = [exact](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const double base = a.numberArg(0, "self");
-    const Interval b = isIntegral(t) ? point(base) : scalarEnclosure(base, fo);
+    const Interval b = isIntegral(t) ? lossbound::point(base) : scalarEnclosure(base, fo);
     return std::vector<Tensor>{mapInterval(a.tensor(1), t, [&](Interval x) {
       const Interval e = exact(b, x);
       if (isIntegral(t) || (b.lo == 1.0 && b.hi == 1.0)) return e;
-      // The candidate's libm pow in c within modelUlps (op_support.h table), then stored in fo.
+      // The candidate's libm pow in c within modelUlps (libm_model.h table), then stored in fo.
       return libmEnclosure(e, LibmFn::Pow, c, fo);
     })};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const double base = a.numberArg(0, "self");
@@ -608,8 +625,10 @@ std::shared_ptr<const OpRule> powScalarBaseRule() {
     return std::vector<Tensor>{mapPoint(a.tensor(1), t, [&](double x) {
       return libmRandom(std::pow(b, x), LibmFn::Pow, c, fo, *ctx.rng);
     })};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     // d(a^x)/dx = a^x·ln a (a > 0; PyTorch's pow backward, 0 for other bases here).
     const double base = a.numberArg(0, "self");
     const Tensor& x = a.tensor(1);
@@ -617,15 +636,26 @@ std::shared_ptr<const OpRule> powScalarBaseRule() {
       return base > 0.0 ? gv * std::pow(base, xv) * std::log(base) : 0.0;
     });
     return std::vector<std::optional<Tensor>>{gradFor(x, d)};
-  };
-  // The enclosure on exact inputs includes the base's cast to fo, which a ulp model of y alone
-  // would miss (|x|·u_F relative): localError is its distance to the point value.
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    // The enclosure on exact inputs includes the base's cast to fo, which a ulp model of y alone
+    // would miss (|x|·u_F relative): localError is its distance to the point value.
     if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
-    return nn::localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+    return nn::localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  /// Encloses {b^x : b in B, x in X} exactly: exp(x·ln b) for b > 0 (interval arithmetic covers the
+  /// monotone pieces); a base that may be <= 0 is bounded only for a point integer exponent.
+  static Interval exact(Interval b, Interval x) {
+    if (b.lo == 1.0 && b.hi == 1.0) return Interval{1.0, 1.0};
+    if (b.lo > 0.0) return exp(mul(x, log(b)));
+    if (x.lo == x.hi && x.lo == std::floor(x.lo)) return powExact(b, x.lo);
+    return entireInterval();  // a negative base with a fractional exponent is NaN
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Comparisons and logical ops (exact; uncertain outcomes are [0, 1])
@@ -672,42 +702,57 @@ Interval cmpInterval(Cmp c, Interval x, Interval y) {
   return maybe;
 }
 
-std::shared_ptr<const OpRule> cmpRule(Cmp cmp) {
-  // A scalar other is converted to the tensor's format before comparing (RN), in some kernels
-  // compared in opmath: enclosure scalarEnclosure(s, F of the tensor).
-  auto tensorFormat = [](const OpArgs& a, OpContext& ctx) {
-    const DType t = a.tensor(0).dtype();
-    return isFloating(t) ? ctx.precision.storageFor(t) : Format::Fp64;
-  };
-  RuleFns f;
-  f.point = [cmp](const OpArgs& a, OpContext&) {
+/// eq ne lt gt le ge (Tensor and Scalar): exact; an uncertain outcome of interval inputs is [0, 1];
+/// a scalar other is enclosed as it is converted to the tensor's format.
+class CompareRule final : public OpRule {
+ public:
+  explicit CompareRule(Cmp cmp) : mCmp(cmp) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Operand x = operand(a, 0), y = operand(a, 1);
-    return std::vector<Tensor>{mapPoint2(
-        a, x.t, y.t, a.outSpec().dtype, [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
-  };
-  f.interval = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
+    return std::vector<Tensor>{
+        mapPoint2(a, x.t, y.t, a.outSpec().dtype,
+                  [this](double p, double q) { return cmpPoint(mCmp, p, q); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const Format fmt = tensorFormat(a, ctx);
     const Tensor yt = enclosureOf(y, fmt, false);
     return std::vector<Tensor>{
         mapInterval2(a, x.t, yt, a.outSpec().dtype,
-                     [cmp](Interval p, Interval q) { return cmpInterval(cmp, p, q); })};
-  };
-  f.random = [cmp, tensorFormat](const OpArgs& a, OpContext& ctx) {
+                     [this](Interval p, Interval q) { return cmpInterval(mCmp, p, q); })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const Tensor yt = randomOf(y, tensorFormat(a, ctx), false, *ctx.rng);
-    return std::vector<Tensor>{mapPoint2(
-        a, x.t, yt, a.outSpec().dtype, [cmp](double p, double q) { return cmpPoint(cmp, p, q); })};
-  };
-  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
+    return std::vector<Tensor>{mapPoint2(a, x.t, yt, a.outSpec().dtype, [this](double p, double q) {
+      return cmpPoint(mCmp, p, q);
+    })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
     std::vector<std::optional<Tensor>> out(a.tensorInputs().size());
     return out;
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
     return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  /// A scalar other is converted to the tensor's format before comparing (RN), in some kernels
+  /// compared in opmath: enclosure scalarEnclosure(s, F of the tensor).
+  static Format tensorFormat(const OpArgs& a, OpContext& ctx) {
+    const DType t = a.tensor(0).dtype();
+    return isFloating(t) ? ctx.precision.storageFor(t) : Format::Fp64;
+  }
+
+  Cmp mCmp;
+};
 
 enum class Logic { BitwiseNot, LogicalNot };
 
@@ -716,37 +761,54 @@ double logicPoint(Logic op, double x, DType t) {
   return -x - 1.0;  // two's complement ~x
 }
 
-std::shared_ptr<const OpRule> logicRule(Logic op) {
-  RuleFns f;
-  auto pointImpl = [op](const OpArgs& a, OpContext&) {
+/// bitwise_not logical_not: exact; an uncertain outcome of interval inputs is [0, 1].
+class LogicRule final : public OpRule {
+ public:
+  explicit LogicRule(Logic op) : mOp(op) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
-    if (op == Logic::BitwiseNot && isFloating(x.dtype()))
-      a.fail("bitwise_not needs an integer or bool tensor, found " +
-             std::string(dtypeName(x.dtype())));
-    return std::vector<Tensor>{
-        mapPoint(x, a.outSpec().dtype, [&](double v) { return logicPoint(op, v, x.dtype()); })};
-  };
-  f.point = pointImpl;
-  f.random = pointImpl;
-  f.interval = [op](const OpArgs& a, OpContext&) {
-    const Tensor& x = a.tensor(0);
-    if (op == Logic::BitwiseNot && isFloating(x.dtype()))
+    if (mOp == Logic::BitwiseNot && isFloating(x.dtype()))
       a.fail("bitwise_not needs an integer or bool tensor, found " +
              std::string(dtypeName(x.dtype())));
     return std::vector<Tensor>{mapInterval(x, a.outSpec().dtype, [&](Interval v) -> Interval {
-      if (op == Logic::BitwiseNot && x.dtype() != DType::Bool) return {-v.hi - 1.0, -v.lo - 1.0};
-      if (v.lo == v.hi) return point(v.lo == 0.0 ? 1.0 : 0.0);
+      if (mOp == Logic::BitwiseNot && x.dtype() != DType::Bool) return {-v.hi - 1.0, -v.lo - 1.0};
+      if (v.lo == v.hi) return lossbound::point(v.lo == 0.0 ? 1.0 : 0.0);
       return contains(v, 0.0) ? Interval{0.0, 1.0} : Interval{0.0, 0.0};
     })};
-  };
-  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor>, OpContext&) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
     return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
     return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  /// Returns the exact result (the same in the point and random domains).
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+    const Tensor& x = a.tensor(0);
+    if (mOp == Logic::BitwiseNot && isFloating(x.dtype()))
+      a.fail("bitwise_not needs an integer or bool tensor, found " +
+             std::string(dtypeName(x.dtype())));
+    return std::vector<Tensor>{
+        mapPoint(x, a.outSpec().dtype, [&](double v) { return logicPoint(mOp, v, x.dtype()); })};
+  }
+
+  Logic mOp;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Selection: where, masked_fill (a condition that may be either selects the hull)
@@ -759,48 +821,54 @@ std::optional<bool> truth(Interval c) {
 }
 
 /// where(cond, a, b) with operand positions; scalars take the output format's enclosure.
-struct SelectRule {
-  std::size_t condIdx, aIdx, bIdx;  // masked_fill(self, mask, value) = where(mask, value, self)
+class SelectRule final : public OpRule {
+ public:
+  /// Takes the positions of the condition and of the operands selected where it is true / false.
+  SelectRule(std::size_t condIdx, std::size_t aIdx, std::size_t bIdx)
+      : mCondIdx(condIdx), mAIdx(aIdx), mBIdx(bIdx) {}
 
-  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
-    const Tensor& c = a.tensor(condIdx);
-    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const Tensor& c = a.tensor(mCondIdx);
+    const Operand x = operand(a, mAIdx), y = operand(a, mBIdx);
     return {mapPoint3(a, c, x.t, y.t, a.outSpec().dtype,
                       [](double cv, double p, double q) { return cv != 0.0 ? p : q; })};
   }
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
     const Format f = outFormat(a, ctx);
-    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    const Operand x = operand(a, mAIdx), y = operand(a, mBIdx);
     const Tensor xt = enclosureOf(x, f, integral), yt = enclosureOf(y, f, integral);
-    return {mapInterval3(a, a.tensor(condIdx), xt, yt, t, [&](Interval c, Interval p, Interval q) {
+    return {mapInterval3(a, a.tensor(mCondIdx), xt, yt, t, [&](Interval c, Interval p, Interval q) {
       const auto tv = truth(c);
       const Interval r = tv ? (*tv ? p : q) : hull(p, q);
       return ro(r, f, integral);
     })};
   }
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
     const Format f = outFormat(a, ctx);
-    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    const Operand x = operand(a, mAIdx), y = operand(a, mBIdx);
     const Tensor xt = randomOf(x, f, integral, *ctx.rng), yt = randomOf(y, f, integral, *ctx.rng);
-    return {mapPoint3(a, a.tensor(condIdx), xt, yt, t, [&](double cv, double p, double q) {
+    return {mapPoint3(a, a.tensor(mCondIdx), xt, yt, t, [&](double cv, double p, double q) {
       const double r = cv != 0.0 ? p : q;
       return integral ? r : roundNearest(r, f);
     })};
   }
+
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
-                                         std::span<const Tensor> g, OpContext&) const {
-    const Tensor& c = a.tensor(condIdx);
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Tensor& c = a.tensor(mCondIdx);
     // tensorInputs() order follows the positional order of the tensor arguments.
     std::vector<std::pair<std::size_t, std::optional<Tensor>>> byPos;
-    for (std::size_t i : {condIdx, aIdx, bIdx}) {
+    for (std::size_t i : {mCondIdx, mAIdx, mBIdx}) {
       if (!a.isTensor(i)) continue;
       std::optional<Tensor> gi;
-      if (i != condIdx) {
-        const bool takeWhenTrue = i == aIdx;
+      if (i != mCondIdx) {
+        const bool takeWhenTrue = i == mAIdx;
         const Tensor masked = mapPoint2(a, g[0], c, g[0].dtype(), [&](double gv, double cv) {
           return (cv != 0.0) == takeWhenTrue ? gv : 0.0;
         });
@@ -814,9 +882,11 @@ struct SelectRule {
     for (auto& [i, gi] : byPos) out.push_back(gi);
     return out;
   }
-  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) const {
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
-    const Operand x = operand(a, aIdx), y = operand(a, bIdx);
+    const Operand x = operand(a, mAIdx), y = operand(a, mBIdx);
     if (isIntegral(t) || (!x.scalar && !y.scalar)) return zeroLocalError(o);
     const Format f = outFormat(a, ctx);
     // Only a selected Python scalar is converted: its error is |RN(s) - s| exactly (0 for ±inf,
@@ -827,56 +897,47 @@ struct SelectRule {
                       std::fabs(roundNearest(s, Format::Fp32) - s));
     };
     const double ex = x.scalar ? conv(x.value) : 0.0, ey = y.scalar ? conv(y.value) : 0.0;
-    return {mapPoint3(a, a.tensor(condIdx), x.t, y.t, t,
+    return {mapPoint3(a, a.tensor(mCondIdx), x.t, y.t, t,
                       [&](double cv, double, double) { return cv != 0.0 ? ex : ey; })};
   }
-};
 
-std::shared_ptr<const OpRule> selectRule(std::size_t condIdx, std::size_t aIdx, std::size_t bIdx) {
-  return makeRuleOf(SelectRule{condIdx, aIdx, bIdx});
-}
+ private:
+  std::size_t mCondIdx, mAIdx, mBIdx;  // masked_fill(self, mask, value) = where(mask, value, self)
+};
 
 // ---------------------------------------------------------------------------------------------
 // clamp / clamp_min / clamp_max (scalar bounds) and maximum / minimum (tensors): exact.
 
 enum class Clamp { Both, Min, Max };
 
-std::shared_ptr<const OpRule> clampRule(Clamp kind) {
-  auto bounds = [kind](const OpArgs& a) {
-    std::optional<double> lo, hi;
-    if (kind == Clamp::Min)
-      lo = a.numberArg(1, "min");
-    else if (kind == Clamp::Max)
-      hi = a.numberArg(1, "max");
-    else {
-      if (isNumber(a, 1) || (a.kwarg("min") && a.kwarg("min")->kind != IrValue::Kind::None))
-        lo = a.numberArg(1, "min");
-      if (isNumber(a, 2) || (a.kwarg("max") && a.kwarg("max")->kind != IrValue::Kind::None))
-        hi = a.numberArg(2, "max");
-    }
-    return std::pair{lo, hi};
-  };
-  RuleFns f;
-  f.point = [bounds](const OpArgs& a, OpContext&) {
+/// clamp clamp_min clamp_max with scalar bounds (enclosed as converted to F): exact selection,
+/// then storage rounding.
+class ClampRule final : public OpRule {
+ public:
+  explicit ClampRule(Clamp kind) : mKind(kind) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const auto [lo, hi] = bounds(a);
     return std::vector<Tensor>{mapPoint(a.tensor(0), a.outSpec().dtype, [&](double x) {
       if (lo && x < *lo) x = *lo;
       if (hi && x > *hi) x = *hi;
       return x;
     })};
-  };
-  f.interval = [bounds](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const auto [lo, hi] = bounds(a);
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
     const Format fo = outFormat(a, ctx);
     return std::vector<Tensor>{mapInterval(a.tensor(0), t, [&](Interval x) {
-      if (lo) x = max(x, integral ? point(*lo) : scalarEnclosure(*lo, fo));
-      if (hi) x = min(x, integral ? point(*hi) : scalarEnclosure(*hi, fo));
+      if (lo) x = max(x, integral ? lossbound::point(*lo) : scalarEnclosure(*lo, fo));
+      if (hi) x = min(x, integral ? lossbound::point(*hi) : scalarEnclosure(*hi, fo));
       return ro(x, fo, integral);
     })};
-  };
-  f.random = [bounds](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const auto [lo, hi] = bounds(a);
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
@@ -888,63 +949,94 @@ std::shared_ptr<const OpRule> clampRule(Clamp kind) {
       if (hi && x > h) x = h;
       return integral ? x : roundNearest(x, fo);
     })};
-  };
-  f.vjp = [bounds](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
-                   OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const auto [lo, hi] = bounds(a);
     const Tensor& x = a.tensor(0);
     const Tensor d = mapPoint2(a, g[0], x, g[0].dtype(), [&](double gv, double xv) {
       return ((lo && xv < *lo) || (hi && xv > *hi)) ? 0.0 : gv;
     });
     return std::vector<std::optional<Tensor>>{gradFor(x, d)};
-  };
-  f.localError = [bounds](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
     const Format fo = outFormat(a, ctx);
     if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
     return std::vector<Tensor>{
         mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
-  };
-  return makeRule(std::move(f));
-}
+  }
 
-std::shared_ptr<const OpRule> extremumRule(bool isMax) {
-  RuleFns f;
-  f.point = [isMax](const OpArgs& a, OpContext&) {
+ private:
+  std::pair<std::optional<double>, std::optional<double>> bounds(const OpArgs& a) const {
+    std::optional<double> lo, hi;
+    if (mKind == Clamp::Min)
+      lo = a.numberArg(1, "min");
+    else if (mKind == Clamp::Max)
+      hi = a.numberArg(1, "max");
+    else {
+      if (isNumber(a, 1) || (a.kwarg("min") && a.kwarg("min")->kind != IrValue::Kind::None))
+        lo = a.numberArg(1, "min");
+      if (isNumber(a, 2) || (a.kwarg("max") && a.kwarg("max")->kind != IrValue::Kind::None))
+        hi = a.numberArg(2, "max");
+    }
+    return std::pair{lo, hi};
+  }
+
+  Clamp mKind;
+};
+
+/// maximum minimum (NaN propagates): exact selection; ties split the gradient evenly.
+class ExtremumRule final : public OpRule {
+ public:
+  explicit ExtremumRule(bool isMax) : mIsMax(isMax) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     return std::vector<Tensor>{
-        mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype, [isMax](double x, double y) {
+        mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec().dtype, [this](double x, double y) {
           if (std::isnan(x) || std::isnan(y)) return x + y;
-          return isMax ? std::max(x, y) : std::min(x, y);
+          return mIsMax ? std::max(x, y) : std::min(x, y);
         })};
-  };
-  f.random = f.point;
-  f.interval = [isMax](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx);
     return std::vector<Tensor>{
         mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval x, Interval y) {
-          return ro(isMax ? max(x, y) : min(x, y), fo, isIntegral(t));
+          return ro(mIsMax ? max(x, y) : min(x, y), fo, isIntegral(t));
         })};
-  };
-  f.vjp = [isMax](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return point(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor &x = a.tensor(0), &y = a.tensor(1);
     // Ties split the gradient evenly (as PyTorch does for maximum/minimum).
-    const Tensor gx =
-        mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
-          if (p == q) return gv / 2;
-          return (isMax ? p > q : p < q) ? gv : 0.0;
-        });
-    const Tensor gy =
-        mapPoint3(a, g[0], x, y, g[0].dtype(), [isMax](double gv, double p, double q) {
-          if (p == q) return gv / 2;
-          return (isMax ? q > p : q < p) ? gv : 0.0;
-        });
+    const Tensor gx = mapPoint3(a, g[0], x, y, g[0].dtype(), [this](double gv, double p, double q) {
+      if (p == q) return gv / 2;
+      return (mIsMax ? p > q : p < q) ? gv : 0.0;
+    });
+    const Tensor gy = mapPoint3(a, g[0], x, y, g[0].dtype(), [this](double gv, double p, double q) {
+      if (p == q) return gv / 2;
+      return (mIsMax ? q > p : q < p) ? gv : 0.0;
+    });
     return std::vector<std::optional<Tensor>>{gradFor(x, gx), gradFor(y, gy)};
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
     return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  bool mIsMax;  // maximum (else minimum)
+};
 
 }  // namespace
 
@@ -952,7 +1044,7 @@ void registerElementwiseOps(OpRegistry& r) {
   const std::pair<const char*, Arith> arith[] = {
       {"add", Arith::Add}, {"sub", Arith::Sub}, {"mul", Arith::Mul}, {"div", Arith::Div}};
   for (const auto& [name, op] : arith) {
-    const auto rule = arithRule(op);
+    const auto rule = std::make_shared<const ArithRule>(op);
     for (const char* suffix : {".Tensor", ".Scalar"}) {
       r.add(std::string("aten.") + name + suffix, rule);
       r.add(std::string("aten.") + name + "_" + suffix, rule);
@@ -962,52 +1054,52 @@ void registerElementwiseOps(OpRegistry& r) {
       r.add("aten.div_.Tensor_mode", rule);
     }
   }
-  r.add("aten.rsub.Tensor", arithRule(Arith::Rsub));
-  r.add("aten.rsub.Scalar", arithRule(Arith::Rsub));
+  r.add("aten.rsub.Tensor", std::make_shared<const ArithRule>(Arith::Rsub));
+  r.add("aten.rsub.Scalar", std::make_shared<const ArithRule>(Arith::Rsub));
 
   const std::pair<const char*, Unary> unary[] = {
       {"neg", Unary::Neg},   {"abs", Unary::Abs},     {"reciprocal", Unary::Reciprocal},
       {"sqrt", Unary::Sqrt}, {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
       {"log", Unary::Log}};
   for (const auto& [name, op] : unary) {
-    const auto rule = unaryRule(op);
+    const auto rule = std::make_shared<const UnaryRule>(op);
     r.add(std::string("aten.") + name + ".default", rule);
     r.add(std::string("aten.") + name + "_.default", rule);
   }
-  r.add("aten.pow.Tensor_Scalar", unaryRule(Unary::PowScalar));
-  r.add("aten.pow_.Scalar", unaryRule(Unary::PowScalar));
-  r.add("aten.pow.Tensor_Tensor", powTensorTensorRule());
-  r.add("aten.pow.Scalar", powScalarBaseRule());
+  r.add("aten.pow.Tensor_Scalar", std::make_shared<const UnaryRule>(Unary::PowScalar));
+  r.add("aten.pow_.Scalar", std::make_shared<const UnaryRule>(Unary::PowScalar));
+  r.add("aten.pow.Tensor_Tensor", std::make_shared<const PowTensorTensorRule>());
+  r.add("aten.pow.Scalar", std::make_shared<const PowScalarBaseRule>());
 
   const std::pair<const char*, Cmp> cmps[] = {{"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt},
                                               {"gt", Cmp::Gt}, {"le", Cmp::Le}, {"ge", Cmp::Ge}};
   for (const auto& [name, op] : cmps) {
-    const auto rule = cmpRule(op);
+    const auto rule = std::make_shared<const CompareRule>(op);
     r.add(std::string("aten.") + name + ".Tensor", rule);
     r.add(std::string("aten.") + name + ".Scalar", rule);
   }
-  r.add("aten.bitwise_not.default", logicRule(Logic::BitwiseNot));
-  r.add("aten.logical_not.default", logicRule(Logic::LogicalNot));
+  r.add("aten.bitwise_not.default", std::make_shared<const LogicRule>(Logic::BitwiseNot));
+  r.add("aten.logical_not.default", std::make_shared<const LogicRule>(Logic::LogicalNot));
 
-  const auto where = selectRule(0, 1, 2);
+  const auto where = std::make_shared<const SelectRule>(0, 1, 2);
   r.add("aten.where.self", where);
   r.add("aten.where.ScalarSelf", where);
   r.add("aten.where.ScalarOther", where);
   r.add("aten.where.Scalar", where);
-  const auto maskedFill = selectRule(1, 2, 0);
+  const auto maskedFill = std::make_shared<const SelectRule>(1, 2, 0);
   r.add("aten.masked_fill.Scalar", maskedFill);
   r.add("aten.masked_fill.Tensor", maskedFill);
   r.add("aten.masked_fill_.Scalar", maskedFill);
   r.add("aten.masked_fill_.Tensor", maskedFill);
 
-  r.add("aten.clamp.default", clampRule(Clamp::Both));
-  r.add("aten.clamp_.default", clampRule(Clamp::Both));
-  r.add("aten.clamp_min.default", clampRule(Clamp::Min));
-  r.add("aten.clamp_min_.default", clampRule(Clamp::Min));
-  r.add("aten.clamp_max.default", clampRule(Clamp::Max));
-  r.add("aten.clamp_max_.default", clampRule(Clamp::Max));
-  r.add("aten.maximum.default", extremumRule(true));
-  r.add("aten.minimum.default", extremumRule(false));
+  r.add("aten.clamp.default", std::make_shared<const ClampRule>(Clamp::Both));
+  r.add("aten.clamp_.default", std::make_shared<const ClampRule>(Clamp::Both));
+  r.add("aten.clamp_min.default", std::make_shared<const ClampRule>(Clamp::Min));
+  r.add("aten.clamp_min_.default", std::make_shared<const ClampRule>(Clamp::Min));
+  r.add("aten.clamp_max.default", std::make_shared<const ClampRule>(Clamp::Max));
+  r.add("aten.clamp_max_.default", std::make_shared<const ClampRule>(Clamp::Max));
+  r.add("aten.maximum.default", std::make_shared<const ExtremumRule>(true));
+  r.add("aten.minimum.default", std::make_shared<const ExtremumRule>(false));
 }
 
 }  // namespace lossbound

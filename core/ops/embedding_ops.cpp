@@ -8,11 +8,14 @@
 // enclosed by γ_{m−1}(u_s)·Σ|g| around the exact sum (Higham 2002, eq. 4.4, with the larger of
 // the two unit roundoffs), then rounded outward to s. scale_grad_by_freq = true is refused.
 
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -32,10 +35,49 @@ std::int64_t indexAt(const OpArgs& a, const Tensor& idx, std::int64_t p, std::in
   return k;
 }
 
-// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse) = weight[indices]
-std::shared_ptr<const OpRule> embeddingRule() {
-  auto fns = std::make_shared<RuleFns>();
-  auto gather = [](const OpArgs& a, bool asInterval, Format s) {
+/// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse) = weight[indices]: exact
+/// gather, storage rounding only; localError from the enclosure on exact inputs.
+class EmbeddingRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    return std::vector<Tensor>{gather(a, false, Format::Fp64)};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return std::vector<Tensor>{gather(a, true, outFormat(a, ctx))};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return std::vector<Tensor>{
+        roundNearestTensor(gather(a, false, Format::Fp64), outFormat(a, ctx))};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    // The mathematical derivative (every row, padding_idx included: the forward reads it).
+    const Tensor& w = a.tensor(0);
+    const Tensor& idx = a.tensor(1);
+    const std::int64_t rows = w.shape()[0], dim = w.shape()[1];
+    std::vector<double> dw(static_cast<std::size_t>(w.numel()), 0.0);
+    for (std::int64_t p = 0; p < idx.numel(); ++p) {
+      const std::int64_t k = indexAt(a, idx, p, rows);
+      for (std::int64_t j = 0; j < dim; ++j)
+        dw[static_cast<std::size_t>(k * dim + j)] +=
+            g[0].values()[static_cast<std::size_t>(p * dim + j)];
+    }
+    return std::vector<std::optional<Tensor>>{Tensor::point(w.shape(), w.dtype(), std::move(dw)),
+                                              std::nullopt};
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  /// Returns weight[indices] with every value rounded outward to s, as an interval or a point
+  /// tensor (the lower endpoints).
+  static Tensor gather(const OpArgs& a, bool asInterval, Format s) {
     const Tensor& w = a.tensor(0);
     const Tensor& idx = a.tensor(1);
     if (w.rank() != 2) a.fail("weight should be 2-D, found " + shapeString(w.shape()));
@@ -55,37 +97,8 @@ std::shared_ptr<const OpRule> embeddingRule() {
     const DType t = a.outSpec(0).dtype;
     return asInterval ? Tensor::interval(out, t, std::move(lo), std::move(hi))
                       : Tensor::point(out, t, std::move(lo));
-  };
-  fns->point = [gather](const OpArgs& a, OpContext&) {
-    return std::vector<Tensor>{gather(a, false, Format::Fp64)};
-  };
-  fns->interval = [gather](const OpArgs& a, OpContext& ctx) {
-    return std::vector<Tensor>{gather(a, true, outFormat(a, ctx))};
-  };
-  fns->random = [gather](const OpArgs& a, OpContext& ctx) {
-    return std::vector<Tensor>{
-        roundNearestTensor(gather(a, false, Format::Fp64), outFormat(a, ctx))};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
-    // The mathematical derivative (every row, padding_idx included: the forward reads it).
-    const Tensor& w = a.tensor(0);
-    const Tensor& idx = a.tensor(1);
-    const std::int64_t rows = w.shape()[0], dim = w.shape()[1];
-    std::vector<double> dw(static_cast<std::size_t>(w.numel()), 0.0);
-    for (std::int64_t p = 0; p < idx.numel(); ++p) {
-      const std::int64_t k = indexAt(a, idx, p, rows);
-      for (std::int64_t j = 0; j < dim; ++j)
-        dw[static_cast<std::size_t>(k * dim + j)] +=
-            g[0].values()[static_cast<std::size_t>(p * dim + j)];
-    }
-    return std::vector<std::optional<Tensor>>{Tensor::point(w.shape(), w.dtype(), std::move(dw)),
-                                              std::nullopt};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+};
 
 /// The validated arguments of embedding_dense_backward.
 struct DenseBackward {
@@ -123,10 +136,11 @@ std::vector<std::vector<std::int64_t>> groups(const OpArgs& a, const DenseBackwa
   return out;
 }
 
-// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
-std::shared_ptr<const OpRule> denseBackwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+/// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+/// per weight row, the sum of its positions' gradient rows in any order (γ_{m−1}, file comment).
+class EmbeddingDenseBackwardRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const DenseBackward d = denseArgs(a);
     const Tensor& g = a.tensor(0);
     std::vector<double> out(static_cast<std::size_t>(d.numWeights * d.dim), 0.0);
@@ -140,8 +154,9 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
       }
     return std::vector<Tensor>{
         Tensor::point({d.numWeights, d.dim}, a.outSpec(0).dtype, std::move(out))};
-  };
-  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DenseBackward d = denseArgs(a);
     const Tensor& g = a.tensor(0);
     const DType t = a.outSpec(0).dtype;
@@ -167,8 +182,9 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
     }
     return std::vector<Tensor>{
         Tensor::interval({d.numWeights, d.dim}, t, std::move(lo), std::move(hi))};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const DenseBackward d = denseArgs(a);
     const Tensor& g = a.tensor(0);
     const DType t = a.outSpec(0).dtype;
@@ -185,8 +201,10 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
             roundNearest(randomSum(terms, acc, *ctx.rng), s);
       }
     return std::vector<Tensor>{Tensor::point({d.numWeights, d.dim}, t, std::move(out))};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
     const DenseBackward d = denseArgs(a);
     const Tensor& g = a.tensor(0);
     const Tensor& idx = a.tensor(1);
@@ -200,18 +218,19 @@ std::shared_ptr<const OpRule> denseBackwardRule() {
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(g.shape(), g.dtype(), std::move(dg)),
                                               std::nullopt};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+};
 
 }  // namespace
 
 void registerEmbeddingOps(OpRegistry& r) {
-  r.add("aten.embedding", embeddingRule());
-  r.add("aten.embedding_dense_backward", denseBackwardRule());
+  r.add("aten.embedding", std::make_shared<const EmbeddingRule>());
+  r.add("aten.embedding_dense_backward", std::make_shared<const EmbeddingDenseBackwardRule>());
 }
 
 }  // namespace lossbound

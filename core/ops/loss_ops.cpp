@@ -20,12 +20,15 @@
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
 // is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
 
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -115,9 +118,11 @@ Tensor intervalScalar(Interval v, DType t) { return Tensor::interval({}, t, {v.l
 // ---------------------------------------------------------------------------------------------
 // nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)
 
-std::shared_ptr<const OpRule> forwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+/// nll_loss_forward / nll_loss2d_forward → (output, total_weight): the order-free sum bounds of
+/// the file comment in the coarser of c and s; localError from the enclosure on exact inputs.
+class NllLossRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Layout l = layoutOf(a, 0, 3);
     const Tensor& x = a.tensor(0);
     const Tensor* w = weightOf(a, 2);
@@ -138,8 +143,9 @@ std::shared_ptr<const OpRule> forwardRule() {
     const double out = static_cast<double>(l.reduction == kSum ? sum : sum / tw);
     return std::vector<Tensor>{Tensor::scalar(out, t0),
                                Tensor::scalar(static_cast<double>(tw), t1)};
-  };
-  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Layout l = layoutOf(a, 0, 3);
     const Tensor& x = a.tensor(0);
     const Tensor* w = weightOf(a, 2);
@@ -191,8 +197,9 @@ std::shared_ptr<const OpRule> forwardRule() {
       out = entireInterval();  // partial sums may overflow
     return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0),
                                intervalScalar(roundOutward(twC, s1), t1)};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Layout l = layoutOf(a, 0, 3);
     const Tensor& x = a.tensor(0);
     const Tensor* w = weightOf(a, 2);
@@ -223,9 +230,10 @@ std::shared_ptr<const OpRule> forwardRule() {
     const double out = l.reduction == kSum ? sum : roundNearest(sum / tw, c);
     return std::vector<Tensor>{Tensor::scalar(roundNearest(out, s0), t0),
                                Tensor::scalar(roundNearest(tw, s1), t1)};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g,
-                OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outputs,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Layout l = layoutOf(a, 0, 3);
     const Tensor& x = a.tensor(0);
     const Tensor* w = weightOf(a, 2);
@@ -252,29 +260,22 @@ std::shared_ptr<const OpRule> forwardRule() {
                                            std::nullopt};
     if (w) res.emplace_back(Tensor::point(w->shape(), w->dtype(), std::move(dw)));
     return res;
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
-std::shared_ptr<const OpRule> backwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  auto gradAt = [](const Tensor& g, const Layout& l, const Entry& e) {
-    return l.reduction == kNone ? g.at(e.out) : g.at(0);
-  };
-  auto checkGrad = [](const OpArgs& a, const Layout& l) {
-    const Tensor& g = a.tensor(0);
-    const std::int64_t want = l.reduction == kNone ? l.outCount : 1;
-    if (g.numel() != want)
-      a.fail("grad_output should have " + std::to_string(want) + " elements, found " +
-             shapeString(g.shape()));
-  };
-  fns->point = [gradAt, checkGrad](const OpArgs& a, OpContext&) {
+/// nll_loss_backward / nll_loss2d_backward → grad_input: −w_t·g / total_weight at the kept
+/// targets (two roundings in c, then s), exactly 0 elsewhere; localError from the enclosure.
+class NllLossBackwardRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Layout l = layoutOf(a, 1, 4);
     checkGrad(a, l);
     const Tensor& g = a.tensor(0);
@@ -288,8 +289,9 @@ std::shared_ptr<const OpRule> backwardRule() {
       out[static_cast<std::size_t>(e.self)] = l.reduction == kMean ? -wt * go / tw : -wt * go;
     }
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(out))};
-  };
-  fns->interval = [gradAt, checkGrad](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Layout l = layoutOf(a, 1, 4);
     checkGrad(a, l);
     const Tensor& g = a.tensor(0);
@@ -315,8 +317,9 @@ std::shared_ptr<const OpRule> backwardRule() {
       hi[static_cast<std::size_t>(e.self)] = r.hi;
     }
     return std::vector<Tensor>{Tensor::interval(x.shape(), t, std::move(lo), std::move(hi))};
-  };
-  fns->random = [gradAt, checkGrad](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Layout l = layoutOf(a, 1, 4);
     checkGrad(a, l);
     const Tensor& g = a.tensor(0);
@@ -339,9 +342,10 @@ std::shared_ptr<const OpRule> backwardRule() {
       out[static_cast<std::size_t>(e.self)] = roundNearest(r, s);
     }
     return std::vector<Tensor>{Tensor::point(x.shape(), t, std::move(out))};
-  };
-  fns->vjp = [gradAt](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
-                      OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
     // out[self_e] = −w·g / tw (mean) or −w·g: linear in g; self does not enter the values.
     const Layout l = layoutOf(a, 1, 4);
     const Tensor& g = a.tensor(0);
@@ -366,18 +370,34 @@ std::shared_ptr<const OpRule> backwardRule() {
     if (w) res.emplace_back(Tensor::point(w->shape(), w->dtype(), std::move(dw)));
     res.emplace_back(Tensor::point(twT.shape(), twT.dtype(), {dtw}));
     return res;
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  /// Returns the incoming gradient of entry e (one per target for reduction none, else the 0-d).
+  static Interval gradAt(const Tensor& g, const Layout& l, const Entry& e) {
+    return l.reduction == kNone ? g.at(e.out) : g.at(0);
+  }
+
+  /// Checks that grad_output has one element per target (reduction none) or one in all.
+  static void checkGrad(const OpArgs& a, const Layout& l) {
+    const Tensor& g = a.tensor(0);
+    const std::int64_t want = l.reduction == kNone ? l.outCount : 1;
+    if (g.numel() != want)
+      a.fail("grad_output should have " + std::to_string(want) + " elements, found " +
+             shapeString(g.shape()));
+  }
+};
 
 }  // namespace
 
 void registerLossOps(OpRegistry& r) {
-  const auto fwd = forwardRule();
-  const auto bwd = backwardRule();
+  const auto fwd = std::make_shared<const NllLossRule>();
+  const auto bwd = std::make_shared<const NllLossBackwardRule>();
   r.add("aten.nll_loss_forward", fwd);
   r.add("aten.nll_loss2d_forward", fwd);
   r.add("aten.nll_loss_backward", bwd);

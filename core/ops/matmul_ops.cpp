@@ -19,12 +19,16 @@
 // and the result is [g1 - rad, g1 + rad] rounded outward to the storage format. No rounding
 // mode is ever assumed inside the BLAS: the radius is computed from RN results and inflated.
 #include "core/backend.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -336,48 +340,13 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
 
 enum class Kind { Mm, Bmm, Mv, Matmul, Dot, Addmm };
 
-struct MatmulRule {
-  Kind kind;
+/// mm bmm mv matmul dot addmm: the midpoint–radius enclosure of the file comment on the Backend's
+/// GEMMs; random with random input rounding, order and blocking; localError γ_k|A||B| + kη.
+class MatmulRule final : public OpRule {
+ public:
+  explicit MatmulRule(Kind kind) : mKind(kind) {}
 
-  std::size_t aIdx() const { return kind == Kind::Addmm ? 1 : 0; }
-  std::size_t bIdx() const { return kind == Kind::Addmm ? 2 : 1; }
-
-  MatmulPlan plan(const OpArgs& a) const {
-    const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
-    switch (kind) {
-      case Kind::Mm:
-      case Kind::Addmm:
-        checkRanks(a, x, y, 2, false);
-        break;
-      case Kind::Bmm:
-        checkRanks(a, x, y, 3, true);
-        break;
-      case Kind::Dot:
-        checkRanks(a, x, y, 1, false);
-        break;
-      case Kind::Mv:
-        if (x.rank() != 2 || y.rank() != 1)
-          a.fail("expected a 2-D matrix and a 1-D vector, found shapes " + shapeString(x.shape()) +
-                 " and " + shapeString(y.shape()));
-        break;
-      case Kind::Matmul:
-        break;
-    }
-    return planMatmul(a, x.shape(), y.shape());
-  }
-  double alpha(const OpArgs& a) const {
-    return kind == Kind::Addmm ? a.numberArg(4, "alpha", 1.0) : 1.0;
-  }
-  double beta(const OpArgs& a) const {
-    return kind == Kind::Addmm ? a.numberArg(3, "beta", 1.0) : 1.0;
-  }
-  /// The bias broadcast to [m, n] (addmm only).
-  std::optional<Tensor> bias(const OpArgs& a, const MatmulPlan& p) const {
-    if (kind != Kind::Addmm) return std::nullopt;
-    return broadcastTo(a, a.tensor(0), Shape{p.m, p.n});
-  }
-
-  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
     const MatmulPlan p = plan(a);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const std::int64_t mn = p.m * p.n;
@@ -395,7 +364,7 @@ struct MatmulRule {
     return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
   }
 
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const MatmulPlan p = plan(a);
     const GemmModel gm = gemmModel(a, ctx);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
@@ -416,7 +385,7 @@ struct MatmulRule {
     return {Tensor::interval(p.outShape, a.outSpec().dtype, std::move(lo), std::move(hi))};
   }
 
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const MatmulPlan p = plan(a);
     const GemmModel gm = gemmModel(a, ctx);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
@@ -431,7 +400,7 @@ struct MatmulRule {
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
-                                         std::span<const Tensor> g, OpContext& ctx) const {
+                                         std::span<const Tensor> g, OpContext& ctx) const override {
     const MatmulPlan p = plan(a);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
     const double al = alpha(a);
@@ -459,7 +428,7 @@ struct MatmulRule {
         gb[static_cast<std::size_t>(p.bOff[bi]) + i] += al * tmpB[i];
     }
     std::vector<std::optional<Tensor>> out;
-    if (kind == Kind::Addmm) {
+    if (mKind == Kind::Addmm) {
       const double be = beta(a);
       const Tensor gs = mapPoint(g[0], g[0].dtype(), [be](double v) { return be * v; });
       out.emplace_back(sumToShape(gs, a.tensor(0).shape()).withDtype(a.tensor(0).dtype()));
@@ -470,7 +439,7 @@ struct MatmulRule {
   }
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
-                                 OpContext& ctx) const {
+                                 OpContext& ctx) const override {
     const MatmulPlan p = plan(a);
     const GemmModel gm = gemmModel(a, ctx);
     const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
@@ -501,19 +470,62 @@ struct MatmulRule {
     }
     return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
   }
-};
 
-std::shared_ptr<const OpRule> matmulRule(Kind kind) { return makeRuleOf(MatmulRule{kind}); }
+ private:
+  std::size_t aIdx() const { return mKind == Kind::Addmm ? 1 : 0; }
+
+  std::size_t bIdx() const { return mKind == Kind::Addmm ? 2 : 1; }
+
+  MatmulPlan plan(const OpArgs& a) const {
+    const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
+    switch (mKind) {
+      case Kind::Mm:
+      case Kind::Addmm:
+        checkRanks(a, x, y, 2, false);
+        break;
+      case Kind::Bmm:
+        checkRanks(a, x, y, 3, true);
+        break;
+      case Kind::Dot:
+        checkRanks(a, x, y, 1, false);
+        break;
+      case Kind::Mv:
+        if (x.rank() != 2 || y.rank() != 1)
+          a.fail("expected a 2-D matrix and a 1-D vector, found shapes " + shapeString(x.shape()) +
+                 " and " + shapeString(y.shape()));
+        break;
+      case Kind::Matmul:
+        break;
+    }
+    return planMatmul(a, x.shape(), y.shape());
+  }
+
+  double alpha(const OpArgs& a) const {
+    return mKind == Kind::Addmm ? a.numberArg(4, "alpha", 1.0) : 1.0;
+  }
+
+  double beta(const OpArgs& a) const {
+    return mKind == Kind::Addmm ? a.numberArg(3, "beta", 1.0) : 1.0;
+  }
+
+  /// The bias broadcast to [m, n] (addmm only).
+  std::optional<Tensor> bias(const OpArgs& a, const MatmulPlan& p) const {
+    if (mKind != Kind::Addmm) return std::nullopt;
+    return broadcastTo(a, a.tensor(0), Shape{p.m, p.n});
+  }
+
+  Kind mKind;
+};
 
 }  // namespace
 
 void registerMatmulOps(OpRegistry& r) {
-  r.add("aten.mm.default", matmulRule(Kind::Mm));
-  r.add("aten.bmm.default", matmulRule(Kind::Bmm));
-  r.add("aten.matmul.default", matmulRule(Kind::Matmul));
-  r.add("aten.dot.default", matmulRule(Kind::Dot));
-  r.add("aten.mv.default", matmulRule(Kind::Mv));
-  r.add("aten.addmm.default", matmulRule(Kind::Addmm));
+  r.add("aten.mm.default", std::make_shared<const MatmulRule>(Kind::Mm));
+  r.add("aten.bmm.default", std::make_shared<const MatmulRule>(Kind::Bmm));
+  r.add("aten.matmul.default", std::make_shared<const MatmulRule>(Kind::Matmul));
+  r.add("aten.dot.default", std::make_shared<const MatmulRule>(Kind::Dot));
+  r.add("aten.mv.default", std::make_shared<const MatmulRule>(Kind::Mv));
+  r.add("aten.addmm.default", std::make_shared<const MatmulRule>(Kind::Addmm));
 }
 
 }  // namespace lossbound

@@ -5,7 +5,7 @@
 // - IntervalDomain: every elementary operation is enclosed exactly (directed rounding) and then
 //   rounded outward to the compute format c, which encloses the correctly rounded result in c;
 //   every libm call is enclosed by its exact value widened by modelUlps ulps of c (the libm table
-//   of op_support.h) and intersected with the function's range (exp >= 0, tanh and erf in
+//   of libm_model.h) and intersected with the function's range (exp >= 0, tanh and erf in
 //   [-1, 1]: libms preserve it); constants are enclosed with their rounding to c;
 // - RandomDomain: every operation rounded to nearest in c (binary64 then c is correct rounding for
 //   + − × ÷ since 53 ≥ 2p + 2, Figueroa 1995), libm results perturbed within the published ulps;
@@ -16,11 +16,14 @@
 #include "core/interval/elementary.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
+#include "core/ops/op_rule.h"
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace lossbound::ops::nn {
@@ -45,7 +48,7 @@ inline Const nearConst(double v, int ulps = 4) {
   return {v, {lo, hi}};
 }
 
-/// Returns the LibmFn of the op_support ulp table for fn.
+/// Returns the LibmFn of the libm_model.h ulp table for fn.
 inline LibmFn libmFn(Fn f) {
   switch (f) {
     case Fn::Exp:
@@ -115,7 +118,7 @@ struct IntervalDomain {
         e = lossbound::erf(a);
         break;
     }
-    // The candidate's libm in c: within modelUlps ulps of the exact value (op_support table).
+    // The candidate's libm in c: within modelUlps ulps of the exact value (libm_model.h table).
     e = widenUlps(e, modelUlps(libmFn(f), c), c);
     if (f == Fn::Exp) e.lo = std::fmax(e.lo, 0.0);
     if (f == Fn::Tanh || f == Fn::Erf) e = intersect(e, Interval{-1.0, 1.0});
@@ -278,12 +281,12 @@ inline Tensor localErrorFromEnclosure(const Tensor& pointOut, const Tensor& encl
   return Tensor::point(pointOut.shape(), pointOut.dtype(), std::move(e));
 }
 
-/// Returns localError for every output from the interval rule evaluated on the (exact, point)
-/// inputs: the enclosure contains every execution, so its distance to the point value bounds
-/// |computed − exact| including the storage rounding.
-inline std::vector<Tensor> localErrorVia(const RuleFns& fns, const OpArgs& args,
+/// Returns localError for every output from `rule`'s interval rule evaluated on the (exact,
+/// point) inputs: the enclosure contains every execution, so its distance to the point value
+/// bounds |computed − exact| including the storage rounding.
+inline std::vector<Tensor> localErrorVia(const OpRule& rule, const OpArgs& args,
                                          std::span<const Tensor> outputs, OpContext& ctx) {
-  const std::vector<Tensor> encl = fns.interval(args, ctx);
+  const std::vector<Tensor> encl = rule.interval(args, ctx);
   std::vector<Tensor> out;
   for (std::size_t k = 0; k < outputs.size() && k < encl.size(); ++k)
     out.push_back(localErrorFromEnclosure(outputs[k], encl[k]));

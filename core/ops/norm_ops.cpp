@@ -45,13 +45,17 @@
 
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -183,9 +187,12 @@ std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt
   return {parts[0].m, parts[0].s};
 }
 
-std::shared_ptr<const OpRule> forwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [](const OpArgs& a, OpContext&) {
+/// native_layer_norm(x, normalized_shape, weight, bias, eps) → (out, mean, rstd): point by the
+/// two-pass formula, interval by kernels::layerNormRow, random by randomMoments, vjp by AD
+/// through the point formula, localError from the enclosure on exact inputs.
+class LayerNormRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     const LnShape s = lnShape(a, x, 1);
     const Tensor* w = optTensor(a, 2, s.n);
@@ -200,8 +207,9 @@ std::shared_ptr<const OpRule> forwardRule() {
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, out),
                                Tensor::point(s.statShape, a.outSpec(1).dtype, mean),
                                Tensor::point(s.statShape, a.outSpec(2).dtype, rstd)};
-  };
-  fns->interval = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     const LnShape s = lnShape(a, x, 1);
     const Tensor* w = optTensor(a, 2, s.n);
@@ -241,8 +249,9 @@ std::shared_ptr<const OpRule> forwardRule() {
     return std::vector<Tensor>{Tensor::interval(x.shape(), a.outSpec(0).dtype, oLo, oHi),
                                Tensor::interval(s.statShape, a.outSpec(1).dtype, mLo, mHi),
                                Tensor::interval(s.statShape, a.outSpec(2).dtype, rLo, rHi)};
-  };
-  fns->random = [](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     const LnShape s = lnShape(a, x, 1);
     const Tensor* w = optTensor(a, 2, s.n);
@@ -293,8 +302,10 @@ std::shared_ptr<const OpRule> forwardRule() {
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, out),
                                Tensor::point(s.statShape, a.outSpec(1).dtype, mean),
                                Tensor::point(s.statShape, a.outSpec(2).dtype, rstd)};
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     // Reverse-mode AD through the two-pass formula (the same as point()).
     const Tensor& x = a.tensor(0);
     const LnShape s = lnShape(a, x, 1);
@@ -328,12 +339,13 @@ std::shared_ptr<const OpRule> forwardRule() {
     if (w) res.emplace_back(grads(wv, *w));
     if (b) res.emplace_back(grads(bv, *b));
     return res;
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, mask)
@@ -399,13 +411,12 @@ void backwardFormula(const D& d, const BwdArgs& ba, const std::vector<typename D
   }
 }
 
-std::shared_ptr<const OpRule> backwardRule() {
-  auto fns = std::make_shared<RuleFns>();
-  auto shapeW = [](const BwdArgs& ba) { return ba.w ? ba.w->shape() : ba.s.normShape; };
-  auto dtypeOf = [](const OpArgs& a, std::size_t k, DType fallback) {
-    return a.node().outputs.size() > k ? a.outSpec(k).dtype : fallback;
-  };
-  fns->point = [shapeW, dtypeOf](const OpArgs& a, OpContext&) {
+/// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+/// output_mask) → (grad_input, grad_weight, grad_bias): the hull of the reference and the CPU
+/// form (file comment), vjp by AD through the reference formula, localError from the enclosure.
+class LayerNormBackwardRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const BwdArgs ba = bwdArgs(a);
     const PointDomain d;
     auto vec = [](const Tensor* t) {
@@ -422,8 +433,9 @@ std::shared_ptr<const OpRule> backwardRule() {
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
     return out;
-  };
-  fns->interval = [shapeW, dtypeOf](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const BwdArgs ba = bwdArgs(a);
     const DType t = dtypeOf(a, 0, ba.x->dtype());
     const Format c = accumulationFormat(ctx.precision, t);
@@ -525,8 +537,9 @@ std::shared_ptr<const OpRule> backwardRule() {
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
     return out;
-  };
-  fns->random = [shapeW, dtypeOf](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const BwdArgs ba = bwdArgs(a);
     const DType t = dtypeOf(a, 0, ba.x->dtype());
     const Format c = accumulationFormat(ctx.precision, t);
@@ -592,8 +605,10 @@ std::shared_ptr<const OpRule> backwardRule() {
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype());
     return out;
-  };
-  fns->vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h, OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
     const BwdArgs ba = bwdArgs(a);
     Tape tape;
     const AdDomain d{&tape};
@@ -624,18 +639,28 @@ std::shared_ptr<const OpRule> backwardRule() {
     if (a.isTensor(6))
       res.emplace_back(zerosLike(a.tensor(6), a.tensor(6).dtype()));  // bias: unused
     return res;
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  /// Returns the shape of grad_weight and grad_bias (the weight shape, else normalized_shape).
+  static Shape shapeW(const BwdArgs& ba) { return ba.w ? ba.w->shape() : ba.s.normShape; }
+
+  /// Returns the traced dtype of output k, or `fallback` when the node has fewer outputs.
+  static DType dtypeOf(const OpArgs& a, std::size_t k, DType fallback) {
+    return a.node().outputs.size() > k ? a.outSpec(k).dtype : fallback;
+  }
+};
 
 }  // namespace
 
 void registerNormOps(OpRegistry& r) {
-  r.add("aten.native_layer_norm", forwardRule());
-  r.add("aten.native_layer_norm_backward", backwardRule());
+  r.add("aten.native_layer_norm", std::make_shared<const LayerNormRule>());
+  r.add("aten.native_layer_norm_backward", std::make_shared<const LayerNormBackwardRule>());
 }
 
 }  // namespace lossbound

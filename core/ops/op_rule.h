@@ -1,10 +1,25 @@
 #pragma once
-// The contract of one aten op in every evaluation domain. One OpRule per op (or op family) lives
-// in core/ops/<family>_ops.cpp and is listed in the explicit registry (registry.cpp).
+// The contract of one aten op in every evaluation domain.
 //
 // The interval contract, for every op: the result encloses every value that an implementation of
 // this op in the modelled precision could return, for any inputs inside their enclosures, in any
 // reduction order and bracketing.
+//
+// The one way to write a rule (docs/writing-op-rules.md has a full example and the test recipe):
+// - a `final` class deriving from OpRule, in the anonymous namespace of core/ops/<family>_ops.cpp,
+//   with a `///` line stating its contract; the file's opening comment gives each op's bound and
+//   where it comes from;
+// - public: the constructor (if the rule has parameters), then point, interval, random, vjp,
+//   localError in this order; private: helper member functions, then data members (mName);
+// - registered by name in registerXxxOps(OpRegistry&) (declared in families.h, called from
+//   registry.cpp): r.add("aten.op.overload", std::make_shared<const XxxRule>(...));
+// - helpers: formats.h (formats, storage rounding), broadcasting.h, error_bounds.h (γ, sum/dot
+//   bounds), random_arith.h, libm_model.h, arg_readers.h, reduction_layout.h, rule_helpers.h
+//   (zeroLocalError, noGradients), nn_support.h (one formula in four domains, localErrorVia);
+// - conventions: read only the dtypes of the traced outputs (never their shapes); interval returns
+//   interval tensors (views keep their input's form); random reads point values;
+// - tests in tests/core/ops/ with op_harness.h: checkEnclosure, checkVjp, checkLocalError in
+//   fp64, fp32, bf16 and fp16.
 
 #include "core/ir/ir.h"
 #include "core/ops/precision_model.h"

@@ -9,11 +9,15 @@
 // - addcdiv: self + value·t1/t2 as (value·t1)/t2 or value·(t1/t2), same treatment;
 // - lerp: PyTorch's two-branch formula, weight < 0.5 (or |weight| < 0.5 in later versions):
 //   self + w·(end - self), else end - (end - self)·(1 - w); both branches when ambiguous.
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -46,21 +50,24 @@ double exact(Kind k, double s, double x, double y, double v) {
   return s;
 }
 
-struct UpdateRule {
-  Kind kind;
+/// addcmul addcdiv lerp (Scalar and Tensor forms, in place): the hull over the associations and
+/// branches of the file comment, each product rounded outward; random picks one per element.
+class UpdateRule final : public OpRule {
+ public:
+  explicit UpdateRule(Kind kind) : mKind(kind) {}
 
-  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
-    const double v = valueOf(a, kind);
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const double v = valueOf(a, mKind);
     return {mapPoint3(a, a.tensor(0), a.tensor(1), thirdOperand(a), a.outSpec().dtype,
-                      [&](double s, double x, double y) { return exact(kind, s, x, y, v); })};
+                      [&](double s, double x, double y) { return exact(mKind, s, x, y, v); })};
   }
 
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format f = outFormat(a, ctx);
-    const Interval v = scalarEnclosure(valueOf(a, kind), f);
-    const bool one = valueOf(a, kind) == 1.0;
-    const bool scalarWeight = kind == Kind::Lerp && !a.isTensor(2);
+    const Interval v = scalarEnclosure(valueOf(a, mKind), f);
+    const bool one = valueOf(a, mKind) == 1.0;
+    const bool scalarWeight = mKind == Kind::Lerp && !a.isTensor(2);
     Tensor w = thirdOperand(a);
     if (scalarWeight) {
       const Interval e = scalarEnclosure(w.values()[0], f);
@@ -69,7 +76,7 @@ struct UpdateRule {
     auto ro = [f](Interval x) { return roundOutward(x, f); };
     return {mapInterval3(
         a, a.tensor(0), a.tensor(1), w, t, [&](Interval s, Interval x, Interval y) -> Interval {
-          switch (kind) {
+          switch (mKind) {
             case Kind::Addcmul: {
               const Interval p =
                   one ? ro(mul(x, y))
@@ -95,21 +102,21 @@ struct UpdateRule {
         })};
   }
 
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     std::mt19937_64& rng = *ctx.rng;
     const DType t = a.outSpec().dtype;
     const Format f = outFormat(a, ctx);
     const Format c = (f == Format::Fp64 || (rng() & 1)) ? f : Format::Fp32;
-    const double v = randomScalar(valueOf(a, kind), f, rng);
+    const double v = randomScalar(valueOf(a, mKind), f, rng);
     Tensor w = thirdOperand(a);
-    if (kind == Kind::Lerp && !a.isTensor(2))
+    if (mKind == Kind::Lerp && !a.isTensor(2))
       w = Tensor::scalar(randomScalar(w.values()[0], f, rng), DType::Float64);
     const int assoc = static_cast<int>(rng() % 3);
     const bool fused = (rng() & 1) != 0;
     const bool absBranch = (rng() & 1) != 0;
     return {mapPoint3(a, a.tensor(0), a.tensor(1), w, t, [&](double s, double x, double y) {
       double r = 0;
-      switch (kind) {
+      switch (mKind) {
         case Kind::Addcmul: {
           double p1, p2;  // value·t1·t2 = p1·p2 with one product rounded first
           if (assoc == 0) {
@@ -146,17 +153,17 @@ struct UpdateRule {
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
-                                         std::span<const Tensor> g, OpContext&) const {
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor &s = a.tensor(0), &x = a.tensor(1);
     const Tensor y = thirdOperand(a);
-    const double v = valueOf(a, kind);
+    const double v = valueOf(a, mKind);
     const DType gt = g[0].dtype();
     auto grad = [&](const Tensor& input, const Tensor& full) -> std::optional<Tensor> {
       if (!isFloating(input.dtype())) return std::nullopt;
       return sumToShape(full, input.shape()).withDtype(input.dtype());
     };
     std::vector<std::optional<Tensor>> out;
-    switch (kind) {
+    switch (mKind) {
       case Kind::Addcmul:
         out.push_back(grad(s, mapPoint2(a, g[0], s, gt, [](double gv, double) { return gv; })));
         out.push_back(grad(x, mapPoint3(a, g[0], x, y, gt, [v](double gv, double, double yv) {
@@ -190,16 +197,16 @@ struct UpdateRule {
   }
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
-                                 OpContext& ctx) const {
+                                 OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const double uF = unitRoundoff(f);
-    const double v = valueOf(a, kind);
+    const double v = valueOf(a, mKind);
     // Intermediates round in opmath or in F (u_F bounds both); the scalar value/weight converts
     // with relative error <= u_F. First order: the intermediate magnitudes times their errors.
     const Tensor mags = mapPoint3(a, a.tensor(0), a.tensor(1), thirdOperand(a), t,
                                   [&](double s, double x, double y) {
-                                    switch (kind) {
+                                    switch (mKind) {
                                       case Kind::Addcmul:
                                         return 4 * uF * std::fabs(v * x * y);
                                       case Kind::Addcdiv:
@@ -215,20 +222,21 @@ struct UpdateRule {
       return add_up(roundingError(y, c, f), m * (1 + 8 * uF));
     })};
   }
-};
 
-std::shared_ptr<const OpRule> updateRule(Kind kind) { return makeRuleOf(UpdateRule{kind}); }
+ private:
+  Kind mKind;
+};
 
 }  // namespace
 
 void registerOptimizerOps(OpRegistry& r) {
   for (const char* op : {"aten.addcmul.default", "aten.addcmul_.default"})
-    r.add(op, updateRule(Kind::Addcmul));
+    r.add(op, std::make_shared<const UpdateRule>(Kind::Addcmul));
   for (const char* op : {"aten.addcdiv.default", "aten.addcdiv_.default"})
-    r.add(op, updateRule(Kind::Addcdiv));
+    r.add(op, std::make_shared<const UpdateRule>(Kind::Addcdiv));
   for (const char* op :
        {"aten.lerp.Scalar", "aten.lerp_.Scalar", "aten.lerp.Tensor", "aten.lerp_.Tensor"})
-    r.add(op, updateRule(Kind::Lerp));
+    r.add(op, std::make_shared<const UpdateRule>(Kind::Lerp));
 }
 
 }  // namespace lossbound

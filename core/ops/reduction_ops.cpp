@@ -8,13 +8,20 @@
 // multiplies it by RN(1/n), with the sum held in the accumulation format or first rounded to the
 // storage format (PyTorch 1.13 CPU: sum_out into the bf16/fp16 result, then div_(n) — two
 // roundings to storage): the interval rule takes the hull of all four. max/min are exact.
+#include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
 #include "core/ops/kernel_offload.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
+#include "core/ops/reduction_layout.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -53,46 +60,49 @@ ReduceArgs reduceArgs(const OpArgs& a, bool full, int rank) {
   return r;
 }
 
-struct ReduceRule {
-  Kind kind;
-  bool full;  // sum.default / mean.default / max.default: every dim, no keepdim
+/// sum mean amax amin max min (full or over dims): the order-free sum bound γ_{n−1}Σ|x| in the
+/// accumulation format, the hull of the four mean variants (file comment); extrema are exact.
+class ReduceRule final : public OpRule {
+ public:
+  /// Takes the reduction and whether it is over every dim without keepdim (sum.default, ...).
+  ReduceRule(Kind kind, bool full) : mKind(kind), mFull(full) {}
 
-  std::vector<Tensor> point(const OpArgs& a, OpContext&) const {
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
-    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const auto v = x.values();
     std::vector<double> out(l.outer.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
-      double s = kind == Kind::Amax ? -kInf : (kind == Kind::Amin ? kInf : 0.0);
+      double s = mKind == Kind::Amax ? -kInf : (mKind == Kind::Amin ? kInf : 0.0);
       for (std::int64_t off : l.inner) {
         const double e = v[static_cast<std::size_t>(l.outer[i] + off)];
-        if (kind == Kind::Sum || kind == Kind::Mean)
+        if (mKind == Kind::Sum || mKind == Kind::Mean)
           s += e;
         else if (std::isnan(e) || std::isnan(s))
           s = std::nan("");
         else
-          s = kind == Kind::Amax ? std::max(s, e) : std::min(s, e);
+          s = mKind == Kind::Amax ? std::max(s, e) : std::min(s, e);
       }
-      if (kind == Kind::Mean) s /= static_cast<double>(l.inner.size());
+      if (mKind == Kind::Mean) s /= static_cast<double>(l.inner.size());
       out[i] = s;
     }
-    if ((kind == Kind::Amax || kind == Kind::Amin) && l.inner.empty() && !out.empty())
+    if ((mKind == Kind::Amax || mKind == Kind::Amin) && l.inner.empty() && !out.empty())
       a.fail("max/min of an empty dimension");
     return {Tensor::point(reducedShape(x.shape(), ra.dims, ra.keepdim), a.outSpec().dtype,
                           std::move(out))};
   }
 
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const {
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
-    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const auto rows = static_cast<std::int64_t>(l.outer.size());
-    if (kind == Kind::Sum && !integral && n > 0 && rowsAreContiguous(l, n)) {
+    if (mKind == Kind::Sum && !integral && n > 0 && rowsAreContiguous(l, n)) {
       const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation};
       if (auto r = offerRowSum(ctx.backend, model, x, rows, n,
                                reducedShape(x.shape(), ra.dims, ra.keepdim), t))
@@ -101,18 +111,18 @@ struct ReduceRule {
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {
       Interval r;
-      if (kind == Kind::Amax || kind == Kind::Amin) {
+      if (mKind == Kind::Amax || mKind == Kind::Amin) {
         if (n == 0) a.fail("max/min of an empty dimension");
         r = x.at(l.outer[i] + l.inner[0]);
         for (std::int64_t off : l.inner)
-          r = kind == Kind::Amax ? max(r, x.at(l.outer[i] + off)) : min(r, x.at(l.outer[i] + off));
+          r = mKind == Kind::Amax ? max(r, x.at(l.outer[i] + off)) : min(r, x.at(l.outer[i] + off));
         r = integral ? r : roundOutward(r, store);
       } else {
         SumEnclosure s{{0.0, 0.0}, 0.0};
         for (std::int64_t off : l.inner) accumulate(s, sanitize(x.at(l.outer[i] + off)));
         if (integral) {
           r = s.sum;
-        } else if (kind == Kind::Sum) {
+        } else if (mKind == Kind::Sum) {
           r = roundedSumEnclosure(s, n, acc, store, ctx.precision.truncatingAccumulation);
         } else if (n == 0) {
           r = entireInterval();  // 0/0: NaN in every implementation
@@ -135,15 +145,15 @@ struct ReduceRule {
                              std::move(hi))};
   }
 
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const {
-    if (kind == Kind::Amax || kind == Kind::Amin) {
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    if (mKind == Kind::Amax || mKind == Kind::Amin) {
       std::vector<Tensor> r = point(a, ctx);
       const Format store = outFormat(a, ctx);
       if (!isIntegral(a.outSpec().dtype)) r[0] = roundNearestTensor(r[0], store);
       return r;
     }
     const Tensor& x = a.tensor(0);
-    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
@@ -165,8 +175,8 @@ struct ReduceRule {
         continue;
       }
       double s = randomSum(terms, acc, rng);
-      if (kind == Kind::Mean && sumToStorage) s = roundNearest(s, store);
-      if (kind == Kind::Mean)
+      if (mKind == Kind::Mean && sumToStorage) s = roundNearest(s, store);
+      if (mKind == Kind::Mean)
         s = recip ? mulIn(s, roundNearest(1.0 / n, acc), acc) : roundNearest(s / n, acc);
       out[i] = roundNearest(s, store);
     }
@@ -174,10 +184,10 @@ struct ReduceRule {
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
-                                         std::span<const Tensor> g, OpContext&) const {
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return {std::nullopt};
-    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const auto gv = g[0].values();
     const auto xv = x.values();
@@ -185,8 +195,8 @@ struct ReduceRule {
     std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
     const double n = static_cast<double>(l.inner.size());
     for (std::size_t i = 0; i < l.outer.size(); ++i) {
-      if (kind == Kind::Sum || kind == Kind::Mean) {
-        const double gi = kind == Kind::Mean ? gv[i] / n : gv[i];
+      if (mKind == Kind::Sum || mKind == Kind::Mean) {
+        const double gi = mKind == Kind::Mean ? gv[i] / n : gv[i];
         for (std::int64_t off : l.inner) gx[static_cast<std::size_t>(l.outer[i] + off)] = gi;
       } else {
         // amax/amin: the gradient is split evenly among the maxima (PyTorch's amax backward).
@@ -202,16 +212,16 @@ struct ReduceRule {
   }
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
-                                 OpContext& ctx) const {
+                                 OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
     if (isIntegral(t)) return zeroLocalError(outs);
     const Tensor& x = a.tensor(0);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
-    if (kind == Kind::Amax || kind == Kind::Amin)
+    if (mKind == Kind::Amax || mKind == Kind::Amin)
       return {mapPoint(outs[0], t, [&](double y) {
         return store == Format::Fp64 ? 0.0 : roundingError(y, store, store);
       })};
-    const ReduceArgs ra = reduceArgs(a, full, x.rank());
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
     const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const double u = ctx.precision.accumulationRoundoff(t);
@@ -225,28 +235,66 @@ struct ReduceRule {
       const double y = outs[0].values()[i];
       // Each later rounding acts on a value of magnitude <= |y| + (the error so far).
       const auto mag = [&] { return add_up(std::fabs(y), e); };
-      if (kind == Kind::Mean && n > 0) {
+      if (mKind == Kind::Mean && n > 0) {
         e = div_up(e, static_cast<double>(n));
         // the sum may be rounded to storage before the division (torch CPU sum_out + div_)
         if (store != acc) e = add_up(e, roundingError(mag(), store, store));
         // s / n, or s · RN(1/n): at most two roundings in acc
         e = add_up(e, mul_up(roundingError(mag(), acc, acc), 2.0));
       }
-      if (store != acc) e = add_up(e, roundingError(kind == Kind::Mean ? mag() : y, store, store));
+      if (store != acc) e = add_up(e, roundingError(mKind == Kind::Mean ? mag() : y, store, store));
       out[i] = e;
     }
     return {Tensor::point(outs[0].shape(), t, std::move(out))};
   }
+
+ private:
+  Kind mKind;
+  bool mFull;  // sum.default / mean.default / max.default: every dim, no keepdim
 };
 
-std::shared_ptr<const OpRule> reduceRule(Kind kind, bool full) {
-  return makeRuleOf(ReduceRule{kind, full});
-}
+/// max.dim / min.dim: (values, indices), exact. Indices of interval inputs: every position that can
+/// hold the extremum (its enclosure reaches the largest lower bound) is possible.
+class ArgExtremumRule final : public OpRule {
+ public:
+  explicit ArgExtremumRule(bool isMax) : mIsMax(isMax) {}
 
-// max.dim / min.dim: (values, indices). Indices of interval inputs: every position that can hold
-// the extremum (its enclosure reaches the largest lower bound) is possible.
-std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
-  auto compute = [isMax](const OpArgs& a, bool intervals) {
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    return compute(a, false);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
+    return compute(a, true);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return point(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
+    const int dim =
+        x.rank() == 0 ? 0 : normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
+    const std::vector<int> dims = x.rank() == 0 ? std::vector<int>{} : std::vector<int>{dim};
+    const ReductionLayout l = reductionLayout(x.shape(), dims);
+    std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
+    for (std::size_t i = 0; i < l.outer.size(); ++i) {
+      const auto idx = static_cast<std::size_t>(outs[1].values()[i]);
+      gx[static_cast<std::size_t>(l.outer[i] + l.inner[idx])] = g[0].values()[i];
+    }
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(gx))};
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  /// Returns (values, indices): points with the first extremum, or their enclosures.
+  std::vector<Tensor> compute(const OpArgs& a, bool intervals) const {
     const Tensor& x = a.tensor(0);
     const int dim = [&] {
       try {
@@ -268,11 +316,11 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
       Interval ext = bestV;
       for (std::size_t j = 1; j < l.inner.size(); ++j) {
         const Interval e = x.at(l.outer[i] + l.inner[j]);
-        if (isMax ? e.lo > bestV.lo : e.lo < bestV.lo) {
+        if (mIsMax ? e.lo > bestV.lo : e.lo < bestV.lo) {
           bestV = e;
           best = j;
         }
-        ext = isMax ? max(ext, e) : min(ext, e);
+        ext = mIsMax ? max(ext, e) : min(ext, e);
       }
       vlo[i] = ext.lo;
       vhi[i] = ext.hi;
@@ -283,7 +331,7 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
       double first = -1, last = -1;
       for (std::size_t j = 0; j < l.inner.size(); ++j) {
         const Interval e = x.at(l.outer[i] + l.inner[j]);
-        const bool possible = isMax ? e.hi >= ext.lo : e.lo <= ext.hi;
+        const bool possible = mIsMax ? e.hi >= ext.lo : e.lo <= ext.hi;
         if (possible) {
           if (first < 0) first = static_cast<double>(j);
           last = static_cast<double>(j);
@@ -298,44 +346,24 @@ std::shared_ptr<const OpRule> argExtremumRule(bool isMax) {
                                  Tensor::point(s, DType::Int64, ilo)};
     return std::vector<Tensor>{Tensor::interval(s, a.outSpec(0).dtype, vlo, vhi),
                                Tensor::interval(s, DType::Int64, ilo, ihi)};
-  };
-  RuleFns f;
-  f.point = [compute](const OpArgs& a, OpContext&) { return compute(a, false); };
-  f.random = f.point;
-  f.interval = [compute](const OpArgs& a, OpContext&) { return compute(a, true); };
-  f.vjp = [](const OpArgs& a, std::span<const Tensor> outs, std::span<const Tensor> g, OpContext&) {
-    const Tensor& x = a.tensor(0);
-    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
-    const int dim =
-        x.rank() == 0 ? 0 : normalizeDim(a.intArg(1, "dim"), static_cast<std::size_t>(x.rank()));
-    const std::vector<int> dims = x.rank() == 0 ? std::vector<int>{} : std::vector<int>{dim};
-    const ReductionLayout l = reductionLayout(x.shape(), dims);
-    std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
-    for (std::size_t i = 0; i < l.outer.size(); ++i) {
-      const auto idx = static_cast<std::size_t>(outs[1].values()[i]);
-      gx[static_cast<std::size_t>(l.outer[i] + l.inner[idx])] = g[0].values()[i];
-    }
-    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(gx))};
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
-    return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+  bool mIsMax;  // max.dim (else min.dim)
+};
 
 }  // namespace
 
 void registerReductionOps(OpRegistry& r) {
-  r.add("aten.sum.default", reduceRule(Kind::Sum, true));
-  r.add("aten.sum.dim_IntList", reduceRule(Kind::Sum, false));
-  r.add("aten.mean.default", reduceRule(Kind::Mean, true));
-  r.add("aten.mean.dim", reduceRule(Kind::Mean, false));
-  r.add("aten.amax.default", reduceRule(Kind::Amax, false));
-  r.add("aten.amin.default", reduceRule(Kind::Amin, false));
-  r.add("aten.max.default", reduceRule(Kind::Amax, true));
-  r.add("aten.min.default", reduceRule(Kind::Amin, true));
-  r.add("aten.max.dim", argExtremumRule(true));
-  r.add("aten.min.dim", argExtremumRule(false));
+  r.add("aten.sum.default", std::make_shared<const ReduceRule>(Kind::Sum, true));
+  r.add("aten.sum.dim_IntList", std::make_shared<const ReduceRule>(Kind::Sum, false));
+  r.add("aten.mean.default", std::make_shared<const ReduceRule>(Kind::Mean, true));
+  r.add("aten.mean.dim", std::make_shared<const ReduceRule>(Kind::Mean, false));
+  r.add("aten.amax.default", std::make_shared<const ReduceRule>(Kind::Amax, false));
+  r.add("aten.amin.default", std::make_shared<const ReduceRule>(Kind::Amin, false));
+  r.add("aten.max.default", std::make_shared<const ReduceRule>(Kind::Amax, true));
+  r.add("aten.min.default", std::make_shared<const ReduceRule>(Kind::Amin, true));
+  r.add("aten.max.dim", std::make_shared<const ArgExtremumRule>(true));
+  r.add("aten.min.dim", std::make_shared<const ArgExtremumRule>(false));
 }
 
 }  // namespace lossbound

@@ -37,13 +37,17 @@
 
 #include "core/backend.h"
 #include "core/kernels/softmax_row.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 namespace lossbound {
@@ -194,35 +198,44 @@ Tensor intervalTensor(const Shape& s, DType t, const std::vector<Interval>& v) {
   return Tensor::interval(s, t, std::move(lo), std::move(hi));
 }
 
-std::shared_ptr<const OpRule> softmaxRule(bool log) {
-  auto fns = std::make_shared<RuleFns>();
-  fns->point = [log](const OpArgs& a, OpContext&) {
+/// _softmax(x, dim, half_to_float) (log == false) and _log_softmax (log == true): the enclosure
+/// of the file comment, localError from that enclosure on exact inputs.
+class SoftmaxRule final : public OpRule {
+ public:
+  explicit SoftmaxRule(bool log) : mLog(log) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
     auto v = mapRows<double>(
         x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
-        [log](const std::vector<double>& in, std::vector<double>& out) { rowPoint(in, log, out); });
+        [this](const std::vector<double>& in, std::vector<double>& out) {
+          rowPoint(in, mLog, out);
+        });
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(v))};
-  };
-  fns->interval = [log](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
     return std::vector<Tensor>{
-        intervalRows(x, dim, a.outSpec(0).dtype, modelFor(a, ctx), log, ctx.backend)};
-  };
-  fns->random = [log](const OpArgs& a, OpContext& ctx) {
+        intervalRows(x, dim, a.outSpec(0).dtype, modelFor(a, ctx), mLog, ctx.backend)};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
     const kernels::SoftmaxModel m = modelFor(a, ctx);
     auto v = mapRows<double>(
         x, dim, [&](std::int64_t i) { return x.values()[static_cast<std::size_t>(i)]; },
         [&](const std::vector<double>& in, std::vector<double>& out) {
-          rowRandom(in, m, log, *ctx.rng, out);
+          rowRandom(in, m, mLog, *ctx.rng, out);
         });
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(v))};
-  };
-  fns->vjp = [log](const OpArgs& a, std::span<const Tensor> outputs, std::span<const Tensor> g,
-                   OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outputs,
+                                         std::span<const Tensor> g, OpContext&) const override {
     // softmax: gx = y (g − <g, y>); log-softmax: gx = g − softmax · Σ g.
     const Tensor& x = a.tensor(0);
     const int dim = softmaxDim(a, x);
@@ -234,34 +247,33 @@ std::shared_ptr<const OpRule> softmaxRule(bool log) {
       long double s = 0;
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        s += log ? gv[k] : static_cast<long double>(gv[k]) * y[k];
+        s += mLog ? gv[k] : static_cast<long double>(gv[k]) * y[k];
       }
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        out[k] = log ? static_cast<double>(gv[k] - std::exp(static_cast<long double>(y[k])) * s)
-                     : static_cast<double>(y[k] * (gv[k] - s));
+        out[k] = mLog ? static_cast<double>(gv[k] - std::exp(static_cast<long double>(y[k])) * s)
+                      : static_cast<double>(y[k] * (gv[k] - s));
       }
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  bool mLog;  // log-softmax
+};
 
 /// _softmax_backward_data(grad_output, output, dim, input_dtype) (log == false) and
 /// _log_softmax_backward_data (log == true).
-std::shared_ptr<const OpRule> backwardDataRule(bool log) {
-  auto fns = std::make_shared<RuleFns>();
-  auto check = [](const OpArgs& a) {
-    if (a.tensor(0).shape() != a.tensor(1).shape())
-      a.fail("grad_output " + shapeString(a.tensor(0).shape()) + " and output " +
-             shapeString(a.tensor(1).shape()) + " should have the same shape");
-    return softmaxDim(a, a.tensor(1), 2);
-  };
-  // The formula of one row in a domain (point, interval or random), with its reduction `red`.
-  fns->point = [log, check](const OpArgs& a, OpContext&) {
+class SoftmaxBackwardDataRule final : public OpRule {
+ public:
+  explicit SoftmaxBackwardDataRule(bool log) : mLog(log) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const int dim = check(a);
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
@@ -271,18 +283,19 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       long double s = 0;
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        s += log ? g.values()[k] : static_cast<long double>(g.values()[k]) * y.values()[k];
+        s += mLog ? g.values()[k] : static_cast<long double>(g.values()[k]) * y.values()[k];
       }
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        out[k] = log ? static_cast<double>(g.values()[k] -
-                                           std::exp(static_cast<long double>(y.values()[k])) * s)
-                     : static_cast<double>(y.values()[k] * (g.values()[k] - s));
+        out[k] = mLog ? static_cast<double>(g.values()[k] -
+                                            std::exp(static_cast<long double>(y.values()[k])) * s)
+                      : static_cast<double>(y.values()[k] * (g.values()[k] - s));
       }
     }
     return std::vector<Tensor>{Tensor::point(g.shape(), a.outSpec(0).dtype, std::move(out))};
-  };
-  fns->interval = [log, check](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const int dim = check(a);
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
@@ -295,18 +308,18 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       double absSum = 0.0;
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const std::int64_t k = rows.at(r, j);
-        const Interval t = log ? g.at(k) : lossbound::mul(g.at(k), y.at(k));
+        const Interval t = mLog ? g.at(k) : lossbound::mul(g.at(k), y.at(k));
         s = lossbound::add(s, t);
         absSum = add_up(absSum, mag(t));
       }
       // Order-free bounds: γ_{n−1}Σ|g| (Higham 2002, eq. 4.4) or γ_n Σ|g y| + n·η (eq. 3.5).
-      const double err = log ? sumErrorBound(rows.n, absSum, m.uAcc)
-                             : dotErrorBound(rows.n, absSum, m.uAcc, m.eta);
+      const double err = mLog ? sumErrorBound(rows.n, absSum, m.uAcc)
+                              : dotErrorBound(rows.n, absSum, m.uAcc, m.eta);
       s = d.round(Interval{sub_down(s.lo, err), add_up(s.hi, err)});
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const std::int64_t k = rows.at(r, j);
         Interval v;
-        if (log) {
+        if (mLog) {
           v = d.sub(g.at(k), d.mul(d.fn(Fn::Exp, y.at(k)), s));
         } else {
           v = hull(d.mul(y.at(k), d.sub(g.at(k), s)),
@@ -316,8 +329,9 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       }
     }
     return std::vector<Tensor>{intervalTensor(g.shape(), a.outSpec(0).dtype, out)};
-  };
-  fns->random = [log, check](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const int dim = check(a);
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
@@ -334,12 +348,12 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       }
       std::vector<double> terms = gr;
       const double s =
-          log ? randomSum(terms, m.c, *ctx.rng) : randomDot(gr, yr, m.c, *ctx.rng, scratch);
+          mLog ? randomSum(terms, m.c, *ctx.rng) : randomDot(gr, yr, m.c, *ctx.rng, scratch);
       const int variant = static_cast<int>((*ctx.rng)() % 2);
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto jj = static_cast<std::size_t>(j);
         double v;
-        if (log) {
+        if (mLog) {
           const double e = d.fn(Fn::Exp, yr[jj]);
           v = variant == 0 ? d.sub(gr[jj], d.mul(e, s)) : fmaIn(-e, s, gr[jj], m.c);
         } else {
@@ -350,9 +364,10 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       }
     }
     return std::vector<Tensor>{Tensor::point(g.shape(), a.outSpec(0).dtype, std::move(out))};
-  };
-  fns->vjp = [log, check](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> h,
-                          OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> h, OpContext&) const override {
     // softmax: out = y ⊙ (g − <g,y>): dg = y ⊙ (h − <h,y>), dy = h ⊙ (g − <g,y>) − g·<h,y>.
     // log-softmax: out = g − exp(y)·Σg: dg = h − <h, exp(y)>, dy = −h ⊙ exp(y)·Σg.
     const int dim = check(a);
@@ -372,7 +387,7 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
       }
       for (std::int64_t j = 0; j < rows.n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, j));
-        if (log) {
+        if (mLog) {
           dg[k] = static_cast<double>(hv[k] - she);
           dy[k] = static_cast<double>(-hv[k] * std::exp(static_cast<long double>(yv[k])) * sg);
         } else {
@@ -383,20 +398,32 @@ std::shared_ptr<const OpRule> backwardDataRule(bool log) {
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(g.shape(), g.dtype(), std::move(dg)),
                                               Tensor::point(y.shape(), y.dtype(), std::move(dy))};
-  };
-  fns->localError = [fns](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
-    return localErrorVia(*fns, a, o, ctx);
-  };
-  return makeRule(*fns);
-}
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    return localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  /// Checks that grad_output and output have the same shape; returns the normalized dim.
+  static int check(const OpArgs& a) {
+    if (a.tensor(0).shape() != a.tensor(1).shape())
+      a.fail("grad_output " + shapeString(a.tensor(0).shape()) + " and output " +
+             shapeString(a.tensor(1).shape()) + " should have the same shape");
+    return softmaxDim(a, a.tensor(1), 2);
+  }
+
+  bool mLog;  // log-softmax
+};
 
 }  // namespace
 
 void registerSoftmaxOps(OpRegistry& r) {
-  r.add("aten._softmax", softmaxRule(false));
-  r.add("aten._log_softmax", softmaxRule(true));
-  r.add("aten._softmax_backward_data", backwardDataRule(false));
-  r.add("aten._log_softmax_backward_data", backwardDataRule(true));
+  r.add("aten._softmax", std::make_shared<const SoftmaxRule>(false));
+  r.add("aten._log_softmax", std::make_shared<const SoftmaxRule>(true));
+  r.add("aten._softmax_backward_data", std::make_shared<const SoftmaxBackwardDataRule>(false));
+  r.add("aten._log_softmax_backward_data", std::make_shared<const SoftmaxBackwardDataRule>(true));
 }
 
 }  // namespace lossbound

@@ -8,13 +8,17 @@
 // rounds to the target dtype: correctly rounded casts (IEEE 754-2019 §5.4.2; bf16 from fp32 by
 // round-to-nearest-even, as PyTorch's c10::BFloat16 does), so the interval rule is roundOutward
 // and the random rule round-to-nearest; float → integer casts truncate toward zero.
+#include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
 #include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -100,6 +104,7 @@ Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n)
 struct SliceBounds {
   std::int64_t start, len, step;
 };
+
 SliceBounds sliceBounds(const OpArgs& a, std::size_t startIdx, std::int64_t extent) {
   const std::int64_t step = a.intArg(startIdx + 2, "step", 1);
   if (step <= 0) a.fail("slice step must be positive");
@@ -117,44 +122,70 @@ SliceBounds sliceBounds(const OpArgs& a, std::size_t startIdx, std::int64_t exte
 // ---------------------------------------------------------------------------------------------
 // Single-input gathers
 
-using GatherFn = std::function<Gather(const OpArgs&, const Shape&)>;
+/// Returns the index map of a single-input view op for input shape s.
+using GatherFn = Gather (*)(const OpArgs& a, const Shape& s);
 
-std::shared_ptr<const OpRule> gatherRule(GatherFn fn) {
-  RuleFns f;
-  auto apply = [fn](const OpArgs& a, OpContext&) {
-    const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyGather(x, fn(a, x.shape()), x.dtype())};
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [fn](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+/// A single-input view (expand, t, transpose, permute, slice, select, unsqueeze, squeeze, clone,
+/// ...): the index map `fn` in every domain, zero local error, vjp scatters back through it.
+class GatherRule final : public OpRule {
+ public:
+  explicit GatherRule(GatherFn fn) : mFn(fn) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     std::vector<std::optional<Tensor>> out;
     if (isFloating(x.dtype()))
-      out.emplace_back(scatterAdd(g[0], fn(a, x.shape()), x.shape(), x.dtype()));
+      out.emplace_back(scatterAdd(g[0], mFn(a, x.shape()), x.shape(), x.dtype()));
     else
       out.emplace_back(std::nullopt);
     out.resize(a.tensorInputs().size());
     return out;
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
-    return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
 
-/// view / reshape: shares storage (no copy).
-std::shared_ptr<const OpRule> reshapeRule() {
-  RuleFns f;
-  auto apply = [](const OpArgs& a, OpContext&) {
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{x.reshaped(inferSize(a, a.intListArg(1, "size"), x.numel()))};
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+    return std::vector<Tensor>{applyGather(x, mFn(a, x.shape()), x.dtype())};
+  }
+
+  GatherFn mFn;
+};
+
+/// view / reshape: shares storage (no copy); exact, vjp reshapes the gradient back.
+class ReshapeRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     std::vector<std::optional<Tensor>> out;
     if (isFloating(x.dtype()))
@@ -162,12 +193,19 @@ std::shared_ptr<const OpRule> reshapeRule() {
     else
       out.emplace_back(std::nullopt);
     return out;
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
     return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  static std::vector<Tensor> apply(const OpArgs& a, OpContext&) {
+    const Tensor& x = a.tensor(0);
+    return std::vector<Tensor>{x.reshaped(inferSize(a, a.intListArg(1, "size"), x.numel()))};
+  }
+};
 
 Gather identity(const OpArgs&, const Shape& s) {
   Gather g{s, std::vector<std::int64_t>(static_cast<std::size_t>(numel(s)))};
@@ -333,40 +371,86 @@ Tensor applyMaskedGather(const Tensor& x, const Gather& g, DType dtype) {
   return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
 }
 
-std::shared_ptr<const OpRule> triRule(bool lower) {
-  RuleFns f;
-  auto apply = [lower](const OpArgs& a, OpContext&) {
-    const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyMaskedGather(x, triGather(a, x.shape(), lower), x.dtype())};
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [lower](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
+/// tril / triu(x, diagonal): the masked gather in every domain (zeros outside), exact.
+class TriRule final : public OpRule {
+ public:
+  explicit TriRule(bool lower) : mLower(lower) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
     return std::vector<std::optional<Tensor>>{
-        applyMaskedGather(g[0], triGather(a, x.shape(), lower), x.dtype())};
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
+        applyMaskedGather(g[0], triGather(a, x.shape(), mLower), x.dtype())};
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
     return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+    const Tensor& x = a.tensor(0);
+    return std::vector<Tensor>{applyMaskedGather(x, triGather(a, x.shape(), mLower), x.dtype())};
+  }
+
+  bool mLower;  // tril (else triu)
+};
 
 /// slice_backward(grad, input_sizes, dim, start, end, step) / select_backward(grad, input_sizes,
 /// dim, index): zeros of input_sizes with grad placed where the forward op read.
-std::shared_ptr<const OpRule> backwardScatterRule(bool isSelect) {
-  auto gatherOf = [isSelect](const OpArgs& a) {
+class BackwardScatterRule final : public OpRule {
+ public:
+  explicit BackwardScatterRule(bool isSelect) : mIsSelect(isSelect) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const auto [in, gather] = gatherOf(a);
+    Tensor r = applyGather(g[0], gather, a.tensor(0).dtype());
+    return std::vector<std::optional<Tensor>>{r.reshaped(a.tensor(0).shape())};
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  std::pair<Shape, Gather> gatherOf(const OpArgs& a) const {
     const Shape in = a.intListArg(1, "input_sizes");
-    if (isSelect) return std::pair{in, selectGather(a, in, 2)};
+    if (mIsSelect) return std::pair{in, selectGather(a, in, 2)};
     if (in.empty()) a.fail("slice_backward of a 0-d tensor");
     const int dim = dimArg(a, 2, "dim", in.size());
     return std::pair{in,
                      sliceGather(in, dim, sliceBounds(a, 3, in[static_cast<std::size_t>(dim)]))};
-  };
-  RuleFns f;
-  auto apply = [gatherOf](const OpArgs& a, OpContext&) {
+  }
+
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& g = a.tensor(0);
     const auto [in, gather] = gatherOf(a);
     if (numel(gather.shape) != g.numel())
@@ -380,39 +464,90 @@ std::shared_ptr<const OpRule> backwardScatterRule(bool isSelect) {
     for (std::size_t i = 0; i < gather.offsets.size(); ++i)
       hi[static_cast<std::size_t>(gather.offsets[i])] = g.hi()[i];
     return std::vector<Tensor>{Tensor::interval(in, g.dtype(), std::move(lo), std::move(hi))};
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [gatherOf](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
-                     OpContext&) {
-    const auto [in, gather] = gatherOf(a);
-    Tensor r = applyGather(g[0], gather, a.tensor(0).dtype());
-    return std::vector<std::optional<Tensor>>{r.reshaped(a.tensor(0).shape())};
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
-    return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+  bool mIsSelect;  // select_backward (else slice_backward)
+};
 
 // ---------------------------------------------------------------------------------------------
 // cat / stack and split / chunk / unbind
 
-std::shared_ptr<const OpRule> catRule(bool stack) {
-  // Returns the inputs (legacy empty 1-D tensors skipped for cat) and the concatenation dim.
-  auto layout = [stack](const OpArgs& a) {
+/// cat / stack(tensors, dim): concatenation in every domain (legacy empty 1-D tensors skipped
+/// for cat), exact; vjp slices the gradient back.
+class CatRule final : public OpRule {
+ public:
+  explicit CatRule(bool stack) : mStack(stack) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    std::vector<const Tensor*> ts = a.tensorList(0);
+    const std::size_t rank = ts.empty() ? 0 : ts[0]->shape().size() + (mStack ? 1 : 0);
+    // find the first non-skipped part to fix the rank for cat's legacy empty tensors
+    std::size_t r = rank;
+    for (const Tensor* t : ts)
+      if (mStack || !(t->rank() == 1 && t->numel() == 0)) {
+        r = t->shape().size() + (mStack ? 1 : 0);
+        break;
+      }
+    const int dim = dimArg(a, 1, "dim", r, 0);
+    const Shape& gs = g[0].shape();
+    const std::int64_t outer = numel(Shape(gs.begin(), gs.begin() + dim));
+    const std::int64_t gBlock = numel(Shape(gs.begin() + dim, gs.end()));
+    std::vector<std::optional<Tensor>> out;
+    std::int64_t offset = 0;
+    for (const Tensor* t : ts) {
+      if (!mStack && t->rank() == 1 && t->numel() == 0) {
+        out.emplace_back(Tensor::full(t->shape(), t->dtype(), 0.0));
+        continue;
+      }
+      const std::int64_t extent = mStack ? 1 : t->shape()[static_cast<std::size_t>(dim)];
+      const std::int64_t block =
+          gBlock / std::max<std::int64_t>(gs[static_cast<std::size_t>(dim)], 1) * extent;
+      std::vector<double> v;
+      v.reserve(static_cast<std::size_t>(t->numel()));
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < block; ++i)
+          v.push_back(g[0].values()[static_cast<std::size_t>(o * gBlock + offset + i)]);
+      offset += block;
+      if (isFloating(t->dtype()))
+        out.emplace_back(Tensor::point(t->shape(), t->dtype(), std::move(v)));
+      else
+        out.emplace_back(std::nullopt);
+    }
+    return out;
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  /// Returns the inputs (legacy empty 1-D tensors skipped for cat) and the concatenation dim.
+  std::pair<std::vector<Tensor>, int> layout(const OpArgs& a) const {
     std::vector<const Tensor*> ts = a.tensorList(0);
     std::vector<Tensor> parts;
     for (const Tensor* t : ts) {
-      if (!stack && t->rank() == 1 && t->numel() == 0) continue;
+      if (!mStack && t->rank() == 1 && t->numel() == 0) continue;
       parts.push_back(*t);
     }
     if (parts.empty() && !ts.empty()) parts.push_back(*ts[0]);  // only legacy empty tensors
     if (parts.empty()) a.fail("cat of an empty list of tensors");
-    const std::size_t rank = parts[0].shape().size() + (stack ? 1 : 0);
+    const std::size_t rank = parts[0].shape().size() + (mStack ? 1 : 0);
     const int dim = dimArg(a, 1, "dim", rank, 0);
-    if (stack) {
+    if (mStack) {
       for (Tensor& p : parts) {
         Shape s = p.shape();
         s.insert(s.begin() + dim, 1);
@@ -427,9 +562,9 @@ std::shared_ptr<const OpRule> catRule(bool stack) {
                  " differ outside dim " + std::to_string(dim));
     }
     return std::pair{parts, dim};
-  };
-  RuleFns f;
-  auto apply = [layout](const OpArgs& a, OpContext&) {
+  }
+
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const auto [parts, dim] = layout(a);
     Shape out = parts[0].shape();
     out[static_cast<std::size_t>(dim)] = 0;
@@ -453,63 +588,57 @@ std::shared_ptr<const OpRule> catRule(bool stack) {
     if (anyInterval)
       return std::vector<Tensor>{Tensor::interval(out, t, std::move(lo), std::move(hi))};
     return std::vector<Tensor>{Tensor::point(out, t, std::move(lo))};
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [stack](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g, OpContext&) {
-    std::vector<const Tensor*> ts = a.tensorList(0);
-    const std::size_t rank = ts.empty() ? 0 : ts[0]->shape().size() + (stack ? 1 : 0);
-    // find the first non-skipped part to fix the rank for cat's legacy empty tensors
-    std::size_t r = rank;
-    for (const Tensor* t : ts)
-      if (stack || !(t->rank() == 1 && t->numel() == 0)) {
-        r = t->shape().size() + (stack ? 1 : 0);
-        break;
-      }
-    const int dim = dimArg(a, 1, "dim", r, 0);
-    const Shape& gs = g[0].shape();
-    const std::int64_t outer = numel(Shape(gs.begin(), gs.begin() + dim));
-    const std::int64_t gBlock = numel(Shape(gs.begin() + dim, gs.end()));
-    std::vector<std::optional<Tensor>> out;
-    std::int64_t offset = 0;
-    for (const Tensor* t : ts) {
-      if (!stack && t->rank() == 1 && t->numel() == 0) {
-        out.emplace_back(Tensor::full(t->shape(), t->dtype(), 0.0));
-        continue;
-      }
-      const std::int64_t extent = stack ? 1 : t->shape()[static_cast<std::size_t>(dim)];
-      const std::int64_t block =
-          gBlock / std::max<std::int64_t>(gs[static_cast<std::size_t>(dim)], 1) * extent;
-      std::vector<double> v;
-      v.reserve(static_cast<std::size_t>(t->numel()));
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t i = 0; i < block; ++i)
-          v.push_back(g[0].values()[static_cast<std::size_t>(o * gBlock + offset + i)]);
-      offset += block;
-      if (isFloating(t->dtype()))
-        out.emplace_back(Tensor::point(t->shape(), t->dtype(), std::move(v)));
-      else
-        out.emplace_back(std::nullopt);
-    }
-    return out;
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
-    return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+  bool mStack;  // stack (else cat)
+};
 
 enum class Split { Size, Sizes, Chunk, Unbind };
 
-std::shared_ptr<const OpRule> splitRule(Split kind) {
-  // The pieces as (start, length) along dim.
-  auto pieces = [kind](const OpArgs& a, const Shape& s) {
+/// split / split_with_sizes / chunk / unbind: one output per piece along dim, exact; vjp
+/// scatters every output gradient back.
+class SplitRule final : public OpRule {
+ public:
+  explicit SplitRule(Split kind) : mKind(kind) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return apply(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Tensor& x = a.tensor(0);
+    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
+    std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
+    const auto gs = gathers(a, x.shape());
+    for (std::size_t k = 0; k < gs.size() && k < g.size(); ++k)
+      for (std::size_t i = 0; i < gs[k].offsets.size(); ++i)
+        out[static_cast<std::size_t>(gs[k].offsets[i])] += g[k].values()[i];
+    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  /// The pieces as (start, length) along dim.
+  std::pair<int, std::vector<std::pair<std::int64_t, std::int64_t>>> pieces(const OpArgs& a,
+                                                                            const Shape& s) const {
     if (s.empty()) a.fail("cannot split a 0-d tensor");
-    const int dim = dimArg(a, kind == Split::Unbind ? 1 : 2, "dim", s.size(), 0);
+    const int dim = dimArg(a, mKind == Split::Unbind ? 1 : 2, "dim", s.size(), 0);
     const std::int64_t extent = s[static_cast<std::size_t>(dim)];
     std::vector<std::pair<std::int64_t, std::int64_t>> p;
-    if (kind == Split::Sizes) {
+    if (mKind == Split::Sizes) {
       std::int64_t start = 0;
       for (auto len : a.intListArg(1, "split_sizes")) {
         p.emplace_back(start, len);
@@ -518,11 +647,11 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
       if (start != extent)
         a.fail("split_with_sizes: sizes sum to " + std::to_string(start) + ", dimension has " +
                std::to_string(extent));
-    } else if (kind == Split::Unbind) {
+    } else if (mKind == Split::Unbind) {
       for (std::int64_t i = 0; i < extent; ++i) p.emplace_back(i, 1);
     } else {
       std::int64_t size;
-      if (kind == Split::Size) {
+      if (mKind == Split::Size) {
         size = a.intArg(1, "split_size");
       } else {
         const std::int64_t chunks = a.intArg(1, "chunks");
@@ -535,8 +664,9 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
         p.emplace_back(start, std::min(size, extent - start));
     }
     return std::pair{dim, p};
-  };
-  auto gathers = [kind, pieces](const OpArgs& a, const Shape& s) {
+  }
+
+  std::vector<Gather> gathers(const OpArgs& a, const Shape& s) const {
     const auto [dim, p] = pieces(a, s);
     std::vector<Gather> gs;
     const auto st = contiguousStrides(s);
@@ -544,37 +674,21 @@ std::shared_ptr<const OpRule> splitRule(Split kind) {
       Shape out = s;
       out[static_cast<std::size_t>(dim)] = len;
       Gather g = strided(out, st, start * st[static_cast<std::size_t>(dim)]);
-      if (kind == Split::Unbind) g.shape.erase(g.shape.begin() + dim);
+      if (mKind == Split::Unbind) g.shape.erase(g.shape.begin() + dim);
       gs.push_back(std::move(g));
     }
     return gs;
-  };
-  RuleFns f;
-  auto apply = [gathers](const OpArgs& a, OpContext&) {
+  }
+
+  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& x = a.tensor(0);
     std::vector<Tensor> out;
     for (const Gather& g : gathers(a, x.shape())) out.push_back(applyGather(x, g, x.dtype()));
     return out;
-  };
-  f.point = apply;
-  f.interval = apply;
-  f.random = apply;
-  f.vjp = [gathers](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
-                    OpContext&) {
-    const Tensor& x = a.tensor(0);
-    if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
-    std::vector<double> out(static_cast<std::size_t>(x.numel()), 0.0);
-    const auto gs = gathers(a, x.shape());
-    for (std::size_t k = 0; k < gs.size() && k < g.size(); ++k)
-      for (std::size_t i = 0; i < gs[k].offsets.size(); ++i)
-        out[static_cast<std::size_t>(gs[k].offsets[i])] += g[k].values()[i];
-    return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
-  };
-  f.localError = [](const OpArgs&, std::span<const Tensor> o, OpContext&) {
-    return zeroLocalError(o);
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+  Split mKind;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Casts: _to_copy(self, dtype=...) and copy_(self, src) (src cast to self's dtype, broadcast)
@@ -594,19 +708,19 @@ Interval castInterval(Interval x, DType to, Format f) {
   return roundOutward(x, f);
 }
 
-std::shared_ptr<const OpRule> castRule(bool isCopy) {
-  // The source tensor, broadcast to the destination shape for copy_.
-  auto source = [isCopy](const OpArgs& a) {
-    if (!isCopy) return a.tensor(0);
-    return broadcastTo(a, a.tensor(1), a.tensor(0).shape());
-  };
-  RuleFns f;
-  f.point = [source](const OpArgs& a, OpContext&) {
+/// _to_copy(self, dtype=...) and copy_(self, src): a correctly rounded cast (file comment);
+/// localError is the rounding error of one cast to the output format.
+class CastRule final : public OpRule {
+ public:
+  explicit CastRule(bool isCopy) : mIsCopy(isCopy) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const DType to = a.outSpec().dtype;
     return std::vector<Tensor>{
         mapPoint(source(a), to, [to](double v) { return castPoint(v, to); })};
-  };
-  f.interval = [source](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType to = a.outSpec().dtype;
     const Tensor x = source(a);
     const Format fo = outFormat(a, ctx);
@@ -616,20 +730,22 @@ std::shared_ptr<const OpRule> castRule(bool isCopy) {
       return std::vector<Tensor>{x.withDtype(to)};
     return std::vector<Tensor>{
         mapInterval(x, to, [&](Interval v) { return castInterval(v, to, fo); })};
-  };
-  f.random = [source](const OpArgs& a, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const DType to = a.outSpec().dtype;
     const Format fo = outFormat(a, ctx);
     return std::vector<Tensor>{mapPoint(source(a), to, [&](double v) {
       const double c = castPoint(v, to);
       return isFloating(to) ? roundNearest(c, fo) : c;
     })};
-  };
-  f.vjp = [isCopy](const OpArgs& a, std::span<const Tensor>, std::span<const Tensor> g,
-                   OpContext&) {
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
     std::vector<std::optional<Tensor>> out;
     const DType to = a.outSpec().dtype;
-    if (isCopy) {
+    if (mIsCopy) {
       const Tensor& dst = a.tensor(0);
       const Tensor& src = a.tensor(1);
       out.emplace_back(isFloating(dst.dtype())
@@ -647,59 +763,71 @@ std::shared_ptr<const OpRule> castRule(bool isCopy) {
     else
       out.emplace_back(std::nullopt);
     return out;
-  };
-  f.localError = [](const OpArgs& a, std::span<const Tensor> o, OpContext& ctx) {
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
     const DType to = a.outSpec().dtype;
     if (!isFloating(to)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx);
     return std::vector<Tensor>{mapPoint(
         o[0], to, [fo](double y) { return fo == Format::Fp64 ? 0.0 : roundingError(y, fo, fo); })};
-  };
-  return makeRule(std::move(f));
-}
+  }
+
+ private:
+  /// The source tensor, broadcast to the destination shape for copy_.
+  Tensor source(const OpArgs& a) const {
+    if (!mIsCopy) return a.tensor(0);
+    return broadcastTo(a, a.tensor(1), a.tensor(0).shape());
+  }
+
+  bool mIsCopy;  // copy_ (else _to_copy)
+};
 
 }  // namespace
 
 void registerViewOps(OpRegistry& r) {
-  const auto reshape = reshapeRule();
+  const auto reshape = std::make_shared<const ReshapeRule>();
   for (const char* op :
        {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
         "aten.reshape.default", "aten.view_copy.default"})
     r.add(op, reshape);
-  const auto same = gatherRule(identity);
+  const auto same = std::make_shared<const GatherRule>(identity);
   for (const char* op :
        {"aten.clone.default", "aten.detach.default", "aten.lift_fresh_copy.default",
         "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh.default"})
     r.add(op, same);
-  r.add("aten.expand.default", gatherRule(expandGather));
-  r.add("aten.t.default", gatherRule(tGather));
-  r.add("aten.transpose.int", gatherRule(transposeGather));
-  r.add("aten.permute.default", gatherRule(permuteArgGather));
-  r.add("aten.slice.Tensor", gatherRule(sliceArgGather));
-  r.add("aten.select.int",
-        gatherRule([](const OpArgs& a, const Shape& s) { return selectGather(a, s, 1); }));
-  r.add("aten.unsqueeze.default", gatherRule(unsqueezeGather));
-  const auto squeezeDim =
-      gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
+  r.add("aten.expand.default", std::make_shared<const GatherRule>(expandGather));
+  r.add("aten.t.default", std::make_shared<const GatherRule>(tGather));
+  r.add("aten.transpose.int", std::make_shared<const GatherRule>(transposeGather));
+  r.add("aten.permute.default", std::make_shared<const GatherRule>(permuteArgGather));
+  r.add("aten.slice.Tensor", std::make_shared<const GatherRule>(sliceArgGather));
+  r.add("aten.select.int", std::make_shared<const GatherRule>([](const OpArgs& a, const Shape& s) {
+          return selectGather(a, s, 1);
+        }));
+  r.add("aten.unsqueeze.default", std::make_shared<const GatherRule>(unsqueezeGather));
+  const auto squeezeDim = std::make_shared<const GatherRule>(
+      [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
   r.add("aten.squeeze.dim", squeezeDim);
   r.add("aten.squeeze_.dim", squeezeDim);  // in place: a fresh value per node, as for tril_
   r.add("aten.squeeze.default",
-        gatherRule([](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
-  r.add("aten.slice_backward.default", backwardScatterRule(false));
-  r.add("aten.select_backward.default", backwardScatterRule(true));
-  r.add("aten.tril.default", triRule(true));
-  r.add("aten.triu.default", triRule(false));
-  r.add("aten.tril_.default", triRule(true));
-  r.add("aten.triu_.default", triRule(false));
-  r.add("aten.cat.default", catRule(false));
-  r.add("aten.stack.default", catRule(true));
-  r.add("aten.split.Tensor", splitRule(Split::Size));
-  r.add("aten.split_with_sizes.default", splitRule(Split::Sizes));
-  r.add("aten.chunk.default", splitRule(Split::Chunk));
-  r.add("aten.unbind.int", splitRule(Split::Unbind));
-  r.add("aten._to_copy.default", castRule(false));
-  r.add("aten.copy_.default", castRule(true));
-  r.add("aten.copy.default", castRule(true));
+        std::make_shared<const GatherRule>(
+            [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
+  r.add("aten.slice_backward.default", std::make_shared<const BackwardScatterRule>(false));
+  r.add("aten.select_backward.default", std::make_shared<const BackwardScatterRule>(true));
+  r.add("aten.tril.default", std::make_shared<const TriRule>(true));
+  r.add("aten.triu.default", std::make_shared<const TriRule>(false));
+  r.add("aten.tril_.default", std::make_shared<const TriRule>(true));
+  r.add("aten.triu_.default", std::make_shared<const TriRule>(false));
+  r.add("aten.cat.default", std::make_shared<const CatRule>(false));
+  r.add("aten.stack.default", std::make_shared<const CatRule>(true));
+  r.add("aten.split.Tensor", std::make_shared<const SplitRule>(Split::Size));
+  r.add("aten.split_with_sizes.default", std::make_shared<const SplitRule>(Split::Sizes));
+  r.add("aten.chunk.default", std::make_shared<const SplitRule>(Split::Chunk));
+  r.add("aten.unbind.int", std::make_shared<const SplitRule>(Split::Unbind));
+  r.add("aten._to_copy.default", std::make_shared<const CastRule>(false));
+  r.add("aten.copy_.default", std::make_shared<const CastRule>(true));
+  r.add("aten.copy.default", std::make_shared<const CastRule>(true));
 }
 
 }  // namespace lossbound

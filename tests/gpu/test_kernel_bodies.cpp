@@ -1,8 +1,9 @@
 // The host test of the CUDA kernel bodies (core/kernels/kernel_bodies.h). The kernels run these
 // LB_HD functions on the device; here they run with the exact host emulation of the rounding table,
 // and must give, bit for bit, what the CPU path gives on the same inputs:
-// - the CPU helpers of core/ops/op_support.h (widenUlps, libmEnclosure, gammaUp,
-//   accumulate/roundedSumEnclosure), composed with core/interval as the CPU rules compose them;
+// - the CPU helpers of core/ops/libm_model.h and error_bounds.h (widenUlps, libmEnclosure,
+//   gammaUp, accumulate/roundedSumEnclosure), composed with core/interval as the CPU rules compose
+//   them;
 // - every registered CPU elementwise rule (opRegistry) whose op has a kernel body;
 // - the softmax / log-softmax row body (core/kernels/softmax_row.h) and the registered CPU rules
 //   aten._softmax / aten._log_softmax, along the last and a non-last dim;
@@ -18,8 +19,11 @@
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
+#include "core/ops/error_bounds.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
-#include "core/ops/op_support.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 #include "tests/gpu/host_interval_matmul.h"
 #include "tests/gpu/softmax_test_rows.h"

@@ -8,7 +8,8 @@
 // the host and through a Backend that offers layerNormRows.
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
-#include "core/ops/op_support.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
 

@@ -1,7 +1,13 @@
 // The shared op helpers: γ bounds, correctly rounded arithmetic in a format, randomized
 // summation inside the order-free bound, libm perturbation inside the ulp table, argument
 // readers, reduction layouts.
-#include "core/ops/op_support.h"
+#include "core/interval/elementary.h"
+#include "core/ops/arg_readers.h"
+#include "core/ops/error_bounds.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
+#include "core/ops/random_arith.h"
+#include "core/ops/reduction_layout.h"
 #include "tests/core/ops/op_harness.h"
 
 #include <QtTest>

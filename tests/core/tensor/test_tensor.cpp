@@ -1,5 +1,5 @@
 // Tensors, shapes, broadcasting (including size-0 and size-1 dims) and dtypes.
-#include "core/ops/op_support.h"
+#include "core/ops/broadcasting.h"
 #include "core/tensor/dtype.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/tensor.h"

@@ -1,0 +1,31 @@
+#pragma once
+// Arithmetic of the random domain: one operation, a sum and a dot product executed in a modelled
+// format with every rounding to nearest, sums and dot products in a random order and bracketing
+// (sequential, pairwise, random tree, split-K blocks; FMA chains or rounded products).
+
+#include "core/interval/precision.h"
+
+#include <random>
+#include <span>
+#include <vector>
+
+namespace lossbound::ops {
+
+/// Returns RN_f(a + b) (correctly rounded: binary64 then f is innocuous, 53 ≥ 2p + 2, Figueroa
+/// 1995).
+double addIn(double a, double b, Format f);
+/// Returns RN_f(a · b) (correctly rounded as addIn).
+double mulIn(double a, double b, Format f);
+/// Returns RN_f(a·b + c) with a single rounding (exact FMA; fp32 via fmaf, fp64 via fma).
+double fmaIn(double a, double b, double c, Format f);
+/// Sums `terms` in format f: random permutation, then at random either sequential (left to right),
+/// a random binary tree, or random-size blocks summed sequentially and then combined; every
+/// addition rounded to nearest in f. Reorders `terms` in place.
+double randomSum(std::span<double> terms, Format f, std::mt19937_64& rng);
+/// Returns the dot product Σ a_i·b_i in accumulation format f in a random order and bracketing:
+/// with FMA (sequential chains) or with products rounded to f and then randomSum. `scratch` is
+/// reused storage.
+double randomDot(std::span<const double> a, std::span<const double> b, Format f,
+                 std::mt19937_64& rng, std::vector<double>& scratch);
+
+}  // namespace lossbound::ops
