@@ -14,7 +14,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.stateless import functional_call
+try:  # torch >= 2
+    from torch.func import functional_call
+except ImportError:  # torch 1.13
+    from torch.nn.utils.stateless import functional_call
 
 from lossbound_recorder import (FORMAT_VERSION, IR_VERSION, RandomOpError, RecorderError,
                                 RunRecorder, UnsupportedGraphError, dataset_to_tensor,
@@ -379,10 +382,11 @@ class SchemaTest(TempDirTest):
 
     def test_top_level(self):
         p = self.program
-        self.assertEqual(list(p), ["format", "ir_version", "torch_version", "inputs", "nodes",
-                                   "outputs"])
+        self.assertEqual(list(p), ["format", "ir_version", "torch_version", "inputs", "constants",
+                                   "nodes", "outputs"])
         self.assertEqual(p["format"], "lossbound-step-program")
-        self.assertEqual(p["ir_version"], 1)
+        self.assertEqual(p["ir_version"], 2)
+        self.assertEqual(p["constants"], [])
         self.assertEqual(p["torch_version"], torch.__version__)
         validate_program(json.loads(json.dumps(p)))
 
@@ -443,7 +447,9 @@ class SchemaTest(TempDirTest):
                                                                      "index": 7}),
             "nan": lambda p: p["nodes"][0]["args"].append(float("nan")),
             "op": lambda p: p["nodes"][0].__setitem__("op", "torch.add"),
-            "version": lambda p: p.__setitem__("ir_version", 2),
+            "version": lambda p: p.__setitem__("ir_version", 3),
+            "version-float": lambda p: p.__setitem__("ir_version", 2.0),
+            "no-constants": lambda p: p.pop("constants"),
             "loss": lambda p: p["outputs"].pop(0),
             "dtype": lambda p: p["inputs"][0].__setitem__("dtype", "float8"),
             "input": lambda p: p["inputs"][0].__setitem__("name", "wte"),
