@@ -378,7 +378,7 @@ def _scan_step_fn(step_fn: Any) -> Tuple[Optional[str], List[torch.nn.Module]]:
                                                             str, bytes, int, float)):
             return None
         seen.add(id(obj))
-        if compiled_fn(obj):
+        if compiled_fn(obj) and not isinstance(obj, torch.nn.Module):
             return f"{where} is compiled with torch.compile"
         if isinstance(obj, torch.nn.Module):
             for name, m in obj.named_modules():
@@ -745,7 +745,8 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
                                             f"{tm.dtype} disagrees with the value it computes")
         # Ops whose output shape depends on tensor values (masked_select, nonzero, indexing with
         # a boolean mask): the program holds for the traced batch only.
-        if _has_tag(n.target, "dynamic_output_shape") or (
+        # (aten.index.Tensor carries the tag for its boolean-mask form only.)
+        if (_has_tag(n.target, "dynamic_output_shape") and not op.startswith("aten.index.")) or (
                 op.startswith("aten.index.") and any(
                     isinstance(i, torch.fx.Node) and isinstance(cap.values.get(i.name),
                                                                 torch.Tensor)
