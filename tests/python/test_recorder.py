@@ -679,10 +679,10 @@ class InPlaceTest(TempDirTest):
             b["labels"][:, 20:] = -100  # writes into the caller's batch tensor
             return self.step(p, {"ids": b["ids"], "labels": b["labels"]})
         params, batch = self.data()
-        expected = self.step(params, batch)["loss"]
+        expected = self.step(params, batch)["loss"].item()
         program, out, info = trace_quietly(step, params, batch)
         self.assertEqual(info.mutated_inputs, ["batch:labels"])
-        self.assertEqual(float(replay(program, params, batch)["loss"]), float(expected))
+        self.assertEqual(float(replay(program, params, batch)["loss"]), expected)
         self.assertFalse(bool((batch["labels"][:, 20:] == -100).all()), "caller's batch intact")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
