@@ -4,19 +4,22 @@
 
     with RunRecorder("candidate.h5", run_name="ga4", role="candidate", step_fn=step) as rec:
         for step_no, batch in enumerate(loader):
+            rec.checkpoint(step_no, params, batch)    # before the step and the optimizer update
             out = step(params, batch)                 # the SAME function the recorder traces
             rec.log(step_no, out["loss"].item(), lr=lr)
-            rec.checkpoint(step_no, params, batch)    # before the optimizer changes params
             ...optimizer update from out["grad:<name>"]...
 
-`step_fn(params, batch) -> dict` takes two dicts of name -> tensor and returns a dict of name ->
-tensor with at least "loss" (a 0-d floating tensor); usually also "grad:<name>" for every
-parameter, computed inside step_fn with torch.autograd.grad. checkpoint() traces step_fn with
+`step_fn(params, batch) -> dict` takes two dicts of name -> tensor (params: the parameters and
+the module buffers) and returns a dict of name -> tensor with at least "loss" (a 0-d floating
+tensor); usually also "grad:<name>" for every parameter that requires grad, computed inside
+step_fn with torch.autograd.grad. checkpoint() traces step_fn with
 torch.fx.experimental.proxy_tensor.make_fx on the real tensors whenever the input names, shapes or
-dtypes are new, serialises the aten graph to the step-program IR and stores it once per distinct
-graph. The file layout and the IR are specified in docs/run-file-format.md.
+dtypes are new, functionalizes the traced graph (no in-place op is left), serialises it to the
+step-program IR (version 2: with the small tensor constants the trace captured) and stores it
+once per distinct graph. The file layout and the IR are specified in docs/run-file-format.md.
 
-Works with PyTorch 1.13 (Debian's python3-torch) and h5py; no other dependency.
+Works with PyTorch 1.13 (Debian's python3-torch, with its functorch) and PyTorch 2.x, h5py and
+numpy; no other dependency.
 """
 
 from __future__ import annotations
