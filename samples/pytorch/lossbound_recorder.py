@@ -34,6 +34,7 @@ import math
 import operator
 import os
 import re
+import sys
 import types
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -256,6 +257,12 @@ DECOMPOSED_OPS = (
 )
 
 
+# The fused inference fast path of nn.TransformerEncoderLayer / nn.MultiheadAttention
+# (torch.backends.mha): refused, since torch 1.13 cannot turn it off (see _mha_fastpath_off).
+FAST_PATH_OPS = frozenset({"_transformer_encoder_layer_fwd", "_native_multi_head_attention",
+                           "_nested_tensor_from_mask", "_transformer_decoder_only_layer_fwd"})
+
+
 def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
     """The torch._decomp entries for DECOMPOSED_OPS that exist on this torch version."""
     try:
@@ -356,11 +363,10 @@ _COMPILE_ADVICE = (
 
 
 def _optimized_module_type() -> Optional[type]:
-    try:
-        from torch._dynamo.eval_frame import OptimizedModule
-        return OptimizedModule
-    except Exception:  # torch 1.13 has no torch._dynamo
-        return None
+    # torch.compile imports torch._dynamo: when it is not loaded, nothing is compiled (and
+    # importing it here would cost seconds). torch 1.13 has no torch._dynamo.
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "OptimizedModule", None)
 
 
 def _scan_step_fn(step_fn: Any) -> Tuple[Optional[str], List[torch.nn.Module]]:
@@ -734,6 +740,14 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
                                         f"overload")
         if _is_random(n.target):
             raise RandomOpError(_random_op_message(n, op))
+        if op.split(".")[1] in FAST_PATH_OPS:
+            raise UnsupportedGraphError(
+                f"node '{n.name}' ({op}) is the fused inference fast path of "
+                f"nn.TransformerEncoderLayer / nn.MultiheadAttention: one kernel for a whole "
+                f"layer, which Lossbound does not model. torch 1.13 takes it when the step runs "
+                f"without gradients; compute the loss with gradients enabled (return the "
+                f"gradients too), or record with torch >= 2.3, where the recorder turns the fast "
+                f"path off while tracing")
         args = [arg(a, n) for a in n.args]
         kwargs = {k: arg(v, n) for k, v in n.kwargs.items()}
         val = cap.values.get(n.name)
@@ -1229,9 +1243,10 @@ class RunRecorder:
         if self._steps and self._steps[-1] == step:
             self._compare_traced_loss(step, self._loss[-1], traced)
         if info.data_dependent:
+            more = ", ..." if len(info.data_dependent) > 5 else ""
             self._warn_once("data", (
                 f"step {step}: step_fn reads tensor values while it runs ("
-                f"{', '.join(info.data_dependent[:5])}{', ...' if len(info.data_dependent) > 5 else ''}"
+                f"{', '.join(info.data_dependent[:5])}{more}"
                 f"): .item(), `if tensor:` or ops whose output shape depends on the data. The "
                 f"traced program holds for the batch it was traced on, so the recorder traces "
                 f"step_fn at every checkpoint (identical graphs are still stored once)."))

@@ -19,8 +19,8 @@ HF_MODELS = ["hf_gpt2_default", "hf_llama_default", "hf_bert_eager"]
 
 def transformers_available():
     try:
-        import transformers  # noqa: F401
-        return True
+        import transformers
+        return bool(transformers.__version__)
     except ImportError:
         return False
 

@@ -789,6 +789,42 @@ class DataDependentTest(TempDirTest):
                 self.assertNotIn("_local_scalar_dense", op["op"])
 
 
+class FastPathTest(TempDirTest):
+    def test_transformer_fast_path_is_traced_as_composite_ops_or_refused(self):
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False).eval()
+        params = {k: v.detach().clone() for k, v in enc.named_parameters()}
+
+        def step(p, b):  # no gradients: eval-mode inference, the fast-path case
+            with torch.no_grad():
+                return {"loss": functional_call(enc, p, (b["x"],)).square().mean()}
+        batch = {"x": torch.randn(2, 3, 8)}
+        if hasattr(getattr(torch.backends, "mha", None), "set_fastpath_enabled"):
+            program, _ = trace_step_program(step, params, batch)
+            self.assertIn("aten.native_layer_norm.default", ops_of(program))
+            self.assertFalse([o for o in ops_of(program) if "_transformer_encoder" in o])
+            self.assertTrue(torch.backends.mha.get_fastpath_enabled(), "switch restored")
+        else:
+            with self.assertRaisesRegex(UnsupportedGraphError,
+                                        r"_transformer_encoder_layer_fwd.*fast path.*gradients"):
+                trace_step_program(step, params, batch)
+
+
+class DataDependentShapeTest(TempDirTest):
+    def test_boolean_mask_and_masked_select_are_data_dependent(self):
+        def step(p, b):
+            return {"loss": p["w"][b["keep"]].sum() + p["w"].masked_select(b["keep"]).sum()}
+        params = {"w": torch.arange(4.0, requires_grad=True)}
+        batch = {"keep": torch.tensor([True, False, True, True])}
+        program, _, info = trace_quietly(step, params, batch)
+        self.assertTrue(any(d.startswith("aten.index.Tensor") for d in info.data_dependent))
+        self.assertTrue(any(d.startswith("aten.masked_select") for d in info.data_dependent))
+        self.assertEqual(float(replay(program, params, batch)["loss"]), 10.0)
+        _, _, info = trace_quietly(lambda p, b: {"loss": p["w"][b["i"]].sum()}, params,
+                                   {"i": torch.tensor([0, 2])})
+        self.assertEqual(info.data_dependent, [], "integer indexing has a static shape")
+
+
 @unittest.skipUnless(TORCH2, "torch 2.x only")
 class Torch2Test(TempDirTest):
     def test_compiled_step_fn_is_refused(self):
@@ -801,7 +837,8 @@ class Torch2Test(TempDirTest):
     def test_compiled_model_is_refused(self):
         model = TinyNet()
         compiled = torch.compile(model)
-        with self.assertRaisesRegex(RecorderError, r"'model'.*torch\.compile'd module \(OptimizedModule\)"):
+        with self.assertRaisesRegex(RecorderError,
+                                    r"'model'.*torch\.compile'd module \(OptimizedModule\)"):
             trace_step_program(make_step(compiled), make_params(model), make_batch())
         model2 = TinyNet()
         model2.compile()
