@@ -4,32 +4,40 @@
 
     with RunRecorder("candidate.h5", run_name="ga4", role="candidate", step_fn=step) as rec:
         for step_no, batch in enumerate(loader):
+            rec.checkpoint(step_no, params, batch)    # before the step and the optimizer update
             out = step(params, batch)                 # the SAME function the recorder traces
             rec.log(step_no, out["loss"].item(), lr=lr)
-            rec.checkpoint(step_no, params, batch)    # before the optimizer changes params
             ...optimizer update from out["grad:<name>"]...
 
-`step_fn(params, batch) -> dict` takes two dicts of name -> tensor and returns a dict of name ->
-tensor with at least "loss" (a 0-d floating tensor); usually also "grad:<name>" for every
-parameter, computed inside step_fn with torch.autograd.grad. checkpoint() traces step_fn with
+`step_fn(params, batch) -> dict` takes two dicts of name -> tensor (params: the parameters and
+the module buffers) and returns a dict of name -> tensor with at least "loss" (a 0-d floating
+tensor); usually also "grad:<name>" for every parameter that requires grad, computed inside
+step_fn with torch.autograd.grad. checkpoint() traces step_fn with
 torch.fx.experimental.proxy_tensor.make_fx on the real tensors whenever the input names, shapes or
-dtypes are new, serialises the aten graph to the step-program IR and stores it once per distinct
-graph. The file layout and the IR are specified in docs/run-file-format.md.
+dtypes are new, functionalizes the traced graph (no in-place op is left), serialises it to the
+step-program IR (version 2: with the small tensor constants the trace captured) and stores it
+once per distinct graph. The file layout and the IR are specified in docs/run-file-format.md.
 
-Works with PyTorch 1.13 (Debian's python3-torch) and h5py; no other dependency.
+Works with PyTorch 1.13 (Debian's python3-torch, with its functorch) and PyTorch 2.x, h5py and
+numpy; no other dependency.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import functools
 import hashlib
+import inspect
 import json
 import math
 import operator
 import os
 import re
+import sys
+import types
 import warnings
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import h5py
 import numpy as np
@@ -37,24 +45,34 @@ import torch
 import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
+try:  # torch >= 2
+    from torch.func import functionalize as _functionalize
+except ImportError:  # torch 1.13: functorch ships with it (Debian: in python3-torch)
+    from functorch import functionalize as _functionalize
+
 __all__ = [
     "RunRecorder",
     "RecorderError",
     "RandomOpError",
     "UnsupportedGraphError",
     "trace_step_program",
+    "TraceInfo",
     "validate_program",
     "tensor_to_dataset",
     "dataset_to_tensor",
     "RANDOM_OPS",
     "FORMAT_VERSION",
     "IR_VERSION",
+    "CONSTANT_LIMIT",
+    "DECOMPOSED_OPS",
 ]
 
 FORMAT = "lossbound-run"
 FORMAT_VERSION = 1
 IR_FORMAT = "lossbound-step-program"
-IR_VERSION = 1
+IR_VERSION = 2  # the version this recorder writes; validate_program also reads version 1
+IR_VERSIONS = (1, 2)
+CONSTANT_LIMIT = 4096  # most elements of a captured tensor constant stored in the IR
 
 # Base names (without overload, without a trailing "_" of in-place variants) of aten ops that
 # draw random numbers. Ops tagged `nondeterministic_seeded` by torch are refused as well.
@@ -183,13 +201,22 @@ def _random_op_message(node: torch.fx.Node, op: str) -> str:
             f"a batch tensor instead).")
 
 
+def _has_tag(target: Any, tag: str) -> bool:
+    return any(getattr(t, "name", "") == tag for t in (getattr(target, "tags", ()) or ()))
+
+
 def _is_random(target: Any) -> bool:
     packet = getattr(target, "overloadpacket", None)
     base = getattr(packet, "__name__", "")
     if base.rstrip("_") in RANDOM_OPS or base in RANDOM_OPS:
         return True
-    tags = getattr(target, "tags", ()) or ()
-    return any(getattr(tag, "name", "") == "nondeterministic_seeded" for tag in tags)
+    return _has_tag(target, "nondeterministic_seeded")
+
+
+def _writes_in_place(target: Any) -> bool:
+    schema = getattr(target, "_schema", None)
+    return schema is not None and any(
+        a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
 class _Capture(torch.fx.Interpreter):
@@ -213,6 +240,282 @@ def _float_value(x: float) -> Any:
     return x
 
 
+# -- what the trace runs under (torch 1.13 and 2.x) ---------------------------------------------
+
+# Fused composite ops that are decomposed while tracing, into the ops they are made of (bmm,
+# _softmax, mul, where, ...), so the program holds ops Lossbound models one rounding at a time
+# instead of one opaque kernel. Only the entries torch._decomp has on the running torch are used.
+# scaled_dot_product_attention itself is decomposed one level higher (see _sdpa_math), because its
+# fused CPU/CUDA kernels have fused backward ops (..._backward) that torch._decomp cannot split.
+DECOMPOSED_OPS = (
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_safe_softmax",
+)
+
+
+# The fused inference fast path of nn.TransformerEncoderLayer / nn.MultiheadAttention
+# (torch.backends.mha): refused, since torch 1.13 cannot turn it off (see _mha_fastpath_off).
+FAST_PATH_OPS = frozenset({"_transformer_encoder_layer_fwd", "_native_multi_head_attention",
+                           "_nested_tensor_from_mask", "_transformer_decoder_only_layer_fwd"})
+
+
+def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
+    """The torch._decomp entries for DECOMPOSED_OPS that exist on this torch version."""
+    try:
+        from torch._decomp import decomposition_table
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return {}
+    table = {}
+    for name in DECOMPOSED_OPS:
+        try:
+            packet = getattr(torch.ops.aten, name)
+        except (AttributeError, RuntimeError):
+            continue
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            if op in decomposition_table:
+                table[op] = decomposition_table[op]
+    return table
+
+
+def _sdpa_math() -> Any:
+    """Selects the math backend of F.scaled_dot_product_attention while tracing (torch >= 2).
+
+    The math backend is a composite of bmm / _softmax / mul / where ops that autograd
+    differentiates op by op, instead of a fused kernel with a fused backward. It computes the same
+    function; the traced program models that function's roundings op by op.
+    """
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return sdpa_kernel([SDPBackend.MATH])
+    except ImportError:
+        pass
+    sdp_kernel = getattr(getattr(torch.backends, "cuda", None), "sdp_kernel", None)
+    if sdp_kernel is not None and hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        return sdp_kernel(enable_flash=False, enable_math=True, enable_mem_efficient=False)
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _mha_fastpath_off() -> Iterator[None]:
+    """Disables nn.MultiheadAttention / TransformerEncoderLayer's fused inference fast path
+    (torch >= 2.3 API) while tracing, so those layers trace as their composite ops."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
+        yield
+        return
+    before = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(before)
+
+
+def _make_fx_kwargs() -> Dict[str, Any]:
+    kwargs: Dict[str, Any] = {"decomposition_table": _decomposition_table()}
+    if "_error_on_data_dependent_ops" in inspect.signature(make_fx).parameters:
+        # torch >= 2: in "real" tracing mode .item() reads the real value (the trace records an
+        # aten._local_scalar_dense node, removed below) instead of refusing.
+        kwargs["_error_on_data_dependent_ops"] = False
+    return kwargs
+
+
+@contextlib.contextmanager
+def _allow_data_reads(reads: List[str]) -> Iterator[None]:
+    """On torch 1.13, lets make_fx read tensor values (.item(), `if tensor:`) as torch >= 2 does
+    with _error_on_data_dependent_ops=False; every such read is appended to `reads`."""
+    import torch.fx.experimental.proxy_tensor as pt
+    if "_error_on_data_dependent_ops" in inspect.signature(make_fx).parameters or \
+            not callable(getattr(pt, "proxy_call", None)):
+        yield
+        return
+    original = pt.proxy_call
+
+    def proxy_call(proxy_mode: Any, func: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            return original(proxy_mode, func, args, kwargs)
+        except RuntimeError as e:
+            if "get value out of a tracing tensor" not in str(e):
+                raise
+        # make_fx traces in "real" mode: the arguments are the real tensors.
+        reads.append(str(func))
+        return func(*args, **kwargs)
+
+    pt.proxy_call = proxy_call
+    try:
+        yield
+    finally:
+        pt.proxy_call = original
+
+
+# -- torch.compile -------------------------------------------------------------------------------
+
+_COMPILE_ADVICE = (
+    "The recorder traces the eager step with make_fx; a compiled step runs other kernels (fused, "
+    "reordered, with other intermediate precisions), so the traced program would not be the "
+    "program that ran. Record this run without torch.compile: call the uncompiled function or "
+    "module (a compiled module's original is its ._orig_mod) in step_fn.")
+
+
+def _optimized_module_type() -> Optional[type]:
+    # torch.compile imports torch._dynamo: when it is not loaded, nothing is compiled (and
+    # importing it here would cost seconds). torch 1.13 has no torch._dynamo.
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "OptimizedModule", None)
+
+
+def _scan_step_fn(step_fn: Any) -> Tuple[Optional[str], List[torch.nn.Module]]:
+    """Looks through step_fn, its closure and the globals it names (a few levels deep) for
+    torch.compile'd functions and modules; returns (what is compiled or None, modules seen)."""
+    optimized = _optimized_module_type()
+    seen: set = set()
+    modules: List[torch.nn.Module] = []
+
+    def compiled_fn(obj: Any) -> bool:
+        try:
+            return getattr(obj, "_torchdynamo_orig_callable", None) is not None
+        except Exception:
+            return False
+
+    def visit(obj: Any, where: str, depth: int) -> Optional[str]:
+        if depth > 4 or id(obj) in seen or isinstance(obj, (torch.Tensor, types.ModuleType, type,
+                                                            str, bytes, int, float)):
+            return None
+        seen.add(id(obj))
+        if compiled_fn(obj) and not isinstance(obj, torch.nn.Module):
+            return f"{where} is compiled with torch.compile"
+        if isinstance(obj, torch.nn.Module):
+            for name, m in obj.named_modules():
+                sub = f"{where}.{name}" if name else where
+                if optimized is not None and isinstance(m, optimized):
+                    return f"{sub} is a torch.compile'd module ({type(m).__name__})"
+                if getattr(m, "_compiled_call_impl", None) is not None:
+                    return f"{sub} is compiled (nn.Module.compile())"
+                if compiled_fn(getattr(m, "forward", None)):
+                    return f"{sub}.forward is compiled with torch.compile"
+            modules.append(obj)
+            return None
+        if isinstance(obj, functools.partial):
+            for i, x in enumerate([obj.func, *obj.args, *obj.keywords.values()]):
+                r = visit(x, where, depth + 1)
+                if r:
+                    return r
+            return None
+        if inspect.ismethod(obj):
+            return visit(obj.__self__, where, depth + 1) or visit(obj.__func__, where, depth + 1)
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            for x in list(obj)[:256]:
+                r = visit(x, where, depth + 1)
+                if r:
+                    return r
+            return None
+        if isinstance(obj, dict):
+            for k, x in list(obj.items())[:256]:
+                r = visit(x, f"{where}[{k!r}]", depth + 1)
+                if r:
+                    return r
+            return None
+        if inspect.isfunction(obj):
+            if (getattr(obj, "__module__", None) or "").split(".")[0] == "torch":
+                return None
+            wrapped = getattr(obj, "__wrapped__", None)
+            if wrapped is not None:
+                r = visit(wrapped, where, depth + 1)
+                if r:
+                    return r
+            code = obj.__code__
+            for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                r = visit(value, f"'{name}' (used by {obj.__name__})", depth + 1)
+                if r:
+                    return r
+            names: List[str] = []
+            stack = [code]
+            while stack:
+                c = stack.pop()
+                names += c.co_names
+                stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            for name in dict.fromkeys(names):
+                if name in obj.__globals__:
+                    r = visit(obj.__globals__[name], f"'{name}' (used by {obj.__name__})",
+                              depth + 1)
+                    if r:
+                        return r
+        return None
+
+    return visit(step_fn, "step_fn", 0), modules
+
+
+def _module_tensors(modules: List[torch.nn.Module]) -> Dict[Tuple[int, int], str]:
+    """(storage pointer, byte offset) of every parameter and buffer of `modules` -> its name."""
+    found: Dict[Tuple[int, int], str] = {}
+    for m in modules:
+        for kind, items in (("parameter", m.named_parameters()), ("buffer", m.named_buffers())):
+            for name, t in items:
+                if t is not None and t.numel() > 0:
+                    found.setdefault(_storage_key(t), f"{kind} '{name}' of {type(m).__name__}")
+    return found
+
+
+def _storage_key(t: torch.Tensor) -> Tuple[int, int]:
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return storage.data_ptr(), t.storage_offset()
+
+
+# -- the trace ------------------------------------------------------------------------------
+
+
+class TraceInfo:
+    """What a trace found besides the program: values read from tensors while tracing (the
+    program then holds for the traced batch only) and inputs step_fn writes into in place."""
+
+    def __init__(self) -> None:
+        self.data_dependent: List[str] = []
+        self.mutated_inputs: List[str] = []
+
+
+def _constant_entry(name: str, t: torch.Tensor, node: torch.fx.Node) -> dict:
+    """The IR "constants" entry of a tensor constant captured by the trace."""
+    if t.numel() > CONSTANT_LIMIT:
+        raise UnsupportedGraphError(
+            f"node '{node.name}' is a tensor constant captured by the trace with {t.numel()} "
+            f"elements (shape {list(t.shape)}, {t.dtype}); the step-program IR stores captured "
+            f"constants of at most {CONSTANT_LIMIT} elements. A bigger tensor that is not "
+            f"computed from step_fn's inputs must be an input: pass it in the batch dict (or, "
+            f"for a module buffer, in params through functional_call), or build it inside "
+            f"step_fn with factory ops (torch.arange, torch.ones, ...)")
+    try:
+        dtype = dtype_name(t.dtype)
+    except RecorderError as e:
+        raise UnsupportedGraphError(f"tensor constant '{node.name}': {e}") from None
+    flat = t.detach().cpu().reshape(-1)
+    if t.dtype.is_floating_point:
+        # bf16 / fp16 / fp32 values are exact in binary64, and Python writes the shortest repr
+        # that reads back to the same binary64 value: the data is exactly the stored elements.
+        data = [_float_value(x) for x in flat.double().tolist()]
+    elif t.dtype == torch.bool:
+        data = [bool(x) for x in flat.tolist()]
+    else:
+        data = [int(x) for x in flat.tolist()]
+    return {"name": name, "shape": [int(s) for s in t.shape], "dtype": dtype, "data": data}
+
+
+def _dead_code(graph: torch.fx.Graph) -> None:
+    """Removes the call_function and get_attr nodes no output depends on (after
+    functionalization nothing has a side effect)."""
+    for n in reversed(list(graph.nodes)):
+        if n.op in ("call_function", "get_attr") and not n.users:
+            graph.erase_node(n)
+
+
 def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, torch.Tensor]],
                                          Mapping[str, torch.Tensor]],
                        params: Mapping[str, torch.Tensor],
@@ -221,8 +524,29 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
 
     The inputs are copied first (params keep their requires_grad flag), so tracing never changes
     the caller's tensors. Raises RandomOpError for random ops and UnsupportedGraphError for
-    anything the IR cannot express, naming the node.
+    anything the IR cannot express, naming the node; RecorderError for a torch.compile'd step.
     """
+    program, outputs, _ = _trace(step_fn, params, batch)
+    return program, outputs
+
+
+def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[str, torch.Tensor],
+           batch: Mapping[str, torch.Tensor]) -> Tuple[dict, Dict[str, torch.Tensor], TraceInfo]:
+    """trace_step_program, plus the TraceInfo of the trace.
+
+    Two passes. (1) make_fx traces step_fn on the real tensors, autograd included: the graph of
+    the forward pass, the loss and the backward ops of torch.autograd.grad. (2) That graph (pure
+    aten calls, no autograd left) is run again under functionalize and traced once more: in-place
+    writes become out-of-place ops (fill_ on a slice -> slice_scatter, ...), so the program has no
+    mutation and no write through a view can be lost. functionalize cannot wrap step_fn directly:
+    its functional tensors do not carry requires_grad, so torch.autograd.grad inside step_fn
+    fails (torch 1.13: "element 0 of tensors does not require grad"; 2.x: the same or
+    "`inputs` argument to `grad()` cannot be empty").
+    """
+    info = TraceInfo()
+    compiled, modules = _scan_step_fn(step_fn)
+    if compiled:
+        raise RecorderError(f"{compiled}. {_COMPILE_ADVICE}")
     p_in = {k: v.detach().clone().requires_grad_(v.requires_grad) for k, v in params.items()}
     b_in = {k: v.detach().clone() for k, v in batch.items()}
     out_keys: List[str] = []
@@ -246,16 +570,47 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
             values.append(val)
         return values
 
-    with torch.enable_grad():
-        gm = make_fx(flat_step)(p_in, b_in)
+    fx_kwargs = _make_fx_kwargs()
+    try:
+        with torch.enable_grad(), _sdpa_math(), _mha_fastpath_off(), \
+                _allow_data_reads(info.data_dependent):
+            gm1 = make_fx(flat_step, **fx_kwargs)(p_in, b_in)
+    except RecorderError:
+        raise
+    except Exception as e:
+        text = str(e)
+        if "dynamo-optimized function" in text:
+            raise RecorderError(f"step_fn calls a function or module compiled with "
+                                f"torch.compile. {_COMPILE_ADVICE}") from e
+        if "get value out of a tracing tensor" in text:
+            raise UnsupportedGraphError(
+                f"step_fn reads a tensor's value in Python (.item(), int(t), `if t:`) and this "
+                f"torch cannot trace that ({text.splitlines()[0]})") from e
+        raise
 
-    # Run the traced graph once on detached copies: every node's real output shapes and dtypes.
-    cap = _Capture(gm)
-    run_inputs = [v.detach().clone() for v in p_in.values()] + \
-                 [v.detach().clone() for v in b_in.values()]
-    with torch.no_grad():
-        results = cap.run(*run_inputs)
-    traced_out = dict(zip(out_keys, results))
+    # Values read in Python (torch >= 2 records them as aten._local_scalar_dense nodes): the
+    # read value is baked into the graph as a constant, nothing uses the node.
+    for n in list(gm1.graph.nodes):
+        if n.op == "call_function" and _is_random(n.target):
+            raise RandomOpError(_random_op_message(n, str(n.target)))
+        if n.op == "call_function" and _has_tag(n.target, "data_dependent_output"):
+            if n.users:
+                raise UnsupportedGraphError(
+                    f"node '{n.name}' ({n.target}) reads a tensor's value and the traced graph "
+                    f"uses it symbolically; the step-program IR cannot express that")
+            info.data_dependent.append(f"{n.target} (node '{n.name}')")
+            gm1.graph.erase_node(n)
+    gm1.recompile()
+
+    # Pass 2: functionalize the traced graph.
+    flat_in = [v.detach().clone() for v in p_in.values()] + \
+              [v.detach().clone() for v in b_in.values()]
+
+    def replay(*args: torch.Tensor) -> Any:
+        return torch.fx.Interpreter(gm1).run(*args)
+
+    with _sdpa_math(), _mha_fastpath_off(), _allow_data_reads(info.data_dependent):
+        gm = make_fx(_functionalize(replay), **fx_kwargs)(*[t.clone() for t in flat_in])
 
     names = [f"param:{k}" for k in p_in] + [f"batch:{k}" for k in b_in]
     values_in = list(p_in.values()) + list(b_in.values())
@@ -265,8 +620,32 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
         raise UnsupportedGraphError(f"the traced graph has {len(placeholders)} inputs, expected "
                                     f"{len(names)} (params + batch)")
     rename: Dict[str, str] = {n.name: nm for n, nm in zip(placeholders, names)}
+
+    # functionalize writes a mutated input back at the end (copy_ into the placeholder). Those
+    # writes are not part of the program: its results are what step_fn returns.
+    for n in list(graph.nodes):
+        if n.op == "call_function" and _writes_in_place(n.target) and not n.users and \
+                isinstance(n.args[0], torch.fx.Node) and n.args[0].name in rename:
+            info.mutated_inputs.append(rename[n.args[0].name])
+            graph.erase_node(n)
+    for n in graph.nodes:
+        if n.op == "call_function" and _writes_in_place(n.target):
+            raise UnsupportedGraphError(
+                f"node '{n.name}' ({n.target}) still writes into a tensor in place after "
+                f"functionalization; the step-program IR has no mutation")
+    _dead_code(graph)
+    gm.recompile()
+
+    # Run the traced graph once on detached copies: every node's real output shapes and dtypes.
+    cap = _Capture(gm)
+    with torch.no_grad():
+        results = cap.run(*[t.clone() for t in flat_in])
+    traced_out = dict(zip(out_keys, results))
+
     getitems: Dict[str, Tuple[str, int]] = {}
     multi = {n.name for n in graph.nodes if isinstance(cap.values.get(n.name), (tuple, list))}
+    module_tensors = _module_tensors(modules)
+    constants: List[dict] = []
 
     def ref(n: torch.fx.Node, user: torch.fx.Node) -> Dict[str, Any]:
         if n.name in getitems:
@@ -285,6 +664,9 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
+            if not -2**63 <= v < 2**63:
+                raise UnsupportedGraphError(f"node '{node.name}' ({node.target}): the integer "
+                                            f"{v} does not fit in int64")
             return int(v)
         if isinstance(v, float):
             return _float_value(v)
@@ -308,13 +690,29 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
         if n.op == "placeholder":
             continue
         if n.op == "get_attr":
-            raise UnsupportedGraphError(
-                f"node '{n.name}' is a tensor constant captured by the trace: a tensor that is "
-                f"not computed from step_fn's inputs, e.g. a module parameter or buffer used "
-                f"directly, or a torch.tensor(...) literal. Call the model through "
-                f"torch.nn.utils.stateless.functional_call(model, params, args) so its "
-                f"parameters are program inputs, pass other tensors in the batch dict, or build "
-                f"them inside step_fn with factory ops (torch.ones, torch.arange, ...)")
+            value = functools.reduce(getattr, str(n.target).split("."), gm)
+            if not isinstance(value, torch.Tensor):
+                raise UnsupportedGraphError(f"node '{n.name}' captures a "
+                                            f"{type(value).__name__}, not a tensor")
+            owner = module_tensors.get(_storage_key(value)) if value.numel() else None
+            if isinstance(value, torch.nn.Parameter) or owner is not None or \
+                    str(n.target).startswith("_param_constant"):
+                what = owner or "a module parameter"
+                raise UnsupportedGraphError(
+                    f"node '{n.name}' is {what} captured by the trace as a constant: the module "
+                    f"was called directly, so its state would be baked into the program instead "
+                    f"of being read from the checkpoint. Call the model through functional_call"
+                    f"(model, params, args) (torch.func.functional_call on torch >= 2, "
+                    f"torch.nn.utils.stateless.functional_call on 1.13) and put its parameters "
+                    f"and buffers in params")
+            name = str(n.target)
+            if name != n.name and (name in rename.values() or
+                                   any(m.name == name for m in graph.nodes)):
+                raise UnsupportedGraphError(f"tensor constant '{name}' (node '{n.name}') has the "
+                                            f"name of another value of the program")
+            constants.append(_constant_entry(name, value, n))
+            rename[n.name] = name
+            continue
         if n.op == "output":
             flat = n.args[0]
             if len(flat) != len(out_keys):
@@ -342,6 +740,14 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
                                         f"overload")
         if _is_random(n.target):
             raise RandomOpError(_random_op_message(n, op))
+        if op.split(".")[1] in FAST_PATH_OPS:
+            raise UnsupportedGraphError(
+                f"node '{n.name}' ({op}) is the fused inference fast path of "
+                f"nn.TransformerEncoderLayer / nn.MultiheadAttention: one kernel for a whole "
+                f"layer, which Lossbound does not model. torch 1.13 takes it when the step runs "
+                f"without gradients; compute the loss with gradients enabled (return the "
+                f"gradients too), or record with torch >= 2.3, where the recorder turns the fast "
+                f"path off while tracing")
         args = [arg(a, n) for a in n.args]
         kwargs = {k: arg(v, n) for k, v in n.kwargs.items()}
         val = cap.values.get(n.name)
@@ -354,6 +760,17 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
             if tm is not None and (list(tm.shape) != outs[0]["shape"] or tm.dtype != val.dtype):
                 raise UnsupportedGraphError(f"{where}: traced metadata {tuple(tm.shape)} "
                                             f"{tm.dtype} disagrees with the value it computes")
+        # Ops whose output shape depends on tensor values (masked_select, nonzero, indexing with
+        # a boolean mask): the program holds for the traced batch only.
+        # (aten.index.Tensor carries the tag for its boolean-mask form only.)
+        if (_has_tag(n.target, "dynamic_output_shape") and not op.startswith("aten.index.")) or (
+                op.startswith("aten.index.") and any(
+                    isinstance(i, torch.fx.Node) and isinstance(cap.values.get(i.name),
+                                                                torch.Tensor)
+                    and cap.values[i.name].dtype in (torch.bool, torch.uint8)
+                    for i in (n.args[1] if len(n.args) > 1 and
+                              isinstance(n.args[1], (list, tuple)) else ()))):
+            info.data_dependent.append(f"{op} (node '{n.name}')")
         nodes.append({
             "name": n.name,
             "op": op,
@@ -367,11 +784,12 @@ def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, tor
         "ir_version": IR_VERSION,
         "torch_version": torch.__version__,
         "inputs": [dict(name=nm, **_spec(t, nm)) for nm, t in zip(names, values_in)],
+        "constants": constants,
         "nodes": nodes,
         "outputs": outputs,
     }
     validate_program(program)
-    return program, traced_out
+    return program, traced_out, info
 
 
 def program_json(program: dict) -> str:
@@ -385,7 +803,8 @@ def program_id(text: str) -> str:
 
 
 def validate_program(p: Any) -> None:
-    """Checks a program dict against docs/run-file-format.md; raises ValueError saying where."""
+    """Checks a program dict (IR version 1 or 2) against docs/run-file-format.md; raises
+    ValueError saying where."""
     def fail(msg: str) -> None:
         raise ValueError(f"step program: {msg}")
 
@@ -396,16 +815,25 @@ def validate_program(p: Any) -> None:
             fail(f"missing key '{key}'")
     if p["format"] != IR_FORMAT:
         fail(f"format is {p['format']!r}, expected {IR_FORMAT!r}")
-    if p["ir_version"] != IR_VERSION or isinstance(p["ir_version"], bool):
-        fail(f"ir_version is {p['ir_version']!r}, this recorder supports {IR_VERSION}")
+    version = p["ir_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version not in IR_VERSIONS:
+        fail(f"ir_version is {version!r}, this recorder reads versions "
+             f"{', '.join(map(str, IR_VERSIONS))}")
+    if version >= 2 and "constants" not in p:
+        fail("missing key 'constants' (required from ir_version 2 on)")
+    if version < 2 and "constants" in p:
+        fail("key 'constants' in an ir_version 1 program (constants exist from version 2 on)")
     if not isinstance(p["torch_version"], str):
         fail("torch_version is not a string")
+
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
 
     def check_spec(s: Any, where: str) -> None:
         if not isinstance(s, dict) or set(s) - {"name"} != {"shape", "dtype"}:
             fail(f"{where}: expected {{shape, dtype}}, found {s!r}")
         if not isinstance(s["shape"], list) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in s["shape"]):
+                is_int(d) and d >= 0 for d in s["shape"]):
             fail(f"{where}: bad shape {s['shape']!r}")
         if s["dtype"] not in _DTYPE_BY_NAME:
             fail(f"{where}: unknown dtype {s['dtype']!r}")
@@ -425,6 +853,23 @@ def validate_program(p: Any) -> None:
         check_spec(inp, where)
         arity[nm] = [inp]
 
+    constants = p.get("constants", [])
+    if not isinstance(constants, list):
+        fail("constants is not a list")
+    for i, c in enumerate(constants):
+        where = f"constants[{i}]"
+        if not isinstance(c, dict) or set(c) != {"name", "shape", "dtype", "data"}:
+            fail(f"{where}: expected keys name, shape, dtype, data")
+        nm = c["name"]
+        if not isinstance(nm, str) or not nm or nm.startswith(("param:", "batch:")):
+            fail(f"{where}: bad name {nm!r} (non-empty, not starting with param: or batch:)")
+        if nm in arity:
+            fail(f"{where}: duplicate name {nm!r}")
+        where = f"constant '{nm}'"
+        check_spec({"shape": c["shape"], "dtype": c["dtype"]}, where)
+        _check_constant_data(c, where, fail)
+        arity[nm] = [{"shape": c["shape"], "dtype": c["dtype"]}]
+
     def check_ref(v: dict, where: str) -> None:
         if set(v) - {"ref", "index"}:
             fail(f"{where}: reference with unexpected keys {sorted(v)}")
@@ -441,6 +886,8 @@ def validate_program(p: Any) -> None:
             "layout": None, "memory_format": None}
 
     def check_value(v: Any, where: str) -> None:
+        if is_int(v) and not -2**63 <= v < 2**63:
+            fail(f"{where}: integer {v} does not fit in int64")
         if v is None or isinstance(v, (bool, int, str)):
             return
         if isinstance(v, float):
@@ -470,6 +917,8 @@ def validate_program(p: Any) -> None:
             fail(f"{where}: expected keys name, op, args, kwargs, outputs")
         if not isinstance(n["name"], str) or not n["name"] or n["name"] in arity:
             fail(f"{where}: missing or duplicate name {n.get('name')!r}")
+        if n["name"].startswith(("param:", "batch:")):
+            fail(f"{where}: node name {n['name']!r} starts with param: or batch:")
         where = f"node '{n['name']}'"
         if not isinstance(n["op"], str) or not _OP_NAME.match(n["op"]):
             fail(f"{where}: op {n['op']!r} is not aten.<op>.<overload>")
@@ -505,6 +954,47 @@ def validate_program(p: Any) -> None:
     if spec["shape"] != [] or spec["dtype"] not in ("float64", "float32", "bfloat16", "float16"):
         fail(f"output 'loss' must be a 0-d floating tensor, found {spec['shape']} "
              f"{spec['dtype']}")
+
+
+_INT_RANGES = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1),
+               "int16": (-2**15, 2**15 - 1), "int8": (-2**7, 2**7 - 1), "uint8": (0, 255)}
+
+
+def _check_constant_data(c: dict, where: str, fail: Callable[[str], None]) -> None:
+    """The data of a constants entry: numel values of its dtype, floats exact in that dtype."""
+    numel = math.prod(c["shape"])
+    if numel > CONSTANT_LIMIT:
+        fail(f"{where}: {numel} elements, more than the limit of {CONSTANT_LIMIT}")
+    data = c["data"]
+    if not isinstance(data, list) or len(data) != numel:
+        fail(f"{where}: data must be a flat list of {numel} values (the shape's element count)")
+    dtype = c["dtype"]
+    if dtype == "bool":
+        if not all(isinstance(x, bool) for x in data):
+            fail(f"{where}: a bool constant holds true/false only")
+        return
+    if dtype in _INT_RANGES:
+        lo, hi = _INT_RANGES[dtype]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi
+                   for x in data):
+            fail(f"{where}: an {dtype} constant holds integers in [{lo}, {hi}] only (written "
+                 f"without '.' or exponent)")
+        return
+    finite = []
+    for x in data:
+        if isinstance(x, dict):
+            if len(x) != 1 or x.get("float") not in ("inf", "-inf", "nan"):
+                fail(f"{where}: unknown tagged value {x!r}")
+        elif isinstance(x, float) and math.isfinite(x):
+            finite.append(x)
+        else:
+            fail(f"{where}: a {dtype} constant holds floats (written with '.' or an exponent) "
+                 f"and {{\"float\": \"inf\"|\"-inf\"|\"nan\"}}, found {x!r}")
+    values = torch.tensor(finite, dtype=torch.float64)
+    stored = values.to(_DTYPE_BY_NAME[dtype]).to(torch.float64)
+    if not torch.equal(stored, values):
+        bad = values[stored != values][0].item()
+        fail(f"{where}: {bad!r} is not a {dtype} value")
 
 
 # --------------------------------------------------------------------------------------------
@@ -594,6 +1084,7 @@ class RunRecorder:
         self._metrics: Dict[str, List[float]] = {}
         self._checkpoints: set = set()
         self._programs: Dict[tuple, str] = {}  # input signature -> program id
+        self._warned: set = set()  # trace warnings already given
         self._device_set = False
         self._traced_loss: Optional[Tuple[int, float]] = None  # (step, loss) of the last trace
         self._file: Optional[h5py.File] = _create_file(self.partial_path)
@@ -607,7 +1098,7 @@ class RunRecorder:
         f.attrs["notes"] = str(notes)
         f.attrs["float32_matmul_precision"] = torch.get_float32_matmul_precision()
         f.attrs["num_threads"] = np.int64(torch.get_num_threads())
-        f.attrs["recorder"] = "lossbound_recorder.py (ir_version 1)"
+        f.attrs["recorder"] = f"lossbound_recorder.py (ir_version {IR_VERSION})"
         for name in ("log", "programs", "checkpoints"):
             _group(f, name)
 
@@ -709,8 +1200,9 @@ class RunRecorder:
         sig = _signature(params, batch)
         pid = self._programs.get(sig)
         if pid is None:
-            pid = self._trace(step, params, batch)
-            self._programs[sig] = pid
+            pid, data_dependent = self._trace(step, params, batch)
+            if not data_dependent:  # a data-dependent trace holds for its own batch only
+                self._programs[sig] = pid
         if not self._device_set:
             f.attrs["device"] = _device_description(next(iter(params.values())))
             self._device_set = True
@@ -734,16 +1226,37 @@ class RunRecorder:
                 f"same params and batch, and is the loss logged before the optimizer update? "
                 f"Lossbound's self-check will fail on this run.", RuntimeWarning)
 
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+
     def _trace(self, step: int, params: Dict[str, torch.Tensor],
-               batch: Dict[str, torch.Tensor]) -> str:
+               batch: Dict[str, torch.Tensor]) -> Tuple[str, bool]:
+        """Traces step_fn and stores its program; returns (program id, data-dependent)."""
         f = self._require_open()
-        program, traced_out = trace_step_program(self.step_fn, params, batch)
+        program, traced_out, info = _trace(self.step_fn, params, batch)
         text = program_json(program)
         pid = program_id(text)
         traced = float(traced_out["loss"])
         self._traced_loss = (step, traced)
         if self._steps and self._steps[-1] == step:
             self._compare_traced_loss(step, self._loss[-1], traced)
+        if info.data_dependent:
+            more = ", ..." if len(info.data_dependent) > 5 else ""
+            self._warn_once("data", (
+                f"step {step}: step_fn reads tensor values while it runs ("
+                f"{', '.join(info.data_dependent[:5])}{more}"
+                f"): .item(), `if tensor:` or ops whose output shape depends on the data. The "
+                f"traced program holds for the batch it was traced on, so the recorder traces "
+                f"step_fn at every checkpoint (identical graphs are still stored once)."))
+        if info.mutated_inputs:
+            self._warn_once("mutation " + " ".join(info.mutated_inputs), (
+                f"step {step}: step_fn writes into its inputs in place "
+                f"({', '.join(info.mutated_inputs)}; e.g. batch-norm running statistics in "
+                f"train mode). The step program leaves those writes out (its results are what "
+                f"step_fn returns). Call rec.checkpoint() before running the step, so the "
+                f"checkpoint holds the values the step started from."))
         precision = torch.get_float32_matmul_precision()
         if precision != f.attrs["float32_matmul_precision"]:
             warnings.warn(f"float32_matmul_precision changed to {precision!r} during the run")
@@ -754,5 +1267,7 @@ class RunRecorder:
             g.attrs["inputs"] = json.dumps([i["name"] for i in program["inputs"]])
             g.attrs["outputs"] = json.dumps([o["name"] for o in program["outputs"]])
             g.attrs["op_count"] = np.int64(len(program["nodes"]))
+            if info.data_dependent:
+                g.attrs["data_dependent"] = json.dumps(info.data_dependent)
             g.create_dataset("graph", data=text, dtype=h5py.string_dtype("utf-8"))
-        return pid
+        return pid, bool(info.data_dependent)

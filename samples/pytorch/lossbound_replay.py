@@ -10,8 +10,10 @@ A point-evaluation check of a recording, independent of the C++ engine:
         print(step, run.logged_loss(step), float(out["loss"]))
 
 run_program rebuilds every node from the IR JSON alone (torch.ops.aten.<op>.<overload>), so it
-also checks that the JSON holds everything the program needs. With compute_dtype=float64 every
-floating input and every floating dtype constant in the program is promoted to float64.
+also checks that the JSON holds everything the program needs. It reads IR versions 1 and 2 (the
+"constants" of version 2 are rebuilt from their JSON data). With compute_dtype=float64 every
+floating input, every floating tensor constant and every floating dtype constant in the program
+is promoted to float64.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import torch
 
 from lossbound_recorder import _DTYPE_BY_NAME, dataset_to_tensor, validate_program
 
-__all__ = ["RunFile", "run_program", "aten_op", "program_ops"]
+__all__ = ["RunFile", "run_program", "aten_op", "program_ops", "constant_tensor"]
 
 _FLOATING = {torch.float64, torch.float32, torch.bfloat16, torch.float16}
 
@@ -45,6 +47,27 @@ def program_ops(program: dict) -> List[str]:
     return sorted({n["op"] for n in program["nodes"]})
 
 
+def _scalar(v: Any) -> Any:
+    if isinstance(v, dict):
+        (tag, x), = v.items()
+        if tag != "float":
+            raise ValueError(f"unknown tagged value {v!r}")
+        return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}[x]
+    return v
+
+
+def constant_tensor(entry: dict) -> torch.Tensor:
+    """The tensor of an IR version 2 "constants" entry {name, shape, dtype, data}."""
+    dtype = _DTYPE_BY_NAME[entry["dtype"]]
+    data = [_scalar(v) for v in entry["data"]]
+    if dtype.is_floating_point:
+        # binary64 first: the JSON values are exactly the stored elements, so the cast is exact
+        t = torch.tensor(data, dtype=torch.float64).to(dtype)
+    else:
+        t = torch.tensor(data, dtype=dtype)
+    return t.reshape(entry["shape"])
+
+
 def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
                 compute_dtype: Optional[torch.dtype] = None,
                 outputs: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
@@ -52,7 +75,8 @@ def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
 
     compute_dtype: promote every floating value (inputs and dtype constants) to this dtype.
     outputs: the output names to return (default: all).
-    In-place ops are evaluated on a copy, as the IR specifies (they produce a new value).
+    In-place ops (IR version 1 only) are evaluated on a copy, as the IR specifies (they produce a
+    new value); version 2 programs have none.
     """
     env: Dict[str, List[Any]] = {}
     for spec in program["inputs"]:
@@ -66,6 +90,11 @@ def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
         if compute_dtype is not None and t.dtype in _FLOATING:
             t = t.to(compute_dtype)
         env[name] = [t]
+    for entry in program.get("constants", []):
+        t = constant_tensor(entry)
+        if compute_dtype is not None and t.dtype in _FLOATING:
+            t = t.to(compute_dtype)
+        env[entry["name"]] = [t]
 
     def value(v: Any) -> Any:
         if isinstance(v, list):

@@ -14,12 +14,16 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.stateless import functional_call
+try:  # torch >= 2
+    from torch.func import functional_call
+except ImportError:  # torch 1.13
+    from torch.nn.utils.stateless import functional_call
 
-from lossbound_recorder import (FORMAT_VERSION, IR_VERSION, RandomOpError, RecorderError,
-                                RunRecorder, UnsupportedGraphError, dataset_to_tensor,
+from lossbound_recorder import (CONSTANT_LIMIT, FORMAT_VERSION, IR_VERSION, RandomOpError,
+                                RecorderError, RunRecorder, UnsupportedGraphError, _trace,
+                                _writes_in_place, dataset_to_tensor, program_json,
                                 trace_step_program, validate_program)
-from lossbound_replay import RunFile, run_program
+from lossbound_replay import RunFile, aten_op, run_program
 
 torch.set_num_threads(1)
 
@@ -178,7 +182,8 @@ class TracingTest(TempDirTest):
     def test_tracing_does_not_touch_the_callers_tensors(self):
         model = TinyNet()
         params, batch = make_params(model), make_batch()
-        before = {k: v.detach().clone() for k, v in params.items()}
+        before = {k: v.detach().clone().requires_grad_(v.requires_grad)
+                  for k, v in params.items()}
         trace_step_program(make_step(model), params, batch)
         for k, v in params.items():
             self.assertTrue(torch.equal(v, before[k]))
@@ -379,10 +384,11 @@ class SchemaTest(TempDirTest):
 
     def test_top_level(self):
         p = self.program
-        self.assertEqual(list(p), ["format", "ir_version", "torch_version", "inputs", "nodes",
-                                   "outputs"])
+        self.assertEqual(list(p), ["format", "ir_version", "torch_version", "inputs", "constants",
+                                   "nodes", "outputs"])
         self.assertEqual(p["format"], "lossbound-step-program")
-        self.assertEqual(p["ir_version"], 1)
+        self.assertEqual(p["ir_version"], 2)
+        self.assertEqual(p["constants"], [])
         self.assertEqual(p["torch_version"], torch.__version__)
         validate_program(json.loads(json.dumps(p)))
 
@@ -443,7 +449,9 @@ class SchemaTest(TempDirTest):
                                                                      "index": 7}),
             "nan": lambda p: p["nodes"][0]["args"].append(float("nan")),
             "op": lambda p: p["nodes"][0].__setitem__("op", "torch.add"),
-            "version": lambda p: p.__setitem__("ir_version", 2),
+            "version": lambda p: p.__setitem__("ir_version", 3),
+            "version-float": lambda p: p.__setitem__("ir_version", 2.0),
+            "no-constants": lambda p: p.pop("constants"),
             "loss": lambda p: p["outputs"].pop(0),
             "dtype": lambda p: p["inputs"][0].__setitem__("dtype", "float8"),
             "input": lambda p: p["inputs"][0].__setitem__("name", "wte"),
@@ -452,6 +460,438 @@ class SchemaTest(TempDirTest):
         for name, fn in cases.items():
             with self.assertRaises(ValueError, msg=name):
                 validate_program(broken(fn))
+
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+def replay(program, params, batch, compute_dtype=None):
+    """Runs a recorded program through torch from its JSON (lossbound_replay.run_program)."""
+    inputs = {f"param:{k}": v.detach() for k, v in params.items()}
+    inputs.update({f"batch:{k}": v for k, v in batch.items()})
+    return run_program(json.loads(json.dumps(program)), inputs, compute_dtype)
+
+
+def ops_of(program):
+    return {n["op"] for n in program["nodes"]}
+
+
+def trace_quietly(step, params, batch):
+    """_trace with its TraceInfo, warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _trace(step, params, batch)
+
+
+class ConstantTest(TempDirTest):
+    """IR version 2: tensor constants captured by the trace are program constants."""
+
+    def test_zero_d_constants_rotary_and_label_smoothing(self):
+        def step(p, b):
+            d = p["w"].shape[-1]
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+            pos = torch.arange(b["ids"].shape[1], dtype=torch.float32)
+            ang = torch.outer(pos, inv_freq)
+            cos, sin = ang.cos(), ang.sin()
+            x = p["w"][b["ids"]]
+            x1, x2 = x[..., : d // 2], x[..., d // 2:]
+            x = torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+            logits = x @ p["w"].t() * torch.tensor(0.5)  # a 0-d literal
+            loss = F.cross_entropy(logits.flatten(0, 1), b["labels"].flatten(),
+                                   label_smoothing=0.1)
+            return {"loss": loss, "grad:w": torch.autograd.grad(loss, [p["w"]])[0]}
+
+        g = torch.Generator().manual_seed(1)
+        params = {"w": torch.randn(10, 8, generator=g).requires_grad_()}
+        batch = make_batch(2, 6)
+        batch["labels"] = batch["labels"].clamp(min=0)
+        program, out, _ = trace_quietly(step, params, batch)
+        consts = {c["name"]: c for c in program["constants"]}
+        self.assertTrue(consts, "the 0-d literal is a constant")
+        zero_d = [c for c in consts.values() if c["shape"] == []]
+        self.assertIn({"shape": [], "dtype": "float32", "data": [0.5]},
+                      [{k: c[k] for k in ("shape", "dtype", "data")} for c in zero_d])
+        if not TORCH2:  # 1.13 captures the base of 10000 ** t as a tensor constant
+            self.assertIn([10000.0], [c["data"] for c in zero_d])
+        for c in consts.values():
+            self.assertRegex(c["name"], r"^_tensor_constant\d+$")
+        names = {n["name"] for n in program["nodes"]}
+        used = {r["ref"] for n in program["nodes"] for r in _refs(n["args"])}
+        self.assertTrue(set(consts) <= used, "every constant is referenced")
+        self.assertFalse(set(consts) & names)
+        eager = step(params, batch)
+        got = replay(program, params, batch)
+        self.assertEqual(got["loss"].item(), eager["loss"].item())
+        self.assertTrue(torch.allclose(got["grad:w"], eager["grad:w"], rtol=1e-6, atol=1e-7))
+        got64 = replay(program, params, batch, torch.float64)
+        self.assertLess(abs(float(got64["loss"]) / eager["loss"].item() - 1), 1e-5)
+
+    def test_constant_values_are_exact_and_typed(self):
+        vals = [1.0, -0.0, 1e-45, 3.4028234663852886e38, math.inf, -math.inf, math.nan, 0.1]
+
+        def step(p, b):
+            f32 = torch.tensor(vals)
+            f16 = torch.tensor([0.1, 65504.0], dtype=torch.float16)
+            bf = torch.tensor([0.1, -3.0e38], dtype=torch.bfloat16)
+            i = torch.tensor([[-(2 ** 63), 2 ** 63 - 1], [0, -100]])
+            m = torch.tensor([True, False])
+            s = (f32.nan_to_num(0.0, 0.0, 0.0).sum() + f16.float().sum() + bf.float().sum()
+                 + i.double().sum().float() * 0 + m.sum())
+            return {"loss": (p["w"] * s).sum()}
+
+        program, _, _ = trace_quietly(step, {"w": torch.ones(2, requires_grad=True)}, {})
+        by_dtype = {c["dtype"]: c for c in program["constants"]}
+        f32 = by_dtype["float32"]["data"]
+        self.assertEqual(f32[:4], [1.0, -0.0, float(torch.tensor(1e-45)),
+                                   3.4028234663852886e38])
+        self.assertTrue(math.copysign(1, f32[1]) < 0)
+        self.assertEqual(f32[4:7], [{"float": "inf"}, {"float": "-inf"}, {"float": "nan"}])
+        self.assertEqual(f32[7], float(torch.tensor(0.1)))  # the float32 value, not 0.1
+        self.assertEqual(by_dtype["float16"]["data"],
+                         [float(torch.tensor(0.1, dtype=torch.float16)), 65504.0])
+        self.assertEqual(by_dtype["bfloat16"]["data"],
+                         [float(torch.tensor(0.1, dtype=torch.bfloat16)),
+                          float(torch.tensor(-3.0e38, dtype=torch.bfloat16))])
+        self.assertEqual(by_dtype["int64"], {"name": by_dtype["int64"]["name"], "shape": [2, 2],
+                                             "dtype": "int64",
+                                             "data": [-(2 ** 63), 2 ** 63 - 1, 0, -100]})
+        self.assertEqual(by_dtype["bool"]["data"], [True, False])
+        text = program_json(program)
+        # the JSON number rule: floats have '.' or an exponent, ints do not
+        self.assertIn('"data":[1.0,-0.0,1e-45', text.replace("1.401298464324817e-45", "1e-45"))
+        self.assertIn('[-9223372036854775808,9223372036854775807,0,-100]', text)
+        validate_program(json.loads(text))
+        from lossbound_replay import constant_tensor
+        for c in program["constants"]:
+            t = constant_tensor(c)
+            self.assertEqual(list(t.shape), c["shape"])
+
+    def test_validator_checks_constants(self):
+        def step(p, b):
+            return {"loss": (p["w"] * torch.tensor([0.5, 2.0])).sum()}
+        program, _, _ = trace_quietly(step, {"w": torch.ones(2, requires_grad=True)}, {})
+        self.assertEqual(len(program["constants"]), 1)
+        validate_program(program)
+
+        def broken(fn):
+            p = json.loads(json.dumps(program))
+            fn(p["constants"][0])
+            return p
+        cases = {
+            "length": lambda c: c["data"].append(1.0),
+            "int-in-float": lambda c: c["data"].__setitem__(0, 1),
+            "inexact": lambda c: c["data"].__setitem__(0, 0.1),
+            "name": lambda c: c.__setitem__("name", "param:w"),
+            "key": lambda c: c.__setitem__("value", 1),
+            "dtype": lambda c: c.__setitem__("dtype", "complex64"),
+            "nan": lambda c: c["data"].__setitem__(0, math.nan),
+            "tag": lambda c: c["data"].__setitem__(0, {"float": "NaN"}),
+            "int-range": lambda c: (c.__setitem__("dtype", "int8"),
+                                    c.__setitem__("data", [1, 200])),
+            "bool": lambda c: (c.__setitem__("dtype", "bool"), c.__setitem__("data", [1, 0])),
+            "big": lambda c: (c.__setitem__("shape", [4097]),
+                              c.__setitem__("data", [0.0] * 4097)),
+        }
+        for name, fn in cases.items():
+            with self.assertRaises(ValueError, msg=name):
+                validate_program(broken(fn))
+        dup = json.loads(json.dumps(program))
+        dup["constants"].append(dict(dup["constants"][0]))
+        with self.assertRaisesRegex(ValueError, "duplicate"):
+            validate_program(dup)
+
+    def test_version_1_programs_still_validate(self):
+        program, _ = trace_step_program(make_step(TinyNet()), make_params(TinyNet()),
+                                        make_batch())
+        v1 = json.loads(json.dumps(program))
+        v1["ir_version"] = 1
+        del v1["constants"]
+        validate_program(v1)
+        v1["constants"] = []
+        with self.assertRaisesRegex(ValueError, "constants"):
+            validate_program(v1)
+
+    def test_large_constant_is_refused_with_the_limit(self):
+        big = torch.linspace(0, 1, CONSTANT_LIMIT + 1)
+
+        def step(p, b):
+            return {"loss": (p["w"] * big).sum()}
+        with self.assertRaisesRegex(UnsupportedGraphError,
+                                    r"_tensor_constant0'.*4097 elements.*at most 4096.*batch"):
+            trace_step_program(step, {"w": torch.ones(1, requires_grad=True)}, {})
+        small = torch.linspace(0, 1, CONSTANT_LIMIT)
+        program, _ = trace_step_program(lambda p, b: {"loss": (p["w"] * small).sum()},
+                                        {"w": torch.ones(1, requires_grad=True)}, {})
+        self.assertEqual(len(program["constants"][0]["data"]), CONSTANT_LIMIT)
+
+    def test_module_buffer_left_out_of_params_is_refused(self):
+        model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).eval()
+
+        def step(p, b):  # the buffers are not in params: BN would read captured constants
+            return {"loss": functional_call(model, p, (b["x"],)).square().mean()}
+        params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+        with self.assertRaisesRegex(UnsupportedGraphError,
+                                    r"buffer '1\.running_(mean|var)' of Sequential.*params"):
+            trace_step_program(step, params, {"x": torch.randn(5, 4)})
+
+
+class InPlaceTest(TempDirTest):
+    """Writes through views take effect: the recorder functionalizes the trace."""
+
+    @staticmethod
+    def step(p, b):
+        logits = p["w"][b["ids"]]
+        labels = b["labels"].clone()
+        labels[:, 20:] = -100
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+        return {"loss": loss, "grad:w": torch.autograd.grad(loss, [p["w"]])[0]}
+
+    def data(self):
+        g = torch.Generator().manual_seed(7)
+        params = {"w": torch.randn(10, 10, generator=g).requires_grad_()}
+        batch = {"ids": torch.randint(0, 10, (3, 24), generator=g),
+                 "labels": torch.randint(0, 10, (3, 24), generator=g)}
+        return params, batch
+
+    def test_label_write_changes_the_replayed_loss(self):
+        params, batch = self.data()
+        eager = self.step(params, batch)
+        unmasked = F.cross_entropy(params["w"][batch["ids"]].flatten(0, 1),
+                                   batch["labels"].flatten())
+        self.assertGreater(abs(eager["loss"].item() - unmasked.item()), 1e-3,
+                           "the write must matter for this test")
+        path = self.path()
+        with RunRecorder(path, run_name="w", role="candidate", step_fn=self.step) as rec:
+            rec.checkpoint(0, params, batch)
+            rec.log(0, eager["loss"].item())
+        with RunFile(path) as run:
+            program = run.program_at(0)
+            self.assertEqual(run.file["programs"][run.program_id_at(0)].attrs["ir_version"], 2)
+            out = run_program(program, run.inputs_at(0))
+            self.assertEqual(float(out["loss"]), eager["loss"].item())
+            self.assertTrue(torch.allclose(out["grad:w"], eager["grad:w"], rtol=1e-6, atol=1e-8))
+        for op in ops_of(program):
+            self.assertFalse(_writes_in_place(aten_op(op)), f"{op} mutates")
+        self.assertIn("aten.slice_scatter.default", ops_of(program))
+
+    def test_write_into_an_input_is_kept_and_reported(self):
+        def step(p, b):
+            b["labels"][:, 20:] = -100  # writes into the caller's batch tensor
+            return self.step(p, {"ids": b["ids"], "labels": b["labels"]})
+        params, batch = self.data()
+        expected = self.step(params, batch)["loss"].item()
+        program, out, info = trace_quietly(step, params, batch)
+        self.assertEqual(info.mutated_inputs, ["batch:labels"])
+        self.assertEqual(float(replay(program, params, batch)["loss"]), expected)
+        self.assertFalse(bool((batch["labels"][:, 20:] == -100).all()), "caller's batch intact")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with RunRecorder(self.path(), run_name="w", role="r", step_fn=step) as rec:
+                rec.checkpoint(0, params, batch)
+        self.assertTrue(any("batch:labels" in str(w.message) and "before" in str(w.message)
+                            for w in caught))
+
+
+class BufferTest(TempDirTest):
+    """Module buffers are program inputs: they go in params (requires_grad=False)."""
+
+    def model(self):
+        torch.manual_seed(3)
+        return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(4 * 5 * 5, 3))
+
+    def check(self, train):
+        model = self.model().train(train)
+        params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+        params.update({k: v.detach().clone() for k, v in model.named_buffers()})
+        with torch.no_grad():  # running statistics that differ from the batch statistics
+            params["1.running_mean"].uniform_(-1, 1)
+            params["1.running_var"].uniform_(0.5, 2)
+            params["1.num_batches_tracked"].fill_(7)
+
+        def step(p, b):
+            loss = F.cross_entropy(functional_call(model, p, (b["x"],)), b["y"])
+            trainable = [k for k, v in p.items() if v.requires_grad]
+            grads = torch.autograd.grad(loss, [p[k] for k in trainable])
+            return {"loss": loss, **{"grad:" + k: g for k, g in zip(trainable, grads)}}
+        g = torch.Generator().manual_seed(4)
+        batch = {"x": torch.randn(6, 3, 5, 5, generator=g), "y": torch.randint(0, 3, (6,),
+                                                                                generator=g)}
+        path = self.path()
+        before = {k: v.detach().clone().requires_grad_(v.requires_grad)
+                  for k, v in params.items()}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with RunRecorder(path, run_name="bn", role="r", step_fn=step) as rec:
+                rec.checkpoint(0, params, batch)
+                out = step(params, batch)
+                rec.log(0, out["loss"].item())
+        self.assertFalse(any("self-check" in str(w.message) for w in caught))
+        if train:  # the eager step updated the running statistics in place, after the checkpoint
+            self.assertTrue(any("1.num_batches_tracked" in str(w.message) for w in caught))
+            self.assertEqual(int(params["1.num_batches_tracked"]), 8)
+        with RunFile(path) as run:
+            program = run.program_at(0)
+            stored = run.params_at(0)
+            self.assertEqual(stored["1.num_batches_tracked"].dtype, torch.int64)
+            for k, v in before.items():
+                self.assertTrue(torch.equal(stored[k], v), k)
+            names = [o["name"] for o in program["outputs"]]
+            self.assertNotIn("grad:1.running_mean", names)
+            self.assertIn({"name": "param:1.num_batches_tracked", "shape": [],
+                           "dtype": "int64"}, program["inputs"])
+            got = run_program(program, run.inputs_at(0))
+        self.assertEqual(program["constants"], [])
+        eager = step(before, batch)
+        self.assertAlmostEqual(float(got["loss"]), eager["loss"].item(), delta=1e-6)
+        for k in names[1:]:
+            self.assertTrue(torch.allclose(got[k], eager[k], rtol=1e-5, atol=1e-6), k)
+        return program
+
+    def test_batch_norm_eval_reads_running_statistics(self):
+        program = self.check(train=False)
+        bn = [n for n in program["nodes"] if "batch_norm" in n["op"]]
+        self.assertTrue(bn)
+        used = {r["ref"] for n in bn for r in _refs(n["args"])}
+        self.assertIn("param:1.running_mean", used)
+
+    def test_batch_norm_train_mode(self):
+        self.check(train=True)
+
+
+class DataDependentTest(TempDirTest):
+    def test_item_branch_is_captured_and_traced_at_every_checkpoint(self):
+        def step(p, b):
+            n = int((b["mask"] != 0).sum().item())
+            w = p["w"] * 2 if bool(b["mask"][0]) else p["w"]
+            loss = w[:n].sum()
+            return {"loss": loss}
+        params = {"w": torch.arange(6.0, requires_grad=True)}
+        batches = [{"mask": torch.tensor([1, 1, 1, 0, 0, 0])},
+                   {"mask": torch.tensor([0, 1, 1, 1, 1, 0])}]
+        path = self.path()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with RunRecorder(path, run_name="d", role="r", step_fn=step) as rec:
+                for s, b in enumerate(batches):
+                    rec.checkpoint(s, params, b)
+                    rec.log(s, step(params, b)["loss"].item())
+        self.assertTrue(any("every checkpoint" in str(w.message) for w in caught))
+        self.assertFalse(any("self-check" in str(w.message) for w in caught))
+        with RunFile(path) as run:
+            self.assertEqual(len(run.program_ids()), 2)
+            for s in (0, 1):
+                out = run_program(run.program_at(s), run.inputs_at(s))
+                self.assertEqual(float(out["loss"]), run.logged_loss(s))
+                attrs = run.file["programs"][run.program_id_at(s)].attrs
+                self.assertIn("_local_scalar_dense", attrs["data_dependent"])
+            for op in run.program_at(0)["nodes"]:
+                self.assertNotIn("_local_scalar_dense", op["op"])
+
+
+class FastPathTest(TempDirTest):
+    def test_transformer_fast_path_is_traced_as_composite_ops_or_refused(self):
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False).eval()
+        params = {k: v.detach().clone() for k, v in enc.named_parameters()}
+
+        def step(p, b):  # no gradients: eval-mode inference, the fast-path case
+            with torch.no_grad():
+                return {"loss": functional_call(enc, p, (b["x"],)).square().mean()}
+        batch = {"x": torch.randn(2, 3, 8)}
+        if hasattr(getattr(torch.backends, "mha", None), "set_fastpath_enabled"):
+            program, _ = trace_step_program(step, params, batch)
+            self.assertIn("aten.native_layer_norm.default", ops_of(program))
+            self.assertFalse([o for o in ops_of(program) if "_transformer_encoder" in o])
+            self.assertTrue(torch.backends.mha.get_fastpath_enabled(), "switch restored")
+        else:
+            with self.assertRaisesRegex(UnsupportedGraphError,
+                                        r"_transformer_encoder_layer_fwd.*fast path.*gradients"):
+                trace_step_program(step, params, batch)
+
+
+class DataDependentShapeTest(TempDirTest):
+    def test_boolean_mask_and_masked_select_are_data_dependent(self):
+        def step(p, b):
+            return {"loss": p["w"][b["keep"]].sum() + p["w"].masked_select(b["keep"]).sum()}
+        params = {"w": torch.arange(4.0, requires_grad=True)}
+        batch = {"keep": torch.tensor([True, False, True, True])}
+        program, _, info = trace_quietly(step, params, batch)
+        self.assertTrue(any(d.startswith("aten.index.Tensor") for d in info.data_dependent))
+        self.assertTrue(any(d.startswith("aten.masked_select") for d in info.data_dependent))
+        self.assertEqual(float(replay(program, params, batch)["loss"]), 10.0)
+        _, _, info = trace_quietly(lambda p, b: {"loss": p["w"][b["i"]].sum()}, params,
+                                   {"i": torch.tensor([0, 2])})
+        self.assertEqual(info.data_dependent, [], "integer indexing has a static shape")
+
+
+@unittest.skipUnless(TORCH2, "torch 2.x only")
+class Torch2Test(TempDirTest):
+    def test_compiled_step_fn_is_refused(self):
+        model = TinyNet()
+        step = make_step(model)
+        with self.assertRaisesRegex(RecorderError, r"step_fn is compiled with torch\.compile.*"
+                                                   r"_orig_mod"):
+            trace_step_program(torch.compile(step), make_params(model), make_batch())
+
+    def test_compiled_model_is_refused(self):
+        model = TinyNet()
+        compiled = torch.compile(model)
+        with self.assertRaisesRegex(RecorderError,
+                                    r"'model'.*torch\.compile'd module \(OptimizedModule\)"):
+            trace_step_program(make_step(compiled), make_params(model), make_batch())
+        model2 = TinyNet()
+        model2.compile()
+        with self.assertRaisesRegex(RecorderError, r"nn\.Module\.compile"):
+            trace_step_program(make_step(model2), make_params(model2), make_batch())
+
+    def test_sdpa_is_decomposed(self):
+        def step(p, b):
+            x = p["wte"][b["ids"]]
+            q, k, v = ((x @ p[n]).view(3, 5, 2, 4).transpose(1, 2) for n in ("q", "k", "v"))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            loss = F.cross_entropy((o.transpose(1, 2).flatten(2) @ p["wte"].t()).flatten(0, 1),
+                                   b["labels"].flatten(), ignore_index=-100)
+            grads = torch.autograd.grad(loss, list(p.values()))
+            return {"loss": loss, **{"grad:" + n: g for n, g in zip(p, grads)}}
+        g = torch.Generator().manual_seed(2)
+        params = {n: (torch.randn(10 if n == "wte" else 8, 8, generator=g) * 0.3)
+                  .requires_grad_() for n in ("wte", "q", "k", "v")}
+        batch = make_batch(3, 5)
+        program, _, _ = trace_quietly(step, params, batch)
+        ops = ops_of(program)
+        self.assertFalse([o for o in ops if "scaled_dot_product" in o or "safe_softmax" in o],
+                         ops)
+        self.assertIn("aten.bmm.default", ops)
+        self.assertIn("aten._softmax.default", ops)
+        eager = step(params, batch)
+        got = replay(program, params, batch)
+        for k in eager:
+            self.assertTrue(torch.allclose(got[k], eager[k], rtol=1e-5, atol=1e-6), k)
+
+
+class AutocastTest(TempDirTest):
+    def test_autocast_bf16_traces_as_casts(self):
+        model = TinyNet()
+
+        def step(p, b):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits = functional_call(model, p, (b["ids"],))
+            loss = F.cross_entropy(logits.float().flatten(0, 1), b["labels"].flatten(),
+                                   ignore_index=-100)
+            grads = torch.autograd.grad(loss, list(p.values()))
+            return {"loss": loss, **{"grad:" + k: g for k, g in zip(p, grads)}}
+        params, batch = make_params(model), make_batch()
+        program, _, _ = trace_quietly(step, params, batch)
+        casts = [n for n in program["nodes"] if n["op"] == "aten._to_copy.default"]
+        self.assertTrue(any(n["kwargs"].get("dtype") == {"dtype": "bfloat16"} for n in casts))
+        self.assertTrue(any(o["dtype"] == "bfloat16" for n in program["nodes"]
+                            for o in n["outputs"] if o))
+        eager = step(params, batch)
+        got = replay(program, params, batch)
+        self.assertEqual(got["loss"].item(), eager["loss"].item())
+        fp32 = make_step(model)(params, batch)["loss"]
+        self.assertNotEqual(eager["loss"].item(), fp32.item(), "autocast changed the arithmetic")
 
 
 def _refs(values):

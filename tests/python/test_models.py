@@ -1,0 +1,61 @@
+"""Records one step of models from samples/pytorch/op_survey.py and replays them from the file.
+
+Small models only (the full survey, resnet18 and friends included, is op_survey.py itself). On
+torch 2.x with transformers installed, tiny Hugging Face models are recorded too, with their
+default (SDPA) attention: the program must hold no fused attention op.
+"""
+
+import unittest
+
+import torch
+
+import op_survey
+
+torch.set_num_threads(1)
+
+MODELS = ["conv1d_groupnorm", "llama_block", "transformer_encoder"]
+HF_MODELS = ["hf_gpt2_default", "hf_llama_default", "hf_bert_eager"]
+
+
+def transformers_available():
+    try:
+        import transformers
+        return bool(transformers.__version__)
+    except ImportError:
+        return False
+
+
+class ModelTest(unittest.TestCase):
+    def check(self, name, autocast=False):
+        r = op_survey.survey(name, autocast)
+        self.assertEqual(r["warnings"] if not r["data_dependent"] else [w for w in r["warnings"]
+                         if "self-check" in w], [])
+        self.assertLess(r["replay_rel_error"], 1e-3 if autocast else 1e-6)
+        self.assertLess(r["replay64_rel_error"], 1e-1 if autocast else 1e-5)
+        fused = [op for op in r["ops"] if "scaled_dot_product" in op or "_safe_softmax" in op
+                 or "_native_multi_head" in op or "_transformer_encoder" in op]
+        self.assertEqual(fused, [])
+        for op in r["ops"]:
+            self.assertNotRegex(op, r"_\.")  # no in-place op: the trace is functionalized
+        return r
+
+    def test_small_models_record_and_replay(self):
+        for name in MODELS:
+            with self.subTest(model=name):
+                self.check(name)
+
+    def test_llama_block_under_bf16_autocast(self):
+        r = self.check("llama_block", autocast=True)
+        self.assertIn("aten._to_copy.default", r["ops"])
+
+    @unittest.skipUnless(op_survey.TORCH2 and transformers_available(),
+                         "Hugging Face transformers needs torch 2.x (the torch2 venv)")
+    def test_tiny_hugging_face_models(self):
+        for name in HF_MODELS:
+            with self.subTest(model=name):
+                r = self.check(name)
+                self.assertIn("aten.bmm.default", r["ops"])
+
+
+if __name__ == "__main__":
+    unittest.main()
