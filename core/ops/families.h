@@ -31,5 +31,10 @@ void registerNormOps(OpRegistry& r);
 void registerEmbeddingOps(OpRegistry& r);
 /// nll_loss_forward nll_loss_backward (1-D and 2-D, all reductions, ignore_index).
 void registerLossOps(OpRegistry& r);
+/// hardswish hardsigmoid leaky_relu elu, their backward ops, and hardswish_ hardsigmoid_
+/// leaky_relu_ elu_.
+void registerPiecewiseActivationOps(OpRegistry& r);
+/// softplus softplus_backward mish mish_ mish_backward.
+void registerSoftplusMishOps(OpRegistry& r);
 
 }  // namespace lossbound

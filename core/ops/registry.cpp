@@ -40,6 +40,8 @@ const OpRegistry& opRegistry() {
     registerNormOps(r);
     registerEmbeddingOps(r);
     registerLossOps(r);
+    registerPiecewiseActivationOps(r);
+    registerSoftplusMishOps(r);
     return r;
   }();
   return registry;
