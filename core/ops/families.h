@@ -36,5 +36,9 @@ void registerLossOps(OpRegistry& r);
 void registerPiecewiseActivationOps(OpRegistry& r);
 /// softplus softplus_backward mish mish_ mish_backward.
 void registerSoftplusMishOps(OpRegistry& r);
+/// max_pool2d_with_indices max_pool2d_with_indices_backward.
+void registerMaxPoolOps(OpRegistry& r);
+/// avg_pool2d avg_pool2d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward.
+void registerAvgPoolOps(OpRegistry& r);
 
 }  // namespace lossbound

@@ -42,6 +42,8 @@ const OpRegistry& opRegistry() {
     registerLossOps(r);
     registerPiecewiseActivationOps(r);
     registerSoftplusMishOps(r);
+    registerMaxPoolOps(r);
+    registerAvgPoolOps(r);
     return r;
   }();
   return registry;
