@@ -17,7 +17,10 @@
 //   tie x_i ≥ x_j the candidate's inputs x + δ may select j, and the linearization through i misses
 //   (|δ_i| + |δ_j| − (x_i − x_j))₊. localError adds that term for |δ_k| ≤ ρ_k, one storage rounding
 //   of each input (u_s·|x|·(1 + u_s) + η_s/2): max over j ≠ i of (ρ_i + ρ_j − (x_i − x_j))₊.
-//   Upstream errors larger than that which reorder a window are outside the first-order model.
+//   Rounding every input to nearest alone never needs it (RN is monotone: the max of the stored
+//   values is the stored max); it covers tied values stored with independent errors of up to one
+//   rounding (different directions, different computations). Larger upstream errors that reorder
+//   a window are outside the first-order model.
 // - Consequence for the indices: they carry no adjoint and no local error (an integer). Where
 //   window values are within rounding of each other the candidate's index may differ from the
 //   point index, and max_pool2d_with_indices_backward then routes the whole gradient to another
