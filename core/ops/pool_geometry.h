@@ -30,7 +30,9 @@ struct PoolWindow {
 
 /// The windows of one pooling node.
 struct PoolLayout {
+  /// The number of planes (N·C or C) and the input and output extents of each.
   std::int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0;
+  /// The input shape and the output shape (the input's leading dims, then outH, outW).
   Shape inShape, outShape;
   /// outH·outW windows, row-major; the same for every plane.
   std::vector<PoolWindow> windows;
