@@ -31,5 +31,14 @@ void registerNormOps(OpRegistry& r);
 void registerEmbeddingOps(OpRegistry& r);
 /// nll_loss_forward nll_loss_backward (1-D and 2-D, all reductions, ignore_index).
 void registerLossOps(OpRegistry& r);
+/// hardswish hardsigmoid leaky_relu elu, their backward ops, and hardswish_ hardsigmoid_
+/// leaky_relu_ elu_.
+void registerPiecewiseActivationOps(OpRegistry& r);
+/// softplus softplus_backward mish mish_ mish_backward.
+void registerSoftplusMishOps(OpRegistry& r);
+/// max_pool2d_with_indices max_pool2d_with_indices_backward.
+void registerMaxPoolOps(OpRegistry& r);
+/// avg_pool2d avg_pool2d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward.
+void registerAvgPoolOps(OpRegistry& r);
 
 }  // namespace lossbound

@@ -5,12 +5,18 @@
 // - IntervalDomain: every elementary operation is enclosed exactly (directed rounding) and then
 //   rounded outward to the compute format c, which encloses the correctly rounded result in c;
 //   every libm call is enclosed by its exact value widened by modelUlps ulps of c (the libm table
-//   of libm_model.h) and intersected with the function's range (exp >= 0, tanh and erf in
-//   [-1, 1]: libms preserve it); constants are enclosed with their rounding to c;
+//   of libm_model.h) and intersected with the function's range (exp >= 0, expm1 >= -1, tanh and
+//   erf in [-1, 1]: libms preserve it); constants are enclosed with their rounding to c;
 // - RandomDomain: every operation rounded to nearest in c (binary64 then c is correct rounding for
 //   + − × ÷ since 53 ≥ 2p + 2, Figueroa 1995), libm results perturbed within the published ulps;
 // - AdDomain: reverse-mode automatic differentiation on a tape (point arithmetic), so every vjp
 //   comes from the same formula as the point rule.
+// Piecewise formulas (hardswish, leaky_relu, softplus's threshold, ...) use max/min and
+// select(gt/ge(a, b), then, else): a definite comparison in the point, random and AD domains (AD
+// differentiates the branch taken; max/min keep their first operand on a tie, as std::max/min
+// do); in the interval domain the comparison is three-valued and an undecided one gives the hull
+// of both branches, each evaluated on the whole interval (callers clamp the operand with max/min
+// first where that keeps a branch tight).
 // Row helpers split a tensor into (outer, n, inner) blocks along one dimension.
 
 #include "core/interval/elementary.h"
@@ -29,7 +35,7 @@
 namespace lossbound::ops::nn {
 
 /// The libm functions used by the formulas.
-enum class Fn { Exp, Log, Tanh, Erf };
+enum class Fn { Exp, Log, Tanh, Erf, Expm1, Log1p };
 
 /// A mathematical constant: the binary64 value implementations use and an enclosure of the
 /// exact value (PyTorch computes some constants in double, e.g. M_SQRT2 * M_2_SQRTPI * 0.5).
@@ -59,6 +65,10 @@ inline LibmFn libmFn(Fn f) {
       return LibmFn::Tanh;
     case Fn::Erf:
       return LibmFn::Erf;
+    case Fn::Expm1:
+      return LibmFn::Expm1;
+    case Fn::Log1p:
+      return LibmFn::Log1p;
   }
   return LibmFn::Exp;
 }
@@ -74,9 +84,20 @@ inline double libm(Fn f, double x) {
       return std::tanh(x);
     case Fn::Erf:
       return std::erf(x);
+    case Fn::Expm1:
+      return std::expm1(x);
+    case Fn::Log1p:
+      return std::log1p(x);
   }
   return x;
 }
+
+/// A comparison in the interval domain: which outcomes some pair of values in the operands'
+/// enclosures can give.
+struct Tri {
+  bool canTrue;
+  bool canFalse;
+};
 
 /// Binary64 point evaluation.
 struct PointDomain {
@@ -90,6 +111,11 @@ struct PointDomain {
   V fn(Fn f, V a) const { return libm(f, a); }
   V k(const Const& c) const { return c.value; }
   V lit(double v) const { return v; }
+  V max(V a, V b) const { return a < b ? b : a; }
+  V min(V a, V b) const { return b < a ? b : a; }
+  bool gt(V a, V b) const { return a > b; }
+  bool ge(V a, V b) const { return a >= b; }
+  V select(bool c, V a, V b) const { return c ? a : b; }
 };
 
 /// Enclosure of every execution in compute format c (see the file comment).
@@ -117,15 +143,30 @@ struct IntervalDomain {
       case Fn::Erf:
         e = lossbound::erf(a);
         break;
+      case Fn::Expm1:
+        e = lossbound::expm1(a);
+        break;
+      case Fn::Log1p:
+        e = lossbound::log1p(a);
+        break;
     }
     // The candidate's libm in c: within modelUlps ulps of the exact value (libm_model.h table).
     e = widenUlps(e, modelUlps(libmFn(f), c), c);
     if (f == Fn::Exp) e.lo = std::fmax(e.lo, 0.0);
+    if (f == Fn::Expm1) e.lo = std::fmax(e.lo, -1.0);
     if (f == Fn::Tanh || f == Fn::Erf) e = intersect(e, Interval{-1.0, 1.0});
     return round(e);
   }
   V k(const Const& x) const { return round(hull(x.exact, point(x.value))); }
   V lit(double v) const { return round(point(v)); }
+  V max(V a, V b) const { return lossbound::max(a, b); }
+  V min(V a, V b) const { return lossbound::min(a, b); }
+  Tri gt(V a, V b) const { return {a.hi > b.lo, !(a.lo > b.hi)}; }
+  Tri ge(V a, V b) const { return {a.hi >= b.lo, !(a.lo >= b.hi)}; }
+  V select(Tri c, V a, V b) const {
+    if (c.canTrue && c.canFalse) return hull(a, b);
+    return c.canTrue ? a : b;
+  }
 };
 
 /// One random execution in compute format c.
@@ -143,11 +184,17 @@ struct RandomDomain {
     // includes that, so perturbed results are clamped into it.
     const double y = perturbUlps(libm(f, a), publishedUlps(libmFn(f), c), c, *rng);
     if (f == Fn::Exp) return std::fmax(y, 0.0);
+    if (f == Fn::Expm1) return std::fmax(y, -1.0);
     if (f == Fn::Tanh || f == Fn::Erf) return std::fmin(std::fmax(y, -1.0), 1.0);
     return y;
   }
   V k(const Const& x) const { return roundNearest(x.value, c); }
   V lit(double v) const { return roundNearest(v, c); }
+  V max(V a, V b) const { return a < b ? b : a; }
+  V min(V a, V b) const { return b < a ? b : a; }
+  bool gt(V a, V b) const { return a > b; }
+  bool ge(V a, V b) const { return a >= b; }
+  V select(bool c, V a, V b) const { return c ? a : b; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -224,6 +271,12 @@ struct AdDomain {
       case Fn::Erf:
         d = 1.1283791670955126 * std::exp(-a.v * a.v);
         break;  // 2/sqrt(pi)
+      case Fn::Expm1:
+        d = std::exp(a.v);
+        break;
+      case Fn::Log1p:
+        d = 1.0 / (1.0 + a.v);
+        break;
     }
     return make(y, a.id, d);
   }
@@ -233,6 +286,11 @@ struct AdDomain {
   }
   V k(const Const& x) const { return {x.value, -1}; }
   V lit(double v) const { return {v, -1}; }
+  V max(V a, V b) const { return a.v < b.v ? b : a; }
+  V min(V a, V b) const { return b.v < a.v ? b : a; }
+  bool gt(V a, V b) const { return a.v > b.v; }
+  bool ge(V a, V b) const { return a.v >= b.v; }
+  V select(bool c, V a, V b) const { return c ? a : b; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,10 @@ const OpRegistry& opRegistry() {
     registerNormOps(r);
     registerEmbeddingOps(r);
     registerLossOps(r);
+    registerPiecewiseActivationOps(r);
+    registerSoftplusMishOps(r);
+    registerMaxPoolOps(r);
+    registerAvgPoolOps(r);
     return r;
   }();
   return registry;

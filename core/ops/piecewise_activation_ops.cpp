@@ -1,0 +1,240 @@
+// Piecewise activations and their backward ops: hardswish hardswish_backward hardsigmoid
+// hardsigmoid_backward leaky_relu leaky_relu_backward elu elu_backward (and the in-place
+// hardswish_ hardsigmoid_ leaky_relu_ elu_, which return a fresh value here like relu_).
+//
+// Contracts (every op, through core/ops/activation_rule.h): the interval rule encloses every
+// result of the PyTorch 1.13 / 2.x CPU and CUDA kernels for inputs in their enclosures: each
+// + − × ÷ correctly rounded in the opmath format c (fp32 for fp32/bf16/fp16 storage, fp64 for
+// fp64; Higham 2002 §2.2 standard model, enclosed exactly by outward rounding to c), exp and expm1
+// within modelUlps (published + 1) ulps of c (libm_model.h table), the result rounded to the
+// storage format. Scalars (negative_slope, alpha, scale, input_scale) are converted to c as the
+// kernels do (Scalar::to<opmath_t>); where the CPU and CUDA kernels differ, the interval rule takes
+// the hull of both and the random rule picks one per execution:
+// - hardswish(x) = x·min(max(x + 3, 0), 6)/6 (CPU) or ·RN32(1/6) (CUDA: `one_sixth(1.0f / 6.0f)`,
+//   the fp32 constant even for fp64 tensors);
+// - hardsigmoid(x) = min(max(x + 3, 0), 6)/6 (CPU) or ·RN32(1/6) (CUDA);
+// - hardswish_backward(g, x) = 0 for x < −3, g·(x/3 + 1/2) for x ≤ 3, else g; the CPU vectorized
+//   path tests x >= 3 for the last branch, so at x = 3 it gives g where the scalar path and CUDA
+//   give 1.5·g (both enclosed);
+// - hardsigmoid_backward(g, x) = g·RN32(1/6) for −3 < x < 3, else 0 (both kernels use the fp32
+//   constant; the point rule uses g/6);
+// - leaky_relu(x, s) = x > 0 ? x : x·s; leaky_relu_backward(g, x, s, is_result) = x > 0 ? g : g·s
+//   (PyTorch refuses is_result with s < 0, and so does this rule);
+// - elu(x, α, λ, σ) = x > 0 ? x·λ : (exp(x·σ) − 1)·(α·λ) (CPU) or expm1(x·σ)·(α·λ) (CUDA);
+//   elu_backward(g, α, λ, σ, is_result, v) = v ≤ 0 ? g·σ·(v + α·λ) (v the result) or
+//   g·σ·(α·λ)·exp(v·σ) (v the input), else g·λ; bracketings as in the kernels (left to right).
+// Breakpoints (x = ±3 for hardswish, hardsigmoid and their backward ops; 0 for leaky_relu, elu and
+// theirs): the interval rule splits at them (max/min clamps and three-valued selections, the hull
+// of both branches when an enclosure straddles one); the first-order localError of an element
+// within one storage rounding of a breakpoint covers both branches over that neighbourhood plus
+// the linear term (activation_rule.h), including the jump of hardswish_backward at ±3 and of
+// hardsigmoid_backward / leaky_relu_backward / elu_backward at theirs. The vjp follows the branch
+// of the point value, as PyTorch's backward ops do at the breakpoint itself (hardswish'(−3) = −1/2,
+// hardswish'(3) = 3/2, hardsigmoid'(±3) = 0, leaky_relu'(0) = s, elu'(0) = σ·α·λ).
+#include "core/ops/activation_rule.h"
+#include "core/ops/families.h"
+#include "core/ops/registry.h"
+
+#include <memory>
+#include <vector>
+
+namespace lossbound {
+
+namespace {
+
+using namespace ops;
+using namespace ops::nn;
+
+/// RN_fp32(1/6): the `one_sixth(1.0f / 6.0f)` constant of the CUDA kernels.
+constexpr double kOneSixthF32 = static_cast<double>(1.0f / 6.0f);
+
+struct NoParams {};
+
+// ---------------------------------------------------------------------------------------------
+// hardswish, hardsigmoid
+
+struct Hardswish {
+  using Params = NoParams;
+  static Params params(const OpArgs&) { return {}; }
+  static int variants(const Params&) { return 2; }
+  static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params&, typename D::V x, int variant) {
+    const auto three = d.lit(3.0), six = d.lit(6.0), zero = d.lit(0.0);
+    // The kernels' m = min(max(RN(x + 3), 0), 6), with the branch chosen on x itself so that AD
+    // differentiates the branch of the exact x (RN(x + 3) can tie with 6 for x just above 3; the
+    // value is the same either way): slopes −1/2 at −3 and 3/2 at 3, as hardswish_backward's.
+    const auto mid = d.min(d.max(d.add(x, three), zero), six);
+    const auto m = d.select(d.gt(x, three), six, d.select(d.gt(d.lit(-3.0), x), zero, mid));
+    const auto xm = d.mul(x, m);
+    return variant == 0 ? d.div(xm, six) : d.mul(xm, d.lit(kOneSixthF32));
+  }
+};
+
+struct Hardsigmoid {
+  using Params = NoParams;
+  static Params params(const OpArgs&) { return {}; }
+  static int variants(const Params&) { return 2; }
+  static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params&, typename D::V x, int variant) {
+    const auto six = d.lit(6.0), zero = d.lit(0.0);
+    // As hardswish, but the constant branches include ±3: hardsigmoid_backward is 0 there.
+    const auto mid = d.min(d.max(d.add(x, d.lit(3.0)), zero), six);
+    const auto m = d.select(d.ge(x, d.lit(3.0)), six, d.select(d.ge(d.lit(-3.0), x), zero, mid));
+    return variant == 0 ? d.div(m, six) : d.mul(m, d.lit(kOneSixthF32));
+  }
+};
+
+struct HardswishBackward {
+  using Params = NoParams;
+  static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static Params params(const OpArgs&) { return {}; }
+  static int variants(const Params&) { return 2; }
+  static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params&, typename D::V g, typename D::V x,
+                            int variant) {
+    const auto three = d.lit(3.0), negThree = d.lit(-3.0);
+    // The middle branch on x clamped to [−3, 3] (identity there; keeps intervals tight).
+    const auto xc = d.min(d.max(x, negThree), three);
+    const auto mid = d.mul(g, d.add(d.div(xc, three), d.lit(0.5)));
+    // variant 0: scalar CPU path and CUDA (x <= 3 is the middle); 1: CPU vectorized (x >= 3 → g).
+    const auto upper = variant == 0 ? d.gt(x, three) : d.ge(x, three);
+    return d.select(d.gt(negThree, x), d.lit(0.0), d.select(upper, g, mid));
+  }
+};
+
+struct HardsigmoidBackward {
+  using Params = NoParams;
+  static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static Params params(const OpArgs&) { return {}; }
+  static int variants(const Params&) { return 2; }
+  static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params&, typename D::V g, typename D::V x,
+                            int variant) {
+    // variant 0: g/6 (the exact slope, the point reference); 1: g·RN32(1/6) (CPU and CUDA).
+    const auto mid = variant == 0 ? d.div(g, d.lit(6.0)) : d.mul(g, d.lit(kOneSixthF32));
+    const auto zero = d.lit(0.0);
+    return d.select(d.gt(x, d.lit(-3.0)), d.select(d.gt(d.lit(3.0), x), mid, zero), zero);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// leaky_relu
+
+struct LeakyRelu {
+  struct Params {
+    double slope;
+  };
+  static Params params(const OpArgs& a) { return {a.numberArg(1, "negative_slope", 0.01)}; }
+  static int variants(const Params&) { return 1; }
+  static std::vector<double> kinks(const Params&) { return {0.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V x, int) {
+    const auto zero = d.lit(0.0);
+    return d.select(d.gt(x, zero), d.max(x, zero), d.mul(d.min(x, zero), d.lit(p.slope)));
+  }
+};
+
+struct LeakyReluBackward {
+  struct Params {
+    double slope;
+  };
+  static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static Params params(const OpArgs& a) {
+    const double s = a.numberArg(2, "negative_slope");
+    if (a.boolArg(3, "self_is_result", false) && s < 0.0)
+      a.fail(
+          "leaky_relu_backward of an in-place leaky_relu needs negative_slope >= 0 (PyTorch "
+          "refuses it too), found " +
+          std::to_string(s));
+    return {s};
+  }
+  static int variants(const Params&) { return 1; }
+  static std::vector<double> kinks(const Params&) { return {0.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V g, typename D::V x, int) {
+    return d.select(d.gt(x, d.lit(0.0)), g, d.mul(g, d.lit(p.slope)));
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// elu
+
+struct EluParams {
+  double alpha, scale, inputScale;
+};
+
+struct Elu {
+  using Params = EluParams;
+  static Params params(const OpArgs& a) {
+    return {a.numberArg(1, "alpha", 1.0), a.numberArg(2, "scale", 1.0),
+            a.numberArg(3, "input_scale", 1.0)};
+  }
+  static int variants(const Params&) { return 2; }
+  static std::vector<double> kinks(const Params&) { return {0.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V x, int variant) {
+    const auto zero = d.lit(0.0);
+    // negcoef = alpha·scale computed in c (Scalar::to<opmath_t> of each, then their product).
+    const auto negcoef = d.mul(d.lit(p.alpha), d.lit(p.scale));
+    const auto pos = d.mul(d.max(x, zero), d.lit(p.scale));
+    const auto t = d.mul(d.min(x, zero), d.lit(p.inputScale));
+    // variant 0: CPU (exp(t) − 1)·negcoef; 1: CUDA expm1(t)·negcoef.
+    const auto em1 = variant == 0 ? d.sub(d.fn(Fn::Exp, t), d.lit(1.0)) : d.fn(Fn::Expm1, t);
+    return d.select(d.gt(x, zero), pos, d.mul(em1, negcoef));
+  }
+};
+
+struct EluBackward {
+  struct Params {
+    EluParams e;
+    bool isResult;
+  };
+  // elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)
+  static constexpr std::size_t kGradArg = 0, kXArg = 5;
+  static Params params(const OpArgs& a) {
+    return {{a.numberArg(1, "alpha"), a.numberArg(2, "scale"), a.numberArg(3, "input_scale")},
+            a.boolArg(4, "is_result")};
+  }
+  static int variants(const Params&) { return 1; }
+  static std::vector<double> kinks(const Params&) { return {0.0}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V g, typename D::V v, int) {
+    const auto zero = d.lit(0.0);
+    const auto negcoef = d.mul(d.lit(p.e.alpha), d.lit(p.e.scale));
+    const auto negipt = d.lit(p.e.inputScale);
+    const auto vn = d.min(v, zero);
+    const auto gk = d.mul(g, negipt);
+    const auto neg = p.isResult ? d.mul(gk, d.add(vn, negcoef))
+                                : d.mul(d.mul(gk, negcoef), d.fn(Fn::Exp, d.mul(vn, negipt)));
+    return d.select(d.gt(v, zero), d.mul(g, d.lit(p.e.scale)), neg);
+  }
+};
+
+}  // namespace
+
+void registerPiecewiseActivationOps(OpRegistry& r) {
+  // In-place variants have the rules of their out-of-place forms: the evaluator gives every node
+  // a fresh value (as for relu_).
+  const auto hardswish = std::make_shared<UnaryActivationRule<Hardswish>>();
+  r.add("aten.hardswish", hardswish);
+  r.add("aten.hardswish_.default", hardswish);
+  r.add("aten.hardswish_backward", std::make_shared<BinaryActivationRule<HardswishBackward>>());
+  const auto hardsigmoid = std::make_shared<UnaryActivationRule<Hardsigmoid>>();
+  r.add("aten.hardsigmoid", hardsigmoid);
+  r.add("aten.hardsigmoid_.default", hardsigmoid);
+  r.add("aten.hardsigmoid_backward", std::make_shared<BinaryActivationRule<HardsigmoidBackward>>());
+  const auto leaky = std::make_shared<UnaryActivationRule<LeakyRelu>>();
+  r.add("aten.leaky_relu", leaky);
+  r.add("aten.leaky_relu_.default", leaky);
+  r.add("aten.leaky_relu_backward", std::make_shared<BinaryActivationRule<LeakyReluBackward>>());
+  const auto elu = std::make_shared<UnaryActivationRule<Elu>>();
+  r.add("aten.elu", elu);
+  r.add("aten.elu_.default", elu);
+  r.add("aten.elu_backward", std::make_shared<BinaryActivationRule<EluBackward>>());
+}
+
+}  // namespace lossbound

@@ -1,0 +1,60 @@
+#pragma once
+// Window geometry of the 2-d pooling ops (max_pool2d_with_indices, avg_pool2d,
+// _adaptive_avg_pool2d and their backward ops) as PyTorch 1.13 / 2.x computes it: output sizes from
+// pooling_output_shape (aten/src/ATen/native/Pool.h, ceil_mode included), adaptive windows from
+// start = ⌊o·I/O⌋, end = ⌈(o+1)·I/O⌉ (AdaptivePooling.h), and windows scanned as the CPU and CUDA
+// kernels scan them (rows, then columns). A (N, C, H, W) or (C, H, W) tensor is N·C (or C)
+// independent H×W planes with the same windows. 1-d pooling (MaxPool1d, AvgPool1d,
+// AdaptiveAvgPool1d) reaches these ops through unsqueeze as a 1×L plane.
+
+#include "core/ops/op_rule.h"
+#include "core/tensor/shape.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lossbound::ops {
+
+/// One output element's window within a plane.
+struct PoolWindow {
+  /// Input offsets h·W + w in scan order (ascending).
+  std::vector<std::int64_t> offsets;
+  /// The divisor of an average: avg_pool2d's divide_factor, kH·kW for adaptive pooling.
+  std::int64_t divisor = 1;
+  /// The window extents of adaptive pooling (its CUDA kernels divide by kH, then by kW).
+  std::int64_t kH = 1, kW = 1;
+  /// max pooling: the index the kernels report when no element beats −inf (first valid position).
+  std::int64_t start = 0;
+};
+
+/// The windows of one pooling node.
+struct PoolLayout {
+  /// The number of planes (N·C or C) and the input and output extents of each.
+  std::int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0;
+  /// The input shape and the output shape (the input's leading dims, then outH, outW).
+  Shape inShape, outShape;
+  /// outH·outW windows, row-major; the same for every plane.
+  std::vector<PoolWindow> windows;
+  /// Returns, for each input offset of a plane, the windows (output offsets) that contain it.
+  std::vector<std::vector<std::int64_t>> inverse() const;
+  /// Returns the number of elements of one input plane.
+  std::int64_t inPlane() const { return inH * inW; }
+  /// Returns the number of elements of one output plane.
+  std::int64_t outPlane() const { return outH * outW; }
+};
+
+/// Returns the layout of max_pool2d_with_indices (or its backward) on input shape `in`, reading
+/// kernel_size, stride, padding, dilation, ceil_mode from positions first, first + 1, ...;
+/// fails through `a` on bad arguments (what PyTorch checks: positive sizes, padding at most half
+/// the kernel, a non-empty output).
+PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first);
+/// Returns the layout of avg_pool2d (or its backward): kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override from positions first, first + 1, ...
+PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first);
+/// Returns the layout of _adaptive_avg_pool2d (or its backward) from `in` to oH × oW outputs.
+PoolLayout adaptivePoolLayout(const OpArgs& a, const Shape& in, std::int64_t oH, std::int64_t oW);
+/// Fails through `a` unless a gradient of shape `grad` matches the layout's output shape.
+void requireOutputShape(const OpArgs& a, const PoolLayout& l, const Shape& grad);
+
+}  // namespace lossbound::ops
