@@ -30,10 +30,10 @@
 // larger than ρ that crosses a breakpoint (an upstream error of many ulps) is outside what a
 // first-order term can cover, as for relu; the interval method covers it.
 
-#include "core/ops/nn_support.h"
-#include "core/ops/formats.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
+#include "core/ops/formats.h"
+#include "core/ops/nn_support.h"
 
 #include <cmath>
 #include <cstdint>

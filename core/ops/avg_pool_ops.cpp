@@ -26,13 +26,13 @@
 // enclosure at the exact inputs. Averages are smooth: the vjp is exact everywhere (1/d to every
 // element of the window; the backward ops are linear in grad_output, and self gives only the
 // shape: zero gradient).
-#include "core/ops/families.h"
-#include "core/ops/nn_support.h"
-#include "core/ops/formats.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
-#include "core/ops/random_arith.h"
+#include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/nn_support.h"
 #include "core/ops/pool_geometry.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <cmath>

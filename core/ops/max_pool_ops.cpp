@@ -35,13 +35,13 @@
 // grad_input +=): |error| ≤ γ_{m−1}(u_s)·Σ|g| for m terms (Higham 2002 eq. 4.4; Jeannerod–Rump
 // 2013), then the storage rounding. Interval indices [lo, hi] send hull(0, g) to every offset in
 // them. vjp: gather of the adjoint at the indices (grad_output), zero (self), none (indices).
-#include "core/ops/families.h"
-#include "core/ops/nn_support.h"
-#include "core/ops/formats.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
-#include "core/ops/random_arith.h"
+#include "core/ops/families.h"
+#include "core/ops/formats.h"
+#include "core/ops/nn_support.h"
 #include "core/ops/pool_geometry.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
 #include <algorithm>
