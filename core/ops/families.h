@@ -9,7 +9,7 @@ class OpRegistry;
 /// (Tensor_Scalar, Tensor_Tensor, Scalar),
 /// comparisons (eq ne lt gt le ge), bitwise_not, where, masked_fill, clone/detach-like identities.
 void registerElementwiseOps(OpRegistry& r);
-/// mm addmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
+/// mm addmm baddbmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
 void registerMatmulOps(OpRegistry& r);
 /// sum (all forms) mean amax.
 void registerReductionOps(OpRegistry& r);

@@ -1,7 +1,7 @@
-// Matrix-product rules (mm, addmm, bmm, mv, matmul, dot): zero escapes of the randomized executor
-// (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius interval
-// rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1 dims,
-// wide value ranges, underflow and overflow; adjoints against finite differences.
+// Matrix-product rules (mm, addmm, baddbmm, bmm, mv, matmul, dot): zero escapes of the randomized
+// executor (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius
+// interval rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1
+// dims, wide value ranges, underflow and overflow; adjoints against finite differences.
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 
@@ -48,6 +48,16 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
       c.kwargs["beta"] = num(0.5);
       c.kwargs["alpha"] = num(rng() % 2 ? 1.0 : -0.1);
     }
+  } else if (op == "aten.baddbmm.default") {
+    const std::int64_t b = dim(rng) % 4;
+    const Shape biasShapes[] = {{b, m, n}, {n}, {m, 1}, {1, m, n}, {}};
+    c.inputs = {input(biasShapes[rng() % 5], f, iv, rng), input({b, m, k}, f, iv, rng),
+                input({b, k, n}, f, iv, rng)};
+    c.args = {in(0), in(1), in(2)};
+    if (rng() % 3 == 0) {
+      c.kwargs["beta"] = num(rng() % 2 ? 0.0 : 0.5);
+      c.kwargs["alpha"] = num(rng() % 2 ? 1.0 / 8 : -0.1);
+    }
   } else if (op == "aten.bmm.default") {
     const std::int64_t b = dim(rng) % 4;
     c.inputs = {input({b, m, k}, f, iv, rng), input({b, k, n}, f, iv, rng)};
@@ -84,8 +94,9 @@ class TestMatmulOps : public QObject {
  private slots:
   void enclosureEveryOpEveryFormat() {
     std::mt19937_64 rng(2024);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"}) {
+    for (const char* op :
+         {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default", "aten.bmm.default",
+          "aten.mv.default", "aten.matmul.default", "aten.dot.default"}) {
       for (Format f : kFormats) {
         int trials = 0;
         for (int caseNo = 0; trials < 1000; ++caseNo) {
@@ -166,8 +177,9 @@ class TestMatmulOps : public QObject {
 
   void adjointsMatchFiniteDifferences() {
     std::mt19937_64 rng(17);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"})
+    for (const char* op :
+         {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default", "aten.bmm.default",
+          "aten.mv.default", "aten.matmul.default", "aten.dot.default"})
       for (int t = 0; t < 10; ++t) {
         OpCase c = makeCase(op, Format::Fp64, rng, false);
         for (auto& x : c.inputs) {
@@ -183,8 +195,8 @@ class TestMatmulOps : public QObject {
 
   void localErrorBoundsObservedRounding() {
     std::mt19937_64 rng(21);
-    for (const char* op :
-         {"aten.mm.default", "aten.addmm.default", "aten.mv.default", "aten.matmul.default"})
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default",
+                           "aten.mv.default", "aten.matmul.default"})
       for (Format f : kFormats)
         for (int t = 0; t < 10; ++t) {
           const OpCase c = makeCase(op, f, rng, false);
