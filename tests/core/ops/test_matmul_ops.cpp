@@ -7,7 +7,9 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <random>
+#include <string>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -202,6 +204,35 @@ class TestMatmulOps : public QObject {
           const OpCase c = makeCase(op, f, rng, false);
           const LocalErrorReport r = checkLocalError(c, 10, rng);
           QVERIFY2(r.violations == 0, r.first.c_str());
+        }
+  }
+
+  void baddbmmMatchesNaiveLoop() {
+    // beta·self + alpha·(batch1 @ batch2), self [3, 1] broadcast to [2, 3, 4], against a loop.
+    std::mt19937_64 rng(9);
+    OpCase c;
+    c.op = "aten.baddbmm.default";
+    c.precision = modelFor(Format::Fp64);
+    c.outDtypes = {DType::Float64};
+    c.inputs = {randomPoint({3, 1}, DType::Float64, rng, 2.0),
+                randomPoint({2, 3, 5}, DType::Float64, rng, 2.0),
+                randomPoint({2, 5, 4}, DType::Float64, rng, 2.0)};
+    c.args = {in(0), in(1), in(2)};
+    c.kwargs["beta"] = num(0.5);
+    c.kwargs["alpha"] = num(-2.0);
+    std::vector<Tensor> out;
+    localErrorOutputs(c, &out);
+    QCOMPARE(out[0].shape(), (Shape{2, 3, 4}));
+    const auto s = c.inputs[0].values(), a = c.inputs[1].values(), b = c.inputs[2].values();
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+          double dot = 0;
+          for (int k = 0; k < 5; ++k) dot += a[(p * 3 + i) * 5 + k] * b[(p * 5 + k) * 4 + j];
+          const double expected = 0.5 * s[i] - 2.0 * dot;
+          const double got = out[0].values()[(p * 3 + i) * 4 + j];
+          QVERIFY2(std::fabs(got - expected) <= 1e-12 * (std::fabs(expected) + 1),
+                   std::to_string(got - expected).c_str());
         }
   }
 
