@@ -31,5 +31,7 @@ void registerNormOps(OpRegistry& r);
 void registerEmbeddingOps(OpRegistry& r);
 /// nll_loss_forward nll_loss_backward (1-D and 2-D, all reductions, ignore_index).
 void registerLossOps(OpRegistry& r);
+/// convolution convolution_backward (1-D/2-D/3-D, lowered to GEMMs on the Backend).
+void registerConvOps(OpRegistry& r);
 
 }  // namespace lossbound

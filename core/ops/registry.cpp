@@ -40,6 +40,7 @@ const OpRegistry& opRegistry() {
     registerNormOps(r);
     registerEmbeddingOps(r);
     registerLossOps(r);
+    registerConvOps(r);
     return r;
   }();
   return registry;
