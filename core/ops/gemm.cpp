@@ -194,6 +194,15 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
       // The candidate's rounding: γ_terms^acc·(|alpha|·S4↑ + |beta|·|bias|) + |alpha|·kη_acc.
       double cand = cAcc * s4 + cEtaAcc;
       double magnitude = absAlpha * s4 * up;
+      if (bias && std::isinf(bias[u].lo) && bias[u].lo == bias[u].hi &&
+          (be_.lo > 0 || be_.hi < 0) && std::isfinite(g1[u]) && std::isfinite(radP) &&
+          magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) {
+        // An exact infinite bias (an attention mask's −inf, held as that IEEE value): the finite
+        // products can neither overflow (the magnitude check) nor cancel it, so every order and
+        // bracketing gives that infinity times the sign of beta.
+        outLo[u] = outHi[u] = (be_.lo > 0) == (bias[u].lo > 0) ? kInf : -kInf;
+        continue;
+      }
       if (bias) {
         exact = add(exact, beta == 1.0 ? bias[u] : mul(be_, bias[u]));
         const double absBias = absBeta * std::max(std::fabs(bias[u].lo), std::fabs(bias[u].hi));

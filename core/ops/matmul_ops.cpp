@@ -123,9 +123,10 @@ struct MatmulRule {
   }
   double alpha(const OpArgs& a) const { return hasBias() ? a.numberArg(4, "alpha", 1.0) : 1.0; }
   double beta(const OpArgs& a) const { return hasBias() ? a.numberArg(3, "beta", 1.0) : 1.0; }
-  /// The bias broadcast to the output shape ([m, n] for addmm, [b, m, n] for baddbmm).
+  /// The bias broadcast to the output shape ([m, n] for addmm, [b, m, n] for baddbmm); none when
+  /// beta is 0 (torch then ignores self, even its infs and NaNs).
   std::optional<Tensor> bias(const OpArgs& a, const MatmulPlan& p) const {
-    if (!hasBias()) return std::nullopt;
+    if (!hasBias() || beta(a) == 0.0) return std::nullopt;
     return broadcastTo(a, a.tensor(0), p.outShape);
   }
 
@@ -138,10 +139,11 @@ struct MatmulRule {
     for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
       ctx.backend.gemm(x.values().data() + p.aOff[bi], y.values().data() + p.bOff[bi],
                        out.data() + static_cast<std::int64_t>(bi) * mn, p.m, p.k, p.n, false);
-    if (const auto b = bias(a, p)) {
-      const double al = alpha(a), be = beta(a);
+    const double al = alpha(a), be = beta(a);
+    if (const auto b = bias(a, p))
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = al * out[i] + be * b->values()[i];
-    }
+    else if (al != 1.0)
+      for (double& v : out) v *= al;
     return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
   }
 

@@ -236,6 +236,44 @@ class TestMatmulOps : public QObject {
         }
   }
 
+  void baddbmmAttentionMaskStaysExact() {
+    // torch 1.13's multi-head attention: baddbmm(mask, q, kᵀ) with a causal −inf mask broadcast
+    // over the heads. Masked entries are exactly −inf in every domain (not the entire line), the
+    // others finite; with beta = 0 self is ignored, even a NaN in it.
+    std::mt19937_64 rng(12);
+    const double inf = __builtin_huge_val();
+    std::vector<double> mask(16, 0.0);
+    for (int i = 0; i < 4; ++i)
+      for (int j = i + 1; j < 4; ++j) mask[static_cast<std::size_t>(i * 4 + j)] = -inf;
+    for (Format f : kFormats) {
+      OpCase c;
+      c.op = "aten.baddbmm.default";
+      c.precision = modelFor(f);
+      c.outDtypes = {dtypeFor(f)};
+      c.inputs = {Tensor::point({1, 4, 4}, dtypeFor(f), mask), input({3, 4, 5}, f, true, rng),
+                  input({3, 5, 4}, f, true, rng)};
+      c.args = {in(0), in(1), in(2)};
+      if (f == Format::Fp32) c.kwargs["alpha"] = num(0.25);
+      const EnclosureReport r = checkEnclosure(c, 50, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      const Tensor e = intervalOutputs(c)[0];
+      for (std::int64_t i = 0; i < e.numel(); ++i) {
+        const bool masked = mask[static_cast<std::size_t>(i % 16)] == -inf;
+        const Interval v = e.at(i);
+        if (masked)
+          QVERIFY2(v.lo == -inf && v.hi == -inf, std::to_string(i).c_str());
+        else
+          QVERIFY2(std::isfinite(v.lo) && std::isfinite(v.hi), std::to_string(i).c_str());
+      }
+      c.kwargs["beta"] = num(0.0);
+      c.inputs[0] = Tensor::full({1, 4, 4}, dtypeFor(f), __builtin_nan(""));
+      const Tensor z = intervalOutputs(c)[0];
+      for (std::int64_t i = 0; i < z.numel(); ++i)
+        QVERIFY(std::isfinite(z.at(i).lo) && std::isfinite(z.at(i).hi));
+      QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
+    }
+  }
+
   void shapeMismatchIsAnError() {
     OpCase c;
     c.op = "aten.mm.default";
