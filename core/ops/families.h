@@ -9,7 +9,7 @@ class OpRegistry;
 /// (Tensor_Scalar, Tensor_Tensor, Scalar),
 /// comparisons (eq ne lt gt le ge), bitwise_not, where, masked_fill, clone/detach-like identities.
 void registerElementwiseOps(OpRegistry& r);
-/// mm addmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
+/// mm addmm baddbmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
 void registerMatmulOps(OpRegistry& r);
 /// sum (all forms) mean amax.
 void registerReductionOps(OpRegistry& r);
@@ -40,5 +40,7 @@ void registerSoftplusMishOps(OpRegistry& r);
 void registerMaxPoolOps(OpRegistry& r);
 /// avg_pool2d avg_pool2d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward.
 void registerAvgPoolOps(OpRegistry& r);
+/// convolution convolution_backward (1-D/2-D/3-D, lowered to GEMMs on the Backend).
+void registerConvOps(OpRegistry& r);
 
 }  // namespace lossbound

@@ -44,6 +44,7 @@ const OpRegistry& opRegistry() {
     registerSoftplusMishOps(r);
     registerMaxPoolOps(r);
     registerAvgPoolOps(r);
+    registerConvOps(r);
     return r;
   }();
   return registry;

@@ -1,13 +1,15 @@
-// Matrix-product rules (mm, addmm, bmm, mv, matmul, dot): zero escapes of the randomized executor
-// (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius interval
-// rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1 dims,
-// wide value ranges, underflow and overflow; adjoints against finite differences.
+// Matrix-product rules (mm, addmm, baddbmm, bmm, mv, matmul, dot): zero escapes of the randomized
+// executor (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius
+// interval rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1
+// dims, wide value ranges, underflow and overflow; adjoints against finite differences.
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 
 #include <QtTest>
 
+#include <cmath>
 #include <random>
+#include <string>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -48,6 +50,16 @@ OpCase makeCase(const std::string& op, Format f, std::mt19937_64& rng, bool iv) 
       c.kwargs["beta"] = num(0.5);
       c.kwargs["alpha"] = num(rng() % 2 ? 1.0 : -0.1);
     }
+  } else if (op == "aten.baddbmm.default") {
+    const std::int64_t b = dim(rng) % 4;
+    const Shape biasShapes[] = {{b, m, n}, {n}, {m, 1}, {1, m, n}, {}};
+    c.inputs = {input(biasShapes[rng() % 5], f, iv, rng), input({b, m, k}, f, iv, rng),
+                input({b, k, n}, f, iv, rng)};
+    c.args = {in(0), in(1), in(2)};
+    if (rng() % 3 == 0) {
+      c.kwargs["beta"] = num(rng() % 2 ? 0.0 : 0.5);
+      c.kwargs["alpha"] = num(rng() % 2 ? 1.0 / 8 : -0.1);
+    }
   } else if (op == "aten.bmm.default") {
     const std::int64_t b = dim(rng) % 4;
     c.inputs = {input({b, m, k}, f, iv, rng), input({b, k, n}, f, iv, rng)};
@@ -84,8 +96,9 @@ class TestMatmulOps : public QObject {
  private slots:
   void enclosureEveryOpEveryFormat() {
     std::mt19937_64 rng(2024);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"}) {
+    for (const char* op :
+         {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default", "aten.bmm.default",
+          "aten.mv.default", "aten.matmul.default", "aten.dot.default"}) {
       for (Format f : kFormats) {
         int trials = 0;
         for (int caseNo = 0; trials < 1000; ++caseNo) {
@@ -166,8 +179,9 @@ class TestMatmulOps : public QObject {
 
   void adjointsMatchFiniteDifferences() {
     std::mt19937_64 rng(17);
-    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-                           "aten.mv.default", "aten.matmul.default", "aten.dot.default"})
+    for (const char* op :
+         {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default", "aten.bmm.default",
+          "aten.mv.default", "aten.matmul.default", "aten.dot.default"})
       for (int t = 0; t < 10; ++t) {
         OpCase c = makeCase(op, Format::Fp64, rng, false);
         for (auto& x : c.inputs) {
@@ -183,14 +197,81 @@ class TestMatmulOps : public QObject {
 
   void localErrorBoundsObservedRounding() {
     std::mt19937_64 rng(21);
-    for (const char* op :
-         {"aten.mm.default", "aten.addmm.default", "aten.mv.default", "aten.matmul.default"})
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default",
+                           "aten.mv.default", "aten.matmul.default"})
       for (Format f : kFormats)
         for (int t = 0; t < 10; ++t) {
           const OpCase c = makeCase(op, f, rng, false);
           const LocalErrorReport r = checkLocalError(c, 10, rng);
           QVERIFY2(r.violations == 0, r.first.c_str());
         }
+  }
+
+  void baddbmmMatchesNaiveLoop() {
+    // beta·self + alpha·(batch1 @ batch2), self [3, 1] broadcast to [2, 3, 4], against a loop.
+    std::mt19937_64 rng(9);
+    OpCase c;
+    c.op = "aten.baddbmm.default";
+    c.precision = modelFor(Format::Fp64);
+    c.outDtypes = {DType::Float64};
+    c.inputs = {randomPoint({3, 1}, DType::Float64, rng, 2.0),
+                randomPoint({2, 3, 5}, DType::Float64, rng, 2.0),
+                randomPoint({2, 5, 4}, DType::Float64, rng, 2.0)};
+    c.args = {in(0), in(1), in(2)};
+    c.kwargs["beta"] = num(0.5);
+    c.kwargs["alpha"] = num(-2.0);
+    std::vector<Tensor> out;
+    localErrorOutputs(c, &out);
+    QCOMPARE(out[0].shape(), (Shape{2, 3, 4}));
+    const auto s = c.inputs[0].values(), a = c.inputs[1].values(), b = c.inputs[2].values();
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+          double dot = 0;
+          for (int k = 0; k < 5; ++k) dot += a[(p * 3 + i) * 5 + k] * b[(p * 5 + k) * 4 + j];
+          const double expected = 0.5 * s[i] - 2.0 * dot;
+          const double got = out[0].values()[(p * 3 + i) * 4 + j];
+          QVERIFY2(std::fabs(got - expected) <= 1e-12 * (std::fabs(expected) + 1),
+                   std::to_string(got - expected).c_str());
+        }
+  }
+
+  void baddbmmAttentionMaskStaysExact() {
+    // torch 1.13's multi-head attention: baddbmm(mask, q, kᵀ) with a causal −inf mask broadcast
+    // over the heads. Masked entries are exactly −inf in every domain (not the entire line), the
+    // others finite; with beta = 0 self is ignored, even a NaN in it.
+    std::mt19937_64 rng(12);
+    const double inf = __builtin_huge_val();
+    std::vector<double> mask(16, 0.0);
+    for (int i = 0; i < 4; ++i)
+      for (int j = i + 1; j < 4; ++j) mask[static_cast<std::size_t>(i * 4 + j)] = -inf;
+    for (Format f : kFormats) {
+      OpCase c;
+      c.op = "aten.baddbmm.default";
+      c.precision = modelFor(f);
+      c.outDtypes = {dtypeFor(f)};
+      c.inputs = {Tensor::point({1, 4, 4}, dtypeFor(f), mask), input({3, 4, 5}, f, true, rng),
+                  input({3, 5, 4}, f, true, rng)};
+      c.args = {in(0), in(1), in(2)};
+      if (f == Format::Fp32) c.kwargs["alpha"] = num(0.25);
+      const EnclosureReport r = checkEnclosure(c, 50, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      const Tensor e = intervalOutputs(c)[0];
+      for (std::int64_t i = 0; i < e.numel(); ++i) {
+        const bool masked = mask[static_cast<std::size_t>(i % 16)] == -inf;
+        const Interval v = e.at(i);
+        if (masked)
+          QVERIFY2(v.lo == -inf && v.hi == -inf, std::to_string(i).c_str());
+        else
+          QVERIFY2(std::isfinite(v.lo) && std::isfinite(v.hi), std::to_string(i).c_str());
+      }
+      c.kwargs["beta"] = num(0.0);
+      c.inputs[0] = Tensor::full({1, 4, 4}, dtypeFor(f), __builtin_nan(""));
+      const Tensor z = intervalOutputs(c)[0];
+      for (std::int64_t i = 0; i < z.numel(); ++i)
+        QVERIFY(std::isfinite(z.at(i).lo) && std::isfinite(z.at(i).hi));
+      QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
+    }
   }
 
   void shapeMismatchIsAnError() {

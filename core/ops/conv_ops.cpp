@@ -1,0 +1,429 @@
+// Convolutions: convolution (1-D, 2-D, 3-D; stride, padding, dilation, groups, optional bias)
+// and convolution_backward (grad_input, grad_weight, grad_bias under output_mask).
+//
+// Contract, per op:
+// - convolution: y = x ⋆ w + b (cross-correlation, aten semantics), transposed=False only
+//   (transposed=True is refused with an OpError naming the node).
+// - convolution_backward: grad_input = the full correlation of grad_output with w, grad_weight =
+//   Σ_{n, l} grad_output · im2col(x), grad_bias = Σ_{n, l} grad_output; outputs whose mask entry
+//   is false are zeros (the trace holds None there). transposed=True is refused.
+//
+// Precision model (what "any implementation" means here): a *direct* convolution in any
+// summation order: im2col + GEMM, split-K, implicit-GEMM and direct kernels (oneDNN, cuDNN's
+// IMPLICIT_GEMM / IMPLICIT_PRECOMP_GEMM / GEMM / DIRECT algorithms), every output element being
+// one dot product of length k = C_in/groups · Π kernel (grad_input: C_out/groups · Π kernel;
+// grad_weight and grad_bias: N · Π out) whose terms are summed in any order and bracketing in
+// the accumulation format (fp32 for bf16/fp16/tf32), with or without FMA, then stored once.
+// Inputs are rounded to tf32 first when the precision model says so (PrecisionModel tf32Matmul
+// or a tf32 override; note that PyTorch's torch.backends.cudnn.allow_tf32 defaults to True on
+// Ampere and later, unlike matmul). The bias is one more term of the sum (counted as addmm's).
+// NOT modelled: Winograd and FFT algorithms (cuDNN may pick WINOGRAD, WINOGRAD_NONFUSED, FFT,
+// FFT_TILING; oneDNN may pick Winograd), which transform the operands and carry other error
+// bounds, and implementations that store partial sums in a format narrower than the accumulation
+// format. A candidate that may use them is outside this contract.
+//
+// Bounds: each product is lowered to GEMMs whose operands are gathered from the tensors
+// (conv_lowering.h; padding and stride holes are exact zeros) and evaluated with the shared GEMM
+// machinery of gemm.h on Backend::gemm (so the CUDA backend's cuBLAS path takes convolutions):
+// interval: the midpoint–radius GEMM (Rump 1999) with the order-free dot-product bound
+// |fl(Σ a_i b_i) − Σ a_i b_i| <= γ_k Σ|a_i b_i| + k·η (Higham 2002, eq. 3.5; Jeannerod–Rump 2013:
+// γ_k may be k·u), the underflow term k·η, and outward storage rounding; random: randomGemm (random
+// permutation, bracketing, blocking, FMA or not, tf32 truncation, bias inside or after the
+// accumulation); localError: the same bound on |w|·|col| (+|b|) plus storage rounding
+// (GemmLocalBound); vjp: the exact adjoint of the bilinear products (point arithmetic), also for
+// convolution_backward (whose outputs are bilinear in grad_output and input/weight).
+// Convolutions are linear in each operand: there are no kinks.
+
+#include "core/backend.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/conv_lowering.h"
+#include "core/ops/families.h"
+#include "core/ops/gemm.h"
+#include "core/ops/registry.h"
+
+#include <array>
+#include <cmath>
+#include <memory>
+#include <string>
+
+namespace lossbound {
+
+namespace {
+
+using namespace ops;
+
+/// The tensors of one convolution node, by ConvSource.
+struct ConvTensors {
+  const Tensor* input = nullptr;
+  const Tensor* weight = nullptr;
+  const Tensor* gradOutput = nullptr;
+  const Tensor* bias = nullptr;  // forward only
+  Tensor one = Tensor::point({1}, DType::Float64, {1.0});
+
+  const Tensor& of(ConvSource s) const {
+    switch (s) {
+      case ConvSource::Input:
+        return *input;
+      case ConvSource::Weight:
+        return *weight;
+      case ConvSource::GradOutput:
+        return *gradOutput;
+      case ConvSource::One:
+        return one;
+    }
+    return one;
+  }
+  Tensor gatherA(const GatheredGemm& q, bool keepInterval) const {
+    return gatherTensor(of(q.a), q.aIdx, Shape{q.m, q.k}, keepInterval);
+  }
+  Tensor gatherB(const GatheredGemm& q, bool keepInterval) const {
+    return gatherTensor(of(q.b), q.bIdx, Shape{q.k, q.n}, keepInterval);
+  }
+};
+
+/// Returns the model of product p with result dtype t: sums of grad_output (grad_bias) are
+/// reductions, not tensor-core products, so their inputs are not rounded to tf32.
+GemmModel productModel(const OpArgs& a, const PrecisionModel& pm, DType t, ConvProduct p) {
+  if (!isFloating(t))
+    a.fail("integer convolutions are not supported (found dtype " + std::string(dtypeName(t)) +
+           ")");
+  GemmModel gm = gemmModel(pm, t);
+  if (p == ConvProduct::GradBias) gm.in = gm.out;
+  return gm;
+}
+
+/// Binary64 point evaluation of product p.
+Tensor pointProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, DType t,
+                    Backend& be) {
+  const Shape s = convProductShape(g, p);
+  std::vector<double> out(static_cast<std::size_t>(numel(s)), 0.0);
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
+    const Tensor A = ts.gatherA(q, false), B = ts.gatherB(q, false);
+    double* c = out.data() + q.outOff;
+    be.gemm(A.values().data(), B.values().data(), c, q.m, q.k, q.n, false);
+    if (q.biasRow0 >= 0)
+      for (std::int64_t i = 0; i < q.m; ++i)
+        for (std::int64_t j = 0; j < q.n; ++j)
+          c[i * q.n + j] += ts.bias->values()[static_cast<std::size_t>(q.biasRow0 + i)];
+  });
+  return Tensor::point(s, t, std::move(out));
+}
+
+/// Encloses every result of product p the candidate can produce (gemm.h's interval GEMM).
+Tensor intervalProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, DType t,
+                       const GemmModel& gm, Backend& be) {
+  const Shape s = convProductShape(g, p);
+  std::vector<double> lo(static_cast<std::size_t>(numel(s))), hi(lo.size());
+  std::vector<Interval> bias;
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
+    const Tensor A = ts.gatherA(q, true), B = ts.gatherB(q, true);
+    if (q.biasRow0 >= 0) {
+      bias.resize(static_cast<std::size_t>(q.m * q.n));
+      for (std::int64_t i = 0; i < q.m; ++i)
+        std::fill_n(bias.begin() + i * q.n, q.n, ts.bias->at(q.biasRow0 + i));
+    }
+    intervalGemm(be, A, 0, B, 0, q.m, q.k, q.n, gm, q.biasRow0 >= 0 ? bias.data() : nullptr, 1.0,
+                 1.0, lo.data() + q.outOff, hi.data() + q.outOff);
+  });
+  return Tensor::interval(s, t, std::move(lo), std::move(hi));
+}
+
+/// One randomized candidate execution of product p (gemm.h's randomGemm).
+Tensor randomProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, DType t,
+                     const GemmModel& gm, std::mt19937_64& rng) {
+  const Shape s = convProductShape(g, p);
+  std::vector<double> out(static_cast<std::size_t>(numel(s)), 0.0);
+  std::vector<double> bias;
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
+    const Tensor A = ts.gatherA(q, false), B = ts.gatherB(q, false);
+    if (q.biasRow0 >= 0) {
+      bias.resize(static_cast<std::size_t>(q.m * q.n));
+      for (std::int64_t i = 0; i < q.m; ++i)
+        std::fill_n(bias.begin() + i * q.n, q.n,
+                    ts.bias->values()[static_cast<std::size_t>(q.biasRow0 + i)]);
+    }
+    randomGemm(A, 0, B, 0, q.m, q.k, q.n, gm, q.biasRow0 >= 0 ? bias.data() : nullptr, 1.0, 1.0,
+               rng, out.data() + q.outOff);
+  });
+  return Tensor::point(s, t, std::move(out));
+}
+
+/// Bounds |computed − exact| per element of product p for exact inputs (GemmLocalBound on
+/// |A|·|B| + |bias|), `computed` being the point result.
+Tensor localErrorProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
+                         const Tensor& computed, const GemmModel& gm, Backend& be) {
+  std::vector<double> out(static_cast<std::size_t>(computed.numel()), 0.0), absProd;
+  const auto y = computed.values();
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
+    const Tensor A = ts.gatherA(q, false), B = ts.gatherB(q, false);
+    absProd.resize(static_cast<std::size_t>(q.m * q.n));
+    be.gemm(A.values().data(), B.values().data(), absProd.data(), q.m, q.k, q.n, true);
+    const GemmLocalBound bound(gm, q.k, gemmTerms(q.k, q.biasRow0 >= 0, 1.0));
+    for (std::int64_t i = 0; i < q.m; ++i)
+      for (std::int64_t j = 0; j < q.n; ++j) {
+        double mag = absProd[static_cast<std::size_t>(i * q.n + j)];
+        if (q.biasRow0 >= 0)
+          mag = add_up(mag, std::fabs(ts.bias->values()[static_cast<std::size_t>(q.biasRow0 + i)]));
+        const auto e = static_cast<std::size_t>(q.outOff + i * q.n + j);
+        out[e] = bound(mag, y[e]);
+      }
+  });
+  return Tensor::point(computed.shape(), computed.dtype(), std::move(out));
+}
+
+/// Gradients of Σ h·(product p) with respect to its sources (and bias), accumulated into
+/// grads[source] (left empty: not wanted) and biasGrad (null: not wanted). For C = A·B (+ bias):
+/// dA = H·Bᵀ and dB = Aᵀ·H scattered back through the gather indices, dbias = row sums of H.
+void vjpProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, const Tensor& h,
+                std::array<std::vector<double>, 4>& grads, std::vector<double>* biasGrad,
+                Backend& be) {
+  const auto hv = h.values();
+  std::vector<double> at, bt, da, db;
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
+    const double* H = hv.data() + q.outOff;
+    auto& ga = grads[static_cast<std::size_t>(q.a)];
+    auto& gb = grads[static_cast<std::size_t>(q.b)];
+    if (!ga.empty()) {
+      const Tensor B = ts.gatherB(q, false);
+      bt.resize(static_cast<std::size_t>(q.n * q.k));
+      for (std::int64_t i = 0; i < q.k; ++i)
+        for (std::int64_t j = 0; j < q.n; ++j)
+          bt[static_cast<std::size_t>(j * q.k + i)] =
+              B.values()[static_cast<std::size_t>(i * q.n + j)];
+      da.resize(static_cast<std::size_t>(q.m * q.k));
+      be.gemm(H, bt.data(), da.data(), q.m, q.n, q.k, false);
+      for (std::size_t e = 0; e < da.size(); ++e)
+        if (q.aIdx[e] >= 0) ga[static_cast<std::size_t>(q.aIdx[e])] += da[e];
+    }
+    if (!gb.empty() && q.b != ConvSource::One) {
+      const Tensor A = ts.gatherA(q, false);
+      at.resize(static_cast<std::size_t>(q.k * q.m));
+      for (std::int64_t i = 0; i < q.m; ++i)
+        for (std::int64_t j = 0; j < q.k; ++j)
+          at[static_cast<std::size_t>(j * q.m + i)] =
+              A.values()[static_cast<std::size_t>(i * q.k + j)];
+      db.resize(static_cast<std::size_t>(q.k * q.n));
+      be.gemm(at.data(), H, db.data(), q.k, q.m, q.n, false);
+      for (std::size_t e = 0; e < db.size(); ++e)
+        if (q.bIdx[e] >= 0) gb[static_cast<std::size_t>(q.bIdx[e])] += db[e];
+    }
+    if (biasGrad && q.biasRow0 >= 0)
+      for (std::int64_t i = 0; i < q.m; ++i)
+        for (std::int64_t j = 0; j < q.n; ++j)
+          (*biasGrad)[static_cast<std::size_t>(q.biasRow0 + i)] += H[i * q.n + j];
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
+
+struct ConvForward {
+  ConvGeometry g;
+  ConvTensors ts;
+};
+
+ConvForward forwardArgs(const OpArgs& a) {
+  ConvForward f;
+  f.ts.input = &a.tensor(0);
+  f.ts.weight = &a.tensor(1);
+  f.g = convGeometry(a, f.ts.input->shape(), f.ts.weight->shape(), 3);
+  if (a.isTensor(2)) {
+    f.ts.bias = &a.tensor(2);
+    if (f.ts.bias->shape() != Shape{f.g.outChannels})
+      a.fail("expected a bias of shape [" + std::to_string(f.g.outChannels) + "], found " +
+             shapeString(f.ts.bias->shape()));
+  }
+  return f;
+}
+
+/// aten.convolution.default (see the file comment for the contract).
+class ConvolutionRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    const ConvForward f = forwardArgs(a);
+    return {pointProduct(f.g, ConvProduct::Output, f.ts, a.outSpec().dtype, ctx.backend)};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const ConvForward f = forwardArgs(a);
+    const DType t = a.outSpec().dtype;
+    const GemmModel gm = productModel(a, ctx.precision, t, ConvProduct::Output);
+    return {intervalProduct(f.g, ConvProduct::Output, f.ts, t, gm, ctx.backend)};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    const ConvForward f = forwardArgs(a);
+    const DType t = a.outSpec().dtype;
+    const GemmModel gm = productModel(a, ctx.precision, t, ConvProduct::Output);
+    return {randomProduct(f.g, ConvProduct::Output, f.ts, t, gm, *ctx.rng)};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> outGrads,
+                                         OpContext& ctx) const override {
+    const ConvForward f = forwardArgs(a);
+    std::array<std::vector<double>, 4> grads;
+    grads[static_cast<std::size_t>(ConvSource::Input)].assign(
+        static_cast<std::size_t>(f.ts.input->numel()), 0.0);
+    grads[static_cast<std::size_t>(ConvSource::Weight)].assign(
+        static_cast<std::size_t>(f.ts.weight->numel()), 0.0);
+    std::vector<double> biasGrad(static_cast<std::size_t>(f.g.outChannels), 0.0);
+    vjpProduct(f.g, ConvProduct::Output, f.ts, outGrads[0], grads, &biasGrad, ctx.backend);
+    std::vector<std::optional<Tensor>> out;
+    out.emplace_back(Tensor::point(f.ts.input->shape(), f.ts.input->dtype(),
+                                   std::move(grads[static_cast<std::size_t>(ConvSource::Input)])));
+    out.emplace_back(Tensor::point(f.ts.weight->shape(), f.ts.weight->dtype(),
+                                   std::move(grads[static_cast<std::size_t>(ConvSource::Weight)])));
+    if (f.ts.bias)
+      out.emplace_back(Tensor::point(f.ts.bias->shape(), f.ts.bias->dtype(), std::move(biasGrad)));
+    return out;
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outputs,
+                                 OpContext& ctx) const override {
+    const ConvForward f = forwardArgs(a);
+    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, ConvProduct::Output);
+    return {localErrorProduct(f.g, ConvProduct::Output, f.ts, outputs[0], gm, ctx.backend)};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+//                      transposed, output_padding, groups, output_mask)
+
+constexpr ConvProduct kBackwardProducts[3] = {ConvProduct::GradInput, ConvProduct::GradWeight,
+                                              ConvProduct::GradBias};
+
+struct ConvBackward {
+  ConvGeometry g;
+  ConvTensors ts;
+  std::array<bool, 3> mask{true, true, true};
+  std::array<DType, 3> dtype{};
+};
+
+ConvBackward backwardArgs(const OpArgs& a) {
+  ConvBackward b;
+  b.ts.gradOutput = &a.tensor(0);
+  b.ts.input = &a.tensor(1);
+  b.ts.weight = &a.tensor(2);
+  b.g = convGeometry(a, b.ts.input->shape(), b.ts.weight->shape(), 4);
+  if (b.ts.gradOutput->shape() != b.g.outputShape())
+    a.fail("expected grad_output of shape " + shapeString(b.g.outputShape()) +
+           " (the convolution's output), found " + shapeString(b.ts.gradOutput->shape()));
+  const IrValue& m = a.arg(10);
+  if (m.kind == IrValue::Kind::List) {
+    if (m.list.size() != 3)
+      a.fail("output_mask should list 3 bools, found " + std::to_string(m.list.size()));
+    for (std::size_t k = 0; k < 3; ++k) b.mask[k] = m.list[k].boolValue;
+  }
+  if (b.mask[2] && a.arg(3).kind == IrValue::Kind::List) {
+    const std::vector<std::int64_t> bs = a.intListArg(3, "bias_sizes");
+    if (bs != std::vector<std::int64_t>{b.g.outChannels})
+      a.fail("bias_sizes " + shapeString(bs) + " should be [" + std::to_string(b.g.outChannels) +
+             "] (the output channels)");
+  }
+  const DType fallback[3] = {b.ts.input->dtype(), b.ts.weight->dtype(), b.ts.gradOutput->dtype()};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const bool traced = a.node().outputs.size() > k && !a.node().outputs[k].none;
+    b.dtype[k] = traced ? a.outSpec(k).dtype : fallback[k];
+  }
+  return b;
+}
+
+/// aten.convolution_backward.default (see the file comment for the contract).
+class ConvolutionBackwardRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    const ConvBackward b = backwardArgs(a);
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < 3; ++k)
+      out.push_back(b.mask[k]
+                        ? pointProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], ctx.backend)
+                        : zeros(b, k));
+    return out;
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const ConvBackward b = backwardArgs(a);
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!b.mask[k]) {
+        out.push_back(zeros(b, k).toInterval());
+        continue;
+      }
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
+      out.push_back(intervalProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, ctx.backend));
+    }
+    return out;
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    const ConvBackward b = backwardArgs(a);
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!b.mask[k]) {
+        out.push_back(zeros(b, k));
+        continue;
+      }
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
+      out.push_back(randomProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, *ctx.rng));
+    }
+    return out;
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> outGrads,
+                                         OpContext& ctx) const override {
+    // Every output is bilinear (grad_bias linear) in the sources: the adjoint of each lowered
+    // product, summed over the outputs that are computed.
+    const ConvBackward b = backwardArgs(a);
+    std::array<std::vector<double>, 4> grads;
+    grads[static_cast<std::size_t>(ConvSource::Input)].assign(
+        static_cast<std::size_t>(b.ts.input->numel()), 0.0);
+    grads[static_cast<std::size_t>(ConvSource::Weight)].assign(
+        static_cast<std::size_t>(b.ts.weight->numel()), 0.0);
+    grads[static_cast<std::size_t>(ConvSource::GradOutput)].assign(
+        static_cast<std::size_t>(b.ts.gradOutput->numel()), 0.0);
+    for (std::size_t k = 0; k < 3 && k < outGrads.size(); ++k)
+      if (b.mask[k])
+        vjpProduct(b.g, kBackwardProducts[k], b.ts, outGrads[k], grads, nullptr, ctx.backend);
+    auto grad = [&](ConvSource s, const Tensor* t) {
+      return Tensor::point(t->shape(), t->dtype(), std::move(grads[static_cast<std::size_t>(s)]));
+    };
+    std::vector<std::optional<Tensor>> out;
+    out.emplace_back(grad(ConvSource::GradOutput, b.ts.gradOutput));
+    out.emplace_back(grad(ConvSource::Input, b.ts.input));
+    out.emplace_back(grad(ConvSource::Weight, b.ts.weight));
+    return out;
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outputs,
+                                 OpContext& ctx) const override {
+    const ConvBackward b = backwardArgs(a);
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < 3 && k < outputs.size(); ++k) {
+      if (!b.mask[k]) {
+        out.push_back(Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
+        continue;
+      }
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
+      out.push_back(
+          localErrorProduct(b.g, kBackwardProducts[k], b.ts, outputs[k], gm, ctx.backend));
+    }
+    return out;
+  }
+
+ private:
+  static Tensor zeros(const ConvBackward& b, std::size_t k) {
+    return Tensor::full(convProductShape(b.g, kBackwardProducts[k]), b.dtype[k], 0.0);
+  }
+};
+
+}  // namespace
+
+void registerConvOps(OpRegistry& r) {
+  r.add("aten.convolution.default", std::make_shared<ConvolutionRule>());
+  r.add("aten.convolution_backward.default", std::make_shared<ConvolutionBackwardRule>());
+}
+
+}  // namespace lossbound

@@ -1,0 +1,77 @@
+#pragma once
+// The matrix-product machinery shared by the rules that lower to GEMMs (matmul_ops.cpp,
+// conv_ops.cpp): the candidate's error model of one product, the midpoint–radius interval GEMM on
+// Backend::gemm, the randomized GEMM of the random domain, and the first-order local error bound.
+//
+// Error model of "any reasonable implementation" of C = alpha·(A·B) + beta·bias (m×k times k×n):
+// the inputs are rounded to the matmul input format (tf32, or the storage format) with any
+// direction (round-to-nearest, or truncation on tensor cores); the k products are accumulated in
+// the accumulation format (fp32 for bf16/fp16/tf32, else the storage format) in any order and
+// bracketing, with or without FMA, any split-K blocking; the bias is one more term; the result is
+// rounded to the storage format. Then |fl(A·B) − Ã·B̃| <= γ_k^acc |Ã|·|B̃| + k·η_acc (Higham 2002,
+// eq. 3.5, any order; Jeannerod–Rump 2013: k·u suffices), Ã, B̃ the rounded inputs.
+
+#include "core/interval/interval.h"
+#include "core/interval/precision.h"
+#include "core/ops/precision_model.h"
+#include "core/tensor/tensor.h"
+
+#include <cstdint>
+#include <random>
+
+namespace lossbound {
+
+class Backend;
+
+namespace ops {
+
+/// How the candidate computes one matrix product.
+struct GemmModel {
+  Format in;    ///< inputs rounded to this format before the products
+  Format acc;   ///< accumulation format
+  Format out;   ///< storage format of the result
+  double uAcc;  ///< accumulation unit roundoff (2u for truncating accumulation)
+};
+
+/// Returns the model of a product whose traced result dtype is the floating dtype `t`.
+GemmModel gemmModel(const PrecisionModel& pm, DType t);
+
+/// Returns the number of terms the bound of one result element counts: k products, plus two for
+/// a bias (β·bias and its add), plus one for an alpha != 1 scaling.
+std::int64_t gemmTerms(std::int64_t k, bool bias, double alpha);
+
+/// Encloses C = alpha·(A·B) + beta·bias for the m×k row-major block of A at aOff and the k×n
+/// block of B at bOff (bias: m×n intervals or null) as every value the candidate can produce,
+/// rounded outward to the storage format; writes outLo/outHi (m×n). Midpoint–radius on the
+/// Backend's round-to-nearest GEMMs (Rump 1999; Revol–Théveny 2013).
+void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor& B,
+                  std::int64_t bOff, std::int64_t m, std::int64_t k, std::int64_t n,
+                  const GemmModel& gm, const Interval* bias, double alpha, double beta,
+                  double* outLo, double* outHi);
+
+/// Computes one candidate execution of C = alpha·(A·B) + beta·bias (bias: m×n values or null):
+/// inputs rounded to the input format (RN, or truncation for tf32), each element a randomDot in
+/// the accumulation format (random order, bracketing, blocking, FMA or not; the bias sometimes
+/// as one more term of the accumulation), the result rounded to nearest in the storage format.
+void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
+                std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
+                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out);
+
+/// The first-order local error bound of one product: for a result element with magnitude
+/// M >= |alpha|·(|A|·|B|)_ij + |beta|·|bias_ij| (|A|·|B| computed in binary64 round-to-nearest by
+/// the Backend) and computed value y, |computed − exact| <= rel·M + eta + storage(y).
+class GemmLocalBound {
+ public:
+  /// Prepares the bound for inner dimension k and `terms` summed terms (gemmTerms).
+  GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t terms);
+  /// Returns the bound for one element of magnitude `magnitude` whose computed value is y.
+  double operator()(double magnitude, double y) const;
+
+ private:
+  GemmModel mModel;
+  double mRel = 0.0;
+  double mEta = 0.0;
+};
+
+}  // namespace ops
+}  // namespace lossbound
