@@ -14,9 +14,9 @@
 #include "core/ops/gemm.h"
 
 #include "core/backend.h"
-#include "core/ops/formats.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
+#include "core/ops/formats.h"
 #include "core/ops/random_arith.h"
 
 #include <algorithm>
