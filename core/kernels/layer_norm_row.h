@@ -74,7 +74,7 @@ struct RowMomentsModel {
 /// The enclosures of one row's moments as the candidate computes them (in the compute format,
 /// before any storage rounding of the outputs).
 struct RowMoments {
-  Interval mean;     ///< every mean μ̂ the candidate computes
+  Interval mean;     ///< every mean μ̂ the candidate computes (or stores in statStorage)
   Interval rstd;     ///< every 1/sqrt(var + eps) it computes
   Interval var;      ///< every biased variance fl(ŝ/n)
   Interval m2;       ///< every sum of squared deviations ŝ (stored in statStorage if coarser)
@@ -188,7 +188,7 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
         widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), m.rsqrtUlps, m.compute));
     r = hull(twoStep, libm);
   }
-  res.mean = d.round(Interval{sub_down(mu.lo, eComputed), add_up(mu.hi, eComputed)});
+  res.mean = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
   res.rstd = r;
   res.var = var;
   res.m2 = m2;

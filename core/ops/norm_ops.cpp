@@ -45,6 +45,7 @@
 
 #include "core/backend.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/ops/channel_norm_support.h"
 #include "core/ops/families.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/op_support.h"
@@ -60,6 +61,7 @@ namespace {
 
 using namespace ops;
 using namespace ops::nn;
+using ops::norm::randomMoments;
 
 /// The row structure of a layer norm: `rows` rows of n elements (the normalized trailing dims).
 struct LnShape {
@@ -129,58 +131,6 @@ void forwardFormula(const D& d, const std::vector<typename D::V>& x,
       out[i] = y;
     }
   }
-}
-
-/// One random execution of the moments of a row: two-pass, Welford sequential, or a random
-/// pairwise combining tree; returns {mean, m2}.
-std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng) {
-  const std::size_t n = x.size();
-  const int algo = static_cast<int>(rng() % 3);
-  if (algo == 0) {
-    std::vector<double> t = x;
-    const double s = randomSum(t, c, rng);
-    const double mu = (rng() & 1)
-                          ? roundNearest(s / static_cast<double>(n), c)
-                          : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
-    for (std::size_t j = 0; j < n; ++j) {
-      const double dj = roundNearest(x[j] - mu, c);
-      t[j] = roundNearest(dj * dj, c);
-    }
-    return {mu, randomSum(t, c, rng)};
-  }
-  std::shuffle(x.begin(), x.end(), rng);
-  struct M {
-    double n, m, s;
-  };
-  auto combine = [&](const M& a, const M& b) {
-    const double nn = a.n + b.n;
-    const double cc = roundNearest(b.n / nn, c);
-    const double delta = roundNearest(b.m - a.m, c);
-    const double m = roundNearest(a.m + roundNearest(cc * delta, c), c);
-    const double t = roundNearest(roundNearest(roundNearest(delta * delta, c) * cc, c) * a.n, c);
-    return M{nn, m, roundNearest(a.s + roundNearest(b.s + t, c), c)};
-  };
-  if (algo == 1) {  // Welford, PyTorch element update: m += δ/k; s += δ·(x − m_new)
-    M acc{1, x[0], 0};
-    for (std::size_t k = 1; k < n; ++k) {
-      const double kk = static_cast<double>(k + 1);
-      const double delta = roundNearest(x[k] - acc.m, c);
-      const double m =
-          (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
-                      : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
-      const double s = roundNearest(acc.s + roundNearest(delta * roundNearest(x[k] - m, c), c), c);
-      acc = M{kk, m, s};
-    }
-    return {acc.m, acc.s};
-  }
-  std::vector<M> parts;
-  for (double v : x) parts.push_back({1, v, 0});
-  while (parts.size() > 1) {  // random adjacent pairs (any tree shape)
-    const std::size_t i = static_cast<std::size_t>(rng() % (parts.size() - 1));
-    parts[i] = combine(parts[i], parts[i + 1]);
-    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-  }
-  return {parts[0].m, parts[0].s};
 }
 
 std::shared_ptr<const OpRule> forwardRule() {

@@ -1,0 +1,191 @@
+#include "core/ops/channel_norm_support.h"
+
+#include "core/ops/nn_support.h"
+#include "core/ops/op_support.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lossbound::ops::norm {
+
+Format coarser(Format c, Format s) { return unitRoundoff(s) > unitRoundoff(c) ? s : c; }
+
+double statRoundoff(Format c, Format s) {
+  return unitRoundoff(s) > unitRoundoff(c) ? 2.0 * unitRoundoff(s) : unitRoundoff(c);
+}
+
+std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng,
+                                        Format stat) {
+  const std::size_t n = x.size();
+  const bool storable = unitRoundoff(stat) > unitRoundoff(c);
+  const int algo = static_cast<int>(rng() % 3);
+  if (algo == 0) {
+    std::vector<double> t = x;
+    const double s = randomSum(t, c, rng);
+    double mu = (rng() & 1) ? roundNearest(s / static_cast<double>(n), c)
+                            : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
+    if (storable) {
+      // The mean stored before the second pass: fl_s(μ̂), or fl_s(fl_s(Σx)/n) (at::mean).
+      const int k = static_cast<int>(rng() % 3);
+      if (k == 1) mu = roundNearest(mu, stat);
+      if (k == 2)
+        mu = roundNearest(roundNearest(roundNearest(s, stat) / static_cast<double>(n), c), stat);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dj = roundNearest(x[j] - mu, c);
+      t[j] = roundNearest(dj * dj, c);
+    }
+    double m2 = randomSum(t, c, rng);
+    if (storable && (rng() & 1)) m2 = roundNearest(m2, stat);
+    return {mu, m2};
+  }
+  std::shuffle(x.begin(), x.end(), rng);
+  struct M {
+    double n, m, s;
+  };
+  auto combine = [&](const M& a, const M& b) {
+    const double nn = a.n + b.n;
+    const double cc = roundNearest(b.n / nn, c);
+    const double delta = roundNearest(b.m - a.m, c);
+    const double m = roundNearest(a.m + roundNearest(cc * delta, c), c);
+    const double t = roundNearest(roundNearest(roundNearest(delta * delta, c) * cc, c) * a.n, c);
+    return M{nn, m, roundNearest(a.s + roundNearest(b.s + t, c), c)};
+  };
+  if (algo == 1) {  // Welford, PyTorch element update: m += δ/k; s += δ·(x − m_new)
+    M acc{1, x[0], 0};
+    for (std::size_t k = 1; k < n; ++k) {
+      const double kk = static_cast<double>(k + 1);
+      const double delta = roundNearest(x[k] - acc.m, c);
+      const double m =
+          (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
+                      : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
+      const double s = roundNearest(acc.s + roundNearest(delta * roundNearest(x[k] - m, c), c), c);
+      acc = M{kk, m, s};
+    }
+    if (storable && (rng() & 1)) acc.s = roundNearest(acc.s, stat);
+    return {acc.m, acc.s};
+  }
+  std::vector<M> parts;
+  for (double v : x) parts.push_back({1, v, 0});
+  while (parts.size() > 1) {  // random adjacent pairs (any tree shape)
+    const std::size_t i = static_cast<std::size_t>(rng() % (parts.size() - 1));
+    parts[i] = combine(parts[i], parts[i + 1]);
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  if (storable && (rng() & 1)) parts[0].s = roundNearest(parts[0].s, stat);
+  return {parts[0].m, parts[0].s};
+}
+
+Interval rsqrtEnclosure(Interval var, double eps, Format c) {
+  const nn::IntervalDomain d{c};
+  const Interval ve = d.add(var, scalarEnclosure(eps, c));
+  if (ve.lo < 0.0) return entireInterval();  // sqrt of a negative number: NaN
+  if (ve.lo == 0.0) return Interval{0.0, __builtin_huge_val()};
+  const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
+  const Interval libm = d.round(widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)),
+                                          modelUlps(LibmFn::Rsqrt, c), c));
+  return hull(twoStep, libm);
+}
+
+double randomRsqrt(double var, double eps, Format c, std::mt19937_64& rng) {
+  const double ve = roundNearest(var + randomScalar(eps, c, rng), c);
+  if (rng() & 1) return roundNearest(1.0 / roundNearest(std::sqrt(ve), c), c);
+  return perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
+}
+
+Interval affineEnclosure(Interval x, Interval centred, const AffineChannel& ch, Format c,
+                         Format stat) {
+  const nn::IntervalDomain d{c};
+  const double u = unitRoundoff(c), eta = smallestSubnormal(c);
+  const double uS = statRoundoff(c, stat);
+  const double etaS = std::fmax(eta, smallestSubnormal(coarser(c, stat)));
+  // The centred forms, every operation enclosed and rounded outward to c.
+  const Interval dj = d.round(centred);  // fl(x − μ̂)
+  Interval y = d.mul(dj, ch.rstd);
+  if (ch.hasWeight) {
+    const Interval f1 = d.mul(y, ch.weight);                   // ((x − μ̂)·r)·w
+    const Interval f2 = d.mul(d.mul(ch.weight, dj), ch.rstd);  // (w·(x − μ̂))·r
+    const Interval f3 = d.mul(dj, d.mul(ch.rstd, ch.weight));  // (x − μ̂)·(r·w)
+    y = hull(hull(f1, f2), f3);
+  }
+  if (ch.hasBias) y = d.add(y, ch.bias);
+  // The CPU form fl(fl(x·α) + β), β = fl(b − fl(μ̂·α)): with the same α in both products it is
+  // (x − μ̂)·α + b + x·α·δ1 − μ̂·α·δ2 + δ3·(b − μ̂·α(1 + δ2)), then one rounding δ4; |δ1|, |δ4| <=
+  // u, |δ2|, |δ3| <= u_stat (β and the product may be stored), plus underflow in the two
+  // products (additions are exact in the subnormal range). FMA drops δ1.
+  Interval alpha = ch.hasWeight ? d.mul(ch.rstd, ch.weight) : ch.rstd;
+  if (unitRoundoff(stat) > u) alpha = hull(alpha, roundOutward(alpha, stat));
+  const double ma = nn::mag(alpha), mm = nn::mag(ch.mean);
+  const double mua = mul_up(mm, ma);
+  double err =
+      add_up(mul_up(u, mul_up(nn::mag(x), ma)), add_up(mul_up(uS, mua), add_up(eta, etaS)));
+  if (ch.hasBias)
+    err = add_up(err,
+                 add_up(mul_up(uS, add_up(nn::mag(ch.bias), mul_up(mua, add_up(1.0, uS)))), etaS));
+  // β may overflow where it is stored (stat): the candidate then holds ±inf.
+  const double betaMag = mul_up(add_up(ch.hasBias ? nn::mag(ch.bias) : 0.0, mua), add_up(1.0, uS));
+  if (!(betaMag <= largestFinite(coarser(c, stat)))) return entireInterval();
+  Interval core = lossbound::mul(centred, alpha);
+  if (ch.hasBias) core = lossbound::add(core, ch.bias);
+  const Interval cpu =
+      d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
+                             Interval{sub_down(1.0, u), add_up(1.0, u)}));
+  return hull(y, cpu);
+}
+
+AffineForm randomAffineForm(std::mt19937_64& rng) {
+  return static_cast<AffineForm>(static_cast<int>(rng() % 5));
+}
+
+double randomAffine(double x, double mu, double r, const double* w, const double* b, AffineForm f,
+                    Format c, Format stat, bool storeAlphaBeta) {
+  auto rn = [c](double v) { return roundNearest(v, c); };
+  double y = 0.0;
+  switch (f) {
+    case AffineForm::CentredThenWeight:
+      y = rn(rn(x - mu) * r);
+      if (w) y = rn(y * *w);
+      break;
+    case AffineForm::WeightFirst:
+      y = w ? rn(rn(*w * rn(x - mu)) * r) : rn(rn(x - mu) * r);
+      break;
+    case AffineForm::ScaledWeight:
+      y = w ? rn(rn(x - mu) * rn(r * *w)) : rn(rn(x - mu) * r);
+      break;
+    case AffineForm::CpuLinear:
+    case AffineForm::CpuLinearFma: {
+      double alpha = w ? rn(r * *w) : r;
+      const bool store = storeAlphaBeta && unitRoundoff(stat) > unitRoundoff(c);
+      if (store) alpha = roundNearest(alpha, stat);
+      const double p = rn(mu * alpha);
+      double beta = b ? rn(*b - p) : -p;
+      if (store) beta = roundNearest(beta, stat);
+      return f == AffineForm::CpuLinear ? rn(rn(x * alpha) + beta) : fmaIn(x, alpha, beta, c);
+    }
+  }
+  if (b) y = rn(y + *b);
+  return y;
+}
+
+std::vector<Tensor> localErrorFromInterval(const OpRule& rule, const OpArgs& args,
+                                           std::span<const Tensor> outputs, OpContext& ctx) {
+  const std::vector<Tensor> encl = rule.interval(args, ctx);
+  std::vector<Tensor> out;
+  for (std::size_t k = 0; k < outputs.size() && k < encl.size(); ++k)
+    out.push_back(nn::localErrorFromEnclosure(outputs[k], encl[k]));
+  return out;
+}
+
+std::vector<bool> outputMask(const OpArgs& args, std::size_t i) {
+  std::vector<bool> mask{true, true, true};
+  if (args.arg(i).kind == IrValue::Kind::List)
+    for (std::size_t k = 0; k < 3 && k < args.arg(i).list.size(); ++k)
+      mask[k] = args.arg(i).list[k].boolValue;
+  return mask;
+}
+
+DType outDtypeOr(const OpArgs& args, std::size_t k, DType fallback) {
+  return args.node().outputs.size() > k ? args.outSpec(k).dtype : fallback;
+}
+
+}  // namespace lossbound::ops::norm
