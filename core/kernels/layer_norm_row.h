@@ -148,17 +148,17 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
   const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
   const double eComputed = eTp < eW ? eW : eTp;  // std::max(eTp, eW)
   // A statistic stored in a coarser format s before it is used again: the mean as fl_s(μ̂) or
-  // fl_s(fl_s(Σx)/n), each within γ_2(s)·(A + E) + 2η_s more of μ (|μ̂| <= A + E); the sum of
-  // squared deviations is rounded outward to s below.
+  // fl_s(fl_s(Σx)/n), each within γ_2(s)·(A + E) + 2η_s more of μ (|μ̂| <= A + E). Only the
+  // two-pass algorithm reuses a stored mean (its second pass); Welford's updates never do. The
+  // sum of squared deviations is rounded outward to s below.
   const bool stored = unitRoundoff(m.statStorage) > u;
-  const double e =
-      stored
-          ? add_up(eComputed,
-                   add_up(mul_up(gammaUp(2.0, unitRoundoff(m.statStorage)), add_up(a, eComputed)),
-                          2.0 * smallestSubnormal(m.statStorage)))
-          : eComputed;
-  const double nE2 = mul_up(nd, mul_up(e, e));
-  // Sum of squared deviations: two-pass and Welford bounds.
+  const double e = eComputed;
+  const double eS =
+      stored ? add_up(e, add_up(mul_up(gammaUp(2.0, unitRoundoff(m.statStorage)), add_up(a, e)),
+                                2.0 * smallestSubnormal(m.statStorage)))
+             : e;
+  const double nE2 = mul_up(nd, mul_up(eS, eS));
+  // Sum of squared deviations: two-pass (with the possibly stored mean) and Welford bounds.
   const double bTp = add_up(mul_up(gammaUp(static_cast<double>(n + 2), u), add_up(sHi, nE2)), nE2);
   const double wp = add_up(wr, 2.0 * e);
   const double p = add_up(mul_up(nd / 2.0, ceilLog2(n)), nd);
@@ -188,11 +188,11 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
         widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), m.rsqrtUlps, m.compute));
     r = hull(twoStep, libm);
   }
-  res.mean = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
+  res.mean = d.round(Interval{sub_down(mu.lo, eS), add_up(mu.hi, eS)});
   res.rstd = r;
   res.var = var;
   res.m2 = m2;
-  res.meanError = e;
+  res.meanError = eS;
   res.bounded = true;
   return res;
 }

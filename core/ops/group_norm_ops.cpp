@@ -189,7 +189,7 @@ class GroupNormForwardRule final : public OpRule {
     const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
     const Format sOut = outFormat(a, ctx, 0), sMean = outFormat(a, ctx, 1),
                  sRstd = outFormat(a, ctx, 2);
-    const Format stat = coarser(coarser(coarser(c, storageOf(ctx, ga.x->dtype())), sMean), sRstd);
+    const Format stat = coarser(coarser(c, sMean), sRstd);  // the statistics' dtypes
     const kernels::RowMomentsModel model{c, ga.eps, modelUlps(LibmFn::Rsqrt, c), stat};
     const std::int64_t m = l.m();
     std::vector<Interval> out(static_cast<std::size_t>(ga.x->numel())),
@@ -239,7 +239,7 @@ class GroupNormForwardRule final : public OpRule {
     const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
     const Format sOut = outFormat(a, ctx, 0), sMean = outFormat(a, ctx, 1),
                  sRstd = outFormat(a, ctx, 2);
-    const Format stat = coarser(coarser(coarser(c, storageOf(ctx, ga.x->dtype())), sMean), sRstd);
+    const Format stat = coarser(coarser(c, sMean), sRstd);  // the statistics' dtypes
     const bool storable = unitRoundoff(stat) > unitRoundoff(c);
     std::mt19937_64& rng = *ctx.rng;
     const std::int64_t m = l.m();
