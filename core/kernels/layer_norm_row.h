@@ -160,12 +160,17 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
   const double nE2 = mul_up(nd, mul_up(eS, eS));
   // Sum of squared deviations: two-pass (with the possibly stored mean) and Welford bounds.
   const double bTp = add_up(mul_up(gammaUp(static_cast<double>(n + 2), u), add_up(sHi, nE2)), nE2);
+  // Welford/pairwise: Σ_nodes |t̂ − T| over the combining tree (t = δ²·n_a·n_b/n, T its exact
+  // value with the exact node means): a node's mean error is at most E(m) = ((m + 1)/2)·c0 for
+  // its m leaves (the eW recursion on the subtree), and Σ_nodes n_a·n_b = n(n − 1)/2 over any
+  // binary tree (every pair of leaves meets at one node), so Σ_nodes w·|e_ab| <= Z =
+  // c0·(n − 1)(n + 2)/2, also for PyTorch's element update s += δ·(x − m_new) and mixed trees.
   const double wp = add_up(wr, 2.0 * e);
-  const double p = add_up(mul_up(nd / 2.0, ceilLog2(n)), nd);
   const double g6 = gammaUp(6.0, u);
-  const double dd = add_up(2.0 * e, mul_up(u, wp));
-  double bInc = add_up(mul_up(g6, sHi),
-                       mul_up(p, mul_up(dd, add_up(add_up(2.0 * wp, 2.0 * e), mul_up(u, wp)))));
+  const double c0 = div_up(add_up(mul_up(g3, wr), mul_up(uP, a)), den);
+  const double z = mul_up(c0, 0.5 * mul_up(nd - 1.0, nd + 2.0));
+  double bInc =
+      add_up(mul_up(g6, sHi), mul_up(add_up(1.0, g6), mul_up(add_up(2.0 * wr, 2.0 * e), z)));
   bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
   bInc = div_up(bInc, sub_down(1.0, g6));
   const double bW =

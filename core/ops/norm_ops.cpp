@@ -16,12 +16,20 @@
 //      each node adds a local mean error ≤ γ_3·W' + u'·(A + E) that reaches the root weighted by
 //      n_node / n, and Σ_nodes n_node/n ≤ (n+1)/2 (average leaf depth), so
 //        E_w = ((n+1)/2)(γ_3 W + u'A) / (1 − ((n+1)/2)(2γ_3 + u')),  W' = W + 2E;
-//      each node's s-increment t = δ²n_a n_b/n is computed with relative error ≤ γ_6 plus
-//      (n_a n_b/n)|δ̂² − δ²| ≤ (n_a n_b/n)(2E + uW')(2W' + 2E + uW') plus, for the
-//      element update s += δ·(x − m_new), 2u'·W'·(A + E); with Σ_nodes n_a n_b/n ≤ P =
-//      (n/2)⌈log2 n⌉ + n and the accumulation of the increments (γ_{2n}):
-//        B_inc = [γ_6 S + P(2E + uW')(2W' + 2E + uW') + (n−1)·2u'W'(A + E)] / (1 − γ_6),
-//        |ŝ − S| ≤ B_inc + γ_{2n}(S + 2B_inc).
+//      each node's s-increment t = δ²·w, w = n_a n_b/n, is computed with relative error ≤ γ_6
+//      (δ's own rounding included) on the computed means, whose difference is off the exact
+//      D = M_b − M_a (|D| ≤ W) by |e| ≤ E(n_a) + E(n_b), E(m) = ((m+1)/2)·c0 the same mean
+//      bound for a subtree of m leaves, c0 = (γ_3 W + u'A) / (1 − ((n+1)/2)(2γ_3 + u')); so
+//      |t̂ − T| ≤ (1 + γ_6)·w·|e|(2W + |e|) + γ_6·w·D², Σ_nodes w·D² = S, and since every pair
+//      of leaves meets at exactly one node, Σ_nodes n_a n_b = n(n − 1)/2 for any tree, giving
+//      Σ_nodes w·|e| ≤ Z = c0·(n − 1)(n + 2)/2 (also for the element update
+//      s += δ·(x − m_new) and mixed trees); with its magnitude term 2u'·W'·(A + E) and the
+//      accumulation of the increments (γ_{2n}):
+//        B_inc = [γ_6 S + (1 + γ_6)(2W + 2E)·Z + (n−1)·2u'W'(A + E)] / (1 − γ_6),
+//        |ŝ − S| ≤ B_inc + γ_{2n}(S + 2B_inc)
+//      (the earlier Σ w ≤ (n/2)⌈log2 n⌉ + n with the root error E at every node was ⌈log2 n⌉+2
+//      times larger; the bound is still quadratic in n, so fp32 rows beyond ~10^4 elements of
+//      unit-range data have no finite rstd bound: bench/bench_norm.cpp).
 //  The enclosure uses E = max(E_tp, E_w) and the larger |ŝ − S| bound, so both families (and
 //  any mix of their orders) are enclosed.
 //  Then var = fl(ŝ/n) (≤ 2 roundings, clamped at 0 or not), rstd = 1/sqrt(fl(var + eps)) as
