@@ -32,14 +32,18 @@
 //    two-pass: Higham 2002 Lemma 3.1 and eq. 4.4; Welford/pairwise: Chan, Golub, LeVeque 1983)
 //    run on the gathered channel by kernels::rowMoments (core/kernels/layer_norm_row.h);
 //  - "stored statistics": PyTorch's CPU kernels keep save_mean/save_invstd in the parameter
-//    dtype and normalize with those stored values, and on strided inputs compute the mean with
-//    at::mean and the sums with at::sum in the input dtype (measured on torch 1.13 and 2.15 with
-//    bf16: output errors of 0.2 at |out| ~ 4 from a mean rounded to bf16). So the mean, the sum
-//    of squared deviations, rstd, α, β and the backward's per-channel sums and scalars may be
-//    stored in s = the coarsest of the input, parameter and statistic dtypes (no effect when s
-//    is c): the mean within γ_2(s)(A + E) + 2η_s more (fl_s(μ̂) or fl_s(fl_s(Σx)/n)), the rest
-//    rounded outward to s, or enclosed with a relative error 2u_s per operation (a neighbour in
-//    s of the exact value, ops::norm::statRoundoff);
+//    dtype and normalize with those stored values (measured, torch 1.13 and 2.15, all-bf16:
+//    output errors of 0.2 at |out| ~ 4 from a mean rounded to bf16), and their strided
+//    backward computes with tensor ops in the input dtype (at::sum, elementwise products;
+//    measured with fp16 on 2.15: gI, gW 1–4 ulps outside an opmath-only enclosure). So in the
+//    forward the mean, the sum of squared deviations, rstd, α and β may be stored in s = the
+//    statistics' dtype (with fp32 parameters PyTorch keeps them in fp32 on every layout,
+//    measured), and in the backward the per-channel sums and scalars and the per-element
+//    operations may round to s = the coarsest of the input, parameter and statistic dtypes
+//    (no effect when s is c): the mean within γ_2(s)(A + E) + 2η_s more (fl_s(μ̂) or
+//    fl_s(fl_s(Σx)/n); only the two-pass variance reuses it), the rest rounded outward to s or
+//    enclosed with a relative error 2u_s per operation (a neighbour in s of the exact value,
+//    ops::norm::statRoundoff); a stored β that may overflow in s makes the element entire;
 //  - rstd: two correctly rounded steps, or an rsqrt within modelUlps(Rsqrt) ulps (covers the
 //    binary64 1/std::sqrt of the CPU kernels), eps read as a Python scalar (ops::scalarEnclosure);
 //  - the affine part: the hull of ((x − μ̂)·r)·w + b, (w·(x − μ̂))·r + b (CUDA), (x − μ̂)·(r·w) + b
@@ -53,8 +57,12 @@
 //    (((D·r)·r)/n), CUDA (((D·(1/n))·r)·r) and the decomposition ((D·(1/n))·(r·r)), Σdy/n or
 //    Σdy·(1/n), and per element (dy − gm) − p or (dy − p) − gm with p = fl(x − μ)·k, times r
 //    then w or times fl(r·w): the hull of these interval evaluations.
-// Not covered (outside the precision model, measured and reported): torch 1.13's bf16 at::sum
-// over several non-contiguous dims accumulates partly in bf16 (0.6 ulp errors of a bf16 sum).
+// Not covered (outside the precision model, measured in tests/core/ops/test_norm_torch_cases):
+// torch 1.13's bf16 sums over several non-contiguous dims accumulate partly in bf16 (its strided
+// backward's grad_bias is off by up to 1 bf16 ulp; 2.15 is inside).
+// Limit: the any-order bound includes Welford chains, whose worst case is quadratic in n; in
+// fp32 the rstd enclosure of unit-range channels is ~22% wide at n = 16,384, ~77% at 32,768 and
+// entire from ~60,000 elements per channel (bench-norm).
 // vjp: reverse-mode AD through the two-pass formula (point arithmetic); localError: the interval
 // rule on the exact point inputs (ops::norm::localErrorFromInterval).
 

@@ -13,8 +13,9 @@
 //   derivative of the forward in μ, r's closed form), dw_c = Σ_n (ds_{nc} − db_{nc}·μ_{ng})·r_{ng},
 //   db_c = Σ_n db_{nc}; outputs masked off are zeros.
 //
-// Error model and sources (compute format c as for layer norm; "stored statistics" in the
-// coarsest of the input and statistic formats, as for batch norm: core/ops/batch_norm_ops.cpp):
+// Error model and sources (compute format c as for layer norm; "stored statistics" as for batch
+// norm, core/ops/batch_norm_ops.cpp: the forward's in the mean/rstd dtype, the backward's in the
+// coarsest of the input, statistic and weight dtypes):
 //  - the row moments: kernels::rowMoments (core/kernels/layer_norm_row.h), the two-pass and
 //    Welford/pairwise bound of core/ops/norm_ops.cpp (PyTorch's CPU RowwiseMoments and the
 //    CUDA WelfordOps are the Welford/pairwise family), run on the contiguous row in place;
@@ -30,8 +31,10 @@
 //    enclosed through x − μ), plus |error| <= u|c1 dy| + u|c2 x| + u(|c1 dy| + |c2 x|)(1 + u) +
 //    u|c3| + u_s|c2 μ| + u_s(|c2 μ|(1 + u_s) + |T|) + 2η + 2η_s, then one rounding;
 //    dw_c: Σ_n fl(fl(ds − fl(db·μ))·r) in the stat format, summed in any order; db_c likewise.
-// Not covered: the decomposition's bf16 elementwise products (dy·x rounded to bf16 before the
-// sum), which is outside the opmath precision model.
+// Not covered (outside the opmath precision model): the decomposition's bf16 elementwise
+// products (dy·x rounded to bf16 before the sum); torch 1.13's bf16 group norm, whose small rows
+// accumulate partly in bf16 (mean and rstd 1–2 bf16 ulps off; 2.15 is inside; measured in
+// tests/core/ops/test_norm_torch_cases).
 // vjp: reverse-mode AD through the formulas (point arithmetic); localError: the interval rule on
 // the exact point inputs (ops::norm::localErrorFromInterval).
 
