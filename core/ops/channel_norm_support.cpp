@@ -9,12 +9,6 @@
 
 namespace lossbound::ops::norm {
 
-Format coarser(Format c, Format s) { return unitRoundoff(s) > unitRoundoff(c) ? s : c; }
-
-double statRoundoff(Format c, Format s) {
-  return unitRoundoff(s) > unitRoundoff(c) ? 2.0 * unitRoundoff(s) : unitRoundoff(c);
-}
-
 std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng,
                                         Format stat) {
   const std::size_t n = x.size();
@@ -95,46 +89,6 @@ double randomRsqrt(double var, double eps, Format c, std::mt19937_64& rng) {
   const double ve = roundNearest(var + randomScalar(eps, c, rng), c);
   if (rng() & 1) return roundNearest(1.0 / roundNearest(std::sqrt(ve), c), c);
   return perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
-}
-
-Interval affineEnclosure(Interval x, Interval centred, const AffineChannel& ch, Format c,
-                         Format stat) {
-  const nn::IntervalDomain d{c};
-  const double u = unitRoundoff(c), eta = smallestSubnormal(c);
-  const double uS = statRoundoff(c, stat);
-  const double etaS = std::fmax(eta, smallestSubnormal(coarser(c, stat)));
-  // The centred forms, every operation enclosed and rounded outward to c.
-  const Interval dj = d.round(centred);  // fl(x − μ̂)
-  Interval y = d.mul(dj, ch.rstd);
-  if (ch.hasWeight) {
-    const Interval f1 = d.mul(y, ch.weight);                   // ((x − μ̂)·r)·w
-    const Interval f2 = d.mul(d.mul(ch.weight, dj), ch.rstd);  // (w·(x − μ̂))·r
-    const Interval f3 = d.mul(dj, d.mul(ch.rstd, ch.weight));  // (x − μ̂)·(r·w)
-    y = hull(hull(f1, f2), f3);
-  }
-  if (ch.hasBias) y = d.add(y, ch.bias);
-  // The CPU form fl(fl(x·α) + β), β = fl(b − fl(μ̂·α)): with the same α in both products it is
-  // (x − μ̂)·α + b + x·α·δ1 − μ̂·α·δ2 + δ3·(b − μ̂·α(1 + δ2)), then one rounding δ4; |δ1|, |δ4| <=
-  // u, |δ2|, |δ3| <= u_stat (β and the product may be stored), plus underflow in the two
-  // products (additions are exact in the subnormal range). FMA drops δ1.
-  Interval alpha = ch.hasWeight ? d.mul(ch.rstd, ch.weight) : ch.rstd;
-  if (unitRoundoff(stat) > u) alpha = hull(alpha, roundOutward(alpha, stat));
-  const double ma = nn::mag(alpha), mm = nn::mag(ch.mean);
-  const double mua = mul_up(mm, ma);
-  double err =
-      add_up(mul_up(u, mul_up(nn::mag(x), ma)), add_up(mul_up(uS, mua), add_up(eta, etaS)));
-  if (ch.hasBias)
-    err = add_up(err,
-                 add_up(mul_up(uS, add_up(nn::mag(ch.bias), mul_up(mua, add_up(1.0, uS)))), etaS));
-  // β may overflow where it is stored (stat): the candidate then holds ±inf.
-  const double betaMag = mul_up(add_up(ch.hasBias ? nn::mag(ch.bias) : 0.0, mua), add_up(1.0, uS));
-  if (!(betaMag <= largestFinite(coarser(c, stat)))) return entireInterval();
-  Interval core = lossbound::mul(centred, alpha);
-  if (ch.hasBias) core = lossbound::add(core, ch.bias);
-  const Interval cpu =
-      d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
-                             Interval{sub_down(1.0, u), add_up(1.0, u)}));
-  return hull(y, cpu);
 }
 
 AffineForm randomAffineForm(std::mt19937_64& rng) {
