@@ -5,6 +5,9 @@
 // (two-pass and Welford/pairwise moments in any order, two rstd variants, the centred and the
 // PyTorch CPU affine forms) and the source of every bound are in the file comment of
 // core/ops/norm_ops.cpp; this file is its arithmetic, operation for operation.
+// The moment part is its own body, rowMoments, which batch norm (one row per channel, gathered)
+// and group norm (one row per sample and group) reuse with their own affine parts
+// (core/ops/channel_norm_support.h).
 //
 // Only correctly rounded operations enter (directed +, −, ×, ÷, sqrt of core/interval and outward
 // rounding to formats; the candidate's rsqrt is modelled by widening the exact value, not by
@@ -56,33 +59,51 @@ LB_HD inline void entireRow(std::int64_t n, double* ylo, double* yhi, Interval* 
 
 }  // namespace layer_norm_detail
 
-/// Encloses every (out, mean, rstd) the candidate can store for one row x[0..n) (interval
-/// endpoints xlo/xhi, weight w and bias b per element, each optional: wlo == nullptr or
-/// blo == nullptr for None), under model m, rounded outward to the storage formats. A non-finite
-/// x endpoint, or a row too long for the format's bound, makes every output entire; n == 0 gives
-/// entire mean and rstd. The result arrays ylo/yhi (n each) are also the body's scratch (suffix
-/// sums, then centred values), so it needs no other memory; they must not alias the inputs.
-LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_t n,
-                               const double* wlo, const double* whi, const double* blo,
-                               const double* bhi, const LayerNormModel& m, double* ylo, double* yhi,
-                               Interval* mean, Interval* rstd) {
+/// How the candidate computes the moments of one row (mean, biased variance, rstd): compute
+/// format c, eps as the Python scalar, the error of its rsqrt (ops::modelUlps(LibmFn::Rsqrt, c)),
+/// and the format it may store the row's statistics in before using them again (PyTorch's batch
+/// norm CPU kernels keep the sum, the mean and the sum of squared deviations in the input or
+/// parameter dtype on some paths). Fp64, or any format no coarser than c, means "never stored".
+struct RowMomentsModel {
+  Format compute = Format::Fp64;
+  double eps = 1e-5;
+  int rsqrtUlps = 0;
+  Format statStorage = Format::Fp64;
+};
+
+/// The enclosures of one row's moments as the candidate computes them (in the compute format,
+/// before any storage rounding of the outputs).
+struct RowMoments {
+  Interval mean;     ///< every mean μ̂ the candidate computes (or stores in statStorage)
+  Interval rstd;     ///< every 1/sqrt(var + eps) it computes
+  Interval var;      ///< every biased variance fl(ŝ/n)
+  Interval m2;       ///< every sum of squared deviations ŝ (stored in statStorage if coarser)
+  double meanError;  ///< |μ̂' − μ| <= meanError for every mean μ̂' the candidate uses
+                     ///< afterwards (μ̂, or μ̂ stored in statStorage), μ the exact mean of x
+  bool bounded;      ///< false: no bound (n == 0, a non-finite x, a row too long for c)
+};
+
+/// Encloses the moments of one row x[0..n) (interval endpoints xlo/xhi) under model m, for the
+/// two-pass and the Welford/pairwise algorithms in any order (the bound of core/ops/norm_ops.cpp's
+/// file comment), and writes the exact centred values x_j − μ of the same x, enclosed without
+/// the dependency between x_j and μ, to clo/chi (n each; also used as scratch for suffix sums;
+/// they must not alias the inputs). When the result is not bounded, every field is entire and
+/// clo/chi are unspecified.
+LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::int64_t n,
+                                   const RowMomentsModel& m, double* clo, double* chi) {
   using namespace layer_norm_detail;
   const double inf = interval_detail::inf();
   const double nd = static_cast<double>(n);
   const ComputeDomain d{m.compute};
   const double u = unitRoundoff(m.compute), eta = smallestSubnormal(m.compute);
   const double uP = div_up(u, sub_down(1.0, u));  // u / (1 − u)
-  if (n == 0) {
-    entireRow(n, ylo, yhi, mean, rstd);
-    return;
-  }
+  RowMoments res{
+      entireInterval(), entireInterval(), entireInterval(), entireInterval(), inf, false};
+  if (n == 0) return res;
   // A = max|x_j|, W = max x − min x; a non-finite endpoint leaves nothing to bound.
   double a = 0.0, mn = inf, mx = -inf;
   for (std::int64_t j = 0; j < n; ++j) {
-    if (!isFiniteValue(xlo[j]) || !isFiniteValue(xhi[j])) {
-      entireRow(n, ylo, yhi, mean, rstd);
-      return;
-    }
+    if (!isFiniteValue(xlo[j]) || !isFiniteValue(xhi[j])) return res;
     const double mj = magnitude(Interval{xlo[j], xhi[j]});
     a = a < mj ? mj : a;             // std::max(a, mj)
     mn = xlo[j] < mn ? xlo[j] : mn;  // std::min(mn, lo)
@@ -90,14 +111,14 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
   }
   const double wr = sub_up(mx, mn);
   // Exact sum and centred values (1 − 1/n)x_i − Σ_{j≠i} x_j / n from prefix and suffix sums: the
-  // total first, then the suffix sums Σ_{k>j} x_k into y[j], then one forward pass that replaces
-  // y[j] by the centred value (the same additions in the same order as separate arrays).
+  // total first, then the suffix sums Σ_{k>j} x_k into c[j], then one forward pass that replaces
+  // c[j] by the centred value (the same additions in the same order as separate arrays).
   Interval total{0.0, 0.0};
   for (std::int64_t j = 0; j < n; ++j) total = lossbound::add(total, Interval{xlo[j], xhi[j]});
   Interval suffix{0.0, 0.0};
   for (std::int64_t j = n; j-- > 0;) {
-    ylo[j] = suffix.lo;
-    yhi[j] = suffix.hi;
+    clo[j] = suffix.lo;
+    chi[j] = suffix.hi;
     suffix = lossbound::add(suffix, Interval{xlo[j], xhi[j]});
   }
   const Interval nI{nd, nd};
@@ -109,45 +130,58 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
     const Interval xj{xlo[j], xhi[j]};
     Interval cen =
         lossbound::sub(lossbound::mul(xj, k1),
-                       lossbound::div(lossbound::add(prefix, Interval{ylo[j], yhi[j]}), nI));
+                       lossbound::div(lossbound::add(prefix, Interval{clo[j], chi[j]}), nI));
     cen = intersect(cen, lossbound::sub(xj, mu));  // both enclose x_j − μ
     const Interval sq = lossbound::sqr(cen);
     sLo = add_down(sLo, sq.lo);
     sHi = add_up(sHi, sq.hi);
-    ylo[j] = cen.lo;
-    yhi[j] = cen.hi;
+    clo[j] = cen.lo;
+    chi[j] = cen.hi;
     prefix = lossbound::add(prefix, xj);
   }
   // Mean error: two-pass and Welford/pairwise bounds.
   const double g3 = gammaUp(3.0, u);
   const double half = (nd + 1.0) / 2.0;
   const double den = sub_down(1.0, mul_up(half, add_up(2.0 * g3, uP)));
-  if (!(den > 0.5)) {  // rows too long for the format: no bound
-    entireRow(n, ylo, yhi, mean, rstd);
-    return;
-  }
+  if (!(den > 0.5)) return res;  // rows too long for the format: no bound
   const double eTp = mul_up(gammaUp(static_cast<double>(n + 1), u), a);
   const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
-  const double e = eTp < eW ? eW : eTp;  // std::max(eTp, eW)
-  const double nE2 = mul_up(nd, mul_up(e, e));
-  // Sum of squared deviations: two-pass and Welford bounds.
+  const double eComputed = eTp < eW ? eW : eTp;  // std::max(eTp, eW)
+  // A statistic stored in a coarser format s before it is used again: the mean as fl_s(μ̂) or
+  // fl_s(fl_s(Σx)/n), each within γ_2(s)·(A + E) + 2η_s more of μ (|μ̂| <= A + E). Only the
+  // two-pass algorithm reuses a stored mean (its second pass); Welford's updates never do. The
+  // sum of squared deviations is rounded outward to s below.
+  const bool stored = unitRoundoff(m.statStorage) > u;
+  const double e = eComputed;
+  const double eS =
+      stored ? add_up(e, add_up(mul_up(gammaUp(2.0, unitRoundoff(m.statStorage)), add_up(a, e)),
+                                2.0 * smallestSubnormal(m.statStorage)))
+             : e;
+  const double nE2 = mul_up(nd, mul_up(eS, eS));
+  // Sum of squared deviations: two-pass (with the possibly stored mean) and Welford bounds.
   const double bTp = add_up(mul_up(gammaUp(static_cast<double>(n + 2), u), add_up(sHi, nE2)), nE2);
+  // Welford/pairwise: Σ_nodes |t̂ − T| over the combining tree (t = δ²·n_a·n_b/n, T its exact
+  // value with the exact node means): a node's mean error is at most E(m) = ((m + 1)/2)·c0 for
+  // its m leaves (the eW recursion on the subtree), and Σ_nodes n_a·n_b = n(n − 1)/2 over any
+  // binary tree (every pair of leaves meets at one node), so Σ_nodes w·|e_ab| <= Z =
+  // c0·(n − 1)(n + 2)/2, also for PyTorch's element update s += δ·(x − m_new) and mixed trees.
   const double wp = add_up(wr, 2.0 * e);
-  const double p = add_up(mul_up(nd / 2.0, ceilLog2(n)), nd);
   const double g6 = gammaUp(6.0, u);
-  const double dd = add_up(2.0 * e, mul_up(u, wp));
-  double bInc = add_up(mul_up(g6, sHi),
-                       mul_up(p, mul_up(dd, add_up(add_up(2.0 * wp, 2.0 * e), mul_up(u, wp)))));
+  const double c0 = div_up(add_up(mul_up(g3, wr), mul_up(uP, a)), den);
+  const double z = mul_up(c0, 0.5 * mul_up(nd - 1.0, nd + 2.0));
+  double bInc =
+      add_up(mul_up(g6, sHi), mul_up(add_up(1.0, g6), mul_up(add_up(2.0 * wr, 2.0 * e), z)));
   bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
   bInc = div_up(bInc, sub_down(1.0, g6));
   const double bW =
       add_up(bInc, mul_up(gammaUp(static_cast<double>(2 * n), u), add_up(sHi, 2.0 * bInc)));
   const double bS = add_up(bTp < bW ? bW : bTp, mul_up(nd, eta));  // std::max(bTp, bW)
+  Interval m2{sub_down(sLo, bS), add_up(sHi, bS)};
+  if (stored) m2 = roundOutward(m2, m.statStorage);
   // var = fl(ŝ / n) (≤ 2 roundings), + eps (eps rounded to c), rstd in two variants.
   const Interval f2{mul_down(sub_down(1.0, u), sub_down(1.0, u)),
                     mul_up(add_up(1.0, u), add_up(1.0, u))};
-  Interval var =
-      lossbound::mul(lossbound::div(Interval{sub_down(sLo, bS), add_up(sHi, bS)}, nI), f2);
+  Interval var = lossbound::mul(lossbound::div(m2, nI), f2);
   var = d.round(var);
   const Interval ve = d.add(var, scalarEnclosure(m.eps, m.compute));
   Interval r;
@@ -159,7 +193,37 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
         widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), m.rsqrtUlps, m.compute));
     r = hull(twoStep, libm);
   }
-  const Interval meanHat = d.round(Interval{sub_down(mu.lo, e), add_up(mu.hi, e)});
+  res.mean = d.round(Interval{sub_down(mu.lo, eS), add_up(mu.hi, eS)});
+  res.rstd = r;
+  res.var = var;
+  res.m2 = m2;
+  res.meanError = eS;
+  res.bounded = true;
+  return res;
+}
+
+/// Encloses every (out, mean, rstd) the candidate can store for one row x[0..n) (interval
+/// endpoints xlo/xhi, weight w and bias b per element, each optional: wlo == nullptr or
+/// blo == nullptr for None), under model m, rounded outward to the storage formats. A non-finite
+/// x endpoint, or a row too long for the format's bound, makes every output entire; n == 0 gives
+/// entire mean and rstd. The result arrays ylo/yhi (n each) are also the body's scratch (suffix
+/// sums, then centred values), so it needs no other memory; they must not alias the inputs.
+LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_t n,
+                               const double* wlo, const double* whi, const double* blo,
+                               const double* bhi, const LayerNormModel& m, double* ylo, double* yhi,
+                               Interval* mean, Interval* rstd) {
+  using namespace layer_norm_detail;
+  const ComputeDomain d{m.compute};
+  const double u = unitRoundoff(m.compute);
+  const double uP = div_up(u, sub_down(1.0, u));  // u / (1 − u)
+  const RowMoments mo = rowMoments(
+      xlo, xhi, n, RowMomentsModel{m.compute, m.eps, m.rsqrtUlps, Format::Fp64}, ylo, yhi);
+  if (!mo.bounded) {
+    entireRow(n, ylo, yhi, mean, rstd);
+    return;
+  }
+  const double e = mo.meanError;
+  const Interval r = mo.rstd, meanHat = mo.mean;
   const Interval eI{-e, e};
   for (std::int64_t j = 0; j < n; ++j) {
     const Interval dj = lossbound::add(Interval{ylo[j], yhi[j]}, eI);  // x_j − μ̂ exactly

@@ -27,6 +27,12 @@ void registerActivationOps(OpRegistry& r);
 void registerSoftmaxOps(OpRegistry& r);
 /// native_layer_norm native_layer_norm_backward.
 void registerNormOps(OpRegistry& r);
+/// native_batch_norm _native_batch_norm_legit (.default, .no_stats)
+/// _native_batch_norm_legit_no_training _native_batch_norm_legit_functional
+/// native_batch_norm_backward.
+void registerBatchNormOps(OpRegistry& r);
+/// native_group_norm native_group_norm_backward.
+void registerGroupNormOps(OpRegistry& r);
 /// embedding embedding_dense_backward.
 void registerEmbeddingOps(OpRegistry& r);
 /// nll_loss_forward nll_loss_backward (1-D and 2-D, all reductions, ignore_index).

@@ -38,6 +38,8 @@ const OpRegistry& opRegistry() {
     registerActivationOps(r);
     registerSoftmaxOps(r);
     registerNormOps(r);
+    registerBatchNormOps(r);
+    registerGroupNormOps(r);
     registerEmbeddingOps(r);
     registerLossOps(r);
     registerPiecewiseActivationOps(r);

@@ -1,0 +1,152 @@
+#include "core/ops/channel_norm_support.h"
+
+#include "core/ops/broadcasting.h"
+#include "core/ops/formats.h"
+#include "core/ops/libm_model.h"
+#include "core/ops/nn_support.h"
+#include "core/ops/random_arith.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace lossbound::ops::norm {
+
+std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng,
+                                        Format stat) {
+  const std::size_t n = x.size();
+  const bool storable = unitRoundoff(stat) > unitRoundoff(c);
+  const int algo = static_cast<int>(rng() % 3);
+  if (algo == 0) {
+    std::vector<double> t = x;
+    const double s = randomSum(t, c, rng);
+    double mu = (rng() & 1) ? roundNearest(s / static_cast<double>(n), c)
+                            : roundNearest(s * roundNearest(1.0 / static_cast<double>(n), c), c);
+    if (storable) {
+      // The mean stored before the second pass: fl_s(μ̂), or fl_s(fl_s(Σx)/n) (at::mean).
+      const int k = static_cast<int>(rng() % 3);
+      if (k == 1) mu = roundNearest(mu, stat);
+      if (k == 2)
+        mu = roundNearest(roundNearest(roundNearest(s, stat) / static_cast<double>(n), c), stat);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dj = roundNearest(x[j] - mu, c);
+      t[j] = roundNearest(dj * dj, c);
+    }
+    double m2 = randomSum(t, c, rng);
+    if (storable && (rng() & 1)) m2 = roundNearest(m2, stat);
+    return {mu, m2};
+  }
+  std::shuffle(x.begin(), x.end(), rng);
+  struct M {
+    double n, m, s;
+  };
+  auto combine = [&](const M& a, const M& b) {
+    const double nn = a.n + b.n;
+    const double cc = roundNearest(b.n / nn, c);
+    const double delta = roundNearest(b.m - a.m, c);
+    const double m = roundNearest(a.m + roundNearest(cc * delta, c), c);
+    const double t = roundNearest(roundNearest(roundNearest(delta * delta, c) * cc, c) * a.n, c);
+    return M{nn, m, roundNearest(a.s + roundNearest(b.s + t, c), c)};
+  };
+  if (algo == 1) {  // Welford, PyTorch element update: m += δ/k; s += δ·(x − m_new)
+    M acc{1, x[0], 0};
+    for (std::size_t k = 1; k < n; ++k) {
+      const double kk = static_cast<double>(k + 1);
+      const double delta = roundNearest(x[k] - acc.m, c);
+      const double m =
+          (rng() & 1) ? roundNearest(acc.m + roundNearest(delta / kk, c), c)
+                      : roundNearest(acc.m + roundNearest(delta * roundNearest(1.0 / kk, c), c), c);
+      const double s = roundNearest(acc.s + roundNearest(delta * roundNearest(x[k] - m, c), c), c);
+      acc = M{kk, m, s};
+    }
+    if (storable && (rng() & 1)) acc.s = roundNearest(acc.s, stat);
+    return {acc.m, acc.s};
+  }
+  // A random combining tree: split the (shuffled) range at a uniform point, recursively (expected
+  // depth O(log n), O(n) work, so rows of 10^6 elements stay cheap).
+  std::function<M(std::size_t, std::size_t)> tree = [&](std::size_t lo, std::size_t hi) -> M {
+    if (hi - lo == 1) return M{1, x[lo], 0};
+    const std::size_t mid = lo + 1 + static_cast<std::size_t>(rng() % (hi - lo - 1));
+    const M left = tree(lo, mid);
+    const M right = tree(mid, hi);
+    return combine(left, right);
+  };
+  M root = tree(0, n);
+  if (storable && (rng() & 1)) root.s = roundNearest(root.s, stat);
+  return {root.m, root.s};
+}
+
+Interval rsqrtEnclosure(Interval var, double eps, Format c) {
+  const nn::IntervalDomain d{c};
+  const Interval ve = d.add(var, scalarEnclosure(eps, c));
+  if (ve.lo < 0.0) return entireInterval();  // sqrt of a negative number: NaN
+  if (ve.lo == 0.0) return Interval{0.0, __builtin_huge_val()};
+  const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
+  const Interval libm = d.round(widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)),
+                                          modelUlps(LibmFn::Rsqrt, c), c));
+  return hull(twoStep, libm);
+}
+
+double randomRsqrt(double var, double eps, Format c, std::mt19937_64& rng) {
+  const double ve = roundNearest(var + randomScalar(eps, c, rng), c);
+  if (rng() & 1) return roundNearest(1.0 / roundNearest(std::sqrt(ve), c), c);
+  return perturbUlps(1.0 / std::sqrt(ve), publishedUlps(LibmFn::Rsqrt, c), c, rng);
+}
+
+AffineForm randomAffineForm(std::mt19937_64& rng) {
+  return static_cast<AffineForm>(static_cast<int>(rng() % 5));
+}
+
+double randomAffine(double x, double mu, double r, const double* w, const double* b, AffineForm f,
+                    Format c, Format stat, bool storeAlphaBeta) {
+  auto rn = [c](double v) { return roundNearest(v, c); };
+  double y = 0.0;
+  switch (f) {
+    case AffineForm::CentredThenWeight:
+      y = rn(rn(x - mu) * r);
+      if (w) y = rn(y * *w);
+      break;
+    case AffineForm::WeightFirst:
+      y = w ? rn(rn(*w * rn(x - mu)) * r) : rn(rn(x - mu) * r);
+      break;
+    case AffineForm::ScaledWeight:
+      y = w ? rn(rn(x - mu) * rn(r * *w)) : rn(rn(x - mu) * r);
+      break;
+    case AffineForm::CpuLinear:
+    case AffineForm::CpuLinearFma: {
+      double alpha = w ? rn(r * *w) : r;
+      const bool store = storeAlphaBeta && unitRoundoff(stat) > unitRoundoff(c);
+      if (store) alpha = roundNearest(alpha, stat);
+      const double p = rn(mu * alpha);
+      double beta = b ? rn(*b - p) : -p;
+      if (store) beta = roundNearest(beta, stat);
+      return f == AffineForm::CpuLinear ? rn(rn(x * alpha) + beta) : fmaIn(x, alpha, beta, c);
+    }
+  }
+  if (b) y = rn(y + *b);
+  return y;
+}
+
+std::vector<Tensor> localErrorFromInterval(const OpRule& rule, const OpArgs& args,
+                                           std::span<const Tensor> outputs, OpContext& ctx) {
+  const std::vector<Tensor> encl = rule.interval(args, ctx);
+  std::vector<Tensor> out;
+  for (std::size_t k = 0; k < outputs.size() && k < encl.size(); ++k)
+    out.push_back(nn::localErrorFromEnclosure(outputs[k], encl[k]));
+  return out;
+}
+
+std::vector<bool> outputMask(const OpArgs& args, std::size_t i) {
+  std::vector<bool> mask{true, true, true};
+  if (args.arg(i).kind == IrValue::Kind::List)
+    for (std::size_t k = 0; k < 3 && k < args.arg(i).list.size(); ++k)
+      mask[k] = args.arg(i).list[k].boolValue;
+  return mask;
+}
+
+DType outDtypeOr(const OpArgs& args, std::size_t k, DType fallback) {
+  return args.node().outputs.size() > k ? args.outSpec(k).dtype : fallback;
+}
+
+}  // namespace lossbound::ops::norm

@@ -1,0 +1,182 @@
+// Batch norm op rules (native_batch_norm, the _native_batch_norm_legit family and
+// native_batch_norm_backward): per op and precision, random cases from channel_norm_cases.h
+// (N×C×H×W, N×C×L and N×C inputs, training and eval, weight/bias/running stats present or None,
+// point and interval inputs, parameters in the input dtype or fp32) with zero escapes from the
+// interval rule (random executions use two-pass, Welford and pairwise moments, every affine form
+// and the stored-statistics variants), local errors against observed rounding, vjp against finite
+// differences, the backward rule against the forward's vjp in point arithmetic, and the shapes
+// of the saved statistics in eval mode.
+#include "core/ops/broadcasting.h"
+#include "tests/core/ops/channel_norm_cases.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace lossbound;
+using namespace lossbound::test;
+using namespace lossbound::test::nn;
+using namespace lossbound::test::norm;
+
+namespace {
+
+CaseMaker forward(BnOp op, std::int64_t minPerChannel = 0) {
+  return [op, minPerChannel](Format f, bool iv, std::mt19937_64& rng) {
+    return bnForwardCase(op, f, iv, rng, minPerChannel);
+  };
+}
+
+/// Returns max |a − b| / max(max|b|, 1) over two point tensors of equal size (channels of one
+/// element have a zero gradient that the backward's closed form reaches only up to rounding).
+double relDiff(const Tensor& a, const Tensor& b) {
+  double d = 0.0, m = 1.0;
+  for (std::int64_t i = 0; i < b.numel(); ++i) {
+    d = std::fmax(d, std::fabs(a.values()[static_cast<std::size_t>(i)] -
+                               b.values()[static_cast<std::size_t>(i)]));
+    m = std::fmax(m, std::fabs(b.values()[static_cast<std::size_t>(i)]));
+  }
+  return d / m;
+}
+
+}  // namespace
+
+class TestBatchNormOps : public QObject {
+  Q_OBJECT
+ private slots:
+  void nativeBatchNorm() {
+    checkAllFormats("native_batch_norm", forward(BnOp::Native));
+    checkVjpCases("native_batch_norm", moderate(forward(BnOp::Native, 2), 1));
+  }
+  void legitOverloads() {
+    for (BnOp op : {BnOp::Legit, BnOp::NoStats, BnOp::NoTraining, BnOp::Functional}) {
+      checkAllFormats(bnOpName(op), forward(op), 400);
+      checkVjpCases(bnOpName(op), moderate(forward(op, 2), 1), 25);
+    }
+  }
+  void batchNormBackward() {
+    checkAllFormats("native_batch_norm_backward", bnBackwardCase);
+    checkVjpCases("native_batch_norm_backward", moderate(bnBackwardCase, 2));
+  }
+  void backwardIsTheForwardVjp() {
+    // native_batch_norm_backward(dy, x, w, rm, rv, save_mean, save_invstd, train) in binary64
+    // against the vjp of native_batch_norm with output gradients (dy, 0, 0): the same derivative,
+    // in training (through the batch statistics) and in eval (through the running stats).
+    std::mt19937_64 rng(11);
+    std::normal_distribution<double> nd;
+    OpContext ctx{modelFor(std::nullopt), cpuBackend(), nullptr};
+    double worst = 0.0;
+    int compared = 0;
+    for (int i = 0; i < 200; ++i) {
+      const OpCase fc = moderate(forward(BnOp::Native, 1), 1)(Format::Fp64, false, rng);
+      const Bound fb(fc);
+      const std::vector<Tensor> out = fb.rule().point(fb.args(), ctx);
+      std::vector<double> dyv(static_cast<std::size_t>(out[0].numel()));
+      for (double& v : dyv) v = nd(rng);
+      const Tensor dy = Tensor::point(out[0].shape(), DType::Float64, dyv);
+      const std::vector<Tensor> g{dy, Tensor::full(out[1].shape(), out[1].dtype(), 0.0),
+                                  Tensor::full(out[2].shape(), out[2].dtype(), 0.0)};
+      const auto vjp = fb.rule().vjp(fb.args(), out, g, ctx);
+      // The backward case: the forward's tensors and its saved statistics.
+      const bool training = fc.args[5].boolValue;
+      const auto tensorArg = [&](std::size_t pos) -> const Tensor* {
+        return fc.args[pos].kind == IrValue::Kind::Ref
+                   ? &fc.inputs[static_cast<std::size_t>(
+                         std::stoi(fc.args[pos].ref.name.substr(2)))]
+                   : nullptr;
+      };
+      OpCase bc;
+      bc.op = "aten.native_batch_norm_backward.default";
+      bc.precision = fc.precision;
+      bc.inputs = {dy, fc.inputs[0], out[1], out[2]};
+      bc.args = {in(0), in(1)};
+      int k = 4;
+      for (std::size_t pos : {1, 3, 4}) {  // weight, running_mean, running_var
+        if (const Tensor* t = tensorArg(pos)) {
+          bc.inputs.push_back(*t);
+          bc.args.push_back(in(k++));
+        } else {
+          bc.args.push_back(none());
+        }
+      }
+      bc.args.insert(bc.args.end(), {in(2), in(3), flag(training), num(1e-5),
+                                     list({flag(true), flag(true), flag(true)})});
+      bc.outDtypes = {DType::Float64, DType::Float64, DType::Float64};
+      const Bound bb(bc);
+      const std::vector<Tensor> grads = bb.rule().point(bb.args(), ctx);
+      // vjp entries follow the forward's tensor inputs: x, then weight/bias/rm/rv when present.
+      const OpArgs fa = fb.args();
+      const std::vector<ValueRef> refs = fa.tensorRefs();
+      for (std::size_t e = 0; e < refs.size(); ++e) {
+        const Tensor* t = &fc.inputs[static_cast<std::size_t>(std::stoi(refs[e].name.substr(2)))];
+        const Tensor* expected = nullptr;
+        if (t == &fc.inputs[0]) expected = &grads[0];
+        if (t == tensorArg(1)) expected = &grads[1];
+        if (t == tensorArg(2)) expected = &grads[2];
+        if (!expected || expected->numel() == 0) continue;
+        const double d = relDiff(*vjp[e], *expected);
+        QVERIFY2(d < 1e-9, qPrintable(QStringLiteral("case %1 (%2) input %3: backward vs vjp %4")
+                                          .arg(i)
+                                          .arg(training ? "train" : "eval")
+                                          .arg(e)
+                                          .arg(d)));
+        worst = std::fmax(worst, d);
+        ++compared;
+      }
+    }
+    qInfo(
+        "native_batch_norm_backward vs the vjp of native_batch_norm: %d tensors, max rel diff "
+        "%.3g",
+        compared, worst);
+    QVERIFY(compared > 300);
+  }
+  void evalStatisticsFollowTheTrace() {
+    // Eval mode: save_mean/save_invstd are [0] (PyTorch CPU) unless the trace says [C] (CUDA and
+    // the decomposition return running_mean and 1/sqrt(running_var + eps)).
+    std::mt19937_64 rng(5);
+    OpContext ctx{modelFor(std::nullopt), cpuBackend(), &rng};
+    OpCase c;
+    c.op = "aten.native_batch_norm.default";
+    c.precision = modelFor(std::nullopt);
+    c.inputs = {uniform({2, 3, 4}, DType::Float32, false, rng, 1.0),
+                Tensor::point({3}, DType::Float32, {0.5, -1.0, 2.0}),
+                Tensor::point({3}, DType::Float32, {0.25, 1.0, 4.0})};
+    c.args = {in(0), none(), none(), in(1), in(2), flag(false), num(0.1), num(0.0)};
+    c.outDtypes = {DType::Float32, DType::Float32, DType::Float32};
+    const Bound empty(c, {{2, 3, 4}, {0}, {0}}), perChannel(c, {{2, 3, 4}, {3}, {3}});
+    for (const auto& r :
+         {empty.rule().point(empty.args(), ctx), empty.rule().interval(empty.args(), ctx),
+          empty.rule().random(empty.args(), ctx)}) {
+      QCOMPARE(r[1].shape(), Shape{0});
+      QCOMPARE(r[2].shape(), Shape{0});
+    }
+    const std::vector<Tensor> p = perChannel.rule().point(perChannel.args(), ctx);
+    const std::vector<Tensor> iv = perChannel.rule().interval(perChannel.args(), ctx);
+    QCOMPARE(p[1].shape(), Shape{3});
+    QCOMPARE(p[1].values()[1], -1.0);
+    QCOMPARE(p[2].values()[2], 0.5);  // 1/sqrt(4 + 0)
+    QVERIFY(contains(iv[2].at(2), 0.5) && contains(iv[1].at(0), 0.5));
+  }
+  void badArgumentsAreErrors() {
+    std::mt19937_64 rng(4);
+    OpCase c = bnForwardCase(BnOp::NoTraining, Format::Fp32, false, rng);
+    c.op = "aten.native_batch_norm.default";
+    // eval without running stats
+    OpCase noStats = c;
+    noStats.args = {in(0), none(), none(), none(), none(), flag(false), num(0.1), num(1e-5)};
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(noStats, 1, rng));
+    // a rank-1 input
+    OpCase rank1 = noStats;
+    rank1.inputs[0] = Tensor::point({3}, DType::Float32, {1.0, 2.0, 3.0});
+    rank1.args[5] = flag(true);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(rank1, 1, rng));
+    // a weight of the wrong size
+    OpCase badWeight = noStats;
+    badWeight.args[5] = flag(true);
+    badWeight.inputs.push_back(Tensor::point({99}, DType::Float32, std::vector<double>(99, 1.0)));
+    badWeight.args[1] = in(static_cast<int>(badWeight.inputs.size()) - 1);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(badWeight, 1, rng));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBatchNormOps)
+#include "test_batch_norm_ops.moc"

@@ -1,0 +1,110 @@
+// Group norm op rules (native_group_norm, native_group_norm_backward): per op and precision,
+// random cases from channel_norm_cases.h (N×C×H×W, N×C×L and N×C inputs, 1..3 groups of 1..4
+// channels, weight/bias present or None, point and interval inputs, parameters in the input dtype
+// or fp32) with zero escapes from the interval rule, local errors against observed rounding, vjp
+// against finite differences, and the backward rule against the forward's vjp in point
+// arithmetic.
+#include "core/ops/broadcasting.h"
+#include "tests/core/ops/channel_norm_cases.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace lossbound;
+using namespace lossbound::test;
+using namespace lossbound::test::nn;
+using namespace lossbound::test::norm;
+
+class TestGroupNormOps : public QObject {
+  Q_OBJECT
+ private slots:
+  void groupNorm() {
+    checkAllFormats("native_group_norm", gnForwardCase);
+    checkVjpCases("native_group_norm", moderate(gnForwardCase, 1));
+  }
+  void groupNormBackward() {
+    checkAllFormats("native_group_norm_backward", gnBackwardCase);
+    checkVjpCases("native_group_norm_backward", moderate(gnBackwardCase, 2));
+  }
+  void backwardIsTheForwardVjp() {
+    // native_group_norm_backward(dy, x, mean, rstd, w) in binary64 against the vjp of
+    // native_group_norm with output gradients (dy, 0, 0).
+    std::mt19937_64 rng(12);
+    std::normal_distribution<double> nd;
+    OpContext ctx{modelFor(std::nullopt), cpuBackend(), nullptr};
+    double worst = 0.0;
+    int compared = 0;
+    for (int i = 0; i < 200; ++i) {
+      const OpCase fc = moderate(gnForwardCase, 1)(Format::Fp64, false, rng);
+      const Bound fb(fc);
+      const std::vector<Tensor> out = fb.rule().point(fb.args(), ctx);
+      std::vector<double> dyv(static_cast<std::size_t>(out[0].numel()));
+      for (double& v : dyv) v = nd(rng);
+      const Tensor dy = Tensor::point(out[0].shape(), DType::Float64, dyv);
+      const std::vector<Tensor> g{dy, Tensor::full(out[1].shape(), out[1].dtype(), 0.0),
+                                  Tensor::full(out[2].shape(), out[2].dtype(), 0.0)};
+      const auto vjp = fb.rule().vjp(fb.args(), out, g, ctx);
+      const bool hasW = fc.args[1].kind == IrValue::Kind::Ref;
+      OpCase bc;
+      bc.op = "aten.native_group_norm_backward.default";
+      bc.precision = fc.precision;
+      bc.inputs = {dy, fc.inputs[0], out[1], out[2]};
+      bc.args = {in(0), in(1), in(2), in(3)};
+      if (hasW) bc.inputs.push_back(fc.inputs[1]);
+      bc.args.push_back(hasW ? in(4) : none());
+      bc.args.insert(bc.args.end(), {fc.args[3], fc.args[4], fc.args[5], fc.args[6],
+                                     list({flag(true), flag(true), flag(true)})});
+      bc.outDtypes = {DType::Float64, DType::Float64, DType::Float64};
+      const Bound bb(bc);
+      const std::vector<Tensor> grads = bb.rule().point(bb.args(), ctx);
+      // vjp entries: x, then weight and bias when present (in that order).
+      std::vector<const Tensor*> expected{&grads[0]};
+      if (hasW) expected.push_back(&grads[1]);
+      if (fc.args[2].kind == IrValue::Kind::Ref) expected.push_back(&grads[2]);
+      QCOMPARE(vjp.size(), expected.size());
+      for (std::size_t e = 0; e < expected.size(); ++e) {
+        // Relative to max(max|expected|, 1): rows of one element have a zero gradient that the
+        // backward's closed form reaches only up to rounding (r·w·dy − r·w·dy).
+        double d = 0.0, m = 1.0;
+        for (std::int64_t j = 0; j < expected[e]->numel(); ++j) {
+          d = std::fmax(d, std::fabs(vjp[e]->values()[static_cast<std::size_t>(j)] -
+                                     expected[e]->values()[static_cast<std::size_t>(j)]));
+          m = std::fmax(m, std::fabs(expected[e]->values()[static_cast<std::size_t>(j)]));
+        }
+        if (expected[e]->numel() == 0) continue;
+        QVERIFY2(d / m < 1e-9,
+                 qPrintable(QStringLiteral("case %1 input %2: %3, x %4, N C HxW G %5 %6 %7 %8")
+                                .arg(i)
+                                .arg(e)
+                                .arg(d / m)
+                                .arg(QString::fromStdString(shapeString(fc.inputs[0].shape())))
+                                .arg(fc.args[3].intValue)
+                                .arg(fc.args[4].intValue)
+                                .arg(fc.args[5].intValue)
+                                .arg(fc.args[6].intValue)));
+        worst = std::fmax(worst, d / m);
+        ++compared;
+      }
+    }
+    qInfo(
+        "native_group_norm_backward vs the vjp of native_group_norm: %d tensors, max rel diff "
+        "%.3g",
+        compared, worst);
+    QVERIFY(compared > 300);
+  }
+  void badArgumentsAreErrors() {
+    std::mt19937_64 rng(4);
+    OpCase c = gnForwardCase(Format::Fp32, false, rng);
+    OpCase badGroups = c;
+    badGroups.args[4] = integer(5);  // C = 5
+    badGroups.args[6] = integer(2);  // not divisible
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(badGroups, 1, rng));
+    OpCase badNumel = c;
+    badNumel.args[3] = integer(c.args[3].intValue + 1);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(badNumel, 1, rng));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGroupNormOps)
+#include "test_group_norm_ops.moc"
