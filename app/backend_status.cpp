@@ -21,7 +21,7 @@ BackendChoice chooseBackend(const std::string& requested) {
   }
   QString reason;
   if (gpu::createCudaBackend(&reason)) {
-    c.factory = [] {
+    c.factory = [](int /*threads: the device backend runs host loops on the whole pool*/) {
       QString why;
       auto b = gpu::createCudaBackend(&why);
       if (!b) throw std::runtime_error(why.toStdString());

@@ -19,7 +19,7 @@ QString backendStatusLine();
 struct BackendChoice {
   bool ok = true;  ///< false only for "cuda" without a usable CUDA backend
   QString error;   ///< why, when !ok
-  std::function<std::unique_ptr<Backend>()> factory;  ///< empty: the analyzer's CPU backends
+  std::function<std::unique_ptr<Backend>(int threads)> factory;  ///< empty: CPU backends
   std::string description;  ///< "CUDA — <device>", "CPU", or "CPU — no CUDA device: <reason>"
 };
 

@@ -112,4 +112,25 @@ int runInfoCommand(const QStringList& files, QTextStream& out, QTextStream& err)
   return status;
 }
 
+int runValidateCommand(const QStringList& files, QTextStream& out, QTextStream& err) {
+  if (files.isEmpty()) {
+    err << "usage: lossbound-cli validate FILE...\n"
+           "validates run files in this process; exit 0 when all are valid, 2 otherwise\n";
+    return kExitInvalid;
+  }
+  int status = 0;
+  for (const QString& file : files) {
+    try {
+      RunFile::validate(file.toStdString());
+      out << file << ": valid\n";
+    } catch (const std::exception& e) {
+      err << e.what() << "\n";
+      status = kExitInvalid;
+    }
+    out.flush();
+    err.flush();
+  }
+  return status;
+}
+
 }  // namespace lossbound::app

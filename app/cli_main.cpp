@@ -21,6 +21,7 @@ int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
          "  info FILE...      validate and summarise run files\n"
+         "  validate FILE...  validate run files (exit 0 when all are valid, 2 otherwise)\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
   return kExitBadUsage;
 }
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   }
   if (first == QLatin1String("analyze")) return lossbound::app::runAnalyze(args.mid(2), out, err);
   if (first == QLatin1String("info")) return lossbound::app::runInfoCommand(args.mid(2), out, err);
+  if (first == QLatin1String("validate"))
+    return lossbound::app::runValidateCommand(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }

@@ -1,18 +1,19 @@
 #include "app/session_controller.h"
 
 #include "app/backend_status.h"
+#include "app/file_validator.h"
 #include "core/analysis/analyzer.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
+#include "core/parallel/thread_pool.h"
 #include "core/runfile/run_pair.h"
 #include "gpu/cuda_device.h"
 
 #include <QFileInfo>
 #include <QPointer>
 #include <QSettings>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <cmath>
 #include <exception>
@@ -50,9 +51,7 @@ AnalysisSettings rememberedSettings() {
   return s;
 }
 
-SessionController::SessionController(QObject* parent) : QObject(parent) {
-  connect(&mWatcher, &QFutureWatcher<void>::finished, this, [this] { mBusy = false; });
-}
+SessionController::SessionController(QObject* parent) : QObject(parent) {}
 
 SessionController::~SessionController() {
   cancel();
@@ -69,9 +68,10 @@ bool SessionController::openPair(const QString& reference, const QString& candid
       throw std::runtime_error("expected two run files (reference and candidate)");
     const std::string refFile = QFileInfo(reference).absoluteFilePath().toStdString();
     const std::string candFile = QFileInfo(candidate).absoluteFilePath().toStdString();
-    // Validate in a child process first: a corrupt file that crashes libhdf5 becomes an error.
-    RunFile::validateIsolated(refFile);
-    RunFile::validateIsolated(candFile);
+    // Validate in a child process first: a corrupt file that crashes or hangs libhdf5 becomes
+    // an error, and the GUI stays responsive meanwhile.
+    if (const QString problem = validateRunFiles({qs(refFile), qs(candFile)}); !problem.isEmpty())
+      throw std::runtime_error(problem.toStdString());
     ref = RunFileReplay::open(refFile);
     cand = RunFileReplay::open(candFile);
   } catch (const std::exception& e) {
@@ -195,7 +195,7 @@ bool SessionController::startAnalysis(const std::vector<std::int64_t>& steps,
   auto cand = mCandidate;
   auto cancelFlag = mCancel;
   QPointer<SessionController> self(this);
-  mWatcher.setFuture(QtConcurrent::run([=] {
+  mJob = ThreadPool::global().submit([=] {
     auto post = [self](auto fn) {
       if (self) QMetaObject::invokeMethod(self, fn, Qt::QueuedConnection);
     };
@@ -224,7 +224,7 @@ bool SessionController::startAnalysis(const std::vector<std::int64_t>& steps,
         emit self->analysisFailed(message);
       });
     }
-  }));
+  });
   return true;
 }
 
@@ -233,7 +233,7 @@ void SessionController::cancel() {
 }
 
 void SessionController::waitForJob() {
-  mWatcher.waitForFinished();
+  if (mJob.valid()) mJob.wait();
   mBusy = false;
 }
 

@@ -9,13 +9,13 @@
 #include "widgets/session_data.h"
 
 #include <QElapsedTimer>
-#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -89,7 +89,7 @@ class SessionController : public QObject {
   QStringList mPairingWarnings;
   widgets::SessionData mSession;
   std::shared_ptr<std::atomic<bool>> mCancel;
-  QFutureWatcher<void> mWatcher;
+  std::future<void> mJob;  // the running analysis on the thread pool
   QElapsedTimer mJobTimer;
   int mJobId = 0;
   bool mBusy = false;

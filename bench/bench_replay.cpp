@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <omp.h>
 #include <string>
 #include <vector>
 
@@ -158,12 +157,11 @@ int main(int argc, char** argv) {
   const int repeats = argc > 3 ? std::stoi(argv[3]) : 5;
   const std::string refPath = sampleDir + "/reference.h5", candPath = sampleDir + "/candidate.h5";
 
-  omp_set_num_threads(1);
   auto reference = RunFileReplay::open(refPath);
   auto candidate = RunFileReplay::open(candPath);
   const auto program = candidate->programAt(step);
   const TensorMap inputs = adaptInputs(*program, reference->inputsAt(step), nullptr);
-  auto backend = createCpuBackend();
+  auto backend = createCpuBackend(1);  // one thread: the ratios compare single-thread work
 
   std::printf("bench-replay: %s, step %lld, candidate program %zu nodes, median of %d, %s\n",
               sampleDir.c_str(), static_cast<long long>(step), program->nodes.size(), repeats,

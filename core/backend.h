@@ -30,9 +30,14 @@ class Backend {
   virtual void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
                     std::int64_t n, bool absolute = false) = 0;
 
-  /// Runs body(begin, end) over [0, n) in parallel chunks; returns when all are done.
+  /// Runs body(begin, end) over [0, n) in parallel chunks on the process's thread pool (within
+  /// this backend's thread budget); returns when all are done. A throwing body does not end the
+  /// process: the first exception is rethrown here (core/parallel/thread_pool.h).
   virtual void parallelFor(std::int64_t n,
                            const std::function<void(std::int64_t, std::int64_t)>& body) = 0;
+
+  /// Returns the number of host threads this backend may use at once (its thread budget).
+  virtual int threads() const { return 1; }
 
   // ---- Optional interval kernels ------------------------------------------------------------
   // A backend may take over the per-element and per-row work of some op rules (the CUDA backend
@@ -85,7 +90,8 @@ class Backend {
   }
 };
 
-/// Returns the CPU backend (Eigen GEMMs, OpenMP over both cores).
-std::unique_ptr<Backend> createCpuBackend();
+/// Returns the CPU backend: Eigen GEMMs and parallel loops on up to `threads` threads of the
+/// process's thread pool (0 = the whole pool).
+std::unique_ptr<Backend> createCpuBackend(int threads = 0);
 
 }  // namespace lossbound

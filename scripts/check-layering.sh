@@ -2,6 +2,7 @@
 # Fails when an #include goes against the direction of the layering (README "Layout",
 # core/CMakeLists.txt). Headers do not fail to link, so the build alone cannot see these.
 #   core:   interval ← tensor ← ir ← runfile;  interval ← kernels ← backend (core/*.h|cpp)
+#           parallel (the thread pool) ← backend
 #           {ir, backend} ← ops ← program ← analysis → runfile
 #   gpu ← core;  widgets ← core;  app ← widgets, core, gpu/cuda_device.h (the CUDA firewall)
 # core includes no Qt Widgets/Gui and no CUDA header; widgets include no gpu/.
@@ -13,15 +14,16 @@ import re, subprocess, sys
 
 allowed_core = {
     "interval": {"interval"},
+    "parallel": {"parallel"},
     "tensor": {"tensor", "interval"},
     "ir": {"ir", "tensor", "interval"},
     "kernels": {"kernels", "interval"},
-    "backend": {"backend", "kernels", "interval"},
-    "ops": {"ops", "backend", "kernels", "ir", "tensor", "interval"},
-    "program": {"program", "ops", "backend", "kernels", "ir", "tensor", "interval"},
+    "backend": {"backend", "parallel", "kernels", "interval"},
+    "ops": {"ops", "backend", "parallel", "kernels", "ir", "tensor", "interval"},
+    "program": {"program", "ops", "backend", "parallel", "kernels", "ir", "tensor", "interval"},
     "runfile": {"runfile", "ir", "tensor", "interval"},
-    "analysis": {"analysis", "program", "runfile", "ops", "backend", "kernels", "ir", "tensor",
-                 "interval"},
+    "analysis": {"analysis", "program", "runfile", "ops", "backend", "parallel", "kernels", "ir",
+                 "tensor", "interval"},
 }
 allowed_top = {"core": {"core"}, "gpu": {"gpu", "core"}, "widgets": {"widgets", "core"},
                "app": {"app", "widgets", "core", "gpu"}, "bench": {"bench", "core", "gpu"}}

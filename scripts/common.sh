@@ -11,7 +11,7 @@ LOSSBOUND_PACKAGES=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev
   libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev nlohmann-json3-dev
   python3 python3-torch python3-h5py python3-numpy
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
 )
 
 lb_log() { printf '\033[1m[lossbound]\033[0m %s\n' "$*" >&2; }

@@ -2,6 +2,9 @@
 # Quick-start command 2: install what is missing, build everything, run the whole test suite.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lb_install_missing
+lb_log "style and layering checks (scripts/check-format.sh, scripts/check-layering.sh)"
+"$LOSSBOUND_ROOT/scripts/check-format.sh"
+"$LOSSBOUND_ROOT/scripts/check-layering.sh"
 lb_configure
 lb_build
 lb_log "running the test suite (ctest)"

@@ -2,10 +2,12 @@
 // The Analyzer: from two runs to an AnalysisReport (ARCHITECTURE §1). For every selected step t it
 // replays the candidate's step program on the reference's checkpoint at t (the envelope) and on
 // the candidate's own checkpoint (the self-check), compares with the logged losses and classifies
-// the step. Steps are computed by worker threads (on the CPU: one single-threaded backend per
-// core, steps in parallel, so there is no oversubscription); every finished step is passed to the
-// progress callback on the calling thread, in completion order. Cancellation is cooperative
-// (checked between ops). Results are reused from and written to the results cache.
+// the step. Steps run on step workers of the process's thread pool (core/parallel/thread_pool.h),
+// each with its own backend and an equal share of the pool as its thread budget, so steps in
+// parallel never oversubscribe the cores. Every finished step is passed to the progress callback,
+// serialized and in completion order, from whichever pool thread finished it. Cancellation is
+// cooperative (checked between ops). Results are reused from and written to the results cache.
+// The replay of one step and the assembly of its result live in step_job.h.
 //
 // Verdict tiers: a step outside a non-rigorous envelope (first-order, probabilistic, ensemble, or
 // interval started at a node) is also checked against the rigorous interval envelope started at
@@ -33,7 +35,8 @@ class AnalysisError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Called after each finished step (computed or from the cache): done of total steps.
+/// Called after each finished step (computed or from the cache): done of total steps. Calls are
+/// serialized but may come from pool threads.
 using AnalysisProgress = std::function<void(int done, int total, const StepResult& finished)>;
 
 /// How the Analyzer runs; nothing here changes the results.
@@ -42,12 +45,13 @@ struct AnalyzerOptions {
   bool useCache = true;
   /// Cache file; "" = ResultCache::defaultPath(candidate file).
   std::string cachePath;
-  /// Makes the backend of a worker; null = the CPU backend, one single-threaded instance per
-  /// worker. A factory (e.g. CUDA) gets one worker unless `workers` says otherwise.
-  std::function<std::unique_ptr<Backend>()> backendFactory;
+  /// Makes the backend of a step worker with the given host thread budget; null = the CPU
+  /// backend (createCpuBackend(threads)). A factory (e.g. CUDA) gets one worker unless `workers`
+  /// says otherwise.
+  std::function<std::unique_ptr<Backend>(int threads)> backendFactory;
   /// Added to the backend's name() in the report (e.g. "CPU — no CUDA device: ...").
   std::string backendDescription;
-  /// Number of worker threads; 0 = one per hardware thread (CPU) or 1 (factory).
+  /// Number of step workers; 0 = one per pool thread (CPU) or 1 (factory).
   int workers = 0;
 };
 
@@ -70,9 +74,9 @@ class Analyzer {
   AnalyzerOptions mOptions;
 };
 
-/// Checks that the candidate's program at every step can run on the reference's checkpoint: each
-/// of its inputs exists there with the same shape and kind (floating or not). Throws
-/// AnalysisError naming the step, the input, what was expected and what was found.
+/// Checks that the candidate's program at every step can run on the reference's checkpoint by the
+/// one pair rule (inputFit, core/runfile/run_pair.h). Throws AnalysisError naming the step, the
+/// input, what was expected and what was found.
 void checkPairing(const ReplayRun& reference, const ReplayRun& candidate,
                   const std::vector<std::int64_t>& steps);
 

@@ -1,6 +1,7 @@
 #include "core/analysis/result_cache.h"
 
 #include "core/analysis/report_json.h"
+#include "core/runfile/hdf5_support.h"
 
 #include <QCryptographicHash>
 #include <QDateTime>
@@ -31,40 +32,6 @@ constexpr int kFormatVersion = 1;
 /// what an analysis returns, so that caches written before are recomputed, not trusted.
 constexpr int kEngineRevision = 2;
 
-/// Closes an HDF5 handle with its own close function when it goes out of scope.
-class H5Id {
- public:
-  H5Id(hid_t id, herr_t (*close)(hid_t)) : mId(id), mClose(close) {}
-  ~H5Id() {
-    if (mId >= 0) mClose(mId);
-  }
-  H5Id(const H5Id&) = delete;
-  H5Id& operator=(const H5Id&) = delete;
-  hid_t get() const { return mId; }
-  bool ok() const { return mId >= 0; }
-
- private:
-  hid_t mId;
-  herr_t (*mClose)(hid_t);
-};
-
-/// Silences HDF5's automatic error printing on this thread while alive (errors are reported by
-/// our own messages instead).
-class QuietHdf5 {
- public:
-  QuietHdf5() {
-    H5Eget_auto2(H5E_DEFAULT, &mFunc, &mData);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, mFunc, mData); }
-  QuietHdf5(const QuietHdf5&) = delete;
-  QuietHdf5& operator=(const QuietHdf5&) = delete;
-
- private:
-  H5E_auto2_t mFunc = nullptr;
-  void* mData = nullptr;
-};
-
 hid_t utf8StringType() {
   const hid_t t = H5Tcopy(H5T_C_S1);
   H5Tset_size(t, H5T_VARIABLE);
@@ -74,13 +41,13 @@ hid_t utf8StringType() {
 
 bool readStringAttr(hid_t obj, const char* name, std::string& out) {
   if (H5Aexists(obj, name) <= 0) return false;
-  H5Id a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
-  if (!a.ok()) return false;
-  H5Id ftype(H5Aget_type(a.get()), H5Tclose);
-  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING ||
+  Hdf5Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  if (!a.valid()) return false;
+  Hdf5Handle ftype(H5Aget_type(a.get()), H5Tclose);
+  if (!ftype.valid() || H5Tget_class(ftype.get()) != H5T_STRING ||
       H5Tis_variable_str(ftype.get()) <= 0)
     return false;
-  H5Id t(utf8StringType(), H5Tclose);
+  Hdf5Handle t(utf8StringType(), H5Tclose);
   char* buf = nullptr;
   if (H5Aread(a.get(), t.get(), &buf) < 0 || !buf) return false;
   out = buf;
@@ -89,23 +56,23 @@ bool readStringAttr(hid_t obj, const char* name, std::string& out) {
 }
 
 bool writeStringAttr(hid_t obj, const char* name, const std::string& value) {
-  H5Id t(utf8StringType(), H5Tclose);
-  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Id a(H5Acreate2(obj, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  Hdf5Handle t(utf8StringType(), H5Tclose);
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle a(H5Acreate2(obj, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   const char* p = value.c_str();
-  return a.ok() && H5Awrite(a.get(), t.get(), &p) >= 0;
+  return a.valid() && H5Awrite(a.get(), t.get(), &p) >= 0;
 }
 
 bool readStringDataset(hid_t loc, const char* name, std::string& out) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return false;
-  H5Id d(H5Dopen2(loc, name, H5P_DEFAULT), H5Dclose);
-  if (!d.ok()) return false;
-  H5Id ftype(H5Dget_type(d.get()), H5Tclose);
-  H5Id space(H5Dget_space(d.get()), H5Sclose);
-  if (!ftype.ok() || H5Tget_class(ftype.get()) != H5T_STRING ||
+  Hdf5Handle d(H5Dopen2(loc, name, H5P_DEFAULT), H5Dclose);
+  if (!d.valid()) return false;
+  Hdf5Handle ftype(H5Dget_type(d.get()), H5Tclose);
+  Hdf5Handle space(H5Dget_space(d.get()), H5Sclose);
+  if (!ftype.valid() || H5Tget_class(ftype.get()) != H5T_STRING ||
       H5Tis_variable_str(ftype.get()) <= 0 || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR)
     return false;
-  H5Id t(utf8StringType(), H5Tclose);
+  Hdf5Handle t(utf8StringType(), H5Tclose);
   char* buf = nullptr;
   if (H5Dread(d.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &buf) < 0 || !buf) return false;
   out = buf;
@@ -114,22 +81,22 @@ bool readStringDataset(hid_t loc, const char* name, std::string& out) {
 }
 
 bool writeStringDataset(hid_t loc, const char* name, const std::string& value) {
-  H5Id t(utf8StringType(), H5Tclose);
-  H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-  H5Id d(H5Dcreate2(loc, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-         H5Dclose);
+  Hdf5Handle t(utf8StringType(), H5Tclose);
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle d(H5Dcreate2(loc, name, t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               H5Dclose);
   const char* p = value.c_str();
-  return d.ok() && H5Dwrite(d.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0;
+  return d.valid() && H5Dwrite(d.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) >= 0;
 }
 
 template <typename T>
 bool writeColumn(hid_t loc, const char* name, hid_t memType, hid_t fileType,
                  const std::vector<T>& values) {
   const hsize_t n = values.size();
-  H5Id space(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  H5Id d(H5Dcreate2(loc, name, fileType, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-         H5Dclose);
-  return d.ok() &&
+  Hdf5Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Hdf5Handle d(H5Dcreate2(loc, name, fileType, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               H5Dclose);
+  return d.valid() &&
          (n == 0 || H5Dwrite(d.get(), memType, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
 }
 
@@ -173,10 +140,11 @@ std::vector<StepResult> parseSteps(const std::string& json) {
 
 bool writeEntry(hid_t file, const std::string& name, const std::string& key,
                 const std::vector<StepResult>& steps) {
-  H5Id analyses(H5Gopen2(file, "analyses", H5P_DEFAULT), H5Gclose);
-  if (!analyses.ok()) return false;
-  H5Id g(H5Gcreate2(analyses.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  if (!g.ok()) return false;
+  Hdf5Handle analyses(H5Gopen2(file, "analyses", H5P_DEFAULT), H5Gclose);
+  if (!analyses.valid()) return false;
+  Hdf5Handle g(H5Gcreate2(analyses.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               H5Gclose);
+  if (!g.valid()) return false;
   QJsonArray arr;
   std::vector<std::int64_t> step;
   std::vector<double> ref, cand, lo, hi;
@@ -273,16 +241,17 @@ std::string ResultCache::defaultPath(const std::string& candidatePath) {
 ResultCache::ResultCache(std::string path) : mPath(std::move(path)) {}
 
 std::vector<StepResult> ResultCache::load(const std::string& key) const {
-  QuietHdf5 quiet;
-  H5Id f(openCache(mPath), H5Fclose);
-  if (!f.ok()) return {};
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
+  Hdf5Handle f(openCache(mPath), H5Fclose);
+  if (!f.valid()) return {};
   const std::string group = "analyses/" + entryName(key);
   if (H5Lexists(f.get(), "analyses", H5P_DEFAULT) <= 0 ||
       H5Lexists(f.get(), group.c_str(), H5P_DEFAULT) <= 0)
     return {};
-  H5Id g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  Hdf5Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
   std::string storedKey, json;
-  if (!g.ok() || !readStringAttr(g.get(), "key", storedKey) || storedKey != key ||
+  if (!g.valid() || !readStringAttr(g.get(), "key", storedKey) || storedKey != key ||
       !readStringDataset(g.get(), "steps_json", json))
     return {};
   auto steps = parseSteps(json);
@@ -293,7 +262,8 @@ std::vector<StepResult> ResultCache::load(const std::string& key) const {
 
 void ResultCache::store(const std::string& key, const std::vector<StepResult>& steps) {
   namespace fs = std::filesystem;
-  QuietHdf5 quiet;
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   std::map<std::int64_t, StepResult> merged;
   for (StepResult& s : load(key)) merged[s.step] = std::move(s);
   for (const StepResult& s : steps) {
@@ -311,45 +281,46 @@ void ResultCache::store(const std::string& key, const std::vector<StepResult>& s
   const std::string myName = entryName(key);
   bool ok = false;
   {
-    H5Id out(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!out.ok())
+    Hdf5Handle out(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!out.valid())
       throw std::runtime_error("results cache: cannot create '" + tmp +
                                "' (expected a writable folder)");
     ok = writeStringAttr(out.get(), "format", kFormat);
     {
       const std::int64_t version = kFormatVersion;
-      H5Id space(H5Screate(H5S_SCALAR), H5Sclose);
-      H5Id a(H5Acreate2(out.get(), "format_version", H5T_STD_I64LE, space.get(), H5P_DEFAULT,
-                        H5P_DEFAULT),
-             H5Aclose);
-      ok = ok && a.ok() && H5Awrite(a.get(), H5T_NATIVE_INT64, &version) >= 0;
+      Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+      Hdf5Handle a(H5Acreate2(out.get(), "format_version", H5T_STD_I64LE, space.get(), H5P_DEFAULT,
+                              H5P_DEFAULT),
+                   H5Aclose);
+      ok = ok && a.valid() && H5Awrite(a.get(), H5T_NATIVE_INT64, &version) >= 0;
     }
     {
-      H5Id g(H5Gcreate2(out.get(), "analyses", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-      ok = ok && g.ok();
+      Hdf5Handle g(H5Gcreate2(out.get(), "analyses", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                   H5Gclose);
+      ok = ok && g.valid();
     }
     // Keep the other entries, most recently updated first, up to the limit.
-    H5Id in(openCache(mPath), H5Fclose);
-    if (ok && in.ok() && H5Lexists(in.get(), "analyses", H5P_DEFAULT) > 0) {
-      H5Id src(H5Gopen2(in.get(), "analyses", H5P_DEFAULT), H5Gclose);
+    Hdf5Handle in(openCache(mPath), H5Fclose);
+    if (ok && in.valid() && H5Lexists(in.get(), "analyses", H5P_DEFAULT) > 0) {
+      Hdf5Handle src(H5Gopen2(in.get(), "analyses", H5P_DEFAULT), H5Gclose);
       H5G_info_t info{};
       std::vector<std::pair<std::string, std::string>> others;  // (updated, name)
-      if (src.ok() && H5Gget_info(src.get(), &info) >= 0) {
+      if (src.valid() && H5Gget_info(src.get(), &info) >= 0) {
         for (hsize_t i = 0; i < info.nlinks; ++i) {
           char name[256] = {};
           if (H5Lget_name_by_idx(src.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
                                  H5P_DEFAULT) < 0 ||
               name == myName)
             continue;
-          H5Id g(H5Gopen2(src.get(), name, H5P_DEFAULT), H5Gclose);
+          Hdf5Handle g(H5Gopen2(src.get(), name, H5P_DEFAULT), H5Gclose);
           std::string updated;
-          if (g.ok() && readStringAttr(g.get(), "updated", updated))
+          if (g.valid() && readStringAttr(g.get(), "updated", updated))
             others.emplace_back(updated, name);
         }
       }
       std::sort(others.rbegin(), others.rend());
       if (others.size() > static_cast<std::size_t>(kMaxEntries - 1)) others.resize(kMaxEntries - 1);
-      H5Id dst(H5Gopen2(out.get(), "analyses", H5P_DEFAULT), H5Gclose);
+      Hdf5Handle dst(H5Gopen2(out.get(), "analyses", H5P_DEFAULT), H5Gclose);
       for (const auto& [updated, name] : others)
         ok = ok && H5Ocopy(src.get(), name.c_str(), dst.get(), name.c_str(), H5P_DEFAULT,
                            H5P_DEFAULT) >= 0;

@@ -1,5 +1,7 @@
 #include "core/runfile/run_file.h"
 
+#include "core/runfile/hdf5_support.h"
+
 #include <hdf5.h>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,11 +20,11 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <set>
 #include <utility>
 
@@ -51,60 +54,6 @@ double bfloat16BitsToDouble(std::uint16_t bits) {
 }
 
 namespace {
-
-// Every HDF5 call of this module runs under this lock: Debian's libhdf5 is not built thread-safe.
-std::recursive_mutex& hdf5Mutex() {
-  static std::recursive_mutex m;
-  return m;
-}
-
-// Stops HDF5 from printing its error stack to stderr; failures become RunFileErrors instead.
-void silenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-
-// Returns the innermost message of the current HDF5 error stack ("truncated file: eof = ..."),
-// and clears the stack.
-std::string hdf5Reason() {
-  std::vector<std::string> messages;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_DOWNWARD,
-      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
-        if (e && e->desc && *e->desc)
-          static_cast<std::vector<std::string>*>(data)->push_back(e->desc);
-        return 0;
-      },
-      &messages);
-  H5Eclear2(H5E_DEFAULT);
-  return messages.empty() ? std::string() : messages.back();
-}
-
-// Owns one HDF5 identifier and closes it with the matching H5*close.
-class Handle {
- public:
-  Handle() = default;
-  Handle(hid_t id, herr_t (*close)(hid_t)) : mId(id), mClose(close) {}
-  Handle(Handle&& o) noexcept : mId(std::exchange(o.mId, -1)), mClose(o.mClose) {}
-  Handle& operator=(Handle&& o) noexcept {
-    if (this != &o) {
-      reset();
-      mId = std::exchange(o.mId, -1);
-      mClose = o.mClose;
-    }
-    return *this;
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() { reset(); }
-  void reset() {
-    if (mId >= 0 && mClose) mClose(mId);
-    mId = -1;
-  }
-  hid_t get() const { return mId; }
-  bool valid() const { return mId >= 0; }
-
- private:
-  hid_t mId = -1;
-  herr_t (*mClose)(hid_t) = nullptr;
-};
 
 std::string typeDescription(hid_t type) {
   const std::size_t size = H5Tget_size(type);
@@ -147,7 +96,7 @@ constexpr FilterName kFilterNames[] = {
 // Reads one HDF5 file: holds the file identifier and the file name for messages.
 class Reader {
  public:
-  Reader(std::string name, Handle file) : mName(std::move(name)), mFile(std::move(file)) {}
+  Reader(std::string name, Hdf5Handle file) : mName(std::move(name)), mFile(std::move(file)) {}
 
   const std::string& name() const { return mName; }
   hid_t file() const { return mFile.get(); }
@@ -178,10 +127,10 @@ class Reader {
   }
 
   // Opens an existing object and checks it is a group (or a dataset).
-  Handle openObject(const std::string& path, H5I_type_t expected) const {
+  Hdf5Handle openObject(const std::string& path, H5I_type_t expected) const {
     const hid_t id = H5Oopen(file(), path.c_str(), H5P_DEFAULT);
     if (id < 0) failHdf5(path, "cannot open this object");
-    Handle h(id, H5Oclose);
+    Hdf5Handle h(id, H5Oclose);
     const H5I_type_t t = H5Iget_type(id);
     if (t != expected)
       fail(path, std::string("expected a ") + (expected == H5I_GROUP ? "group" : "dataset") +
@@ -192,14 +141,14 @@ class Reader {
     return h;
   }
 
-  Handle group(const std::string& path) const {
+  Hdf5Handle group(const std::string& path) const {
     if (!exists(path)) fail(path, "the group is missing");
     return openObject(path, H5I_GROUP);
   }
 
-  Handle dataset(const std::string& path) const {
+  Hdf5Handle dataset(const std::string& path) const {
     if (!exists(path)) fail(path, "the dataset is missing");
-    Handle h = openObject(path, H5I_DATASET);
+    Hdf5Handle h = openObject(path, H5I_DATASET);
     checkFilters(h.get(), path);
     return h;
   }
@@ -224,12 +173,12 @@ class Reader {
   H5I_type_t objectType(hid_t group, const std::string& name, const std::string& path) const {
     const hid_t id = H5Oopen(group, name.c_str(), H5P_DEFAULT);
     if (id < 0) failHdf5(path, "cannot open this object");
-    Handle h(id, H5Oclose);
+    Hdf5Handle h(id, H5Oclose);
     return H5Iget_type(id);
   }
 
   void checkFilters(hid_t dset, const std::string& path) const {
-    Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+    Hdf5Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
     if (!dcpl.valid()) failHdf5(path, "cannot read the dataset's creation properties");
     const int n = H5Pget_nfilters(dcpl.get());
     for (int i = 0; i < n; ++i) {
@@ -256,7 +205,7 @@ class Reader {
   };
 
   Extent extent(hid_t dset, const std::string& path) const {
-    Handle space(H5Dget_space(dset), H5Sclose);
+    Hdf5Handle space(H5Dget_space(dset), H5Sclose);
     if (!space.valid()) failHdf5(path, "cannot read the dataspace");
     return extentOf(space.get(), path);
   }
@@ -288,8 +237,8 @@ class Reader {
   template <typename T>
   std::vector<T> read1d(const std::string& path, hid_t memType, const char* expected,
                         bool (*typeOk)(hid_t)) const {
-    Handle d = dataset(path);
-    Handle type(H5Dget_type(d.get()), H5Tclose);
+    Hdf5Handle d = dataset(path);
+    Hdf5Handle type(H5Dget_type(d.get()), H5Tclose);
     if (!typeOk(type.get()))
       fail(path, std::string("expected ") + expected + ", found " + typeDescription(type.get()));
     const Extent e = extent(d.get(), path);
@@ -303,15 +252,15 @@ class Reader {
 
   // Reads a string from an attribute (isAttr) or a dataset: variable or fixed length, scalar.
   std::string readString(hid_t obj, bool isAttr, const std::string& path) const {
-    Handle type(isAttr ? H5Aget_type(obj) : H5Dget_type(obj), H5Tclose);
+    Hdf5Handle type(isAttr ? H5Aget_type(obj) : H5Dget_type(obj), H5Tclose);
     if (!type.valid()) failHdf5(path, "cannot read the datatype");
     if (H5Tget_class(type.get()) != H5T_STRING)
       fail(path, "expected a string, found " + typeDescription(type.get()));
-    Handle space(isAttr ? H5Aget_space(obj) : H5Dget_space(obj), H5Sclose);
+    Hdf5Handle space(isAttr ? H5Aget_space(obj) : H5Dget_space(obj), H5Sclose);
     if (!space.valid()) failHdf5(path, "cannot read the dataspace");
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
     if (n != 1) fail(path, "expected one string, found " + std::to_string(n) + " elements");
-    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    Hdf5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
     if (H5Tis_variable_str(type.get()) > 0) {
       H5Tset_size(mem.get(), H5T_VARIABLE);
@@ -336,11 +285,11 @@ class Reader {
     return s;
   }
 
-  Handle attribute(hid_t obj, const std::string& objPath, const char* name) const {
+  Hdf5Handle attribute(hid_t obj, const std::string& objPath, const char* name) const {
     const htri_t e = H5Aexists(obj, name);
     if (e < 0) failHdf5(objPath, std::string("cannot check attribute '") + name + "'");
     if (e == 0) return {};
-    Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+    Hdf5Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
     if (!a.valid()) failHdf5(objPath, std::string("cannot open attribute '") + name + "'");
     return a;
   }
@@ -351,24 +300,24 @@ class Reader {
 
   std::optional<std::string> stringAttr(hid_t obj, const std::string& objPath,
                                         const char* name) const {
-    Handle a = attribute(obj, objPath, name);
+    Hdf5Handle a = attribute(obj, objPath, name);
     if (!a.valid()) return std::nullopt;
     return readString(a.get(), true, attrPath(objPath, name));
   }
 
   std::optional<std::int64_t> intAttr(hid_t obj, const std::string& objPath,
                                       const char* name) const {
-    Handle a = attribute(obj, objPath, name);
+    Hdf5Handle a = attribute(obj, objPath, name);
     if (!a.valid()) return std::nullopt;
     const std::string path = attrPath(objPath, name);
-    Handle type(H5Aget_type(a.get()), H5Tclose);
+    Hdf5Handle type(H5Aget_type(a.get()), H5Tclose);
     if (H5Tget_class(type.get()) != H5T_INTEGER) {
       std::string found = typeDescription(type.get());
       if (H5Tget_class(type.get()) == H5T_STRING)
         found += " \"" + readString(a.get(), true, path) + "\"";
       fail(path, "expected an integer attribute, found " + found);
     }
-    Handle space(H5Aget_space(a.get()), H5Sclose);
+    Hdf5Handle space(H5Aget_space(a.get()), H5Sclose);
     if (H5Sget_simple_extent_npoints(space.get()) != 1) fail(path, "expected one integer");
     std::int64_t v = 0;
     if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) failHdf5(path, "cannot read the attribute");
@@ -377,7 +326,7 @@ class Reader {
 
  private:
   std::string mName;
-  Handle mFile;
+  Hdf5Handle mFile;
 };
 
 bool isIntegerType(hid_t t) { return H5Tget_class(t) == H5T_INTEGER; }
@@ -434,7 +383,7 @@ struct RunFile::Impl {
   std::map<std::int64_t, CheckpointEntry> checkpoints;
   std::vector<std::string> warnings;
 
-  Impl(std::string name, Handle file) : reader(std::move(name), std::move(file)) {}
+  Impl(std::string name, Hdf5Handle file) : reader(std::move(name), std::move(file)) {}
 
   void validate();
   void readRoot();
@@ -442,8 +391,8 @@ struct RunFile::Impl {
   void readPrograms();
   void readCheckpoints();
   // Opens the dataset of `input` at checkpoint `entry`, checks dtype attribute, storage and shape.
-  Handle tensorDataset(const CheckpointEntry& entry, const InputSpec& input, std::string& path,
-                       Reader::Extent& extent) const;
+  Hdf5Handle tensorDataset(const CheckpointEntry& entry, const InputSpec& input, std::string& path,
+                           Reader::Extent& extent) const;
   Tensor readTensor(const CheckpointEntry& entry, const InputSpec& input) const;
   // Visits the chunk index of every checkpoint tensor: the metadata H5Dread touches beyond what
   // validate() opened (used by the crash-isolated validation, not by open()).
@@ -462,7 +411,7 @@ void RunFile::Impl::validate() {
 }
 
 void RunFile::Impl::readRoot() {
-  Handle root = reader.group("/");
+  Hdf5Handle root = reader.group("/");
   const auto format = reader.stringAttr(root.get(), "/", "format");
   if (!format)
     reader.fail("/",
@@ -495,7 +444,7 @@ void RunFile::Impl::readRoot() {
 }
 
 void RunFile::Impl::readLog() {
-  Handle logGroup = reader.group("/log");
+  Hdf5Handle logGroup = reader.group("/log");
   log.steps =
       reader.read1d<std::int64_t>("/log/step", H5T_NATIVE_INT64, "int64 steps", isIntegerType);
   if (log.steps.empty()) reader.fail("/log/step", "the log is empty, expected at least one step");
@@ -538,10 +487,10 @@ void RunFile::Impl::readPrograms() {
     warnings.push_back("there is no /programs group: no step program was recorded");
     return;
   }
-  Handle group = reader.group("/programs");
+  Hdf5Handle group = reader.group("/programs");
   for (const std::string& id : reader.children(group.get(), "/programs")) {
     const std::string path = "/programs/" + id;
-    Handle g = reader.group(path);
+    Hdf5Handle g = reader.group(path);
     const auto version = reader.intAttr(g.get(), path, "ir_version");
     if (!version)
       reader.fail(path, "the attribute 'ir_version' is missing (expected an integer from " +
@@ -552,7 +501,7 @@ void RunFile::Impl::readPrograms() {
                                              ", this Lossbound reads IR versions " +
                                              std::to_string(kMinIrVersion) + " to " +
                                              std::to_string(kIrVersion));
-    Handle graph = reader.dataset(path + "/graph");
+    Hdf5Handle graph = reader.dataset(path + "/graph");
     const std::string json = reader.readString(graph.get(), false, path + "/graph");
     RunProgram p;
     p.id = id;
@@ -603,14 +552,14 @@ void RunFile::Impl::readPrograms() {
             [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
-Handle RunFile::Impl::tensorDataset(const CheckpointEntry& entry, const InputSpec& input,
-                                    std::string& path, Reader::Extent& extent) const {
+Hdf5Handle RunFile::Impl::tensorDataset(const CheckpointEntry& entry, const InputSpec& input,
+                                        std::string& path, Reader::Extent& extent) const {
   path = datasetPath(entry, input.name);
   if (!reader.exists(path))
     reader.fail(path, "missing dataset for program input '" + input.name + "' (" +
                           shapeString(input.spec.shape) + " " +
                           std::string(dtypeName(input.spec.dtype)) + ")");
-  Handle d = reader.dataset(path);
+  Hdf5Handle d = reader.dataset(path);
   const auto dtypeText = reader.stringAttr(d.get(), path, "dtype");
   if (!dtypeText)
     reader.fail(path, "the attribute 'dtype' is missing (expected \"" +
@@ -621,7 +570,7 @@ Handle RunFile::Impl::tensorDataset(const CheckpointEntry& entry, const InputSpe
     reader.fail(path, "the dataset has dtype " + std::string(dtypeName(*dtype)) +
                           ", the program expects input '" + input.name + "' as " +
                           std::string(dtypeName(input.spec.dtype)));
-  Handle type(H5Dget_type(d.get()), H5Tclose);
+  Hdf5Handle type(H5Dget_type(d.get()), H5Tclose);
   if (const std::string expected = storageMismatch(*dtype, type.get()); !expected.empty())
     reader.fail(path, "dtype " + std::string(dtypeName(*dtype)) + " must be stored as " + expected +
                           ", found " + typeDescription(type.get()));
@@ -639,7 +588,7 @@ void RunFile::Impl::readCheckpoints() {
     warnings.push_back("there is no /checkpoints group: no step can be replayed");
     return;
   }
-  Handle group = reader.group("/checkpoints");
+  Hdf5Handle group = reader.group("/checkpoints");
   const std::set<std::int64_t> logged(log.steps.begin(), log.steps.end());
   std::vector<std::int64_t> unlogged;
   for (const std::string& name : reader.children(group.get(), "/checkpoints")) {
@@ -649,7 +598,7 @@ void RunFile::Impl::readCheckpoints() {
     if (ec != std::errc() || end != name.data() + name.size() || name.empty() || name[0] == '+')
       reader.fail(path,
                   "checkpoint groups must be named by their decimal step, found \"" + name + "\"");
-    Handle g = reader.group(path);
+    Hdf5Handle g = reader.group(path);
     const auto attrStep = reader.intAttr(g.get(), path, "step");
     if (attrStep && *attrStep != step)
       reader.fail(Reader::attrPath(path, "step"),
@@ -676,7 +625,7 @@ void RunFile::Impl::readCheckpoints() {
     for (const char* part : {"params", "batch"}) {
       const std::string ppath = path + "/" + part;
       if (!reader.exists(ppath)) continue;
-      Handle pg = reader.group(ppath);
+      Hdf5Handle pg = reader.group(ppath);
       std::vector<std::string> extra;
       for (const std::string& child : reader.children(pg.get(), ppath))
         if (!expected.count(ppath + "/" + child)) extra.push_back(child);
@@ -699,11 +648,11 @@ void RunFile::Impl::walkChunkIndexes() const {
     for (const InputSpec& in : programs[entry.program].program.inputs) {
       std::string path;
       Reader::Extent extent;
-      Handle d = tensorDataset(entry, in, path, extent);
-      Handle dcpl(H5Dget_create_plist(d.get()), H5Pclose);
+      Hdf5Handle d = tensorDataset(entry, in, path, extent);
+      Hdf5Handle dcpl(H5Dget_create_plist(d.get()), H5Pclose);
       if (!dcpl.valid()) reader.failHdf5(path, "cannot read the dataset's creation properties");
       if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) continue;
-      Handle space(H5Dget_space(d.get()), H5Sclose);  // 1.10 rejects H5S_ALL here
+      Hdf5Handle space(H5Dget_space(d.get()), H5Sclose);  // 1.10 rejects H5S_ALL here
       if (!space.valid()) reader.failHdf5(path, "cannot read the dataspace");
       hsize_t chunks = 0;
       if (H5Dget_num_chunks(d.get(), space.get(), &chunks) < 0)
@@ -721,8 +670,8 @@ void RunFile::Impl::walkChunkIndexes() const {
 Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& input) const {
   std::string path;
   Reader::Extent extent;
-  Handle d = tensorDataset(entry, input, path, extent);
-  Handle type(H5Dget_type(d.get()), H5Tclose);
+  Hdf5Handle d = tensorDataset(entry, input, path, extent);
+  Hdf5Handle type(H5Dget_type(d.get()), H5Tclose);
   const std::size_t n = static_cast<std::size_t>(extent.count);
   std::vector<double> values(n);
   auto readAs = [&](hid_t memType, void* buffer) {
@@ -746,7 +695,7 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
             H5Tget_ebias(type.get()) != 15)
           reader.fail(
               path, "expected IEEE binary16 floats, found a 16-bit float type with another layout");
-        Handle mem(H5Tcopy(type.get()), H5Tclose);
+        Hdf5Handle mem(H5Tcopy(type.get()), H5Tclose);
         H5Tset_order(mem.get(), H5T_ORDER_LE);
         readAs(mem.get(), bits.data());
         if constexpr (std::endian::native == std::endian::big)
@@ -786,7 +735,7 @@ Tensor RunFile::Impl::readTensor(const CheckpointEntry& entry, const InputSpec& 
     case DType::Bool: {
       std::vector<std::uint8_t> bytes(n);
       if (H5Tget_class(type.get()) == H5T_ENUM) {  // h5py writes numpy bools as an int8 enum
-        Handle mem(H5Tcopy(type.get()), H5Tclose);
+        Hdf5Handle mem(H5Tcopy(type.get()), H5Tclose);
         readAs(mem.get(), bytes.data());
       } else {
         readAs(H5T_NATIVE_UINT8, bytes.data());
@@ -819,22 +768,25 @@ bool hasHdf5Signature(const unsigned char* data, std::size_t size) {
 RunFile::RunFile(std::unique_ptr<Impl> impl) : mImpl(std::move(impl)) {}
 RunFile::RunFile(RunFile&&) noexcept = default;
 RunFile& RunFile::operator=(RunFile&& other) noexcept {
-  std::lock_guard lock(hdf5Mutex());
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   mImpl = std::move(other.mImpl);
   return *this;
 }
 RunFile::~RunFile() {
-  std::lock_guard lock(hdf5Mutex());
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   mImpl.reset();
 }
 
 RunFile RunFile::open(const std::string& path) {
-  std::lock_guard lock(hdf5Mutex());
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   return RunFile(openUnlocked(path));
 }
 
 std::unique_ptr<RunFile::Impl> RunFile::openUnlocked(const std::string& path) {
-  silenceHdf5();
+  const Hdf5Quiet quiet;
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) throw RunFileError(path, "", "no such file");
@@ -855,7 +807,7 @@ std::unique_ptr<RunFile::Impl> RunFile::openUnlocked(const std::string& path) {
                          "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
                              " bytes), expected a Lossbound run file");
   }
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  Hdf5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (file < 0) {
@@ -864,12 +816,18 @@ std::unique_ptr<RunFile::Impl> RunFile::openUnlocked(const std::string& path) {
                        "HDF5 cannot open the file (damaged or truncated?)" +
                            (reason.empty() ? std::string() : ": " + reason));
   }
-  auto impl = std::make_unique<Impl>(path, Handle(file, H5Fclose));
+  auto impl = std::make_unique<Impl>(path, Hdf5Handle(file, H5Fclose));
   impl->validate();
   return impl;
 }
 
-void RunFile::validateIsolated(const std::string& path) {
+void RunFile::validate(const std::string& path) {
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
+  openUnlocked(path)->walkChunkIndexes();
+}
+
+void RunFile::validateIsolated(const std::string& path, int timeoutSeconds) {
 #ifdef LOSSBOUND_HAVE_FORK
   int fds[2];
   if (pipe(fds) != 0) return;  // no isolation possible; the caller's own open() still validates
@@ -877,7 +835,8 @@ void RunFile::validateIsolated(const std::string& path) {
   {
     // Holding the lock across fork() means no other thread is inside HDF5, so the child inherits
     // a consistent library state (the child must not lock: the owner is the parent's thread).
-    std::lock_guard lock(hdf5Mutex());
+    const Hdf5Lock lock;
+    const Hdf5Quiet quiet;
     pid = fork();
   }
   if (pid == 0) {
@@ -891,7 +850,7 @@ void RunFile::validateIsolated(const std::string& path) {
     setrlimit(RLIMIT_CORE, &noCore);
     std::string report = "O";
     try {
-      openUnlocked(path)->walkChunkIndexes();
+      openUnlocked(path)->walkChunkIndexes();  // not validate(): the child must not lock
     } catch (const RunFileError& e) {
       const std::string what = e.what();
       const std::size_t prefix = e.file().size() + 2 + (e.path().empty() ? 0 : e.path().size() + 2);
@@ -914,18 +873,41 @@ void RunFile::validateIsolated(const std::string& path) {
     close(fds[0]);
     return;
   }
+  // Read the report until the child closes the pipe, at most timeoutSeconds in all; a child
+  // that hangs (a pathological file) is killed.
   std::string report;
   char buffer[4096];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::max(1, timeoutSeconds));
+  bool timedOut = false;
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      timedOut = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
     const ssize_t n = read(fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     report.append(buffer, static_cast<std::size_t>(n));
   }
   close(fds[0]);
+  if (timedOut) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (timedOut)
+    throw RunFileError(path, "",
+                       "validating the file did not finish within " +
+                           std::to_string(timeoutSeconds) +
+                           " s (the validating child process was stopped): the file may be "
+                           "corrupt or on a stalled file system");
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = sig == SIGSEGV   ? " SIGSEGV"
@@ -954,15 +936,15 @@ void RunFile::validateIsolated(const std::string& path) {
 }
 
 RunFile RunFile::openImage(const void* data, std::size_t size, const std::string& name) {
-  std::lock_guard lock(hdf5Mutex());
-  silenceHdf5();
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   if (size == 0)
     throw RunFileError(name, "", "the file is empty (0 bytes), expected an HDF5 run file");
   if (!hasHdf5Signature(static_cast<const unsigned char*>(data), size))
     throw RunFileError(name, "",
                        "not an HDF5 file (no HDF5 signature in its " + std::to_string(size) +
                            " bytes), expected a Lossbound run file");
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  Hdf5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fapl_core(fapl.get(), 1 << 16, false);
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
   if (H5Pset_file_image(fapl.get(), const_cast<void*>(data), size) < 0)
@@ -974,7 +956,7 @@ RunFile RunFile::openImage(const void* data, std::size_t size, const std::string
                        "HDF5 cannot open the file (damaged or truncated?)" +
                            (reason.empty() ? std::string() : ": " + reason));
   }
-  auto impl = std::make_unique<Impl>(name, Handle(file, H5Fclose));
+  auto impl = std::make_unique<Impl>(name, Hdf5Handle(file, H5Fclose));
   impl->validate();
   return RunFile(std::move(impl));
 }
@@ -1016,8 +998,8 @@ std::optional<double> RunFile::lossAt(std::int64_t step) const {
 }
 
 TensorMap RunFile::loadCheckpoint(std::int64_t step, CheckpointPart part) const {
-  std::lock_guard lock(hdf5Mutex());
-  silenceHdf5();
+  const Hdf5Lock lock;
+  const Hdf5Quiet quiet;
   auto it = mImpl->checkpoints.find(step);
   if (it == mImpl->checkpoints.end())
     throw RunFileError(path(), "/checkpoints/" + std::to_string(step),

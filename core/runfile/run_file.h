@@ -77,10 +77,15 @@ class RunFile {
  public:
   /// Opens and validates `path` read-only; throws RunFileError naming what is wrong and where.
   static RunFile open(const std::string& path);
-  /// Validates `path` as open() does, plus every checkpoint tensor's chunk index, in a forked
-  /// child process; throws the RunFileError open() would throw, or one saying the HDF5 library
-  /// crashed, so a corrupt file cannot crash the caller (a no-op where fork() is unavailable).
-  static void validateIsolated(const std::string& path);
+  /// Validates `path` as open() does, plus every checkpoint tensor's chunk index, in this
+  /// process; throws RunFileError. A corrupt file can crash libhdf5 here: processes that must
+  /// survive that validate in a child (validateIsolated, or the GUI's `lossbound-cli validate`).
+  static void validate(const std::string& path);
+  /// Runs validate(path) in a forked child process and waits at most `timeoutSeconds`; throws the
+  /// RunFileError validate() would throw, or one saying the HDF5 library crashed or the check did
+  /// not finish in time, so a corrupt file cannot crash or hang the caller. Only for processes
+  /// that have started no threads yet (the CLI); a no-op where fork() is unavailable.
+  static void validateIsolated(const std::string& path, int timeoutSeconds = 120);
   /// Opens and validates an in-memory HDF5 file image (tests, fuzzing); `name` is used in messages.
   static RunFile openImage(const void* data, std::size_t size, const std::string& name);
 

@@ -27,25 +27,39 @@ bool sameBits(double a, double b) {
 
 }  // namespace
 
-std::vector<std::string> inputDifferences(const Program& reference, const Program& candidate) {
+InputFit inputFit(const Program& reference, const Program& candidate) {
   std::map<std::string, TensorSpec> ref, cand;
   for (const InputSpec& in : reference.inputs) ref.emplace(in.name, in.spec);
   for (const InputSpec& in : candidate.inputs) cand.emplace(in.name, in.spec);
-  std::vector<std::string> out;
+  InputFit fit;
   for (const auto& [name, spec] : cand) {
     auto it = ref.find(name);
     if (it == ref.end())
-      out.push_back("input '" + name + "' (" + specString(spec) +
-                    ") of the candidate program is not an input of the reference program");
-    else if (it->second.shape != spec.shape || it->second.dtype != spec.dtype)
-      out.push_back("input '" + name + "' is " + specString(it->second) + " in the reference but " +
-                    specString(spec) + " in the candidate");
+      fit.errors.push_back("the candidate program needs input '" + name + "' (" + specString(spec) +
+                           "), the reference checkpoint has none");
+    else if (it->second.shape != spec.shape)
+      fit.errors.push_back("input '" + name + "': the candidate program expects shape " +
+                           shapeString(spec.shape) + ", the reference checkpoint holds " +
+                           shapeString(it->second.shape));
+    else if (isFloating(it->second.dtype) != isFloating(spec.dtype))
+      fit.errors.push_back("input '" + name + "': the candidate program expects " +
+                           std::string(dtypeName(spec.dtype)) +
+                           ", the reference checkpoint holds " +
+                           std::string(dtypeName(it->second.dtype)));
+    else if (it->second.dtype != spec.dtype)
+      fit.warnings.push_back("input '" + name + "' is " + std::string(dtypeName(it->second.dtype)) +
+                             " in the reference and " + std::string(dtypeName(spec.dtype)) +
+                             " in the candidate: the replay " +
+                             (isFloating(spec.dtype)
+                                  ? "rounds the reference's values to nearest in "
+                                  : "reads the reference's exact values as ") +
+                             std::string(dtypeName(spec.dtype)));
   }
   for (const auto& [name, spec] : ref)
     if (!cand.count(name))
-      out.push_back("input '" + name + "' (" + specString(spec) +
-                    ") of the reference program is not an input of the candidate program");
-  return out;
+      fit.warnings.push_back("input '" + name + "' (" + specString(spec) +
+                             ") of the reference program is not used by the candidate program");
+  return fit;
 }
 
 RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate,
@@ -71,9 +85,11 @@ RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate,
     const RunProgram& rp = reference.checkpointProgram(step);
     const RunProgram& cp = candidate.checkpointProgram(step);
     if (!seen.emplace(std::pair{rp.id, cp.id}, step).second) continue;
-    for (const std::string& d : inputDifferences(rp.program, cp.program))
-      check.errors.push_back("step " + std::to_string(step) + " (reference program " + rp.id +
-                             ", candidate program " + cp.id + "): " + d);
+    const InputFit fit = inputFit(rp.program, cp.program);
+    const std::string where = "step " + std::to_string(step) + " (reference program " + rp.id +
+                              ", candidate program " + cp.id + "): ";
+    for (const std::string& e : fit.errors) check.errors.push_back(where + e);
+    for (const std::string& w : fit.warnings) check.warnings.push_back(where + w);
   }
   for (std::int64_t step : check.commonSteps) {
     if (!reference.lossAt(step) || !candidate.lossAt(step))

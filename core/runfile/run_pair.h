@@ -22,11 +22,20 @@ struct RunPairCheck {
   bool ok() const { return errors.empty() && !commonSteps.empty(); }
 };
 
-/// Returns one line per difference between the two programs' inputs (missing on either side,
-/// other shape or dtype); empty when the candidate program can run on the reference's inputs.
-std::vector<std::string> inputDifferences(const Program& reference, const Program& candidate);
+/// How the candidate's program fits the reference's checkpoint.
+struct InputFit {
+  std::vector<std::string> errors;    ///< why the candidate program cannot run on it
+  std::vector<std::string> warnings;  ///< what the replay adapts or ignores
+};
 
-/// Lists the common checkpoint steps and compares the programs' inputs at each of them; with
+/// Returns the one pair rule, shared by the GUI, the CLI and the analyzer: every input of the
+/// candidate program must be an input of the reference program with the same shape and kind
+/// (floating or not); another dtype of the same kind is adapted (the replay rounds the
+/// reference's floating values into the candidate's format, or relabels exact integers) and
+/// reported as a warning; inputs only the reference has are not needed and are reported too.
+InputFit inputFit(const Program& reference, const Program& candidate);
+
+/// Lists the common checkpoint steps and applies inputFit() to the programs at each of them; with
 /// `compareBatchData`, also loads and compares the batch tensors at every common step (warnings).
 /// Throws RunFileError only when a checkpoint cannot be read.
 RunPairCheck checkRunPair(const RunFile& reference, const RunFile& candidate,

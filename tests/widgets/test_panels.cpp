@@ -1,5 +1,7 @@
 // Verdict panel (summaries of every verdict tier), step inspector (top ops, per-method
 // envelopes, tensors) and recompute dialog (step choices, method fields, QSettings memory).
+#include "core/analysis/overall_verdict.h"
+#include "core/analysis/verdict.h"
 #include "tests/widgets/synthetic.h"
 #include "widgets/recompute_dialog.h"
 #include "widgets/step_inspector.h"
@@ -28,6 +30,39 @@ class TestPanels : public QObject {
     QCoreApplication::setApplicationName(QStringLiteral("test_panels"));
     QSettings::setDefaultFormat(QSettings::IniFormat);
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, mSettingsDir.path());
+  }
+
+  // The GUI and the CLI read one verdict (core's summarizeReport): the panel's tier is core's,
+  // and a pair with some steps inside and some not bounded is inconclusive in both (the GUI used
+  // to say "rounding" where the CLI said "inconclusive" and exited 4).
+  void guiAndCliAgree() {
+    AnalysisReport mixed = makeReport({100, 200, 300}, std::nullopt);
+    markNotBounded(mixed.steps[1], "unsupported op: aten.frobnicate.default (node f)");
+    AnalysisReport allUnbounded = makeReport({100, 200}, std::nullopt);
+    for (StepResult& r : allUnbounded.steps) markNotBounded(r, "unsupported op: aten.x (node x)");
+    AnalysisReport untrusted = makeReport({100, 200}, std::nullopt);
+    untrusted.steps[0].verdict = StepVerdict::Untrustworthy;
+    untrusted.steps[0].selfCheckPassed = false;
+    const std::vector<std::pair<AnalysisReport, int>> cases{
+        {makeReport({100, 200}, std::nullopt), kExitNoExit},
+        {makeReport({100, 200, 300}, 200), kExitTypeII},
+        {mixed, kExitNotBounded},
+        {allUnbounded, kExitNotBounded},
+        {untrusted, kExitNotBounded}};
+    VerdictPanel panel;
+    for (const auto& [report, exitCode] : cases) {
+      const OverallSummary core = summarizeReport(report);
+      panel.setReport(report);
+      QCOMPARE(panel.summary().verdict, core.verdict);
+      QCOMPARE(core.exitCode, exitCode);
+    }
+    panel.setReport(mixed);
+    QCOMPARE(panel.summary().verdict, OverallVerdict::Inconclusive);
+    QVERIFY(panel.summary().headline.contains(QStringLiteral("Inconclusive")));
+    QVERIFY2(panel.summary().whyText.contains(QStringLiteral("aten.frobnicate.default")),
+             qPrintable(panel.summary().whyText));
+    QVERIFY(overallVerdictSentence(summarizeReport(mixed), EnvelopeMethod::FirstOrder)
+                .starts_with("inconclusive"));
   }
 
   void verdictTiers() {

@@ -12,6 +12,7 @@
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
+#include "core/parallel/thread_pool.h"
 
 #include <QFileInfo>
 #include <QTest>
@@ -20,7 +21,6 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
-#include <omp.h>
 #include <thread>
 
 using namespace lossbound;
@@ -52,28 +52,24 @@ AnalyzerOptions noCache() {
   return o;
 }
 
-/// Runs `n` randomized executions of `program` on `inputs` over all cores; returns [min, max].
+/// Runs `n` randomized executions of `program` on `inputs` over the thread pool; returns
+/// [min, max].
 Interval oracleSpread(const Program& program, const TensorMap& inputs, int n, std::uint64_t seed) {
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
   std::mutex m;
   Interval spread{std::numeric_limits<double>::infinity(),
                   -std::numeric_limits<double>::infinity()};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      omp_set_num_threads(1);
-      auto backend = createCpuBackend();
-      EvalOptions o;
-      o.domain = EvalDomain::Random;
-      for (int i = t; i < n; i += threads) {
-        o.seed = seed + static_cast<std::uint64_t>(i) * 7919u;
-        const Interval v = lossValue(evaluate(program, inputs, *backend, o));
-        std::lock_guard lock(m);
-        spread.lo = std::min(spread.lo, v.lo);
-        spread.hi = std::max(spread.hi, v.hi);
-      }
-    });
-  for (auto& th : pool) th.join();
+  ThreadPool::global().parallelFor(n, [&](std::int64_t begin, std::int64_t end) {
+    auto backend = createCpuBackend(1);
+    EvalOptions o;
+    o.domain = EvalDomain::Random;
+    for (std::int64_t i = begin; i < end; ++i) {
+      o.seed = seed + static_cast<std::uint64_t>(i) * 7919u;
+      const Interval v = lossValue(evaluate(program, inputs, *backend, o));
+      std::lock_guard lock(m);
+      spread.lo = std::min(spread.lo, v.lo);
+      spread.hi = std::max(spread.hi, v.hi);
+    }
+  });
   return spread;
 }
 

@@ -365,7 +365,8 @@ class TestRunFile : public QObject {
     QVERIFY(!check.ok());
     expectContains(
         check.errors.front(),
-        {"input 'batch:x' is [3] float32 in the reference but [2, 3] float32 in the candidate"});
+        {"input 'batch:x': the candidate program expects shape [2, 3], the reference checkpoint "
+         "holds [3]"});
   }
 
   void missingGroups() {

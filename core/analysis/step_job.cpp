@@ -1,0 +1,163 @@
+#include "core/analysis/step_job.h"
+
+#include "core/analysis/verdict.h"
+#include "core/ir/program_parser.h"
+#include "core/program/op_coverage.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <new>
+
+namespace lossbound {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void appendSentence(std::string& note, const std::string& sentence) {
+  if (sentence.empty()) return;
+  note += (note.empty() ? "" : " ") + sentence;
+}
+
+std::uint64_t stepSeed(std::uint64_t seed, std::int64_t step, StepPart part) {
+  return seed ^ (static_cast<std::uint64_t>(step) * 0x9e3779b97f4a7c15ull) ^
+         (part == StepPart::Self ? 0x5e1full : 0);
+}
+
+}  // namespace
+
+std::string unsupportedLossOps(const Program& program) {
+  std::vector<std::size_t> needed;
+  try {
+    needed = neededNodes(program, {"loss"});
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  // Distinct ops in program order, each with its first node and how many more use it.
+  std::vector<std::pair<std::string, std::string>> first;  // (op, first node)
+  std::map<std::string, int> count;
+  for (const UnsupportedOp& u : unsupportedOps(program)) {
+    const int idx = findNode(program, u.node);
+    if (idx < 0 || !std::binary_search(needed.begin(), needed.end(), static_cast<std::size_t>(idx)))
+      continue;
+    if (count[u.op]++ == 0) first.emplace_back(u.op, u.node);
+  }
+  std::string out;
+  for (const auto& [op, node] : first) {
+    out += (out.empty() ? "" : ", ") + op + " (node " + node;
+    if (count[op] > 1) out += " and " + std::to_string(count[op] - 1) + " more";
+    out += ")";
+  }
+  if (out.empty()) return out;
+  return (first.size() > 1 ? "unsupported ops: " : "unsupported op: ") + out;
+}
+
+PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart part,
+                       Backend& backend) {
+  const AnalysisSettings& settings = ctx.settings;
+  PartResult pr;
+  const auto t0 = Clock::now();
+  try {
+    const auto program = ctx.candidate.programAt(step);
+    if (const std::string u = unsupportedLossOps(*program); !u.empty()) throw EvaluationError(u);
+    if (!settings.startNode.empty() && findNode(*program, settings.startNode) < 0)
+      throw EvaluationError("start node '" + settings.startNode +
+                            "' is not a node of the candidate program at step " +
+                            std::to_string(step));
+    const ReplayRun& source = part == StepPart::Main ? ctx.reference : ctx.candidate;
+    const TensorMap inputs = adaptInputs(*program, source.inputsAt(step), &pr.note);
+    ReplayOptions ro;
+    ro.method = settings.method;
+    ro.precision = ctx.precision;
+    ro.lambda = ctx.lambda;
+    ro.ensembleSize = settings.ensembleSize;
+    ro.seed = stepSeed(settings.seed, step, part);
+    ro.startNode = settings.startNode;
+    ro.cancel = ctx.cancel;
+    pr.env = replayEnvelope(*program, inputs, backend, ro);
+    // A non-rigorous exit: is it also outside the rigorous interval from the inputs?
+    const auto refLoss = ctx.reference.loggedLoss(step);
+    if (part == StepPart::Main && !ctx.rigorous && refLoss &&
+        !insideEnvelope(*refLoss, pr.env.lo, pr.env.hi)) {
+      ReplayOptions ri = ro;
+      ri.method = EnvelopeMethod::Interval;
+      ri.startNode.clear();
+      const Envelope e = replayEnvelope(*program, inputs, backend, ri);
+      pr.confirmed = true;
+      pr.rigorous = {e.lo, e.hi};
+    }
+  } catch (const Cancelled&) {
+    pr.cancelled = true;
+  } catch (const std::bad_alloc&) {
+    pr.error = "out of memory while replaying step " + std::to_string(step);
+  } catch (const std::exception& e) {
+    pr.error = e.what();
+  }
+  pr.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return pr;
+}
+
+StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const PartResult& m,
+                        const PartResult& s) {
+  const AnalysisSettings& settings = ctx.settings;
+  StepResult r;
+  r.step = step;
+  r.method = settings.method;
+  r.seconds = m.seconds + s.seconds;
+  const auto refLoss = ctx.reference.loggedLoss(r.step);
+  const auto candLoss = ctx.candidate.loggedLoss(r.step);
+  r.referenceLoss = refLoss.value_or(std::nan(""));
+  r.candidateLoss = candLoss.value_or(std::nan(""));
+  if (!refLoss) {
+    markNotBounded(r, "the reference log has no loss at step " + std::to_string(r.step));
+  } else if (!candLoss) {
+    markNotBounded(r, "the candidate log has no loss at step " + std::to_string(r.step));
+  } else if (!m.error.empty()) {
+    markNotBounded(r, m.error);
+  } else if (!s.error.empty()) {
+    markNotBounded(r, "self-check (candidate program on its own checkpoint): " + s.error);
+  } else {
+    r.lo = m.env.lo;
+    r.hi = m.env.hi;
+    r.selfLo = s.env.lo;
+    r.selfHi = s.env.hi;
+    r.pointLoss = m.env.point;
+    std::vector<BudgetTerm> terms;
+    for (const NodeBudget& n : m.env.nodes) terms.push_back({n.node, n.op, n.bound});
+    r.budget = budgetShares(terms);
+    classifyStep(r, ctx.rigorous);
+    std::string note = m.note;
+    appendSentence(note, r.note);
+    if (r.verdict == StepVerdict::BugLikely && m.confirmed) {
+      if (!insideEnvelope(r.referenceLoss, m.rigorous.lo, m.rigorous.hi)) {
+        r.verdict = StepVerdict::BugCertain;
+        appendSentence(note, "Also outside the rigorous interval [" + fmt(m.rigorous.lo) + ", " +
+                                 fmt(m.rigorous.hi) + "].");
+      } else {
+        appendSentence(note, "Inside the rigorous interval [" + fmt(m.rigorous.lo) + ", " +
+                                 fmt(m.rigorous.hi) + "], so the bug is likely, not certain.");
+      }
+    }
+    if (!r.selfCheckPassed)
+      appendSentence(note, "Self-check failed: the candidate's own loss " + fmt(r.candidateLoss) +
+                               " is outside its envelope [" + fmt(r.selfLo) + ", " + fmt(r.selfHi) +
+                               "] on its own checkpoint, so the recording or the precision model "
+                               "is wrong (dropout, a wrong dtype, an untraced side effect) and "
+                               "this envelope cannot be trusted.");
+    if (!settings.startNode.empty())
+      appendSentence(note, "Upstream of node '" + settings.startNode + "' rounding is ignored.");
+    r.note = note;
+  }
+  return r;
+}
+
+}  // namespace lossbound

@@ -1,0 +1,60 @@
+#pragma once
+// One analysed step as work: its two replays (the envelope of the candidate's program on the
+// reference's checkpoint, and the self-check on the candidate's own checkpoint), and the step
+// result assembled from them (verdict tiers of ARCHITECTURE §1, the rigorous confirmation of a
+// non-rigorous exit, the notes). Used by the Analyzer, which schedules the parts on the pool.
+
+#include "core/analysis/analysis_types.h"
+#include "core/analysis/replay_run.h"
+#include "core/analysis/step_replay.h"
+#include "core/interval/interval.h"
+#include "core/ops/precision_model.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace lossbound {
+
+class Backend;
+
+/// The two replays of a step.
+enum class StepPart { Main, Self };
+
+/// What every replay of one analysis shares.
+struct StepJobContext {
+  const ReplayRun& reference;
+  const ReplayRun& candidate;
+  const AnalysisSettings& settings;
+  PrecisionModel precision;  ///< the candidate's recorded precision, with the override applied
+  double lambda = 0;         ///< probabilistic: hoeffdingLambda(settings.confidence)
+  bool rigorous = false;     ///< isRigorous(settings.method, settings.startNode)
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+/// The outcome of one replay.
+struct PartResult {
+  bool cancelled = false;
+  std::string error;  ///< non-empty: the step cannot be bounded, and why
+  Envelope env;
+  std::string note;
+  double seconds = 0;
+  bool confirmed = false;  ///< Main only: the rigorous interval was computed because it exited
+  Interval rigorous{};
+};
+
+/// Replays `part` of `step` on `backend`; never throws (errors and cancellation are recorded in
+/// the result).
+PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart part,
+                       Backend& backend);
+
+/// Returns the result of `step` from its two finished parts: logged losses, envelope, budget,
+/// verdict (with a non-rigorous exit confirmed against the rigorous interval) and notes.
+StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const PartResult& main,
+                        const PartResult& self);
+
+/// Returns "unsupported op(s): <op> (node <n> and k more), ..." for the unsupported ops among the
+/// nodes the loss depends on, or "" when there are none.
+std::string unsupportedLossOps(const Program& program);
+
+}  // namespace lossbound
