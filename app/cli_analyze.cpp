@@ -1,24 +1,23 @@
 #include "app/cli_analyze.h"
 
 #include "app/backend_status.h"
+#include "app/cli_report.h"
+#include "app/distributed_analysis.h"
+#include "app/mpi_world.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/first_exit_watch.h"
 #include "core/analysis/overall_verdict.h"
-#include "core/analysis/report_csv.h"
-#include "core/analysis/report_json.h"
 #include "core/analysis/run_file_replay.h"
+#include "core/analysis/shard.h"
 #include "core/analysis/step_selection.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 #include "core/runfile/run_file.h"
 #include "core/runfile/run_pair.h"
-#include "gpu/cuda_device.h"
 
 #include <QCommandLineParser>
-#include <QFileInfo>
-#include <QJsonDocument>
-#include <QSaveFile>
 
-#include <cmath>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -27,103 +26,8 @@ namespace lossbound::app {
 
 namespace {
 
-PngExporter& pngExporter() {
-  static PngExporter exporter;
-  return exporter;
-}
-
-QString num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return QString::number(v, 'g', 17);
-}
-
 QString qs(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
-
-/// Writes `data` to `path` through a temporary file renamed over it (QSaveFile).
-bool writeAtomically(const QString& path, const QByteArray& data, QString* error) {
-  QSaveFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(data) != data.size() || !f.commit()) {
-    *error = QStringLiteral("cannot write '%1': %2").arg(path, f.errorString());
-    return false;
-  }
-  return true;
-}
-
-QString marginText(const StepResult& r) {
-  if (std::isnan(r.margin)) return QStringLiteral("-");
-  if (std::isinf(r.margin)) return r.margin > 0 ? QStringLiteral("+inf") : QStringLiteral("-inf");
-  return QString::asprintf("%+.3g", r.margin);
-}
-
-void printSummary(const AnalysisReport& report, const QString& refPath, const QString& candPath,
-                  QTextStream& out) {
-  const AnalysisSettings& s = report.settings;
-  out << "Lossbound analysis\n"
-      << "  reference: " << qs(report.referenceName) << " (" << refPath << ")\n"
-      << "  candidate: " << qs(report.candidateName) << " (" << candPath << ")\n"
-      << "  method:    " << qs(methodName(s.method));
-  if (s.method == EnvelopeMethod::Probabilistic)
-    out << " (confidence " << QString::number(s.confidence, 'g', 12) << ", lambda "
-        << QString::number(hoeffdingLambda(s.confidence), 'f', 3) << ")";
-  if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
-  if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
-  out << " - " << qs(methodGuarantee(s.method)) << "\n"
-      << "  precision: "
-      << (s.precision ? qs(formatName(*s.precision)) : QStringLiteral("as recorded"))
-      << "\n  backend:   " << qs(report.backendDescription) << "\n";
-  if (!report.cacheFile.empty()) out << "  cache:     " << qs(report.cacheFile) << "\n";
-  if (!report.note.empty()) out << "  note:      " << qs(report.note) << "\n";
-  out << "\n";
-  out << QString::asprintf("%8s  %-22s  %-22s  %-22s  %-22s  %9s  %-5s  %s\n", "step",
-                           "reference loss", "candidate loss", "envelope lo", "envelope hi",
-                           "margin", "self", "verdict");
-  int cached = 0;
-  for (const StepResult& r : report.steps) {
-    cached += r.fromCache;
-    out << QString::asprintf("%8lld  %-22s  %-22s  %-22s  %-22s  %9s  %-5s  %s\n",
-                             static_cast<long long>(r.step), qPrintable(num(r.referenceLoss)),
-                             qPrintable(num(r.candidateLoss)), qPrintable(num(r.lo)),
-                             qPrintable(num(r.hi)), qPrintable(marginText(r)),
-                             r.verdict == StepVerdict::NotBounded ? "-"
-                             : r.selfCheckPassed                  ? "ok"
-                                                                  : "FAIL",
-                             std::string(verdictName(r.verdict)).c_str());
-  }
-  // Notes once per distinct text, with the steps they apply to.
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> notes;
-  for (const StepResult& r : report.steps) {
-    if (r.note.empty()) continue;
-    auto it =
-        std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == r.note; });
-    if (it == notes.end())
-      notes.push_back({r.note, {r.step}});
-    else
-      it->second.push_back(r.step);
-  }
-  for (const auto& [text, steps] : notes)
-    out << "  note (step" << (steps.size() > 1 ? "s " : " ") << steps.front()
-        << (steps.size() > 1 ? QStringLiteral("..%1").arg(steps.back()) : QString())
-        << "): " << qs(text) << "\n";
-  if (cached) out << "  (" << cached << " of " << report.steps.size() << " steps from the cache)\n";
-  out << "\n";
-
-  const OverallSummary overall = summarizeReport(report);
-  out << "verdict: " << qs(overallVerdictSentence(overall, s.method)) << "\n";
-  if (const StepResult* it = overall.firstExitStep) {
-    out << "first exit: step " << it->step << ", " << qs(verdictName(it->verdict))
-        << ": reference loss " << num(it->referenceLoss) << " is outside [" << num(it->lo) << ", "
-        << num(it->hi) << "] by " << marginText(*it) << " half-widths";
-    if (!it->budget.empty()) out << "; rounding budget: " << qs(budgetSummary(it->budget));
-    out << "\n";
-  } else {
-    out << "first exit: none\n";
-  }
-  for (const NotBoundedReason& r : overall.notBoundedReasons)
-    out << "not bounded at " << r.steps.size() << " step(s) (first: " << r.steps.front()
-        << "): " << qs(r.reason) << "\n";
 }
 
 // Prints a warning per analysed step whose batches differ between the runs (the replay uses the
@@ -145,13 +49,29 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
   err.flush();
 }
 
-}  // namespace
+/// What `analyze` was asked to do, once the command line is parsed.
+struct AnalyzeRequest {
+  QString referencePath, candidatePath;
+  StepSelection selection;
+  AnalysisSettings settings;
+  AnalyzerOptions options;
+  ReportOutputs outputs;
+  std::optional<ShardInfo> shard;  ///< --shard I/N (steps filled in later)
+  bool mpi = false;
+  bool stopAtFirstExit = false;
+};
 
-void setAnalyzePngExporter(PngExporter exporter) { pngExporter() = std::move(exporter); }
+constexpr const char* kUsage =
+    "usage: lossbound-cli analyze --reference R.h5 --candidate C.h5 [--steps all|A:B|N,M] "
+    "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
+    "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
+    "[--backend auto|cpu|cuda] [--start-node NAME] [--shard I/N] [--mpi] "
+    "[--stop-at-first-exit] [--csv F] [--json F] [--png F] [--no-cache]\n";
 
-int analyzeExitCode(const AnalysisReport& report) { return summarizeReport(report).exitCode; }
-
-int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
+/// Parses the arguments into `req`; returns the exit code when the command ends here (usage
+/// error: 2 with the message on `err`; --help: 0), nothing when it goes on.
+std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QTextStream& out,
+                                QTextStream& err) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "Replays steps of the candidate's step program on the reference's checkpoints, bounds the "
@@ -189,6 +109,19 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
       QStringLiteral("Interval method: start the bounds at this trace node (ignores rounding "
                      "upstream of it)."),
       QStringLiteral("NAME"));
+  const QCommandLineOption shard(
+      QStringLiteral("shard"),
+      QStringLiteral("Analyse only the I-th of N balanced slices of the selected steps and write "
+                     "a part for `lossbound-cli merge` (e.g. a job array's task I of N)."),
+      QStringLiteral("I/N"));
+  const QCommandLineOption mpi(
+      QStringLiteral("mpi"),
+      QStringLiteral("Share the steps among the ranks of an MPI job (run under mpirun or srun); "
+                     "rank 0 prints the summary and writes the files."));
+  const QCommandLineOption stop(
+      QStringLiteral("stop-at-first-exit"),
+      QStringLiteral("Stop once the first exit is known and every earlier step is done (the "
+                     "later steps stay unanalysed)."));
   const QCommandLineOption csv(QStringLiteral("csv"), QStringLiteral("Write the steps as CSV."),
                                QStringLiteral("F"));
   const QCommandLineOption json(QStringLiteral("json"),
@@ -198,8 +131,8 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
                                QStringLiteral("F"));
   const QCommandLineOption noCache(QStringLiteral("no-cache"),
                                    QStringLiteral("Neither read nor write the results cache."));
-  p.addOptions({ref, cand, steps, method, confidence, ensemble, precision, backend, startNode, csv,
-                json, png, noCache});
+  p.addOptions({ref, cand, steps, method, confidence, ensemble, precision, backend, startNode,
+                shard, mpi, stop, csv, json, png, noCache});
 
   QStringList argv = args;
   argv.prepend(QStringLiteral("lossbound-cli analyze"));
@@ -212,20 +145,17 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
     return kExitNoExit;
   }
   auto usage = [&](const QString& msg) {
-    err << "lossbound-cli analyze: " << msg << "\n"
-        << "usage: lossbound-cli analyze --reference R.h5 --candidate C.h5 [--steps all|A:B|N,M] "
-           "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
-           "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
-           "[--backend auto|cpu|cuda] [--start-node NAME] [--csv F] [--json F] [--png F] "
-           "[--no-cache]\n";
+    err << "lossbound-cli analyze: " << msg << "\n" << kUsage;
     return kExitBadInput;
   };
   if (!p.positionalArguments().isEmpty())
     return usage(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
   if (!p.isSet(ref) || !p.isSet(cand))
     return usage(QStringLiteral("expected --reference and --candidate"));
+  req.referencePath = p.value(ref);
+  req.candidatePath = p.value(cand);
 
-  AnalysisSettings settings;
+  AnalysisSettings& settings = req.settings;
   const auto m = parseMethod(p.value(method).toStdString());
   if (!m)
     return usage(QStringLiteral("--method: expected interval, first-order, probabilistic or "
@@ -267,74 +197,208 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
                                   "(found --method %1)")
                        .arg(qs(methodName(settings.method))));
   }
-  StepSelection selection;
   try {
-    selection = StepSelection::parse(p.value(steps).toStdString());
+    req.selection = StepSelection::parse(p.value(steps).toStdString());
   } catch (const std::invalid_argument& e) {
     return usage(QString::fromStdString(e.what()));
   }
-  if (p.isSet(png) && !pngExporter())
+  try {
+    if (p.isSet(shard)) req.shard = parseShard(p.value(shard).toStdString());
+  } catch (const std::invalid_argument& e) {
+    return usage(QStringLiteral("--%1").arg(QString::fromStdString(e.what())));
+  }
+  req.mpi = p.isSet(mpi);
+  req.stopAtFirstExit = p.isSet(stop);
+  if (req.stopAtFirstExit && req.shard)
+    return usage(
+        QStringLiteral("--stop-at-first-exit: not with --shard (a shard cannot know "
+                       "whether the other shards' earlier steps are done; use it "
+                       "alone or with --mpi)"));
+  req.outputs = {p.value(csv), p.value(json), p.value(png)};
+  if (p.isSet(png) && !havePngExporter())
     return usage(
         QStringLiteral("--png: this build has no plot renderer (expected the widgets "
                        "layer to provide one)"));
 
   // Backend: CUDA only when asked for or available.
-  AnalyzerOptions options;
-  options.useCache = !p.isSet(noCache);
+  req.options.useCache = !p.isSet(noCache);
   const BackendChoice backendChoice = chooseBackend(settings.backend);
   if (!backendChoice.ok) {
     err << "lossbound-cli analyze: --backend cuda: " << backendChoice.error << "\n";
     return kExitBadInput;
   }
-  options.backendFactory = backendChoice.factory;
-  options.backendDescription = backendChoice.description;
+  req.options.backendFactory = backendChoice.factory;
+  req.options.backendDescription = backendChoice.description;
+  return std::nullopt;
+}
 
+/// The opened pair and the steps to analyse, or why there are none.
+struct Setup {
   std::unique_ptr<RunFileReplay> reference, candidate;
+  std::vector<std::int64_t> selected;  ///< the whole selection
+  std::vector<std::int64_t> steps;     ///< this command's steps (the shard's, with --shard)
+  std::string error;                   ///< non-empty: the command cannot go on (exit 2)
+};
+
+/// Opens and validates both runs and plans the steps; never throws (errors go to Setup::error).
+Setup openAndPlan(const AnalyzeRequest& req) {
+  Setup s;
   try {
     // Validate in a child process first: a corrupt file that crashes libhdf5 becomes an error.
-    RunFile::validateIsolated(p.value(ref).toStdString());
-    RunFile::validateIsolated(p.value(cand).toStdString());
-    reference = RunFileReplay::open(p.value(ref).toStdString());
-    candidate = RunFileReplay::open(p.value(cand).toStdString());
+    RunFile::validateIsolated(req.referencePath.toStdString());
+    RunFile::validateIsolated(req.candidatePath.toStdString());
+    s.reference = RunFileReplay::open(req.referencePath.toStdString());
+    s.candidate = RunFileReplay::open(req.candidatePath.toStdString());
+    // A log-only run is a valid run file (info shows it) but has nothing to replay.
+    for (const RunFileReplay* run : {s.reference.get(), s.candidate.get()})
+      if (run->file().checkpointSteps().empty())
+        throw std::runtime_error(
+            run->file().path() +
+            ": /checkpoints: expected checkpoints (analyze replays checkpointed steps, so both "
+            "runs need them), found none; record some with RunRecorder.checkpoint()");
+    s.selected = plannedSteps(*s.reference, *s.candidate, req.selection, req.settings);
+    s.steps = req.shard
+                  ? shardSteps(s.selected, req.shard->index, req.shard->count, ShardLayout::Blocks)
+                  : s.selected;
   } catch (const std::exception& e) {
-    err << "lossbound-cli analyze: " << e.what() << "\n";
-    return kExitBadInput;
+    s.error = e.what();
   }
-  // A log-only run is a valid run file (info shows it) but has nothing to replay.
-  for (const RunFileReplay* run : {reference.get(), candidate.get()}) {
-    if (!run->file().checkpointSteps().empty()) continue;
-    err << "lossbound-cli analyze: " << qs(run->file().path())
-        << ": /checkpoints: expected checkpoints (analyze replays checkpointed steps, so both runs "
-           "need them), found none; record some with RunRecorder.checkpoint()\n";
-    return kExitBadInput;
-  }
+  return s;
+}
 
+/// Returns the report written by a shard whose slice is empty (more shards than steps).
+AnalysisReport emptyShard(const Setup& s, const AnalyzeRequest& req) {
+  AnalysisReport report = emptyReport(*s.reference, *s.candidate, req.settings);
+  report.backendDescription = req.options.backendDescription;
+  return report;
+}
+
+/// Stops `cancel` once the first exit is settled, and says so in the report afterwards.
+struct EarlyStop {
+  FirstExitWatch watch;
+  bool stopped = false;
+
+  void finish(AnalysisReport& report, std::size_t selected) {
+    if (!stopped || !watch.settled()) return;
+    report.cancelled = false;
+    report.note += (report.note.empty() ? "" : " ") +
+                   std::string("Stopped at the first exit (step ") +
+                   std::to_string(*watch.earliestExit()) +
+                   ") once every earlier step was done (--stop-at-first-exit): " +
+                   std::to_string(report.steps.size()) + " of " + std::to_string(selected) +
+                   " selected steps analysed.";
+  }
+};
+
+/// Prints, writes and returns the exit code of a finished report (rank 0 or a single process).
+int finishReport(AnalysisReport& report, const AnalyzeRequest& req, const Setup& s,
+                 QTextStream& out, QTextStream& err) {
+  addBatchWarnings(s.reference->file(), s.candidate->file(), report, err);
+  printReportSummary(report, req.referencePath, req.candidatePath, out);
+  out.flush();
+  if (!writeReportOutputs(report, req.outputs, QStringLiteral("lossbound-cli analyze"), err))
+    return kExitBadInput;
+  return reportExitCode(report);
+}
+
+int runLocal(const AnalyzeRequest& req, QTextStream& out, QTextStream& err) {
+  Setup s = openAndPlan(req);
+  if (!s.error.empty()) {
+    err << "lossbound-cli analyze: " << qs(s.error) << "\n";
+    return kExitBadInput;
+  }
   AnalysisReport report;
-  try {
-    report = Analyzer(options).analyse(*reference, *candidate, selection, settings);
-  } catch (const AnalysisError& e) {
-    err << "lossbound-cli analyze: " << e.what() << "\n";
-    return kExitBadInput;
+  if (s.steps.empty()) {
+    err << "lossbound-cli analyze: note: shard " << qs(shardName(*req.shard)) << " has no steps ("
+        << s.selected.size() << " selected for " << req.shard->count
+        << " shards); writing an empty part\n";
+    report = emptyShard(s, req);
+  } else {
+    std::atomic<bool> cancel{false};
+    EarlyStop early{FirstExitWatch(s.steps)};
+    AnalysisProgress progress;
+    if (req.stopAtFirstExit)
+      progress = [&](int, int, const StepResult& r) {
+        if (early.watch.record(r.step, isExit(r.verdict)) && !early.stopped) {
+          early.stopped = true;
+          cancel = true;
+        }
+      };
+    try {
+      report = Analyzer(req.options)
+                   .analyse(*s.reference, *s.candidate, StepSelection::list(s.steps), req.settings,
+                            progress, &cancel);
+    } catch (const AnalysisError& e) {
+      err << "lossbound-cli analyze: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    early.finish(report, s.steps.size());
   }
-  addBatchWarnings(reference->file(), candidate->file(), report, err);
-  printSummary(report, p.value(ref), p.value(cand), out);
+  if (req.shard) {
+    report.shard = *req.shard;
+    report.shard->selectedSteps = s.selected;
+  }
+  return finishReport(report, req, s, out, err);
+}
 
-  QString error;
-  if (p.isSet(csv) &&
-      !writeAtomically(p.value(csv), QByteArray::fromStdString(stepsCsv(report.steps)), &error)) {
-    err << "lossbound-cli analyze: --csv: " << error << "\n";
+int runMpi(const AnalyzeRequest& req, MpiWorld& world, QTextStream& out, QTextStream& err) {
+  const QString who =
+      world.rank() == 0
+          ? QString()
+          : QStringLiteral("rank %1 (%2): ").arg(world.rank()).arg(qs(world.hostName()));
+  Setup s = openAndPlan(req);
+  if (!s.error.empty()) err << "lossbound-cli analyze: " << who << qs(s.error) << "\n";
+  err.flush();
+  if (!world.allTrue(s.error.empty())) return finishDistributed(world, kExitBadInput);
+  // Every rank must see the same runs and steps (the same path may name other files on another
+  // machine).
+  const std::string mine = jobFingerprint(*s.reference, *s.candidate, s.steps);
+  const bool same = world.broadcast(mine) == mine;
+  if (!same)
+    err << "lossbound-cli analyze: " << who
+        << "the run files or the steps differ from rank 0's (expected every rank to read the "
+           "same files: same loss logs, same checkpointed steps)\n";
+  err.flush();
+  if (!world.allTrue(same)) return finishDistributed(world, kExitBadInput);
+
+  AnalyzerOptions options = req.options;
+  options.writeCache = false;  // rank 0 stores the merged report once
+  options.useCache = req.options.useCache;
+  const DistributedJob job{*s.reference, *s.candidate, s.steps,
+                           req.settings, options,      req.stopAtFirstExit};
+  int code = kExitBadInput;
+  try {
+    std::optional<AnalysisReport> report = runDistributed(world, job, err);
+    if (report) {
+      if (req.shard) {
+        report->shard = *req.shard;
+        report->shard->selectedSteps = s.selected;
+      }
+      code = finishReport(*report, req, s, out, err);
+    }
+  } catch (const std::exception& e) {
+    err << "lossbound-cli analyze: " << who << e.what() << "\n";
+  }
+  return finishDistributed(world, code);
+}
+
+}  // namespace
+
+int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err, MpiWorld* world) {
+  // With MPI only rank 0 speaks for usage errors (every rank parses the same arguments).
+  QString discarded;
+  QTextStream silent(&discarded);
+  const bool rank0 = !world || world->rank() == 0;
+  QTextStream& usageErr = rank0 ? err : silent;
+  AnalyzeRequest req;
+  if (const std::optional<int> code = parseAnalyze(args, req, out, usageErr)) return *code;
+  if (req.mpi && !world) {
+    err << "lossbound-cli analyze: --mpi: MPI was not started (expected lossbound-cli to be "
+           "started by mpirun or srun with --mpi among the analyze options)\n";
     return kExitBadInput;
   }
-  if (p.isSet(json) &&
-      !writeAtomically(p.value(json), QJsonDocument(reportToJson(report)).toJson(), &error)) {
-    err << "lossbound-cli analyze: --json: " << error << "\n";
-    return kExitBadInput;
-  }
-  if (p.isSet(png) && !pngExporter()(report, p.value(png), &error)) {
-    err << "lossbound-cli analyze: --png: " << error << "\n";
-    return kExitBadInput;
-  }
-  return analyzeExitCode(report);
+  if (!req.mpi) return runLocal(req, out, err);
+  return runMpi(req, *world, out, err);
 }
 
 }  // namespace lossbound::app

@@ -1,5 +1,5 @@
 // lossbound: the GUI. Wiring only: application object, settings identity, command line, main
-// window. `lossbound [--analyze] [--screenshot OUT.png] [REFERENCE.h5 CANDIDATE.h5]`.
+// window. `lossbound [--analyze] [--screenshot OUT.png] [REFERENCE.h5 CANDIDATE.h5 | REPORT.json]`.
 #include "app/main_window.h"
 #include "app/session_controller.h"
 #include "core/analysis/analysis_types.h"
@@ -28,14 +28,17 @@ int main(int argc, char** argv) {
       QStringLiteral("file"));
   parser.addOption(analyze);
   parser.addOption(screenshot);
-  parser.addPositionalArgument(QStringLiteral("reference"), QStringLiteral("Reference run file."),
+  parser.addPositionalArgument(QStringLiteral("reference"),
+                               QStringLiteral("Reference run file (or an analysis report)."),
                                QStringLiteral("[REFERENCE.h5"));
   parser.addPositionalArgument(QStringLiteral("candidate"), QStringLiteral("Candidate run file."),
-                               QStringLiteral("CANDIDATE.h5]"));
+                               QStringLiteral("CANDIDATE.h5 | REPORT.json]"));
   parser.process(app);
   const QStringList files = parser.positionalArguments();
-  if (!files.isEmpty() && files.size() != 2) {
-    fprintf(stderr, "lossbound: expected two run files (reference and candidate), found %d\n",
+  if (files.size() > 2) {
+    fprintf(stderr,
+            "lossbound: expected two run files (reference and candidate) or one analysis report "
+            "(.json), found %d files\n",
             int(files.size()));
     return 2;
   }
@@ -64,7 +67,8 @@ int main(int argc, char** argv) {
   };
   bool opened = false;
   if (files.size() == 2) opened = window.openPair(files[0], files[1]);
-  if (files.size() == 2 && !opened) exitCode = 2;
+  if (files.size() == 1) opened = window.openReport(files[0]);
+  if (!files.isEmpty() && !opened) exitCode = 2;
   if (opened && parser.isSet(analyze)) {
     auto* controller = window.controller();
     if (headless) {

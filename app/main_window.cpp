@@ -70,7 +70,7 @@ MainWindow::MainWindow(QWidget* parent)
   mStack = new QStackedWidget(central);
   mPlaceholder = new QLabel(
       tr("Open a reference run and a candidate run (File ▸ Open pair, Ctrl+O), drop two run "
-         "files here, or try Help ▸ Samples."),
+         "files here, open an analysis report (File ▸ Open report), or try Help ▸ Samples."),
       mStack);
   mPlaceholder->setAlignment(Qt::AlignCenter);
   mPlaceholder->setWordWrap(true);
@@ -105,10 +105,12 @@ MainWindow::MainWindow(QWidget* parent)
             mWorkbench->setSession(session, cached);
             mStack->setCurrentWidget(mWorkbench);
             for (QAction* a : mSessionActions) a->setEnabled(true);
+            mRecomputeAction->setEnabled(mController->hasRuns());
             const QStringList paths = mController->paths();
             setWindowTitle(
                 tr("Lossbound — %1 vs %2").arg(session.reference.name, session.candidate.name));
             QStringList banner;
+            if (!mController->hasRuns()) banner << mController->sessionNotice();
             if (!mController->pairingProblem().isEmpty())
               banner << tr("This pair cannot be analysed: %1").arg(mController->pairingProblem());
             const QStringList& warnings = mController->pairingWarnings();
@@ -117,6 +119,11 @@ MainWindow::MainWindow(QWidget* parent)
             if (warnings.size() > kMaxBannerWarnings)
               banner << tr("(%1 more warnings)").arg(warnings.size() - kMaxBannerWarnings);
             if (!banner.isEmpty()) showError(banner.join(QLatin1Char('\n')));
+            if (!mController->sessionNotice().isEmpty()) {
+              // A report: its steps are what is shown; it is not a recent pair.
+              statusBar()->showMessage(mController->sessionNotice(), 15000);
+              return;
+            }
             statusBar()->showMessage(cached.steps.empty()
                                          ? tr("%1 steps logged, %2 checkpointed in both runs")
                                                .arg(session.reference.steps.size())
@@ -180,6 +187,8 @@ void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open pair…"), this, &MainWindow::openPairDialog);
   open->setShortcut(QKeySequence::Open);
+  QAction* openReport = file->addAction(tr("Open re&port…"), this, &MainWindow::openReportDialog);
+  openReport->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
   mRecentMenu = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();
@@ -209,8 +218,10 @@ void MainWindow::buildMenus() {
   xOnly->setChecked(mWorkbench->lossPlot()->xOnly());
   connect(xOnly, &QAction::toggled, mWorkbench->lossPlot(), &widgets::LossPlot::setXOnly);
   connect(mWorkbench->lossPlot(), &widgets::LossPlot::xOnlyChanged, xOnly, &QAction::setChecked);
-  mSessionActions = {exportAction, recompute};
+  mSessionActions = {exportAction};
+  mRecomputeAction = recompute;
   for (QAction* a : mSessionActions) a->setEnabled(false);
+  mRecomputeAction->setEnabled(false);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   QMenu* samples = help->addMenu(tr("&Samples"));
@@ -243,6 +254,8 @@ void MainWindow::rebuildRecentMenu() {
 bool MainWindow::openPair(const QString& reference, const QString& candidate, bool orderByRole) {
   return mController->openPair(reference, candidate, orderByRole);
 }
+
+bool MainWindow::openReport(const QString& path) { return mController->openReport(path); }
 
 bool MainWindow::analyzeAll() {
   return mController->startAnalysis(mController->analysableSteps(), rememberedSettings());
@@ -288,8 +301,17 @@ void MainWindow::openPairDialog() {
   }
 }
 
+void MainWindow::openReportDialog() {
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open an analysis report"), lastFolder(),
+                                   tr("Lossbound analysis reports (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  rememberFolder(path);
+  openReport(path);
+}
+
 void MainWindow::recompute() {
-  if (!mController->hasSession()) return;
+  if (!mController->hasRuns()) return;
   widgets::RecomputeDialog dialog(mController->analysableSteps(), mWorkbench->selectedSteps(),
                                   mController->nodeNames(), this);
   if (dialog.exec() != QDialog::Accepted) return;
@@ -350,8 +372,14 @@ void MainWindow::dropEvent(QDropEvent* event) {
   QStringList files;
   for (const QUrl& url : event->mimeData()->urls())
     if (url.isLocalFile()) files << url.toLocalFile();
+  if (files.size() == 1 && files.front().endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) {
+    event->acceptProposedAction();
+    openReport(files.front());
+    return;
+  }
   if (files.size() != 2) {
-    showError(tr("Drop two run files at once (a reference and a candidate), found %1.")
+    showError(tr("Drop two run files at once (a reference and a candidate) or one analysis "
+                 "report (.json), found %1.")
                   .arg(files.size()));
     return;
   }

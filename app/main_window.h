@@ -36,6 +36,9 @@ class MainWindow : public QMainWindow {
 
   /// Opens a run pair; errors are shown in the window. Returns success.
   bool openPair(const QString& reference, const QString& candidate, bool orderByRole = false);
+  /// Opens an analysis report (JSON, e.g. merged from a cluster run); the window says whether
+  /// the curves come from its run files or are its analysed steps only. Returns success.
+  bool openReport(const QString& path);
   /// Analyses every analysable step with the remembered settings; returns false if it could not
   /// start (the reason is shown in the window).
   bool analyzeAll();
@@ -57,6 +60,7 @@ class MainWindow : public QMainWindow {
   void showError(const QString& message);
   void clearError();
   void openPairDialog();
+  void openReportDialog();
   void recompute();
   void exportDialog();
   void setBusy(bool busy);
@@ -71,7 +75,8 @@ class MainWindow : public QMainWindow {
   QProgressBar* mProgress = nullptr;
   QLabel* mRemaining = nullptr;
   QToolButton* mCancel = nullptr;
-  QList<QAction*> mSessionActions;
+  QList<QAction*> mSessionActions;      // need a session (pair or report)
+  QAction* mRecomputeAction = nullptr;  // needs run files
 };
 
 }  // namespace lossbound::app

@@ -3,6 +3,7 @@
 #include "app/backend_status.h"
 #include "app/file_validator.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/report_json.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/verdict.h"
@@ -58,11 +59,10 @@ SessionController::~SessionController() {
   waitForJob();
 }
 
-bool SessionController::openPair(const QString& reference, const QString& candidate,
-                                 bool orderByRole) {
-  cancel();
-  waitForJob();
-  std::shared_ptr<RunFileReplay> ref, cand;
+QString SessionController::openRuns(const QString& reference, const QString& candidate,
+                                    bool orderByRole, std::shared_ptr<RunFileReplay>* ref,
+                                    std::shared_ptr<RunFileReplay>* cand, bool* swapped) {
+  *swapped = false;
   try {
     if (reference.isEmpty() || candidate.isEmpty())
       throw std::runtime_error("expected two run files (reference and candidate)");
@@ -72,20 +72,26 @@ bool SessionController::openPair(const QString& reference, const QString& candid
     // an error, and the GUI stays responsive meanwhile.
     if (const QString problem = validateRunFiles({qs(refFile), qs(candFile)}); !problem.isEmpty())
       throw std::runtime_error(problem.toStdString());
-    ref = RunFileReplay::open(refFile);
-    cand = RunFileReplay::open(candFile);
+    *ref = RunFileReplay::open(refFile);
+    *cand = RunFileReplay::open(candFile);
   } catch (const std::exception& e) {
-    emit openFailed(qs(e.what()));
-    return false;
+    return qs(e.what());
   }
-  QString refPath = reference, candPath = candidate;
-  if (orderByRole && ref->file().attributes().role == "candidate" &&
-      cand->file().attributes().role != "candidate") {
-    std::swap(ref, cand);
-    std::swap(refPath, candPath);
+  if (orderByRole && (*ref)->file().attributes().role == "candidate" &&
+      (*cand)->file().attributes().role != "candidate") {
+    std::swap(*ref, *cand);
+    *swapped = true;
   }
-  mReference = ref;
-  mCandidate = cand;
+  return {};
+}
+
+void SessionController::adoptPair(std::shared_ptr<RunFileReplay> ref,
+                                  std::shared_ptr<RunFileReplay> cand, const QString& refPath,
+                                  const QString& candPath) {
+  mReference = std::move(ref);
+  mCandidate = std::move(cand);
+  mReportOnly = false;
+  mNotice.clear();
   mReferencePath = QFileInfo(refPath).absoluteFilePath();
   mCandidatePath = QFileInfo(candPath).absoluteFilePath();
   ++mJobId;  // drops progress of any earlier job still queued
@@ -111,9 +117,74 @@ bool SessionController::openPair(const QString& reference, const QString& candid
   } catch (const std::exception& e) {
     mPairingProblem = qs(e.what());
   }
+}
+
+bool SessionController::openPair(const QString& reference, const QString& candidate,
+                                 bool orderByRole) {
+  cancel();
+  waitForJob();
+  std::shared_ptr<RunFileReplay> ref, cand;
+  bool swapped = false;
+  if (const QString error = openRuns(reference, candidate, orderByRole, &ref, &cand, &swapped);
+      !error.isEmpty()) {
+    emit openFailed(error);
+    return false;
+  }
+  adoptPair(ref, cand, swapped ? candidate : reference, swapped ? reference : candidate);
   AnalysisReport cached;
   if (mPairingProblem.isEmpty()) cached = loadCached(rememberedSettings());
   emit sessionOpened(mSession, cached);
+  return true;
+}
+
+bool SessionController::openReport(const QString& path) {
+  AnalysisReport report;
+  try {
+    report = readReportFile(QFileInfo(path).absoluteFilePath().toStdString());
+  } catch (const std::exception& e) {
+    emit openFailed(qs(e.what()));
+    return false;
+  }
+  cancel();
+  waitForJob();
+  const QString name = QFileInfo(path).fileName();
+  const QString refPath = qs(report.referenceSource.path);
+  const QString candPath = qs(report.candidateSource.path);
+  // Why the run files cannot give the curves ("" when they can).
+  QString why;
+  std::shared_ptr<RunFileReplay> ref, cand;
+  bool swapped = false;
+  if (refPath.isEmpty() || candPath.isEmpty()) {
+    why = tr("the report names no run files");
+  } else if (!QFileInfo::exists(refPath) || !QFileInfo::exists(candPath)) {
+    why = tr("the run files it names were not found (%1)")
+              .arg(QStringList{refPath, candPath}.join(QStringLiteral(", ")));
+  } else if (const QString error = openRuns(refPath, candPath, false, &ref, &cand, &swapped);
+             !error.isEmpty()) {
+    why = tr("the run files it names cannot be read: %1").arg(error);
+  } else if (ref->logDigest() != report.referenceSource.logDigest ||
+             cand->logDigest() != report.candidateSource.logDigest) {
+    why = tr("the run files it names have changed since the analysis (their loss logs differ)");
+  }
+  if (why.isEmpty()) {
+    adoptPair(ref, cand, refPath, candPath);
+    mNotice = tr("Report %1: the curves are the logs of the run files it names.").arg(name);
+  } else {
+    mReference.reset();
+    mCandidate.reset();
+    mReportOnly = true;
+    mReferencePath = refPath;
+    mCandidatePath = candPath;
+    ++mJobId;
+    mSession = widgets::sessionFromReport(report);
+    mPairingProblem.clear();
+    mPairingWarnings.clear();
+    mNotice = tr("Report %1: the loss plot shows the %2 analysed steps only, because %3.")
+                  .arg(name)
+                  .arg(report.steps.size())
+                  .arg(why);
+  }
+  emit sessionOpened(mSession, report);
   return true;
 }
 
@@ -164,8 +235,10 @@ std::vector<widgets::TensorSummary> SessionController::tensorsAt(std::int64_t st
 
 bool SessionController::startAnalysis(const std::vector<std::int64_t>& steps,
                                       const AnalysisSettings& settings) {
-  if (!hasSession()) {
-    emit analysisFailed(tr("Open a run pair first."));
+  if (!hasRuns()) {
+    emit analysisFailed(mReportOnly ? tr("This report is shown without its run files, so its "
+                                         "steps cannot be recomputed; open the run pair.")
+                                    : tr("Open a run pair first."));
     return false;
   }
   if (mBusy) {

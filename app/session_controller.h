@@ -1,9 +1,10 @@
 #pragma once
 // The session controller: everything between the run files and the workbench that is not a
 // widget. Opens a run pair (validated by the reader, ordered by the files' role attributes when
-// asked), turns the logs into SessionData, loads cached results, runs the Analyzer on a worker
-// thread with progress, remaining time and cancellation, and hands results to the GUI thread as
-// they finish. Keeps MainWindow thin.
+// asked) or an analysis report (a merged one from a cluster, say: with the run files it names
+// when they are there and unchanged, else alone), turns the logs into SessionData, loads cached
+// results, runs the Analyzer on a worker thread with progress, remaining time and cancellation,
+// and hands results to the GUI thread as they finish. Keeps MainWindow thin.
 
 #include "core/analysis/analysis_types.h"
 #include "widgets/session_data.h"
@@ -38,9 +39,21 @@ class SessionController : public QObject {
   /// the files when their role attributes say candidate/reference. Emits sessionOpened or
   /// openFailed (with the reader's message naming file and dataset); returns success.
   bool openPair(const QString& reference, const QString& candidate, bool orderByRole = false);
-  /// Returns true when a pair is open.
-  bool hasSession() const { return mReference != nullptr; }
-  /// Returns the open files (reference, candidate).
+  /// Opens the analysis report (JSON) at `path`. When the run files it names exist and still
+  /// hold the loss logs it was computed from, they are opened as a pair (logged curves,
+  /// recompute); otherwise the report is shown alone (the loss plot shows the analysed steps
+  /// only). sessionNotice() says which. Emits sessionOpened with the report, or openFailed
+  /// (unreadable or corrupt report); returns success.
+  bool openReport(const QString& path);
+  /// Returns true when a pair or a report is shown.
+  bool hasSession() const { return mReference != nullptr || mReportOnly; }
+  /// Returns true when run files are open, so steps can be analysed.
+  bool hasRuns() const { return mReference != nullptr; }
+  /// Returns what the session shows, when it is not simply a pair: for a report, whether the
+  /// curves come from its run files or are its analysed steps only, and why ("" for a pair).
+  const QString& sessionNotice() const { return mNotice; }
+  /// Returns the open files (reference, candidate); for a report shown alone, the files it
+  /// names.
   QStringList paths() const { return {mReferencePath, mCandidatePath}; }
   /// Returns the steps checkpointed in both runs (what can be analysed).
   const std::vector<std::int64_t>& analysableSteps() const { return mSession.checkpointSteps; }
@@ -83,10 +96,20 @@ class SessionController : public QObject {
 
  private:
   AnalysisReport loadCached(const AnalysisSettings& settings) const;
+  /// Validates and opens a pair (ordered by role when asked: `swapped` says whether the files
+  /// changed places); returns "" or the reader's error.
+  QString openRuns(const QString& reference, const QString& candidate, bool orderByRole,
+                   std::shared_ptr<RunFileReplay>* ref, std::shared_ptr<RunFileReplay>* cand,
+                   bool* swapped);
+  /// Makes an opened pair the session: logs, checkpoints, pairing problems and warnings.
+  void adoptPair(std::shared_ptr<RunFileReplay> ref, std::shared_ptr<RunFileReplay> cand,
+                 const QString& refPath, const QString& candPath);
 
   std::shared_ptr<RunFileReplay> mReference, mCandidate;
   QString mReferencePath, mCandidatePath, mPairingProblem;
   QStringList mPairingWarnings;
+  QString mNotice;
+  bool mReportOnly = false;  // a report is shown without its run files
   widgets::SessionData mSession;
   std::shared_ptr<std::atomic<bool>> mCancel;
   std::future<void> mJob;  // the running analysis on the thread pool

@@ -223,18 +223,9 @@ QString exportReportPdf(const QList<PlotPanel*>& plots, const AnalysisReport& re
 
 QString exportAnalysisPng(const SessionData& session, const AnalysisReport& report,
                           const QString& path, QSize size, double scale) {
-  SessionData data = session;
-  if (data.reference.steps.empty() && data.candidate.steps.empty()) {
-    data.reference.name = QString::fromStdString(report.referenceName);
-    data.candidate.name = QString::fromStdString(report.candidateName);
-    for (const StepResult& r : report.steps) {
-      data.reference.steps.push_back(r.step);
-      data.reference.loss.push_back(r.referenceLoss);
-      data.candidate.steps.push_back(r.step);
-      data.candidate.loss.push_back(r.candidateLoss);
-      data.checkpointSteps.push_back(r.step);
-    }
-  }
+  const SessionData data = session.reference.steps.empty() && session.candidate.steps.empty()
+                               ? sessionFromReport(report)
+                               : session;
   const std::optional<std::int64_t> exit = summarizeReport(report).firstExit;
   LossPlot loss;
   MarginPlot margin;

@@ -22,6 +22,20 @@ std::ptrdiff_t LossSeries::nearestIndex(double x) const {
   return (double(*it) - x) < (x - double(steps[std::size_t(i - 1)])) ? i : i - 1;
 }
 
+SessionData sessionFromReport(const AnalysisReport& report) {
+  SessionData data;
+  data.reference.name = QString::fromStdString(report.referenceName);
+  data.candidate.name = QString::fromStdString(report.candidateName);
+  for (const StepResult& r : report.steps) {  // in increasing step order
+    data.reference.steps.push_back(r.step);
+    data.reference.loss.push_back(r.referenceLoss);
+    data.candidate.steps.push_back(r.step);
+    data.candidate.loss.push_back(r.candidateLoss);
+    data.checkpointSteps.push_back(r.step);
+  }
+  return data;
+}
+
 std::vector<double> emaSmooth(const std::vector<double>& values, double weight) {
   if (!(weight > 0)) return values;
   weight = std::min(weight, 0.999999);

@@ -1,6 +1,9 @@
 #pragma once
 // Plain data the workbench shows: the loss logs of a run pair, the checkpointed steps, and
-// summaries of a checkpoint's tensors. The app fills it from run files; tests build it by hand.
+// summaries of a checkpoint's tensors. The app fills it from run files (or, for a report opened
+// without its run files, from the report); tests build it by hand.
+
+#include "core/analysis/analysis_types.h"
 
 #include <QString>
 
@@ -27,6 +30,10 @@ struct SessionData {
   LossSeries candidate;                       ///< the run whose step program is bounded
   std::vector<std::int64_t> checkpointSteps;  ///< steps that can be analysed, increasing
 };
+
+/// Returns the session a report alone can show: both runs' losses at the analysed steps only
+/// (logged curves need the run files), which are also its checkpointed steps.
+SessionData sessionFromReport(const AnalysisReport& report);
 
 /// One tensor of a checkpoint, summarised for the step inspector.
 struct TensorSummary {

@@ -71,6 +71,31 @@ struct StepResult {
   bool fromCache = false;  ///< read from the results cache instead of computed
 };
 
+/// Part of every results-cache key and every report: bump it whenever an op rule, an envelope
+/// method or a verdict rule changes what an analysis returns, so that caches written before are
+/// recomputed, not trusted, and parts of different engines are not merged.
+inline constexpr int kEngineRevision = 2;
+
+/// The run file a report's run was read from, as the analysis saw it.
+struct RunSource {
+  std::string path;       ///< absolute path ("" for runs not read from a file)
+  std::string logDigest;  ///< SHA-256 (hex) of the loss log's steps and losses ("" = unknown)
+};
+
+/// How the selected steps of one analysis are dealt to its parts (see core/analysis/shard.h).
+enum class ShardLayout {
+  Blocks,      ///< part I of N holds the I-th of N balanced contiguous slices (analyze --shard)
+  Interleaved  ///< part I of N holds every N-th step starting at the I-th (analyze --mpi ranks)
+};
+
+/// Which part of a sharded analysis a report holds.
+struct ShardInfo {
+  int index = 1;  ///< 1-based part number, 1 <= index <= count
+  int count = 1;  ///< number of parts
+  ShardLayout layout = ShardLayout::Blocks;
+  std::vector<std::int64_t> selectedSteps;  ///< every step of the whole analysis, increasing
+};
+
 /// A whole analysis of a run pair.
 struct AnalysisReport {
   std::string referenceName, candidateName;
@@ -81,6 +106,10 @@ struct AnalysisReport {
   std::string note;        ///< caveats for the whole analysis (input rounding, start node, ...)
   bool cancelled = false;  ///< the analysis was cancelled: `steps` holds the finished ones only
   std::string cacheFile;   ///< the results cache used ("" when caching was off)
+  RunSource referenceSource, candidateSource;  ///< the files analysed (for reopening and merging)
+  std::string lossboundVersion = LOSSBOUND_VERSION;  ///< the version that computed the steps
+  int engineRevision = kEngineRevision;              ///< the engine revision (see above)
+  std::optional<ShardInfo> shard;  ///< set for one part of a sharded analysis, else nothing
 };
 
 }  // namespace lossbound

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,14 @@ Plan makePlan(const ReplayRun& reference, const ReplayRun& candidate,
   return plan;
 }
 
+/// Returns `path` made absolute (so a report can be reopened from elsewhere); "" stays "".
+std::string absolutePath(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
 void appendNote(std::string& note, const std::string& sentence) {
   note += (note.empty() ? "" : " ") + sentence;
 }
@@ -104,6 +113,21 @@ CacheUse openCache(const AnalyzerOptions& options, const ReplayRun& reference,
     appendNote(report.note, std::string("Results cache off: ") + e.what());
   }
   return use;
+}
+
+/// Stores the bounded steps of `computed` under `key`; returns "" or why they were not stored.
+std::string storeSteps(ResultCache& cache, const std::string& key,
+                       const std::vector<StepResult>& computed) {
+  std::vector<StepResult> toStore;
+  for (const StepResult& r : computed)
+    if (r.verdict != StepVerdict::NotBounded) toStore.push_back(r);
+  if (toStore.empty()) return {};
+  try {
+    cache.store(key, toStore);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
 }
 
 /// Runs both parts of every step of `todo` on `workers` step workers of the thread pool, each
@@ -198,6 +222,27 @@ std::vector<std::int64_t> commonSteps(const ReplayRun& reference, const ReplayRu
   return out;
 }
 
+std::vector<std::int64_t> plannedSteps(const ReplayRun& reference, const ReplayRun& candidate,
+                                       const StepSelection& selection,
+                                       const AnalysisSettings& settings) {
+  return makePlan(reference, candidate, selection, settings).steps;
+}
+
+AnalysisReport emptyReport(const ReplayRun& reference, const ReplayRun& candidate,
+                           const AnalysisSettings& settings) {
+  AnalysisReport report;
+  report.referenceName = reference.name();
+  report.candidateName = candidate.name();
+  report.settings = settings;
+  report.referenceSource = {absolutePath(reference.filePath()), reference.logDigest()};
+  report.candidateSource = {absolutePath(candidate.filePath()), candidate.logDigest()};
+  if (!settings.startNode.empty())
+    report.note = "Intervals start at node '" + settings.startNode +
+                  "': values before it are treated as exact, so rounding upstream of it is "
+                  "ignored (the envelope is not rigorous).";
+  return report;
+}
+
 Analyzer::Analyzer(AnalyzerOptions options) : mOptions(std::move(options)) {}
 
 AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& candidate,
@@ -206,14 +251,7 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
                                  const std::atomic<bool>* cancel) const {
   const Plan plan = makePlan(reference, candidate, selection, settings);
 
-  AnalysisReport report;
-  report.referenceName = reference.name();
-  report.candidateName = candidate.name();
-  report.settings = settings;
-  if (!settings.startNode.empty())
-    report.note = "Intervals start at node '" + settings.startNode +
-                  "': values before it are treated as exact, so rounding upstream of it is "
-                  "ignored (the envelope is not rigorous).";
+  AnalysisReport report = emptyReport(reference, candidate, settings);
 
   // Steps from the cache first, then the rest computed.
   CacheUse cache = openCache(mOptions, reference, candidate, settings, report);
@@ -274,19 +312,24 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
     report.backendDescription +=
         (report.backendDescription.empty() ? "" : "; ") + mOptions.backendDescription;
 
-  if (cache.cache) {
-    std::vector<StepResult> toStore;
-    for (const StepResult& r : computed)
-      if (r.verdict != StepVerdict::NotBounded) toStore.push_back(r);
-    if (!toStore.empty()) {
-      try {
-        cache.cache->store(cache.key, toStore);
-      } catch (const std::exception& e) {
-        appendNote(report.note, std::string("Results not cached: ") + e.what());
-      }
-    }
+  if (cache.cache && mOptions.writeCache) {
+    const std::string problem = storeSteps(*cache.cache, cache.key, computed);
+    if (!problem.empty()) appendNote(report.note, "Results not cached: " + problem);
   }
   return report;
+}
+
+std::string storeInCache(const AnalyzerOptions& options, const ReplayRun& reference,
+                         const ReplayRun& candidate, const AnalysisReport& report) {
+  AnalysisReport scratch;
+  CacheUse cache = openCache(options, reference, candidate, report.settings, scratch);
+  if (!cache.cache)
+    return scratch.note.empty() ? std::string("caching is off or the runs are not files")
+                                : scratch.note;
+  std::vector<StepResult> computed;
+  for (const StepResult& r : report.steps)
+    if (!r.fromCache) computed.push_back(r);
+  return storeSteps(*cache.cache, cache.key, computed);
 }
 
 }  // namespace lossbound

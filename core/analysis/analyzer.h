@@ -43,6 +43,9 @@ using AnalysisProgress = std::function<void(int done, int total, const StepResul
 struct AnalyzerOptions {
   /// Reuse and store results in the results cache (only for runs read from files).
   bool useCache = true;
+  /// Store newly computed results in the cache (false: only read it, as the ranks of an MPI run
+  /// do; rank 0 then stores the merged report once with storeInCache()).
+  bool writeCache = true;
   /// Cache file; "" = ResultCache::defaultPath(candidate file).
   std::string cachePath;
   /// Makes the backend of a step worker with the given host thread budget; null = the CPU
@@ -74,11 +77,28 @@ class Analyzer {
   AnalyzerOptions mOptions;
 };
 
+/// Returns the steps analyse() would analyse for `selection` (increasing), after the same checks:
+/// throws AnalysisError as analyse() does when the analysis cannot start.
+std::vector<std::int64_t> plannedSteps(const ReplayRun& reference, const ReplayRun& candidate,
+                                       const StepSelection& selection,
+                                       const AnalysisSettings& settings);
+
+/// Returns a report of the pair without steps: run names and sources (absolute paths, log
+/// digests), settings and the note on a start node; what analyse() starts from.
+AnalysisReport emptyReport(const ReplayRun& reference, const ReplayRun& candidate,
+                           const AnalysisSettings& settings);
+
 /// Checks that the candidate's program at every step can run on the reference's checkpoint by the
 /// one pair rule (inputFit, core/runfile/run_pair.h). Throws AnalysisError naming the step, the
 /// input, what was expected and what was found.
 void checkPairing(const ReplayRun& reference, const ReplayRun& candidate,
                   const std::vector<std::int64_t>& steps);
+
+/// Stores the computed (not from the cache) and bounded steps of `report` in the results cache
+/// of the pair, as analyse() does with writeCache set; returns "" or the reason nothing was
+/// stored (caching off, runs not from files, the file could not be written).
+std::string storeInCache(const AnalyzerOptions& options, const ReplayRun& reference,
+                         const ReplayRun& candidate, const AnalysisReport& report);
 
 /// Returns the checkpointed steps the two runs have in common, increasing.
 std::vector<std::int64_t> commonSteps(const ReplayRun& reference, const ReplayRun& candidate);

@@ -1,9 +1,12 @@
 #include "core/analysis/report_json.h"
 
+#include "core/analysis/shard.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 
+#include <QFile>
 #include <QJsonArray>
+#include <QJsonDocument>
 
 #include <cmath>
 #include <limits>
@@ -12,6 +15,8 @@
 namespace lossbound {
 
 namespace {
+
+constexpr int kReportVersion = 2;
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
@@ -45,16 +50,17 @@ QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<
                               expected + ", found " + f.toStdString());
 }
 
-std::string stringField(const QJsonObject& o, const char* field) {
+// `label` names the field in messages when it differs from the key (a nested "shard.index").
+std::string stringField(const QJsonObject& o, const char* field, const char* label = nullptr) {
   const QJsonValue v = o.value(QLatin1String(field));
-  if (!v.isString()) bad(field, "a string", v);
+  if (!v.isString()) bad(label ? label : field, "a string", v);
   return v.toString().toStdString();
 }
 
-std::int64_t intField(const QJsonObject& o, const char* field) {
+std::int64_t intField(const QJsonObject& o, const char* field, const char* label = nullptr) {
   const QJsonValue v = o.value(QLatin1String(field));
   const double d = v.toDouble(std::nan(""));
-  if (!v.isDouble() || d != std::floor(d)) bad(field, "an integer", v);
+  if (!v.isDouble() || d != std::floor(d)) bad(label ? label : field, "an integer", v);
   return static_cast<std::int64_t>(d);
 }
 
@@ -62,6 +68,42 @@ bool boolField(const QJsonObject& o, const char* field) {
   const QJsonValue v = o.value(QLatin1String(field));
   if (!v.isBool()) bad(field, "true or false", v);
   return v.toBool();
+}
+
+QJsonObject sourceToJson(const RunSource& s) {
+  QJsonObject o;
+  o[QStringLiteral("path")] = qs(s.path);
+  o[QStringLiteral("log_digest")] = qs(s.logDigest);
+  return o;
+}
+
+RunSource sourceFromJson(const QJsonValue& v, const char* field) {
+  if (!v.isObject()) bad(field, "an object {path, log_digest}", v);
+  const QJsonObject o = v.toObject();
+  RunSource s;
+  const std::string f(field);
+  s.path = stringField(o, "path", (f + ".path").c_str());
+  s.logDigest = stringField(o, "log_digest", (f + ".log_digest").c_str());
+  return s;
+}
+
+QJsonArray stepsToJson(const std::vector<std::int64_t>& steps) {
+  QJsonArray a;
+  for (std::int64_t s : steps) a.append(static_cast<double>(s));
+  return a;
+}
+
+std::vector<std::int64_t> stepsFromJson(const QJsonValue& v, const char* field) {
+  if (!v.isArray()) bad(field, "an array of steps", v);
+  std::vector<std::int64_t> out;
+  for (const QJsonValue& e : v.toArray()) {
+    const double d = e.toDouble(-1);
+    if (!e.isDouble() || d < 0 || d != std::floor(d)) bad(field, "non-negative integer steps", e);
+    if (!out.empty() && static_cast<std::int64_t>(d) <= out.back())
+      bad(field, "strictly increasing steps", e);
+    out.push_back(static_cast<std::int64_t>(d));
+  }
+  return out;
 }
 
 }  // namespace
@@ -136,6 +178,7 @@ QJsonObject stepToJson(const StepResult& r) {
   o[QStringLiteral("self_hi")] = numberToJson(r.selfHi);
   o[QStringLiteral("note")] = qs(r.note);
   o[QStringLiteral("seconds")] = r.seconds;
+  o[QStringLiteral("from_cache")] = r.fromCache;
   QJsonArray budget;
   for (const BudgetShare& b : r.budget) {
     QJsonObject e;
@@ -173,6 +216,7 @@ StepResult stepFromJson(const QJsonObject& o) {
   r.selfHi = numberFromJson(o.value(QStringLiteral("self_hi")), "self_hi");
   r.note = stringField(o, "note");
   r.seconds = numberFromJson(o.value(QStringLiteral("seconds")), "seconds");
+  if (o.contains(QStringLiteral("from_cache"))) r.fromCache = boolField(o, "from_cache");
   const QJsonValue budget = o.value(QStringLiteral("budget"));
   if (!budget.isArray()) bad("budget", "an array", budget);
   for (const QJsonValue& v : budget.toArray()) {
@@ -187,7 +231,7 @@ StepResult stepFromJson(const QJsonObject& o) {
 QJsonObject reportToJson(const AnalysisReport& r) {
   QJsonObject o;
   o[QStringLiteral("format")] = QStringLiteral("lossbound-analysis");
-  o[QStringLiteral("version")] = 1;
+  o[QStringLiteral("version")] = kReportVersion;
   o[QStringLiteral("reference")] = qs(r.referenceName);
   o[QStringLiteral("candidate")] = qs(r.candidateName);
   o[QStringLiteral("settings")] = settingsToJson(r.settings);
@@ -198,10 +242,111 @@ QJsonObject reportToJson(const AnalysisReport& r) {
   o[QStringLiteral("cache_file")] = qs(r.cacheFile);
   o[QStringLiteral("first_exit")] =
       r.firstExit ? QJsonValue(static_cast<double>(*r.firstExit)) : QJsonValue();
+  o[QStringLiteral("reference_file")] = sourceToJson(r.referenceSource);
+  o[QStringLiteral("candidate_file")] = sourceToJson(r.candidateSource);
+  o[QStringLiteral("lossbound_version")] = qs(r.lossboundVersion);
+  o[QStringLiteral("engine_revision")] = r.engineRevision;
+  if (r.shard) {
+    QJsonObject sh;
+    sh[QStringLiteral("index")] = r.shard->index;
+    sh[QStringLiteral("count")] = r.shard->count;
+    sh[QStringLiteral("layout")] = qs(shardLayoutName(r.shard->layout));
+    sh[QStringLiteral("selected_steps")] = stepsToJson(r.shard->selectedSteps);
+    o[QStringLiteral("shard")] = sh;
+  }
   QJsonArray steps;
   for (const StepResult& s : r.steps) steps.append(stepToJson(s));
   o[QStringLiteral("steps")] = steps;
   return o;
+}
+
+AnalysisReport reportFromJson(const QJsonObject& o) {
+  AnalysisReport r;
+  if (o.value(QStringLiteral("format")).toString() != QLatin1String("lossbound-analysis"))
+    bad("format", "\"lossbound-analysis\"", o.value(QStringLiteral("format")));
+  const std::int64_t version = intField(o, "version");
+  if (version < 1 || version > kReportVersion)
+    bad("version", "1 or 2 (this build reads report versions up to 2)", o.value("version"));
+  r.referenceName = stringField(o, "reference");
+  r.candidateName = stringField(o, "candidate");
+  const QJsonValue settings = o.value(QStringLiteral("settings"));
+  if (!settings.isObject()) bad("settings", "an object", settings);
+  r.settings = settingsFromJson(settings.toObject());
+  r.backendDescription = stringField(o, "backend");
+  r.note = stringField(o, "note");
+  r.cancelled = boolField(o, "cancelled");
+  r.cacheFile = stringField(o, "cache_file");
+  const QJsonValue steps = o.value(QStringLiteral("steps"));
+  if (!steps.isArray()) bad("steps", "an array", steps);
+  for (const QJsonValue& v : steps.toArray()) {
+    if (!v.isObject()) bad("steps[]", "an object", v);
+    r.steps.push_back(stepFromJson(v.toObject()));
+  }
+  for (std::size_t i = 1; i < r.steps.size(); ++i)
+    if (r.steps[i].step <= r.steps[i - 1].step)
+      bad("steps", "steps in strictly increasing order",
+          QJsonValue(static_cast<double>(r.steps[i].step)));
+  // The first exit follows from the steps; a stored one that does not is a corrupt report.
+  r.firstExit = firstExit(r.steps);
+  const QJsonValue exit = o.value(QStringLiteral("first_exit"));
+  const bool stored = !exit.isNull() && !exit.isUndefined();
+  if (stored != r.firstExit.has_value() ||
+      (stored && exit.toDouble(-1) != static_cast<double>(*r.firstExit)))
+    bad("first_exit",
+        r.firstExit
+            ? ("step " + std::to_string(*r.firstExit) + " (the earliest exit among the steps)")
+                  .c_str()
+            : "null (no step is an exit)",
+        exit);
+  if (version < 2) {
+    r.lossboundVersion.clear();
+    r.engineRevision = 0;
+    return r;
+  }
+  r.referenceSource = sourceFromJson(o.value(QStringLiteral("reference_file")), "reference_file");
+  r.candidateSource = sourceFromJson(o.value(QStringLiteral("candidate_file")), "candidate_file");
+  r.lossboundVersion = stringField(o, "lossbound_version");
+  r.engineRevision = static_cast<int>(intField(o, "engine_revision"));
+  const QJsonValue shard = o.value(QStringLiteral("shard"));
+  if (!shard.isUndefined() && !shard.isNull()) {
+    if (!shard.isObject()) bad("shard", "an object", shard);
+    const QJsonObject sh = shard.toObject();
+    ShardInfo info;
+    info.index = static_cast<int>(intField(sh, "index", "shard.index"));
+    info.count = static_cast<int>(intField(sh, "count", "shard.count"));
+    if (info.count < 1 || info.index < 1 || info.index > info.count)
+      bad("shard.index", "1 <= index <= count", sh.value(QStringLiteral("index")));
+    const auto layout = parseShardLayout(stringField(sh, "layout", "shard.layout"));
+    if (!layout) bad("shard.layout", "\"blocks\" or \"interleaved\"", sh.value("layout"));
+    info.layout = *layout;
+    info.selectedSteps =
+        stepsFromJson(sh.value(QStringLiteral("selected_steps")), "shard.selected_steps");
+    r.shard = std::move(info);
+  }
+  return r;
+}
+
+AnalysisReport readReportFile(const std::string& path) {
+  QFile f(QString::fromStdString(path));
+  if (!f.exists()) throw std::runtime_error(path + ": no such file");
+  if (!f.open(QIODevice::ReadOnly))
+    throw std::runtime_error(path + ": cannot read: " + f.errorString().toStdString());
+  const QByteArray data = f.readAll();
+  QJsonParseError err{};
+  const QJsonDocument doc = QJsonDocument::fromJson(data, &err);
+  if (err.error != QJsonParseError::NoError)
+    throw std::runtime_error(path + ": not a Lossbound analysis report: expected JSON, found a " +
+                             "parse error (" + err.errorString().toStdString() + ") at byte " +
+                             std::to_string(err.offset) + " of " + std::to_string(data.size()));
+  if (!doc.isObject())
+    throw std::runtime_error(path +
+                             ": not a Lossbound analysis report: expected a JSON object, found "
+                             "an array");
+  try {
+    return reportFromJson(doc.object());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
 }
 
 }  // namespace lossbound

@@ -15,11 +15,17 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace lossbound {
@@ -28,9 +34,6 @@ namespace {
 
 constexpr const char* kFormat = "lossbound-results-cache";
 constexpr int kFormatVersion = 1;
-/// Part of every key: bump it whenever an op rule, an envelope method or a verdict rule changes
-/// what an analysis returns, so that caches written before are recomputed, not trusted.
-constexpr int kEngineRevision = 2;
 
 hid_t utf8StringType() {
   const hid_t t = H5Tcopy(H5T_C_S1);
@@ -168,6 +171,67 @@ bool writeEntry(hid_t file, const std::string& name, const std::string& key,
          writeColumn(g.get(), "envelope_hi", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, hi);
 }
 
+/// The writers' lock of one cache file: a POSIX record lock (fcntl) on "<cache>.lock", so that
+/// processes that share the cache — the tasks of a job array, on one machine or on several over
+/// NFS — read, merge and rename one after another and no one's new entries are lost. fcntl locks
+/// (unlike a lock file created with O_EXCL) are released by the kernel when a process dies, so a
+/// crashed writer never blocks the others. They do not exclude threads of one process: the mutex
+/// does that. Where the file system has no locks (ENOLCK, EOPNOTSUPP, ...), writers go on without
+/// one: the rename still never exposes a half-written cache, but two concurrent writers may drop
+/// each other's new entries (they are recomputed next time).
+class WriterLock {
+ public:
+  static constexpr int kWaitSeconds = 120;
+
+  explicit WriterLock(const std::string& cachePath) : mGuard(processMutex()) {
+    const std::string path = cachePath + ".lock";
+    mFd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (mFd < 0) return;  // no lock file (read-only folder): the store fails anyway
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWaitSeconds);
+    while (::fcntl(mFd, F_SETLK, &fl) < 0) {
+      if (errno != EAGAIN && errno != EACCES && errno != EINTR) {
+        ::close(mFd);  // no locks on this file system: go on unlocked (see above)
+        mFd = -1;
+        return;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::close(mFd);
+        mFd = -1;
+        throw std::runtime_error("results cache: '" + path +
+                                 "' is locked by another process for more than " +
+                                 std::to_string(kWaitSeconds) + " s (expected a writer to finish)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~WriterLock() {
+    if (mFd >= 0) ::close(mFd);  // closing releases the record lock
+  }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  static std::mutex& processMutex() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> mGuard;
+  int mFd = -1;
+};
+
+/// Returns a temporary file name beside `path` that no other writer uses: the host name and the
+/// process id tell processes apart on a shared file system, the counter threads.
+std::string temporaryName(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return path + ".tmp-" + host + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter.fetch_add(1));
+}
+
 bool dirWritable(const std::filesystem::path& dir) {
   return !dir.empty() && ::access(dir.c_str(), W_OK | X_OK) == 0;
 }
@@ -262,6 +326,12 @@ std::vector<StepResult> ResultCache::load(const std::string& key) const {
 
 void ResultCache::store(const std::string& key, const std::vector<StepResult>& steps) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(mPath);
+  if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
+  // Read, merge and rename under the writers' lock: without it, two writers that read the same
+  // old file would each rename their own merge over it and the first one's entries would be lost.
+  const WriterLock writers(mPath);
   const Hdf5Lock lock;
   const Hdf5Quiet quiet;
   std::map<std::int64_t, StepResult> merged;
@@ -273,11 +343,7 @@ void ResultCache::store(const std::string& key, const std::vector<StepResult>& s
   std::vector<StepResult> all;
   for (auto& [step, r] : merged) all.push_back(std::move(r));
 
-  std::error_code ec;
-  const fs::path target(mPath);
-  if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp = mPath + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(reinterpret_cast<std::uintptr_t>(this) & 0xffffff);
+  const std::string tmp = temporaryName(mPath);
   const std::string myName = entryName(key);
   bool ok = false;
   {

@@ -3,9 +3,12 @@
 // the session (never inside the run files), so reopening a pair shows them without recomputing.
 // Entries are keyed by the analysis settings and the identity of both run files (absolute path,
 // size, modification time and a digest of the loss log); a changed file or setting misses.
-// Writes go to a temporary file in the same folder that is then renamed over the cache, so a
-// reader never sees a half-written cache. An unreadable or foreign cache file is ignored on load
-// and replaced on store.
+// Writes go to a temporary file in the same folder (named by host, process and a counter) that is
+// then renamed over the cache, so a reader never sees a half-written cache. Writers — processes
+// that share the cache file, such as the tasks of a job array — read, merge and rename one at a
+// time under a POSIX record lock on "<cache>.lock" (docs/cluster.md), so none loses the entries
+// another stored meanwhile. An unreadable or foreign cache file is ignored on load and replaced
+// on store.
 //
 // Layout: / attrs format="lossbound-results-cache", format_version=1;
 // /analyses/<16 hex of SHA-256(key)>: attrs key (the key text), updated (ISO 8601); datasets
@@ -60,8 +63,9 @@ class ResultCache {
   std::vector<StepResult> load(const std::string& key) const;
 
   /// Merges `steps` into the entry of `key` (a new result for a step replaces the old one) and
-  /// rewrites the file through a temporary file and a rename. Throws std::runtime_error naming
-  /// the file when it cannot be written.
+  /// rewrites the file through a temporary file and a rename, holding the writers' lock (waits
+  /// up to 120 s for it). Throws std::runtime_error naming the file when it cannot be written
+  /// or the lock stays taken.
   void store(const std::string& key, const std::vector<StepResult>& steps);
 
  private:
