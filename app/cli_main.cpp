@@ -4,6 +4,7 @@
 #include "app/backend_status.h"
 #include "app/cli_analyze.h"
 #include "app/cli_info.h"
+#include "app/cli_ops.h"
 #include "widgets/export.h"
 
 #include <QApplication>
@@ -21,6 +22,7 @@ int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
          "  info FILE...      validate and summarise run files\n"
+         "  ops [--markdown]  list the supported aten ops\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
   return kExitBadUsage;
 }
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   }
   if (first == QLatin1String("analyze")) return lossbound::app::runAnalyze(args.mid(2), out, err);
   if (first == QLatin1String("info")) return lossbound::app::runInfoCommand(args.mid(2), out, err);
+  if (first == QLatin1String("ops")) return lossbound::app::runOpsCommand(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }
