@@ -205,7 +205,8 @@ def token_batches(n: int, t: int, mask_after: Optional[int] = None) -> List[Batc
                 labels[i, :length - 1] = seq[1:]
             counted = labels[:, :mask_after] if mask_after is not None else labels
             counts = [int((m != IGNORE).sum()) for m in counted.chunk(MICRO)]
-            if len(set(counts)) == MICRO:
+            masked = mask_after is not None and bool((labels[:, mask_after:] != IGNORE).any())
+            if len(set(counts)) == MICRO and (mask_after is None or masked):
                 break
         out.append({"ids": ids, "labels": labels})
     return out
@@ -351,9 +352,9 @@ ZOO: Dict[str, Arch] = {
                       "MLP 64), batch 4"),
     "conv1d_groupnorm": Arch(ConvGN1d, "classify", images(6, (4, 32), 5), layout="1d",
                              about="Conv1d + GroupNorm + AdaptiveAvgPool1d, 4x32, batch 6"),
-    "transformer_encoder": Arch(EncoderLM, "lm", lambda: token_batches(8, 24, 20), mask_after=20,
+    "transformer_encoder": Arch(EncoderLM, "lm", lambda: token_batches(8, 28, 20), mask_after=20,
                                 about="nn.TransformerEncoder (2 pre-norm batch-first layers, "
-                                      "width 16, causal mask), 8x24 tokens, labels[:, 20:] = "
+                                      "width 16, causal mask), 8x28 tokens, labels[:, 20:] = "
                                       "-100 in the step"),
     "llama": Arch(LlamaLM, "lm", lambda: token_batches(8, 24),
                   about="Llama-style decoder (RMSNorm, rotary cos/sin in the step, SwiGLU; "
