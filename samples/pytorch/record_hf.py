@@ -185,12 +185,15 @@ def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) ->
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for the run files (created)")
-    ap.add_argument("--model", choices=MODELS, default="gpt2")
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--model", choices=MODELS, default="gpt2",
+                    help="GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM (default: gpt2)")
+    ap.add_argument("--steps", type=int, default=10,
+                    help="training steps per run, each one checkpointed (default: 10)")
     ap.add_argument("--style", choices=STYLES + ("both",), default="both",
-                    help="which candidate(s) to record besides the reference")
+                    help="which candidate(s) to record besides the reference (default: both)")
     ap.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
-                    help="attention implementation (transformers' attn_implementation)")
+                    help="attention implementation (transformers' attn_implementation; default: "
+                         "sdpa, transformers' default for these models)")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
