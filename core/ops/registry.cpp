@@ -47,6 +47,11 @@ const OpRegistry& opRegistry() {
     registerMaxPoolOps(r);
     registerAvgPoolOps(r);
     registerConvOps(r);
+    registerSliceScatterOps(r);
+    registerPadOps(r);
+    registerCumsumOps(r);
+    registerGatherScatterOps(r);
+    registerAdvancedIndexOps(r);
     return r;
   }();
   return registry;
