@@ -4,6 +4,7 @@
 #include "app/backend_status.h"
 #include "app/cli_analyze.h"
 #include "app/cli_info.h"
+#include "app/cli_ops.h"
 #include "widgets/export.h"
 
 #include <QApplication>
@@ -22,6 +23,7 @@ int usage(QTextStream& err) {
          "commands:\n"
          "  info FILE...      validate and summarise run files\n"
          "  validate FILE...  validate run files (exit 0 when all are valid, 2 otherwise)\n"
+         "  ops [--markdown]  list the supported aten ops\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
   return kExitBadUsage;
 }
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
   if (first == QLatin1String("info")) return lossbound::app::runInfoCommand(args.mid(2), out, err);
   if (first == QLatin1String("validate"))
     return lossbound::app::runValidateCommand(args.mid(2), out, err);
+  if (first == QLatin1String("ops")) return lossbound::app::runOpsCommand(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }

@@ -8,10 +8,12 @@
 #include "core/ops/libm_model.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/reduction_layout.h"
+#include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <random>
@@ -24,6 +26,31 @@ class TestOpSupport : public QObject {
   Q_OBJECT
 
  private slots:
+  /// Every registered name belongs to exactly one family, and every family has a description
+  /// and ops (what `lossbound-cli ops --markdown` and the README show).
+  void registryFamiliesPartitionTheNames() {
+    const OpRegistry& r = opRegistry();
+    std::multiset<std::string> inFamilies;
+    for (const OpFamily& f : r.families()) {
+      QVERIFY2(!f.ops.empty(), f.name.c_str());
+      QVERIFY2(!f.description.empty() && f.description.find('\n') == std::string::npos,
+               f.name.c_str());
+      inFamilies.insert(f.ops.begin(), f.ops.end());
+    }
+    const std::vector<std::string> names = r.names();
+    QVERIFY(std::is_sorted(names.begin(), names.end()));
+    QCOMPARE(inFamilies.size(), names.size());
+    for (const std::string& n : names) QVERIFY2(inFamilies.count(n) == 1, n.c_str());
+    // a name registered again moves to the later family
+    OpRegistry mine;
+    mine.beginFamily("A", "a");
+    mine.add("aten.x.default", nullptr);
+    mine.beginFamily("B", "b");
+    mine.add("aten.x.default", nullptr);
+    QVERIFY(mine.families()[0].ops.empty());
+    QCOMPARE(mine.families()[1].ops, std::vector<std::string>{"aten.x.default"});
+  }
+
   void gammaIsUpperBound() {
     const double u = 0x1p-24;
     const double g = gammaUp(10, u);
