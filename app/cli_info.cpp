@@ -1,5 +1,6 @@
 #include "app/cli_info.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/program/op_coverage.h"
 #include "core/runfile/run_file.h"
 
@@ -14,8 +15,6 @@ namespace lossbound::app {
 namespace {
 
 constexpr int kExitInvalid = 2;
-
-QString q(const std::string& s) { return QString::fromStdString(s); }
 
 // "0-49" or "0-9, 20, 30-31": consecutive steps collapsed into ranges.
 QString stepRanges(const std::vector<std::int64_t>& steps) {
@@ -32,28 +31,28 @@ QString stepRanges(const std::vector<std::int64_t>& steps) {
   return parts.join(QStringLiteral(", "));
 }
 
-QString orDash(const std::string& s) { return s.empty() ? QStringLiteral("-") : q(s); }
+QString orDash(const std::string& s) { return s.empty() ? QStringLiteral("-") : qs(s); }
 
 void summarise(const RunFile& run, QTextStream& out) {
   const RunAttributes& a = run.attributes();
   const RunLog& log = run.log();
-  out << q(run.path()) << ": valid Lossbound run file (format version " << a.formatVersion << ")\n";
+  out << qs(run.path()) << ": valid Lossbound run file (format version " << a.formatVersion
+      << ")\n";
   out << "  run:          " << orDash(a.runName) << " (role: " << orDash(a.role) << ")\n";
   out << "  framework:    " << orDash(a.framework) << "; device: " << orDash(a.device);
   if (!a.float32MatmulPrecision.empty())
-    out << "; float32 matmul precision: " << q(a.float32MatmulPrecision);
+    out << "; float32 matmul precision: " << qs(a.float32MatmulPrecision);
   out << "\n";
-  if (!a.created.empty()) out << "  created:      " << q(a.created) << "\n";
-  if (!a.notes.empty()) out << "  notes:        " << q(a.notes) << "\n";
+  if (!a.created.empty()) out << "  created:      " << qs(a.created) << "\n";
+  if (!a.notes.empty()) out << "  notes:        " << qs(a.notes) << "\n";
   const auto [lo, hi] = std::minmax_element(log.loss.begin(), log.loss.end());
   out << "  steps:        " << log.steps.size() << " logged, " << log.steps.front() << " to "
       << log.steps.back() << "\n";
-  out << "  loss:         " << QString::number(*lo, 'g', 6) << " to "
-      << QString::number(*hi, 'g', 6) << " (first " << QString::number(log.loss.front(), 'g', 6)
-      << ", last " << QString::number(log.loss.back(), 'g', 6) << ")\n";
+  out << "  loss:         " << qNumber(*lo, 6) << " to " << qNumber(*hi, 6) << " (first "
+      << qNumber(log.loss.front(), 6) << ", last " << qNumber(log.loss.back(), 6) << ")\n";
   if (!log.metrics.empty()) {
     QStringList names;
-    for (const auto& [name, values] : log.metrics) names << q(name);
+    for (const auto& [name, values] : log.metrics) names << qs(name);
     out << "  metrics:      " << names.join(QStringLiteral(", ")) << "\n";
   }
   const std::vector<std::int64_t> steps = run.checkpointSteps();
@@ -64,10 +63,10 @@ void summarise(const RunFile& run, QTextStream& out) {
   for (const RunProgram& p : run.programs()) {
     int uses = 0;
     for (std::int64_t s : steps) uses += run.checkpointProgram(s).id == p.id ? 1 : 0;
-    out << "    " << q(p.id) << ": " << p.opCount << " ops, " << p.program.inputs.size()
+    out << "    " << qs(p.id) << ": " << p.opCount << " ops, " << p.program.inputs.size()
         << " inputs, " << p.program.outputs.size() << " outputs, used by " << uses
         << " checkpoint(s)";
-    if (!p.program.torchVersion.empty()) out << ", torch " << q(p.program.torchVersion);
+    if (!p.program.torchVersion.empty()) out << ", torch " << qs(p.program.torchVersion);
     out << "\n";
     const std::vector<UnsupportedOp> unsupported = unsupportedOps(p.program);
     if (unsupported.empty()) {
@@ -77,11 +76,11 @@ void summarise(const RunFile& run, QTextStream& out) {
       for (const UnsupportedOp& u : unsupported) byOp[u.op].push_back(u.node);
       out << "      unsupported ops (" << byOp.size() << "; this program cannot be evaluated):\n";
       for (const auto& [op, nodes] : byOp)
-        out << "        " << q(op) << " (" << nodes.size()
-            << " node(s), first: " << q(nodes.front()) << ")\n";
+        out << "        " << qs(op) << " (" << nodes.size()
+            << " node(s), first: " << qs(nodes.front()) << ")\n";
     }
   }
-  for (const std::string& w : run.warnings()) out << "  warning: " << q(w) << "\n";
+  for (const std::string& w : run.warnings()) out << "  warning: " << qs(w) << "\n";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "core/analysis/result_cache.h"
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
+#include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/program/op_coverage.h"
 
@@ -10,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -62,12 +62,6 @@ struct Job {
   std::size_t slot;
   Part part;
 };
-
-std::string fmt(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
 
 /// Names the unsupported ops among the nodes the loss depends on, or "".
 std::string unsupportedLossOps(const Program& program) {
@@ -374,17 +368,17 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
         if (!insideEnvelope(r.referenceLoss, m.rigorous.lo, m.rigorous.hi)) {
           r.verdict = StepVerdict::BugCertain;
           note += (note.empty() ? "" : " ") + std::string("Also outside the rigorous interval [") +
-                  fmt(m.rigorous.lo) + ", " + fmt(m.rigorous.hi) + "].";
+                  numberText(m.rigorous.lo, 9) + ", " + numberText(m.rigorous.hi, 9) + "].";
         } else {
           note += (note.empty() ? "" : " ") + std::string("Inside the rigorous interval [") +
-                  fmt(m.rigorous.lo) + ", " + fmt(m.rigorous.hi) +
+                  numberText(m.rigorous.lo, 9) + ", " + numberText(m.rigorous.hi, 9) +
                   "], so the bug is likely, not certain.";
         }
       }
       if (!r.selfCheckPassed)
         note += (note.empty() ? "" : " ") + std::string("Self-check failed: the candidate's own ") +
-                "loss " + fmt(r.candidateLoss) + " is outside its envelope [" + fmt(r.selfLo) +
-                ", " + fmt(r.selfHi) +
+                "loss " + numberText(r.candidateLoss, 9) + " is outside its envelope [" +
+                numberText(r.selfLo, 9) + ", " + numberText(r.selfHi, 9) +
                 "] on its own checkpoint, so the recording or the "
                 "precision model is wrong (dropout, a wrong dtype, an untraced side effect) and "
                 "this envelope cannot be trusted.";

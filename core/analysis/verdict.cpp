@@ -1,5 +1,8 @@
 #include "core/analysis/verdict.h"
 
+#include "core/interval/interval.h"
+#include "core/interval/number_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +26,6 @@ double hoeffdingLambda(double confidence) {
 bool insideEnvelope(double value, double lo, double hi) { return lo <= value && value <= hi; }
 
 double envelopeMargin(double value, double lo, double hi) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   if (std::isnan(value) || std::isnan(lo) || std::isnan(hi)) return std::nan("");
   if (std::isinf(lo) || std::isinf(hi)) {
     if (insideEnvelope(value, lo, hi)) return 0.0;
@@ -61,7 +63,7 @@ void classifyStep(StepResult& r, bool rigorous) {
   if (r.verdict == StepVerdict::Rounding && (std::isinf(r.lo) || std::isinf(r.hi))) {
     r.verdict = StepVerdict::NotBounded;
     if (!r.note.empty()) r.note += " ";
-    r.note += "The envelope is unbounded ([" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+    r.note += "The envelope is unbounded ([" + numberText(r.lo, 9) + ", " + numberText(r.hi, 9) +
               "]): a bound overflowed on the way to the loss, so rounding cannot be confirmed; try "
               "another method or start the interval at a later node.";
   }

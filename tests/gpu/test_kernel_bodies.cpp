@@ -48,6 +48,7 @@
 
 using lossbound::Format;
 using lossbound::Interval;
+using lossbound::kInf;
 using lossbound::kernels::BinaryOp;
 using lossbound::kernels::ElementwiseModel;
 using lossbound::kernels::UnaryOp;
@@ -55,7 +56,6 @@ namespace ops = lossbound::ops;
 
 namespace {
 
-constexpr double kInf = __builtin_huge_val();
 constexpr std::size_t kRandomIntervals = 20'000;
 
 bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }

@@ -5,6 +5,7 @@
 #include "core/analysis/result_cache.h"
 #include "core/analysis/step_selection.h"
 #include "core/analysis/verdict.h"
+#include "core/interval/interval.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -18,8 +19,6 @@
 using namespace lossbound;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 StepResult stepAt(std::int64_t step, StepVerdict v) {
   StepResult r;
