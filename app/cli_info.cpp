@@ -3,9 +3,11 @@
 #include "core/analysis/qt_text.h"
 #include "core/program/op_coverage.h"
 #include "core/runfile/run_file.h"
+#include "core/tensor/non_finite.h"
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -83,13 +85,57 @@ void summarise(const RunFile& run, QTextStream& out) {
   for (const std::string& w : run.warnings()) out << "  warning: " << qs(w) << "\n";
 }
 
+// The HDF5 dataset of program input `name` ("param:w" → /checkpoints/<step>/params/w).
+QString datasetPath(std::int64_t step, const std::string& name) {
+  const bool param = name.starts_with("param:");
+  return QStringLiteral("/checkpoints/%1/%2/%3")
+      .arg(step)
+      .arg(param ? QStringLiteral("params") : QStringLiteral("batch"))
+      .arg(qs(std::string_view(name).substr(name.find(':') + 1)));
+}
+
+// Reads checkpoints in step order, up to `budget` bytes of tensor data after the first one, and
+// prints a warning per tensor that holds NaN or ±inf, then how much was checked.
+void checkValues(const RunFile& run, std::int64_t budget, QTextStream& out) {
+  const std::vector<std::int64_t> steps = run.checkpointSteps();
+  if (steps.empty()) return;
+  std::int64_t bytes = 0;
+  std::vector<std::int64_t> checked;
+  QStringList warnings;
+  for (std::int64_t step : steps) {
+    std::int64_t need = 0;
+    for (const InputSpec& in : run.checkpointProgram(step).program.inputs)
+      need += numel(in.spec.shape) * static_cast<std::int64_t>(sizeof(double));
+    if (!checked.empty() && bytes + need > budget) break;
+    for (const NonFiniteValues& v : findNonFinite(run.loadCheckpoint(step)))
+      warnings << QStringLiteral("step %1: %2")
+                      .arg(step)
+                      .arg(qs(describeNonFinite(v, datasetPath(step, v.name).toStdString())));
+    bytes += need;
+    checked.push_back(step);
+  }
+  out << "  values:       ";
+  if (checked.size() == steps.size())
+    out << "every checkpoint checked";
+  else
+    out << "checkpoints at steps " << stepRanges(checked) << " checked (" << checked.size()
+        << " of " << steps.size() << ", " << (bytes >> 20) << " MiB; --check-values checks all)";
+  out << (warnings.isEmpty()
+              ? QStringLiteral(": all finite\n")
+              : QStringLiteral(": %1 tensor(s) hold NaN or inf\n").arg(warnings.size()));
+  for (const QString& w : warnings) out << "  warning: " << w << "\n";
+}
+
 }  // namespace
 
-int runInfoCommand(const QStringList& files, QTextStream& out, QTextStream& err) {
+int runInfoCommand(const QStringList& args, QTextStream& out, QTextStream& err) {
+  QStringList files = args;
+  const bool allValues = files.removeAll(QStringLiteral("--check-values")) > 0;
   if (files.isEmpty()) {
-    err << "usage: lossbound-cli info FILE...\n"
-           "validates run files (HDF5, docs/run-file-format.md) and summarises them; exit 0 when\n"
-           "all are valid, 2 otherwise\n";
+    err << "usage: lossbound-cli info [--check-values] FILE...\n"
+           "validates run files (HDF5, docs/run-file-format.md) and summarises them, with the\n"
+           "checkpoint tensors that hold NaN or inf (the first 256 MiB of tensor data; all with\n"
+           "--check-values); exit 0 when all are valid, 2 otherwise\n";
     return kExitInvalid;
   }
   int status = 0;
@@ -98,6 +144,8 @@ int runInfoCommand(const QStringList& files, QTextStream& out, QTextStream& err)
       RunFile::validateIsolated(file.toStdString());  // a crash inside libhdf5 stays in a child
       const RunFile run = RunFile::open(file.toStdString());
       summarise(run, out);
+      checkValues(run, allValues ? std::numeric_limits<std::int64_t>::max() : kInfoValueBudgetBytes,
+                  out);
     } catch (const std::exception& e) {
       err << "lossbound-cli info: invalid run file: " << e.what() << "\n";
       status = kExitInvalid;

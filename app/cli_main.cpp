@@ -4,6 +4,7 @@
 #include "app/backend_status.h"
 #include "app/cli_analyze.h"
 #include "app/cli_info.h"
+#include "core/analysis/result_cache.h"
 #include "widgets/export.h"
 
 #include <QApplication>
@@ -20,7 +21,8 @@ constexpr int kExitBadUsage = 2;
 int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
-         "  info FILE...      validate and summarise run files\n"
+         "  info [--check-values] FILE...\n"
+         "                    validate and summarise run files\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
   return kExitBadUsage;
 }
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   const QString first = args.at(1);
   if (first == QLatin1String("--version") || first == QLatin1String("-v")) {
     out << "lossbound-cli " << LOSSBOUND_VERSION << "\n"
+        << "engine revision: " << lossbound::engineRevision() << "\n"
         << "backend: " << lossbound::app::backendStatusLine() << "\n";
     return 0;
   }

@@ -6,6 +6,7 @@
 #include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/program/op_coverage.h"
+#include "core/tensor/non_finite.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,7 @@ struct PartResult {
   std::string error;  // non-empty: the step cannot be bounded
   Envelope env;
   std::string note;
+  std::vector<NonFiniteValues> nonFinite;  // checkpoint tensors holding NaN or ±inf
   double seconds = 0;
   bool confirmed = false;  // Main only: the rigorous interval was computed because it exited
   Interval rigorous{};
@@ -245,7 +247,9 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
                               "' is not a node of the candidate program at step " +
                               std::to_string(step));
       const ReplayRun& source = job.part == Part::Main ? reference : candidate;
-      const TensorMap inputs = adaptInputs(*program, source.inputsAt(step), &pr.note);
+      const TensorMap stored = source.inputsAt(step);
+      pr.nonFinite = findNonFinite(stored);
+      const TensorMap inputs = adaptInputs(*program, stored, &pr.note);
       ReplayOptions ro;
       ro.method = settings.method;
       ro.precision = precision;
@@ -375,18 +379,17 @@ AnalysisReport Analyzer::analyse(const ReplayRun& reference, const ReplayRun& ca
                   "], so the bug is likely, not certain.";
         }
       }
-      if (!r.selfCheckPassed)
-        note += (note.empty() ? "" : " ") + std::string("Self-check failed: the candidate's own ") +
-                "loss " + numberText(r.candidateLoss, 9) + " is outside its envelope [" +
-                numberText(r.selfLo, 9) + ", " + numberText(r.selfHi, 9) +
-                "] on its own checkpoint, so the recording or the "
-                "precision model is wrong (dropout, a wrong dtype, an untraced side effect) and "
-                "this envelope cannot be trusted.";
       if (!settings.startNode.empty())
         note += (note.empty() ? "" : " ") + std::string("Upstream of node '") + settings.startNode +
                 "' rounding is ignored.";
       r.note = note;
     }
+    // Name the checkpoint tensors that make an envelope unbounded, whatever the verdict.
+    for (const auto& [part, whose] : {std::pair{&m, "reference"}, std::pair{&s, "candidate"}})
+      for (const NonFiniteValues& v : part->nonFinite)
+        r.note += (r.note.empty() ? "" : " ") + std::string("The ") + whose +
+                  "'s checkpoint at step " + std::to_string(r.step) +
+                  " holds values that are not finite: " + describeNonFinite(v) + ".";
     computed.push_back(r);
     results[r.step] = r;
     if (progress) progress(++done, total, r);
