@@ -126,8 +126,10 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
     try {
       warning = compareBatches(reference, candidate, r.step);
     } catch (const std::exception& e) {
-      warning =
-          "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
+      // Appended, not "step " + std::to_string(...): GCC 12 at -O3 reports a false -Wrestrict
+      // on operator+(const char*, std::string&&) (GCC bug 105651).
+      warning = "step ";
+      *warning += std::to_string(r.step) + ": the batches could not be compared: " + e.what();
     }
     if (!warning) continue;
     err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";

@@ -119,7 +119,8 @@ void checkValues(const RunFile& run, std::int64_t budget, QTextStream& out) {
     out << "every checkpoint checked";
   else
     out << "checkpoints at steps " << stepRanges(checked) << " checked (" << checked.size()
-        << " of " << steps.size() << ", " << (bytes >> 20) << " MiB; --check-values checks all)";
+        << " of " << steps.size() << ", " << qNumber(static_cast<double>(bytes) / (1 << 20), 3)
+        << " MiB; --check-values checks all)";
   out << (warnings.isEmpty()
               ? QStringLiteral(": all finite\n")
               : QStringLiteral(": %1 tensor(s) hold NaN or inf\n").arg(warnings.size()));
@@ -129,13 +130,33 @@ void checkValues(const RunFile& run, std::int64_t budget, QTextStream& out) {
 }  // namespace
 
 int runInfoCommand(const QStringList& args, QTextStream& out, QTextStream& err) {
-  QStringList files = args;
-  const bool allValues = files.removeAll(QStringLiteral("--check-values")) > 0;
-  if (files.isEmpty()) {
-    err << "usage: lossbound-cli info [--check-values] FILE...\n"
+  QStringList files;
+  std::int64_t budget = kInfoValueBudgetBytes;
+  bool badUsage = false;
+  for (qsizetype i = 0; i < args.size(); ++i) {
+    if (args[i] == QStringLiteral("--check-values")) {
+      budget = std::numeric_limits<std::int64_t>::max();
+    } else if (args[i] == QStringLiteral("--value-budget")) {
+      bool ok = false;
+      const qint64 mib = i + 1 < args.size() ? args[i + 1].toLongLong(&ok) : -1;
+      if (!ok || mib < 0 || mib > (std::int64_t{1} << 40)) {
+        err << "lossbound-cli info: --value-budget: expected a number of MiB, found '"
+            << (i + 1 < args.size() ? args[i + 1] : QString()) << "'\n";
+        badUsage = true;
+        break;
+      }
+      budget = std::int64_t{mib} << 20;
+      ++i;
+    } else {
+      files << args[i];
+    }
+  }
+  if (files.isEmpty() || badUsage) {
+    err << "usage: lossbound-cli info [--check-values | --value-budget MIB] FILE...\n"
            "validates run files (HDF5, docs/run-file-format.md) and summarises them, with the\n"
-           "checkpoint tensors that hold NaN or inf (the first 256 MiB of tensor data; all with\n"
-           "--check-values); exit 0 when all are valid, 2 otherwise\n";
+           "checkpoint tensors that hold NaN or inf: checkpoints are read in step order up to\n"
+           "256 MiB of tensor data (--value-budget MIB: another amount; --check-values: all);\n"
+           "exit 0 when all are valid, 2 otherwise\n";
     return kExitInvalid;
   }
   int status = 0;
@@ -144,8 +165,7 @@ int runInfoCommand(const QStringList& args, QTextStream& out, QTextStream& err) 
       RunFile::validateIsolated(file.toStdString());  // a crash inside libhdf5 stays in a child
       const RunFile run = RunFile::open(file.toStdString());
       summarise(run, out);
-      checkValues(run, allValues ? std::numeric_limits<std::int64_t>::max() : kInfoValueBudgetBytes,
-                  out);
+      checkValues(run, budget, out);
     } catch (const std::exception& e) {
       err << "lossbound-cli info: invalid run file: " << e.what() << "\n";
       status = kExitInvalid;

@@ -1,9 +1,9 @@
 #pragma once
-// `lossbound-cli info [--check-values] FILE...`: validates run files and prints a summary of
-// each, with the checkpoint tensors that hold NaN or ±inf (by dataset path and step). Reading
-// values costs time on big files, so by default only the first checkpoints, up to
-// kInfoValueBudgetBytes of tensor data, are checked (the summary says how many);
-// --check-values checks all of them.
+// `lossbound-cli info [--check-values | --value-budget MIB] FILE...`: validates run files and
+// prints a summary of each, with the checkpoint tensors that hold NaN or ±inf (by dataset path and
+// step). Reading values costs time on big files, so by default only the first checkpoints, up to
+// kInfoValueBudgetBytes of tensor data, are checked (the summary says which); --value-budget
+// sets another amount, --check-values checks all of them.
 
 #include <QStringList>
 #include <QTextStream>
@@ -17,9 +17,9 @@ namespace lossbound::app {
 inline constexpr std::int64_t kInfoValueBudgetBytes = std::int64_t{256} << 20;
 
 /// Validates and summarises each file (summary and value warnings to `out`, problems to `err`);
-/// `--check-values` among the arguments lifts the value budget. Returns 0 when all files are
-/// valid run files (NaN or ±inf in a checkpoint is a warning), 2 when any is not (or no file was
-/// given). Never throws.
+/// `--check-values` lifts the value budget, `--value-budget MIB` sets it. Returns 0 when all files
+/// are valid run files (NaN or ±inf in a checkpoint is a warning), 2 when any is not (or no file
+/// was given). Never throws.
 int runInfoCommand(const QStringList& args, QTextStream& out, QTextStream& err);
 
 }  // namespace lossbound::app

@@ -21,7 +21,7 @@ constexpr int kExitBadUsage = 2;
 int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
-         "  info [--check-values] FILE...\n"
+         "  info [--check-values | --value-budget MIB] FILE...\n"
          "                    validate and summarise run files\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
   return kExitBadUsage;

@@ -24,11 +24,19 @@ endfunction()
 set(LOSSBOUND_QTEST_SKIPPED "Totals: [0-9]+ passed, 0 failed, [1-9][0-9]* skipped")
 
 # lossbound_add_test(NAME core/interval SOURCES a.cpp b.cpp LIBS lib... [LABELS l...]
-#                    [TIMEOUT s] [COMPILE_OPTIONS ...])
-# Adds a Qt Test executable, registers it with ctest and runs it offscreen.
+#                    [TIMEOUT s] [COMPILE_OPTIONS ...] [NO_SANITIZE])
+# Adds a Qt Test executable, registers it with ctest and runs it offscreen. A test labelled core
+# is also labelled sanitize (the ASan+UBSan stage, lb_sanitize_stage in scripts/common.sh, runs
+# those and builds them through the target sanitize-tests), unless NO_SANITIZE says it is too
+# slow under the sanitizers.
 function(lossbound_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS" ${ARGN})
+  cmake_parse_arguments(T "NO_SANITIZE" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS"
+                        ${ARGN})
   string(REPLACE "/" "_" exe "test_${T_NAME}")
+  if("core" IN_LIST T_LABELS AND NOT T_NO_SANITIZE)
+    list(APPEND T_LABELS sanitize)
+    set_property(GLOBAL APPEND PROPERTY LOSSBOUND_SANITIZE_TARGETS ${exe})
+  endif()
   add_executable(${exe} ${T_SOURCES})
   target_link_libraries(${exe} PRIVATE Qt6::Test ${T_LIBS})
   target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR})

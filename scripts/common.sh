@@ -63,3 +63,18 @@ lb_release_build() {
   BUILD_DIR="$dir" lb_configure -DCMAKE_BUILD_TYPE=Release -DLOSSBOUND_BENCHMARKS=ON "$@"
   BUILD_DIR="$dir" lb_build
 }
+
+# Sanitizers: the core tests (ctest label sanitize: every core-labelled Qt test except the
+# minutes-long sample analyses, see lossbound_add_test) built with ASan + UBSan in their own tree
+# (default build-asan; UBSan aborts on the first report) and run there. The CLI tests are not
+# included: lossbound-cli links the widgets, which would double the build.
+lb_sanitize_stage() {
+  local dir="${LOSSBOUND_ASAN_DIR:-$LOSSBOUND_ROOT/build-asan}"
+  lb_log "ASan+UBSan: the core tests (ctest -L sanitize) in $dir"
+  BUILD_DIR="$dir" lb_configure -DLOSSBOUND_SANITIZE=ON -DLOSSBOUND_CUDA=OFF \
+    -DLOSSBOUND_BENCHMARKS=OFF "$@"
+  BUILD_DIR="$dir" lb_build --target sanitize-tests
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+    ctest --test-dir "$dir" -L sanitize --output-on-failure --timeout 900 -j "$(nproc)"
+}

@@ -1,11 +1,11 @@
 #include "core/analysis/verdict.h"
 
+#include "core/interval/interval.h"
 #include "core/interval/number_text.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -59,7 +59,13 @@ void appendNote(std::string& note, const std::string& sentence) {
 }
 
 std::string envelopeText(double lo, double hi) {
-  return "[" + numberText(lo, 9) + ", " + numberText(hi, 9) + "]";
+  // Appended, not "[" + numberText(...): GCC 12 at -O3 reports a false -Wrestrict on
+  // operator+(const char*, std::string&&) (GCC bug 105651).
+  std::string s = "[";
+  s += numberText(lo, 9);
+  s += ", ";
+  s += numberText(hi, 9);
+  return s + "]";
 }
 
 }  // namespace
