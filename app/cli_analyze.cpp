@@ -3,6 +3,7 @@
 #include "app/backend_status.h"
 #include "core/analysis/analyzer.h"
 #include "core/analysis/overall_verdict.h"
+#include "core/analysis/qt_text.h"
 #include "core/analysis/report_csv.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/run_file_replay.h"
@@ -32,16 +33,6 @@ PngExporter& pngExporter() {
   return exporter;
 }
 
-QString num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return QString::number(v, 'g', 17);
-}
-
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
-
 /// Writes `data` to `path` through a temporary file renamed over it (QSaveFile).
 bool writeAtomically(const QString& path, const QByteArray& data, QString* error) {
   QSaveFile f(path);
@@ -66,7 +57,7 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
       << "  candidate: " << qs(report.candidateName) << " (" << candPath << ")\n"
       << "  method:    " << qs(methodName(s.method));
   if (s.method == EnvelopeMethod::Probabilistic)
-    out << " (confidence " << QString::number(s.confidence, 'g', 12) << ", lambda "
+    out << " (confidence " << qNumber(s.confidence, 12) << ", lambda "
         << QString::number(hoeffdingLambda(s.confidence), 'f', 3) << ")";
   if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
   if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
@@ -84,9 +75,9 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   for (const StepResult& r : report.steps) {
     cached += r.fromCache;
     out << QString::asprintf("%8lld  %-22s  %-22s  %-22s  %-22s  %9s  %-5s  %s\n",
-                             static_cast<long long>(r.step), qPrintable(num(r.referenceLoss)),
-                             qPrintable(num(r.candidateLoss)), qPrintable(num(r.lo)),
-                             qPrintable(num(r.hi)), qPrintable(marginText(r)),
+                             static_cast<long long>(r.step), qPrintable(qNumber(r.referenceLoss)),
+                             qPrintable(qNumber(r.candidateLoss)), qPrintable(qNumber(r.lo)),
+                             qPrintable(qNumber(r.hi)), qPrintable(marginText(r)),
                              r.verdict == StepVerdict::NotBounded ? "-"
                              : r.selfCheckPassed                  ? "ok"
                                                                   : "FAIL",
@@ -114,8 +105,8 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   out << "verdict: " << qs(overallVerdictSentence(overall, s.method)) << "\n";
   if (const StepResult* it = overall.firstExitStep) {
     out << "first exit: step " << it->step << ", " << qs(verdictName(it->verdict))
-        << ": reference loss " << num(it->referenceLoss) << " is outside [" << num(it->lo) << ", "
-        << num(it->hi) << "] by " << marginText(*it) << " half-widths";
+        << ": reference loss " << qNumber(it->referenceLoss) << " is outside [" << qNumber(it->lo)
+        << ", " << qNumber(it->hi) << "] by " << marginText(*it) << " half-widths";
     if (!it->budget.empty()) out << "; rounding budget: " << qs(budgetSummary(it->budget));
     out << "\n";
   } else {
@@ -135,8 +126,10 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
     try {
       warning = compareBatches(reference, candidate, r.step);
     } catch (const std::exception& e) {
-      warning =
-          "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
+      // Appended, not "step " + std::to_string(...): GCC 12 at -O3 reports a false -Wrestrict
+      // on operator+(const char*, std::string&&) (GCC bug 105651).
+      warning = "step ";
+      *warning += std::to_string(r.step) + ": the batches could not be compared: " + e.what();
     }
     if (!warning) continue;
     err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";

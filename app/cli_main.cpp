@@ -5,6 +5,7 @@
 #include "app/cli_analyze.h"
 #include "app/cli_info.h"
 #include "app/cli_ops.h"
+#include "core/analysis/result_cache.h"
 #include "widgets/export.h"
 
 #include <QApplication>
@@ -21,7 +22,8 @@ constexpr int kExitBadUsage = 2;
 int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
-         "  info FILE...      validate and summarise run files\n"
+         "  info [--check-values | --value-budget MIB] FILE...\n"
+         "                    validate and summarise run files\n"
          "  validate FILE...  validate run files (exit 0 when all are valid, 2 otherwise)\n"
          "  ops [--markdown]  list the supported aten ops\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n";
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   const QString first = args.at(1);
   if (first == QLatin1String("--version") || first == QLatin1String("-v")) {
     out << "lossbound-cli " << LOSSBOUND_VERSION << "\n"
+        << "engine revision: " << lossbound::engineRevision() << "\n"
         << "backend: " << lossbound::app::backendStatusLine() << "\n";
     return 0;
   }

@@ -245,7 +245,7 @@ bool MainWindow::openPair(const QString& reference, const QString& candidate, bo
 }
 
 bool MainWindow::analyzeAll() {
-  return mController->startAnalysis(mController->analysableSteps(), rememberedSettings());
+  return mController->startAnalysis(mController->analysableSteps(), widgets::rememberedSettings());
 }
 
 QString MainWindow::errorText() const {

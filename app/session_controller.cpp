@@ -3,6 +3,7 @@
 #include "app/backend_status.h"
 #include "app/file_validator.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/qt_text.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/verdict.h"
@@ -10,10 +11,10 @@
 #include "core/parallel/thread_pool.h"
 #include "core/runfile/run_pair.h"
 #include "gpu/cuda_device.h"
+#include "widgets/recompute_dialog.h"
 
 #include <QFileInfo>
 #include <QPointer>
-#include <QSettings>
 
 #include <cmath>
 #include <exception>
@@ -21,8 +22,6 @@
 namespace lossbound::app {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 widgets::LossSeries seriesOf(const RunFileReplay& run) {
   widgets::LossSeries s;
@@ -33,23 +32,6 @@ widgets::LossSeries seriesOf(const RunFileReplay& run) {
 }
 
 }  // namespace
-
-AnalysisSettings rememberedSettings() {
-  QSettings settings;
-  settings.beginGroup(QStringLiteral("recompute"));
-  AnalysisSettings s;
-  if (auto m = parseMethod(settings.value(QStringLiteral("method")).toString().toStdString()))
-    s.method = *m;
-  const QString precision = settings.value(QStringLiteral("precision")).toString();
-  if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
-  s.confidence = settings.value(QStringLiteral("confidence"), s.confidence).toDouble();
-  s.ensembleSize = settings.value(QStringLiteral("ensembleSize"), s.ensembleSize).toInt();
-  s.backend =
-      settings.value(QStringLiteral("backend"), QStringLiteral("auto")).toString().toStdString();
-  if (s.method == EnvelopeMethod::Interval)
-    s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
-  return s;
-}
 
 SessionController::SessionController(QObject* parent) : QObject(parent) {}
 
@@ -112,7 +94,7 @@ bool SessionController::openPair(const QString& reference, const QString& candid
     mPairingProblem = qs(e.what());
   }
   AnalysisReport cached;
-  if (mPairingProblem.isEmpty()) cached = loadCached(rememberedSettings());
+  if (mPairingProblem.isEmpty()) cached = loadCached(widgets::rememberedSettings());
   emit sessionOpened(mSession, cached);
   return true;
 }

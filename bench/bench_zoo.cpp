@@ -16,6 +16,7 @@
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
+#include "core/parallel/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,9 +26,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
-#include <omp.h>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace lossbound;
@@ -98,30 +97,31 @@ int main(int argc, char** argv) {
       }
     }
 
-    // The randomized executions, spread over the cores (one single-threaded backend each).
-    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The randomized executions, spread over the pool's threads (one single-threaded backend each).
+    const int threads = ThreadPool::global().size();
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     std::mutex mutex;
     const auto t0 = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        omp_set_num_threads(1);
-        auto backend = createCpuBackend();
-        EvalOptions o;
-        o.domain = EvalDomain::Random;
-        o.precision = precision;
-        for (int i = t; i < executions; i += threads) {
-          o.seed = 0x200a + static_cast<std::uint64_t>(i) * 7919u;
-          const Interval v = lossValue(evaluate(*program, inputs, *backend, o));
-          for (Method& m : methods)
-            if (!(m.env.lo <= v.lo && v.hi <= m.env.hi)) ++m.escapes;
-          std::lock_guard lock(mutex);
-          lo = std::min(lo, v.lo);
-          hi = std::max(hi, v.hi);
-        }
-      });
-    for (std::thread& th : pool) th.join();
+    ThreadPool::global().parallelFor(
+        threads,
+        [&](std::int64_t tBegin, std::int64_t tEnd) {
+          for (std::int64_t t = tBegin; t < tEnd; ++t) {
+            auto backend = createCpuBackend(1);
+            EvalOptions o;
+            o.domain = EvalDomain::Random;
+            o.precision = precision;
+            for (int i = static_cast<int>(t); i < executions; i += threads) {
+              o.seed = 0x200a + static_cast<std::uint64_t>(i) * 7919u;
+              const Interval v = lossValue(evaluate(*program, inputs, *backend, o));
+              for (Method& m : methods)
+                if (!(m.env.lo <= v.lo && v.hi <= m.env.hi)) ++m.escapes;
+              std::lock_guard lock(mutex);
+              lo = std::min(lo, v.lo);
+              hi = std::max(hi, v.hi);
+            }
+          }
+        },
+        1, threads);
     const double ensembleSeconds = secondsSince(t0);
 
     std::printf("%s vs %s, step %lld%s%s\n", argv[1], argv[2], static_cast<long long>(step),

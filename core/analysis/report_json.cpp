@@ -1,5 +1,6 @@
 #include "core/analysis/report_json.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 
@@ -13,9 +14,6 @@ namespace lossbound {
 
 namespace {
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
-
 [[noreturn]] void bad(const char* field, const char* expected, const QJsonValue& found) {
   QString f;
   switch (found.type()) {
@@ -26,7 +24,7 @@ QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<
       f = found.toBool() ? QStringLiteral("true") : QStringLiteral("false");
       break;
     case QJsonValue::Double:
-      f = QString::number(found.toDouble(), 'g', 17);
+      f = qNumber(found.toDouble());
       break;
     case QJsonValue::String:
       f = QLatin1Char('"') + found.toString() + QLatin1Char('"');

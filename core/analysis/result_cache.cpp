@@ -1,5 +1,6 @@
 #include "core/analysis/result_cache.h"
 
+#include "core/analysis/engine_revision.h"  // generated: cmake/engine_revision.cmake
 #include "core/analysis/report_json.h"
 #include "core/runfile/hdf5_support.h"
 
@@ -28,9 +29,6 @@ namespace {
 
 constexpr const char* kFormat = "lossbound-results-cache";
 constexpr int kFormatVersion = 1;
-/// Part of every key: bump it whenever an op rule, an envelope method or a verdict rule changes
-/// what an analysis returns, so that caches written before are recomputed, not trusted.
-constexpr int kEngineRevision = 2;
 
 hid_t utf8StringType() {
   const hid_t t = H5Tcopy(H5T_C_S1);
@@ -190,6 +188,8 @@ RunIdentity runIdentity(const std::string& path, std::string logDigest) {
   return id;
 }
 
+const char* engineRevision() { return LOSSBOUND_ENGINE_REVISION; }
+
 std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& reference,
                         const RunIdentity& candidate) {
   QJsonObject s = settingsToJson(settings);
@@ -211,7 +211,7 @@ std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& ref
   QJsonObject key;
   key[QStringLiteral("cache_format_version")] = kFormatVersion;
   key[QStringLiteral("lossbound_version")] = QStringLiteral(LOSSBOUND_VERSION);
-  key[QStringLiteral("engine_revision")] = kEngineRevision;
+  key[QStringLiteral("engine_revision")] = QString::fromLatin1(engineRevision());
   key[QStringLiteral("settings")] = s;
   key[QStringLiteral("reference")] = ident(reference);
   key[QStringLiteral("candidate")] = ident(candidate);

@@ -39,8 +39,6 @@ namespace {
 
 using namespace ops;
 
-constexpr double kInf = __builtin_huge_val();
-
 /// An operand that is either a tensor argument or a Python scalar.
 struct Operand {
   Tensor t;             // the tensor (a 0-d float64 tensor for scalars)

@@ -9,10 +9,6 @@
 
 namespace lossbound::ops {
 
-namespace {
-constexpr double kInf = __builtin_huge_val();
-}  // namespace
-
 int publishedUlps(LibmFn fn, Format f) {
   if (f == Format::Fp64) {
     // glibc 2.36 x86_64 libm-test-ulps "double" and CUDA 13 double-precision table, maximum.

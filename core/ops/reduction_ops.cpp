@@ -41,8 +41,6 @@ bool rowsAreContiguous(const ops::ReductionLayout& l, std::int64_t n) {
 
 using namespace ops;
 
-constexpr double kInf = __builtin_huge_val();
-
 /// The reduction dims and keepdim of a node (sum/mean/amax/max.dim argument conventions).
 struct ReduceArgs {
   std::vector<int> dims;

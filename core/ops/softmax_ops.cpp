@@ -61,8 +61,6 @@ namespace {
 using namespace ops;
 using namespace ops::nn;
 
-constexpr double kInf = HUGE_VAL;
-
 /// Returns the softmax dim normalized against the input rank (0-d tensors accept 0 and −1).
 int softmaxDim(const OpArgs& a, const Tensor& x, std::size_t pos = 1) {
   const std::int64_t d = a.intArg(pos, "dim");
