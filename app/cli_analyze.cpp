@@ -7,6 +7,7 @@
 #include "core/analysis/analyzer.h"
 #include "core/analysis/first_exit_watch.h"
 #include "core/analysis/overall_verdict.h"
+#include "core/analysis/qt_text.h"
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/shard.h"
 #include "core/analysis/step_selection.h"
@@ -26,10 +27,6 @@ namespace lossbound::app {
 
 namespace {
 
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
-
 // Prints a warning per analysed step whose batches differ between the runs (the replay uses the
 // reference's batch) and appends it to that step's note, so the CSV and JSON carry it too.
 void addBatchWarnings(const RunFile& reference, const RunFile& candidate, AnalysisReport& report,
@@ -39,8 +36,10 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
     try {
       warning = compareBatches(reference, candidate, r.step);
     } catch (const std::exception& e) {
-      warning =
-          "step " + std::to_string(r.step) + ": the batches could not be compared: " + e.what();
+      // Appended, not "step " + std::to_string(...): GCC 12 at -O3 reports a false -Wrestrict
+      // on operator+(const char*, std::string&&) (GCC bug 105651).
+      warning = "step ";
+      *warning += std::to_string(r.step) + ": the batches could not be compared: " + e.what();
     }
     if (!warning) continue;
     err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";

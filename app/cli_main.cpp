@@ -6,9 +6,11 @@
 #include "app/cli_analyze.h"
 #include "app/cli_info.h"
 #include "app/cli_merge.h"
+#include "app/cli_ops.h"
 #include "app/cli_report.h"
 #include "app/distributed_analysis.h"
 #include "app/mpi_world.h"
+#include "core/analysis/result_cache.h"
 #include "widgets/export.h"
 
 #include <QApplication>
@@ -25,8 +27,10 @@ constexpr int kExitBadUsage = 2;
 int usage(QTextStream& err) {
   err << "usage: lossbound-cli [--help] [--version] <command> [options]\n"
          "commands:\n"
-         "  info FILE...      validate and summarise run files\n"
+         "  info [--check-values | --value-budget MIB] FILE...\n"
+         "                    validate and summarise run files\n"
          "  validate FILE...  validate run files (exit 0 when all are valid, 2 otherwise)\n"
+         "  ops [--markdown]  list the supported aten ops\n"
          "  analyze ...       replay steps and classify the divergence (see analyze --help)\n"
          "  merge PART...     combine the parts of a sharded analysis (see merge --help)\n";
   return kExitBadUsage;
@@ -90,6 +94,7 @@ int main(int argc, char** argv) {
   const QString first = args.at(1);
   if (first == QLatin1String("--version") || first == QLatin1String("-v")) {
     out << "lossbound-cli " << LOSSBOUND_VERSION << "\n"
+        << "engine revision: " << lossbound::engineRevision() << "\n"
         << "backend: " << lossbound::app::backendStatusLine() << "\n";
     return 0;
   }
@@ -103,6 +108,7 @@ int main(int argc, char** argv) {
   if (first == QLatin1String("info")) return lossbound::app::runInfoCommand(args.mid(2), out, err);
   if (first == QLatin1String("validate"))
     return lossbound::app::runValidateCommand(args.mid(2), out, err);
+  if (first == QLatin1String("ops")) return lossbound::app::runOpsCommand(args.mid(2), out, err);
   err << "lossbound-cli: unknown command '" << first << "'\n";
   return usage(err);
 }

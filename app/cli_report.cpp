@@ -1,6 +1,7 @@
 #include "app/cli_report.h"
 
 #include "core/analysis/overall_verdict.h"
+#include "core/analysis/qt_text.h"
 #include "core/analysis/report_csv.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/verdict.h"
@@ -19,16 +20,6 @@ namespace {
 PngExporter& pngExporter() {
   static PngExporter exporter;
   return exporter;
-}
-
-QString num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return QString::number(v, 'g', 17);
-}
-
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
 }
 
 /// Writes `data` to `path` through a temporary file renamed over it (QSaveFile).
@@ -61,7 +52,7 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
       << "  candidate: " << qs(report.candidateName) << " (" << candPath << ")\n"
       << "  method:    " << qs(methodName(s.method));
   if (s.method == EnvelopeMethod::Probabilistic)
-    out << " (confidence " << QString::number(s.confidence, 'g', 12) << ", lambda "
+    out << " (confidence " << qNumber(s.confidence, 12) << ", lambda "
         << QString::number(hoeffdingLambda(s.confidence), 'f', 3) << ")";
   if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
   if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
@@ -79,9 +70,9 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
   for (const StepResult& r : report.steps) {
     cached += r.fromCache;
     out << QString::asprintf("%8lld  %-22s  %-22s  %-22s  %-22s  %9s  %-5s  %s\n",
-                             static_cast<long long>(r.step), qPrintable(num(r.referenceLoss)),
-                             qPrintable(num(r.candidateLoss)), qPrintable(num(r.lo)),
-                             qPrintable(num(r.hi)), qPrintable(marginText(r)),
+                             static_cast<long long>(r.step), qPrintable(qNumber(r.referenceLoss)),
+                             qPrintable(qNumber(r.candidateLoss)), qPrintable(qNumber(r.lo)),
+                             qPrintable(qNumber(r.hi)), qPrintable(marginText(r)),
                              r.verdict == StepVerdict::NotBounded ? "-"
                              : r.selfCheckPassed                  ? "ok"
                                                                   : "FAIL",
@@ -109,8 +100,8 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
   out << "verdict: " << qs(overallVerdictSentence(overall, s.method)) << "\n";
   if (const StepResult* it = overall.firstExitStep) {
     out << "first exit: step " << it->step << ", " << qs(verdictName(it->verdict))
-        << ": reference loss " << num(it->referenceLoss) << " is outside [" << num(it->lo) << ", "
-        << num(it->hi) << "] by " << marginText(*it) << " half-widths";
+        << ": reference loss " << qNumber(it->referenceLoss) << " is outside [" << qNumber(it->lo)
+        << ", " << qNumber(it->hi) << "] by " << marginText(*it) << " half-widths";
     if (!it->budget.empty()) out << "; rounding budget: " << qs(budgetSummary(it->budget));
     out << "\n";
   } else {

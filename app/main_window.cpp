@@ -258,7 +258,7 @@ bool MainWindow::openPair(const QString& reference, const QString& candidate, bo
 bool MainWindow::openReport(const QString& path) { return mController->openReport(path); }
 
 bool MainWindow::analyzeAll() {
-  return mController->startAnalysis(mController->analysableSteps(), rememberedSettings());
+  return mController->startAnalysis(mController->analysableSteps(), widgets::rememberedSettings());
 }
 
 QString MainWindow::errorText() const {

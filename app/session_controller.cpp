@@ -3,6 +3,7 @@
 #include "app/backend_status.h"
 #include "app/file_validator.h"
 #include "core/analysis/analyzer.h"
+#include "core/analysis/qt_text.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/run_file_replay.h"
@@ -11,10 +12,10 @@
 #include "core/parallel/thread_pool.h"
 #include "core/runfile/run_pair.h"
 #include "gpu/cuda_device.h"
+#include "widgets/recompute_dialog.h"
 
 #include <QFileInfo>
 #include <QPointer>
-#include <QSettings>
 
 #include <cmath>
 #include <exception>
@@ -22,8 +23,6 @@
 namespace lossbound::app {
 
 namespace {
-
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 widgets::LossSeries seriesOf(const RunFileReplay& run) {
   widgets::LossSeries s;
@@ -34,23 +33,6 @@ widgets::LossSeries seriesOf(const RunFileReplay& run) {
 }
 
 }  // namespace
-
-AnalysisSettings rememberedSettings() {
-  QSettings settings;
-  settings.beginGroup(QStringLiteral("recompute"));
-  AnalysisSettings s;
-  if (auto m = parseMethod(settings.value(QStringLiteral("method")).toString().toStdString()))
-    s.method = *m;
-  const QString precision = settings.value(QStringLiteral("precision")).toString();
-  if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
-  s.confidence = settings.value(QStringLiteral("confidence"), s.confidence).toDouble();
-  s.ensembleSize = settings.value(QStringLiteral("ensembleSize"), s.ensembleSize).toInt();
-  s.backend =
-      settings.value(QStringLiteral("backend"), QStringLiteral("auto")).toString().toStdString();
-  if (s.method == EnvelopeMethod::Interval)
-    s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
-  return s;
-}
 
 SessionController::SessionController(QObject* parent) : QObject(parent) {}
 
@@ -132,7 +114,7 @@ bool SessionController::openPair(const QString& reference, const QString& candid
   }
   adoptPair(ref, cand, swapped ? candidate : reference, swapped ? reference : candidate);
   AnalysisReport cached;
-  if (mPairingProblem.isEmpty()) cached = loadCached(rememberedSettings());
+  if (mPairingProblem.isEmpty()) cached = loadCached(widgets::rememberedSettings());
   emit sessionOpened(mSession, cached);
   return true;
 }

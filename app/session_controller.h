@@ -118,7 +118,4 @@ class SessionController : public QObject {
   bool mBusy = false;
 };
 
-/// Returns the analysis settings remembered by the recompute dialog (QSettings "recompute").
-AnalysisSettings rememberedSettings();
-
 }  // namespace lossbound::app

@@ -142,9 +142,11 @@ void benchMlp(Backend& be) {
   const std::int64_t b = 64, w = 256;
   env.values["x"] = randomTensor({b, w}, rng, 1.0);
   for (int l = 0; l < 3; ++l) {
-    env.values["W" + std::to_string(l)] =
-        randomTensor({w, w}, rng, 1.0 / std::sqrt(static_cast<double>(w)));
-    env.values["b" + std::to_string(l)] = randomTensor({w}, rng, 0.1);
+    // "W" + L, not "W" + std::to_string(l): GCC 12 at -O3 reports a false -Wrestrict on
+    // operator+(const char*, std::string&&) (GCC bug 105651).
+    const std::string L = std::to_string(l);
+    env.values["W" + L] = randomTensor({w, w}, rng, 1.0 / std::sqrt(static_cast<double>(w)));
+    env.values["b" + L] = randomTensor({w}, rng, 0.1);
   }
   auto forward = [&](Env::Domain d) {
     std::string h = "x";

@@ -5,13 +5,17 @@ set -euo pipefail
 LOSSBOUND_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${LOSSBOUND_BUILD_DIR:-$LOSSBOUND_ROOT/build}"
 
-# Debian 12 packages Lossbound needs to build, test and regenerate its samples.
+# Debian 12 packages Lossbound needs to build, test and regenerate its samples. python3-venv
+# (ensurepip, which Debian splits off) is for the PyTorch 2.x venv of scripts/torch2-env.sh.
+# openmpi-bin and libopenmpi-dev build `lossbound-cli analyze --mpi` and run its tests
+# (docs/cluster.md); without them the build leaves --mpi out and those tests are skipped.
 LOSSBOUND_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev
   libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev nlohmann-json3-dev
-  python3 python3-torch python3-h5py python3-numpy
+  python3 python3-torch python3-h5py python3-numpy python3-venv
   clang libclang-rt-14-dev clang-format-14
+  openmpi-bin libopenmpi-dev
 )
 
 lb_log() { printf '\033[1m[lossbound]\033[0m %s\n' "$*" >&2; }
@@ -45,10 +49,36 @@ lb_configure() {
   if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
     extra+=("-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc")
   fi
+  # Warnings are errors for the project's own builds and CI (a consumer's plain build: OFF).
   cmake -S "$LOSSBOUND_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "${extra[@]}" "$@"
+    -DLOSSBOUND_WERROR=ON "${extra[@]}" "$@"
 }
 
 lb_build() {
   cmake --build "$BUILD_DIR" --parallel "$(nproc)" "$@"
+}
+
+# A Release build of everything (the benchmarks included) with warnings as errors, in its own
+# directory (default build-release): -O3 reaches warnings that -O2 -g does not (GCC 12's
+# -Wrestrict false positive in bench_engine.cpp was one). CI: `lb_release_build`.
+lb_release_build() {
+  local dir="${LOSSBOUND_RELEASE_DIR:-$LOSSBOUND_ROOT/build-release}"
+  lb_log "Release build with warnings as errors in $dir"
+  BUILD_DIR="$dir" lb_configure -DCMAKE_BUILD_TYPE=Release -DLOSSBOUND_BENCHMARKS=ON "$@"
+  BUILD_DIR="$dir" lb_build
+}
+
+# Sanitizers: the core tests (ctest label sanitize: every core-labelled Qt test except the
+# minutes-long sample analyses, see lossbound_add_test) built with ASan + UBSan in their own tree
+# (default build-asan; UBSan aborts on the first report) and run there. The CLI tests are not
+# included: lossbound-cli links the widgets, which would double the build.
+lb_sanitize_stage() {
+  local dir="${LOSSBOUND_ASAN_DIR:-$LOSSBOUND_ROOT/build-asan}"
+  lb_log "ASan+UBSan: the core tests (ctest -L sanitize) in $dir"
+  BUILD_DIR="$dir" lb_configure -DLOSSBOUND_SANITIZE=ON -DLOSSBOUND_CUDA=OFF \
+    -DLOSSBOUND_BENCHMARKS=OFF "$@"
+  BUILD_DIR="$dir" lb_build --target sanitize-tests
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+    ctest --test-dir "$dir" -L sanitize --output-on-failure --timeout 900 -j "$(nproc)"
 }

@@ -1,5 +1,6 @@
 #include "widgets/export.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/analysis/report_csv.h"
 #include "widgets/about_box.h"
 #include "widgets/loss_plot.h"
@@ -23,8 +24,6 @@
 namespace lossbound::widgets {
 
 namespace {
-
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 /// The size a plot is rendered at: its on-screen size, or a default before it was laid out.
 QSize plotSize(const PlotPanel* p) {

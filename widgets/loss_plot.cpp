@@ -1,5 +1,6 @@
 #include "widgets/loss_plot.h"
 
+#include "core/analysis/qt_text.h"
 #include "widgets/palette.h"
 
 #include <QCheckBox>
@@ -38,9 +39,7 @@ QColor faint(QColor c) {
   return c;
 }
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
-QString fmt(double v) { return std::isnan(v) ? QStringLiteral("—") : QString::number(v, 'g', 10); }
+QString fmt(double v) { return std::isnan(v) ? QStringLiteral("—") : qNumber(v, 10); }
 
 }  // namespace
 

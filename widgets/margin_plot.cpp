@@ -1,5 +1,6 @@
 #include "widgets/margin_plot.h"
 
+#include "core/analysis/qt_text.h"
 #include "widgets/palette.h"
 
 #include <QToolTip>
@@ -15,15 +16,13 @@ namespace {
 
 constexpr double kSnapPixels = 6;
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
 /// Returns a tick label: "0", "2", "-10", "100", "1e3", "-1e6".
 QString tickLabel(double m) {
   if (m == 0) return QStringLiteral("0");
   const double a = std::abs(m);
   const QString sign = m < 0 ? QStringLiteral("-") : QString();
   if (a >= 1000) return sign + QStringLiteral("1e%1").arg(int(std::lround(std::log10(a))));
-  return sign + QString::number(a, 'g', 3);
+  return sign + qNumber(a, 3);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "widgets/recompute_dialog.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/interval/format_names.h"
 
 #include <QButtonGroup>
@@ -23,7 +24,7 @@ namespace lossbound::widgets {
 
 namespace {
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+const QString kSettingsGroup = QStringLiteral("recompute");
 
 constexpr EnvelopeMethod kMethods[] = {EnvelopeMethod::FirstOrder, EnvelopeMethod::Probabilistic,
                                        EnvelopeMethod::Interval, EnvelopeMethod::Ensemble};
@@ -34,6 +35,22 @@ int clampInt(std::int64_t v) {
 }
 
 }  // namespace
+
+AnalysisSettings rememberedSettings() {
+  QSettings settings;
+  settings.beginGroup(kSettingsGroup);
+  AnalysisSettings s;
+  if (const auto m = parseMethod(settings.value(QStringLiteral("method")).toString().toStdString()))
+    s.method = *m;
+  const QString precision = settings.value(QStringLiteral("precision")).toString();
+  if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
+  s.confidence = settings.value(QStringLiteral("confidence"), s.confidence).toDouble();
+  s.ensembleSize = settings.value(QStringLiteral("ensembleSize"), s.ensembleSize).toInt();
+  s.backend = settings.value(QStringLiteral("backend"), qs(s.backend)).toString().toStdString();
+  if (s.method == EnvelopeMethod::Interval)
+    s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
+  return s;
+}
 
 RecomputeDialog::RecomputeDialog(std::vector<std::int64_t> checkpointSteps,
                                  std::vector<std::int64_t> selectedSteps,
@@ -221,27 +238,23 @@ void RecomputeDialog::updateState() {
 }
 
 void RecomputeDialog::loadChoices() {
-  QSettings settings;
-  settings.beginGroup(QStringLiteral("recompute"));
-  const auto method =
-      parseMethod(settings.value(QStringLiteral("method"), QStringLiteral("first-order"))
-                      .toString()
-                      .toStdString());
-  mMethod->setCurrentIndex(mMethod->findData(int(method.value_or(EnvelopeMethod::FirstOrder))));
-  const int p = mPrecision->findData(settings.value(QStringLiteral("precision")).toString());
+  const AnalysisSettings s = rememberedSettings();
+  mMethod->setCurrentIndex(mMethod->findData(int(s.method)));
+  const int p = mPrecision->findData(s.precision ? qs(formatName(*s.precision)) : QString());
   mPrecision->setCurrentIndex(std::max(p, 0));
-  mConfidence->setValue(settings.value(QStringLiteral("confidence"), 1.0 - 1e-6).toDouble());
-  mEnsemble->setValue(settings.value(QStringLiteral("ensembleSize"), 32).toInt());
-  const int b = mBackend->findData(settings.value(QStringLiteral("backend"), "auto").toString());
-  mBackend->setCurrentIndex(std::max(b, 0));
-  mStartNode->setCurrentText(settings.value(QStringLiteral("startNode")).toString());
+  mConfidence->setValue(s.confidence);
+  mEnsemble->setValue(s.ensembleSize);
+  mBackend->setCurrentIndex(std::max(mBackend->findData(qs(s.backend)), 0));
+  mStartNode->setCurrentText(qs(s.startNode));
+  QSettings settings;
+  settings.beginGroup(kSettingsGroup);
   const QString choice = settings.value(QStringLiteral("steps"), QStringLiteral("all")).toString();
   (choice == QStringLiteral("range") ? mRange : mAll)->setChecked(true);
 }
 
 void RecomputeDialog::saveChoices() const {
   QSettings settings;
-  settings.beginGroup(QStringLiteral("recompute"));
+  settings.beginGroup(kSettingsGroup);
   const RecomputeRequest r = request();
   settings.setValue(QStringLiteral("method"), qs(methodName(r.settings.method)));
   settings.setValue(QStringLiteral("precision"), mPrecision->currentData().toString());

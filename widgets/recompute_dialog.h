@@ -25,6 +25,11 @@ struct RecomputeRequest {
   AnalysisSettings settings;        ///< method, precision, confidence, ensemble, node, backend
 };
 
+/// Returns the analysis settings the dialog remembers (QSettings group "recompute", written when
+/// it is accepted): a value never written keeps AnalysisSettings' default, the start node is kept
+/// for the interval method only. The one reader of those values (the app's first analysis too).
+AnalysisSettings rememberedSettings();
+
 /// A modal dialog that returns a RecomputeRequest.
 class RecomputeDialog : public QDialog {
   Q_OBJECT

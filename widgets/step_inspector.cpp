@@ -1,5 +1,6 @@
 #include "widgets/step_inspector.h"
 
+#include "core/analysis/qt_text.h"
 #include "widgets/palette.h"
 
 #include <QHeaderView>
@@ -16,8 +17,6 @@ namespace lossbound::widgets {
 
 namespace {
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
 /// "aten.mm.default" → "mm"; other names unchanged.
 QString shortOp(const std::string& op) {
   QString s = QString::fromStdString(op);
@@ -28,8 +27,8 @@ QString shortOp(const std::string& op) {
 
 QTableWidgetItem* numberItem(double v, int digits = 10) {
   auto* item = new QTableWidgetItem;
-  item->setData(Qt::DisplayRole, std::isnan(v) ? QVariant(QStringLiteral("—"))
-                                               : QVariant(QString::number(v, 'g', digits)));
+  item->setData(Qt::DisplayRole,
+                std::isnan(v) ? QVariant(QStringLiteral("—")) : QVariant(qNumber(v, digits)));
   item->setData(Qt::UserRole, v);
   item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
   return item;

@@ -1,5 +1,6 @@
 #include "widgets/step_table.h"
 
+#include "core/analysis/qt_text.h"
 #include "widgets/palette.h"
 
 #include <QApplication>
@@ -33,8 +34,6 @@ int severity(StepVerdict v) {
 }
 
 QVariant number(double v) { return std::isnan(v) ? QVariant() : QVariant(v); }
-
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 }  // namespace
 
@@ -148,7 +147,7 @@ QVariant StepTableModel::data(const QModelIndex& index, int role) const {
       if (!raw.isValid()) return copy ? QString() : QStringLiteral("—");
       if (index.column() == StepColumn) return QString::number(row.step);
       const int digits = copy ? 17 : (index.column() == MarginColumn ? 4 : 10);
-      return QString::number(raw.toDouble(), 'g', digits);
+      return qNumber(raw.toDouble(), digits);
     }
     case Qt::TextAlignmentRole:
       return index.column() == VerdictColumn ? int(Qt::AlignLeft | Qt::AlignVCenter)

@@ -1,5 +1,6 @@
 #include "widgets/verdict_summary.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 #include "widgets/palette.h"
@@ -13,13 +14,7 @@
 
 namespace lossbound::widgets {
 
-namespace {
-
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
-QString num(double v) { return QString::number(v, 'g', 10); }
-
-}  // namespace
+namespace {}  // namespace
 
 QString settingsSummary(const AnalysisSettings& s) {
   QStringList parts;
@@ -27,7 +22,7 @@ QString settingsSummary(const AnalysisSettings& s) {
   parts << QObject::tr("precision %1")
                .arg(s.precision ? qs(formatName(*s.precision)) : QObject::tr("as recorded"));
   if (s.method == EnvelopeMethod::Probabilistic)
-    parts << QObject::tr("confidence %1").arg(QString::number(s.confidence, 'g', 12));
+    parts << QObject::tr("confidence %1").arg(qNumber(s.confidence, 12));
   if (s.method == EnvelopeMethod::Ensemble)
     parts << QObject::tr("ensemble of %1, seed %2").arg(s.ensembleSize).arg(s.seed);
   if (s.method == EnvelopeMethod::Interval)
@@ -103,12 +98,13 @@ VerdictSummary summarize(const AnalysisReport& report) {
                        ? QObject::tr("Type-II: implementation bug (certain)")
                        : QObject::tr("Type-II: implementation bug (likely, %1 envelope)")
                              .arg(qs(methodName(it->method)));
-    out.firstExitText = QObject::tr(
-                            "First exit at step %1: reference loss %2 outside [%3, %4] "
-                            "(margin %5)")
-                            .arg(it->step)
-                            .arg(num(it->referenceLoss), num(it->lo), num(it->hi))
-                            .arg(it->margin, 0, 'g', 4);
+    out.firstExitText =
+        QObject::tr(
+            "First exit at step %1: reference loss %2 outside [%3, %4] "
+            "(margin %5)")
+            .arg(it->step)
+            .arg(qNumber(it->referenceLoss, 10), qNumber(it->lo, 10), qNumber(it->hi, 10))
+            .arg(it->margin, 0, 'g', 4);
     return out;
   }
   out.firstExitText = QObject::tr(

@@ -71,11 +71,6 @@ struct StepResult {
   bool fromCache = false;  ///< read from the results cache instead of computed
 };
 
-/// Part of every results-cache key and every report: bump it whenever an op rule, an envelope
-/// method or a verdict rule changes what an analysis returns, so that caches written before are
-/// recomputed, not trusted, and parts of different engines are not merged.
-inline constexpr int kEngineRevision = 2;
-
 /// The run file a report's run was read from, as the analysis saw it.
 struct RunSource {
   std::string path;       ///< absolute path ("" for runs not read from a file)
@@ -108,7 +103,8 @@ struct AnalysisReport {
   std::string cacheFile;   ///< the results cache used ("" when caching was off)
   RunSource referenceSource, candidateSource;  ///< the files analysed (for reopening and merging)
   std::string lossboundVersion = LOSSBOUND_VERSION;  ///< the version that computed the steps
-  int engineRevision = kEngineRevision;              ///< the engine revision (see above)
+  std::string engineRevision;      ///< engineRevision() of the build that computed the steps
+                                   ///< (result_cache.h); parts of different engines are not merged
   std::optional<ShardInfo> shard;  ///< set for one part of a sharded analysis, else nothing
 };
 

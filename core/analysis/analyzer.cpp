@@ -3,6 +3,7 @@
 #include "core/analysis/result_cache.h"
 #include "core/analysis/step_job.h"
 #include "core/analysis/verdict.h"
+#include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/parallel/thread_pool.h"
 #include "core/runfile/run_pair.h"
@@ -234,6 +235,7 @@ AnalysisReport emptyReport(const ReplayRun& reference, const ReplayRun& candidat
   report.referenceName = reference.name();
   report.candidateName = candidate.name();
   report.settings = settings;
+  report.engineRevision = engineRevision();
   report.referenceSource = {absolutePath(reference.filePath()), reference.logDigest()};
   report.candidateSource = {absolutePath(candidate.filePath()), candidate.logDigest()};
   if (!settings.startNode.empty())

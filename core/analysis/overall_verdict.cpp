@@ -21,6 +21,12 @@ OverallSummary summarizeReport(const AnalysisReport& report) {
       reasons["the envelope is unbounded, so rounding cannot be confirmed"].push_back(r.step);
       continue;
     }
+    // Likewise a self-check envelope with an infinite endpoint is no pass (classifyStep).
+    if (r.verdict == StepVerdict::Rounding &&
+        !(std::isfinite(r.selfLo) && std::isfinite(r.selfHi))) {
+      ++out.untrustworthy;
+      continue;
+    }
     switch (r.verdict) {
       case StepVerdict::Rounding:
         ++out.inside;
@@ -100,8 +106,9 @@ std::string overallVerdictSentence(const OverallSummary& s, EnvelopeMethod metho
     case OverallVerdict::Untrustworthy:
       return "untrustworthy: the self-check failed at " + std::to_string(s.untrustworthy) + " of " +
              n +
-             " steps (the candidate's own loss is not inside its envelope: dropout, a wrong "
-             "dtype, an untraced side effect).";
+             " steps (the candidate's own loss is not inside a finite envelope on its own "
+             "checkpoint: dropout, a wrong dtype, an untraced side effect, a checkpoint value "
+             "that is not finite; see the step notes).";
     case OverallVerdict::Inconclusive:
       return "inconclusive: no exit among the " + std::to_string(s.analysed - s.notBounded) +
              " bounded steps, but " + std::to_string(s.notBounded) + " of " + n +

@@ -1,7 +1,7 @@
 #pragma once
 // The one overall reading of an analysis: the verdict for the whole run pair, the counts behind
 // it, why steps could not be bounded, and the exit code of `lossbound-cli analyze`. The GUI and
-// the CLI only display it (tests/core/analysis/test_overall_verdict.cpp holds both to it).
+// the CLI only display it (tests/core/analysis/test_analysis_logic.cpp, overallVerdict).
 //
 // Precedence: an exit (first exit at some step) → bug, certain or likely as that step says;
 // else a failed self-check anywhere → untrustworthy; else any step not bounded → inconclusive

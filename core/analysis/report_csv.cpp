@@ -1,19 +1,12 @@
 #include "core/analysis/report_csv.h"
 
+#include "core/interval/number_text.h"
+
 #include <cmath>
-#include <cstdio>
 
 namespace lossbound {
 
 namespace {
-
-std::string num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string field(std::string_view s) {
   if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
@@ -37,18 +30,18 @@ std::string stepsCsv(const std::vector<StepResult>& steps) {
   for (const StepResult& r : steps) {
     const bool bounded = r.verdict != StepVerdict::NotBounded;
     const std::string fields[] = {std::to_string(r.step),
-                                  num(r.referenceLoss),
-                                  num(r.candidateLoss),
-                                  bounded ? num(r.lo) : std::string(),
-                                  bounded ? num(r.hi) : std::string(),
+                                  numberText(r.referenceLoss),
+                                  numberText(r.candidateLoss),
+                                  bounded ? numberText(r.lo) : std::string(),
+                                  bounded ? numberText(r.hi) : std::string(),
                                   bounded ? (r.inside ? "true" : "false") : std::string(),
                                   field(verdictName(r.verdict)),
                                   field(methodName(r.method)),
-                                  bounded ? num(r.margin) : std::string(),
+                                  bounded ? numberText(r.margin) : std::string(),
                                   bounded ? (r.selfCheckPassed ? "pass" : "fail") : std::string(),
-                                  bounded ? num(r.selfLo) : std::string(),
-                                  bounded ? num(r.selfHi) : std::string(),
-                                  num(r.pointLoss),
+                                  bounded ? numberText(r.selfLo) : std::string(),
+                                  bounded ? numberText(r.selfHi) : std::string(),
+                                  numberText(r.pointLoss),
                                   field(r.note)};
     bool first = true;
     for (const std::string& f : fields) {

@@ -1,5 +1,6 @@
 #include "core/analysis/report_json.h"
 
+#include "core/analysis/qt_text.h"
 #include "core/analysis/shard.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
@@ -18,9 +19,6 @@ namespace {
 
 constexpr int kReportVersion = 2;
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<int>(s.size())); }
-
 [[noreturn]] void bad(const char* field, const char* expected, const QJsonValue& found) {
   QString f;
   switch (found.type()) {
@@ -31,7 +29,7 @@ QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<
       f = found.toBool() ? QStringLiteral("true") : QStringLiteral("false");
       break;
     case QJsonValue::Double:
-      f = QString::number(found.toDouble(), 'g', 17);
+      f = qNumber(found.toDouble());
       break;
     case QJsonValue::String:
       f = QLatin1Char('"') + found.toString() + QLatin1Char('"');
@@ -245,7 +243,7 @@ QJsonObject reportToJson(const AnalysisReport& r) {
   o[QStringLiteral("reference_file")] = sourceToJson(r.referenceSource);
   o[QStringLiteral("candidate_file")] = sourceToJson(r.candidateSource);
   o[QStringLiteral("lossbound_version")] = qs(r.lossboundVersion);
-  o[QStringLiteral("engine_revision")] = r.engineRevision;
+  o[QStringLiteral("engine_revision")] = qs(r.engineRevision);
   if (r.shard) {
     QJsonObject sh;
     sh[QStringLiteral("index")] = r.shard->index;
@@ -300,13 +298,13 @@ AnalysisReport reportFromJson(const QJsonObject& o) {
         exit);
   if (version < 2) {
     r.lossboundVersion.clear();
-    r.engineRevision = 0;
+    r.engineRevision.clear();
     return r;
   }
   r.referenceSource = sourceFromJson(o.value(QStringLiteral("reference_file")), "reference_file");
   r.candidateSource = sourceFromJson(o.value(QStringLiteral("candidate_file")), "candidate_file");
   r.lossboundVersion = stringField(o, "lossbound_version");
-  r.engineRevision = static_cast<int>(intField(o, "engine_revision"));
+  r.engineRevision = stringField(o, "engine_revision");
   const QJsonValue shard = o.value(QStringLiteral("shard"));
   if (!shard.isUndefined() && !shard.isNull()) {
     if (!shard.isObject()) bad("shard", "an object", shard);

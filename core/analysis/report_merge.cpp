@@ -91,9 +91,8 @@ AnalysisReport mergeReports(const std::vector<ReportPart>& parts) {
     const AnalysisReport& r = p.report;
     if (r.lossboundVersion != f.lossboundVersion || r.engineRevision != f.engineRevision)
       throw MergeError(p.origin + ": computed by another engine: Lossbound " + r.lossboundVersion +
-                       " (engine revision " + std::to_string(r.engineRevision) + "), but " +
-                       f.lossboundVersion + " (engine revision " +
-                       std::to_string(f.engineRevision) + ") in " + first.origin);
+                       " (engine revision " + r.engineRevision + "), but " + f.lossboundVersion +
+                       " (engine revision " + f.engineRevision + ") in " + first.origin);
     checkSameRun(first, p, "reference", f.referenceName, r.referenceName, f.referenceSource,
                  r.referenceSource);
     checkSameRun(first, p, "candidate", f.candidateName, r.candidateName, f.candidateSource,

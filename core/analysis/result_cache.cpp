@@ -1,5 +1,6 @@
 #include "core/analysis/result_cache.h"
 
+#include "core/analysis/engine_revision.h"  // generated: cmake/engine_revision.cmake
 #include "core/analysis/report_json.h"
 #include "core/runfile/hdf5_support.h"
 
@@ -254,6 +255,8 @@ RunIdentity runIdentity(const std::string& path, std::string logDigest) {
   return id;
 }
 
+const char* engineRevision() { return LOSSBOUND_ENGINE_REVISION; }
+
 std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& reference,
                         const RunIdentity& candidate) {
   QJsonObject s = settingsToJson(settings);
@@ -275,7 +278,7 @@ std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& ref
   QJsonObject key;
   key[QStringLiteral("cache_format_version")] = kFormatVersion;
   key[QStringLiteral("lossbound_version")] = QStringLiteral(LOSSBOUND_VERSION);
-  key[QStringLiteral("engine_revision")] = kEngineRevision;
+  key[QStringLiteral("engine_revision")] = QString::fromLatin1(engineRevision());
   key[QStringLiteral("settings")] = s;
   key[QStringLiteral("reference")] = ident(reference);
   key[QStringLiteral("candidate")] = ident(candidate);

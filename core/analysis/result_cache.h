@@ -34,10 +34,14 @@ struct RunIdentity {
 /// Returns the identity of the file at `path`; throws std::runtime_error when it does not exist.
 RunIdentity runIdentity(const std::string& path, std::string logDigest = {});
 
+/// Returns the engine revision in every key: 16 hex digits of a hash of the sources under core/
+/// and gpu/ taken at build time (cmake/engine_revision.cmake), so any engine change misses.
+const char* engineRevision();
+
 /// Returns the cache key text: canonical JSON of the settings, both identities and the versions
-/// of Lossbound and of the cache format. Settings that do not change results are left out
-/// (the ensemble seed and size count only for the ensemble method, the confidence only for the
-/// probabilistic one, the start node only for the interval one).
+/// of Lossbound, of the engine (engineRevision) and of the cache format. Settings that do not
+/// change results are left out (the ensemble seed and size count only for the ensemble method, the
+/// confidence only for the probabilistic one, the start node only for the interval one).
 std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& reference,
                         const RunIdentity& candidate);
 

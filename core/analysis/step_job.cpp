@@ -1,13 +1,13 @@
 #include "core/analysis/step_job.h"
 
 #include "core/analysis/verdict.h"
+#include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/program/op_coverage.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <new>
 
@@ -17,11 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fmt(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+std::string fmt(double v) { return numberText(v, 9); }
 
 void appendSentence(std::string& note, const std::string& sentence) {
   if (sentence.empty()) return;
@@ -74,7 +70,9 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
                             "' is not a node of the candidate program at step " +
                             std::to_string(step));
     const ReplayRun& source = part == StepPart::Main ? ctx.reference : ctx.candidate;
-    const TensorMap inputs = adaptInputs(*program, source.inputsAt(step), &pr.note);
+    const TensorMap stored = source.inputsAt(step);
+    pr.nonFinite = findNonFinite(stored);
+    const TensorMap inputs = adaptInputs(*program, stored, &pr.note);
     ReplayOptions ro;
     ro.method = settings.method;
     ro.precision = ctx.precision;
@@ -147,16 +145,16 @@ StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const Part
                                  fmt(m.rigorous.hi) + "], so the bug is likely, not certain.");
       }
     }
-    if (!r.selfCheckPassed)
-      appendSentence(note, "Self-check failed: the candidate's own loss " + fmt(r.candidateLoss) +
-                               " is outside its envelope [" + fmt(r.selfLo) + ", " + fmt(r.selfHi) +
-                               "] on its own checkpoint, so the recording or the precision model "
-                               "is wrong (dropout, a wrong dtype, an untraced side effect) and "
-                               "this envelope cannot be trusted.");
     if (!settings.startNode.empty())
       appendSentence(note, "Upstream of node '" + settings.startNode + "' rounding is ignored.");
     r.note = note;
   }
+  // Name the checkpoint tensors that make an envelope unbounded, whatever the verdict.
+  for (const auto& [part, whose] : {std::pair{&m, "reference"}, std::pair{&s, "candidate"}})
+    for (const NonFiniteValues& v : part->nonFinite)
+      appendSentence(
+          r.note, std::string("The ") + whose + "'s checkpoint at step " + std::to_string(r.step) +
+                      " holds values that are not finite: " + describeNonFinite(v) + ".");
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "core/analysis/step_replay.h"
 #include "core/interval/interval.h"
 #include "core/ops/precision_model.h"
+#include "core/tensor/non_finite.h"
 
 #include <atomic>
 #include <cstdint>
@@ -38,6 +39,7 @@ struct PartResult {
   std::string error;  ///< non-empty: the step cannot be bounded, and why
   Envelope env;
   std::string note;
+  std::vector<NonFiniteValues> nonFinite;  ///< checkpoint tensors holding NaN or ±inf
   double seconds = 0;
   bool confirmed = false;  ///< Main only: the rigorous interval was computed because it exited
   Interval rigorous{};

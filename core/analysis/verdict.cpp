@@ -1,9 +1,11 @@
 #include "core/analysis/verdict.h"
 
+#include "core/interval/interval.h"
+#include "core/interval/number_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -23,7 +25,6 @@ double hoeffdingLambda(double confidence) {
 bool insideEnvelope(double value, double lo, double hi) { return lo <= value && value <= hi; }
 
 double envelopeMargin(double value, double lo, double hi) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   if (std::isnan(value) || std::isnan(lo) || std::isnan(hi)) return std::nan("");
   if (std::isinf(lo) || std::isinf(hi)) {
     if (insideEnvelope(value, lo, hi)) return 0.0;
@@ -50,21 +51,63 @@ StepVerdict decideVerdict(bool bounded, bool selfCheckPassed, bool inside, bool 
   return rigorous ? StepVerdict::BugCertain : StepVerdict::BugLikely;
 }
 
+namespace {
+
+void appendNote(std::string& note, const std::string& sentence) {
+  if (!note.empty()) note += " ";
+  note += sentence;
+}
+
+std::string envelopeText(double lo, double hi) {
+  // Appended, not "[" + numberText(...): GCC 12 at -O3 reports a false -Wrestrict on
+  // operator+(const char*, std::string&&) (GCC bug 105651).
+  std::string s = "[";
+  s += numberText(lo, 9);
+  s += ", ";
+  s += numberText(hi, 9);
+  return s + "]";
+}
+
+}  // namespace
+
 void classifyStep(StepResult& r, bool rigorous) {
   const bool bounded = !std::isnan(r.lo) && !std::isnan(r.hi);
   r.inside = bounded && insideEnvelope(r.referenceLoss, r.lo, r.hi);
   r.margin = envelopeMargin(r.referenceLoss, r.lo, r.hi);
-  r.selfCheckPassed = insideEnvelope(r.candidateLoss, r.selfLo, r.selfHi);
-  r.verdict = decideVerdict(bounded, r.selfCheckPassed, r.inside, rigorous);
   // Inside an envelope with an infinite endpoint proves nothing: an op's bound overflowed or an
-  // input was not finite. An exit beyond a finite endpoint still stands.
-  if (r.verdict == StepVerdict::Rounding && (std::isinf(r.lo) || std::isinf(r.hi))) {
-    r.verdict = StepVerdict::NotBounded;
-    if (!r.note.empty()) r.note += " ";
-    r.note += "The envelope is unbounded ([" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-              "]): a bound overflowed on the way to the loss, so rounding cannot be confirmed; try "
-              "another method or start the interval at a later node.";
-  }
+  // input was not finite. The step is not bounded (first in the precedence of decideVerdict); an
+  // exit beyond a finite endpoint still stands.
+  const bool provesNothing = r.inside && (std::isinf(r.lo) || std::isinf(r.hi));
+  // Likewise a self-check envelope with an infinite (or NaN) endpoint holds every loss, so it
+  // confirms nothing about the recording or the precision model: that is not a pass. The step is
+  // then untrustworthy like a failed self-check (never rounding, never a bug): the envelope on the
+  // reference's state may be finite, but nothing says that the candidate's program and precision
+  // model reproduce the candidate's own run. ("Not bounded" stays the verdict for an envelope on
+  // the reference's state that could not be computed or proves nothing.)
+  const bool selfBounded = std::isfinite(r.selfLo) && std::isfinite(r.selfHi);
+  r.selfCheckPassed = selfBounded && insideEnvelope(r.candidateLoss, r.selfLo, r.selfHi);
+  r.verdict = decideVerdict(bounded && !provesNothing, r.selfCheckPassed, r.inside, rigorous);
+  if (provesNothing)
+    appendNote(r.note, "The envelope is unbounded (" + envelopeText(r.lo, r.hi) +
+                           "): a bound overflowed on the way to the loss, or an input is not "
+                           "finite, so rounding cannot be confirmed; try another method or start "
+                           "the interval at a later node.");
+  if (r.verdict != StepVerdict::Untrustworthy) return;
+  if (!selfBounded)
+    appendNote(r.note,
+               "Self-check proves nothing: the envelope of the candidate program on its "
+               "own checkpoint is unbounded (" +
+                   envelopeText(r.selfLo, r.selfHi) +
+                   "; a bound overflowed, or the checkpoint holds a value that is not "
+                   "finite), so it cannot confirm the candidate's own loss " +
+                   numberText(r.candidateLoss, 9) + " and this step's envelope cannot be trusted.");
+  else
+    appendNote(r.note, "Self-check failed: the candidate's own loss " +
+                           numberText(r.candidateLoss, 9) + " is outside its envelope " +
+                           envelopeText(r.selfLo, r.selfHi) +
+                           " on its own checkpoint, so the recording or the precision model is "
+                           "wrong (dropout, a wrong dtype, an untraced side effect) and this "
+                           "envelope cannot be trusted.");
 }
 
 void markNotBounded(StepResult& r, const std::string& reason) {

@@ -38,7 +38,8 @@ StepVerdict decideVerdict(bool bounded, bool selfCheckPassed, bool inside, bool 
 
 /// Fills `inside`, `margin`, `selfCheckPassed` and `verdict` of r from its lo/hi, selfLo/selfHi,
 /// referenceLoss and candidateLoss. `rigorous` says whether [lo, hi] is a guarantee (isRigorous).
-/// A reference inside an envelope with an infinite endpoint is not bounded (reason in r.note).
+/// A reference inside an envelope with an infinite endpoint is not bounded; a self-check envelope
+/// with an infinite or NaN endpoint is not a pass (untrustworthy). Appends the reason to r.note.
 void classifyStep(StepResult& r, bool rigorous);
 
 /// Marks r as not bounded for `reason` (the envelope becomes NaN, inside false).

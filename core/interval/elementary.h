@@ -1,8 +1,11 @@
 #pragma once
-// Interval extensions of the elementary functions used by training programs. All of them are
-// monotone increasing (exp, expm1, log, log1p, tanh, erf, sigmoid), so an enclosure is
-// [f_down(lo), f_up(hi)], where f_down / f_up take the libm result and move it outward by a margin
-// of ulps, then clamp it to the function's range.
+// Interval extensions of the elementary functions used by training programs. Most are monotone
+// increasing (exp, expm1, log, log1p, tanh, erf, sigmoid), so an enclosure is [f_down(lo),
+// f_up(hi)], where f_down / f_up take the libm result and move it outward by a margin of ulps, then
+// clamp it to the function's range. sin and cos are not monotone: their range over [lo, hi] is the
+// hull of the endpoint values and of the extrema ±1 at the turning points kπ/2 inside [lo, hi],
+// which are found from an outward enclosure of [lo, hi] / (π/2) (a turning point that may be
+// inside counts as inside).
 //
 // The margins (kLibmUlps) are the maximum errors published for the libm in use plus one ulp:
 // glibc's libm-test-ulps for x86_64 (glibc 2.36, Debian 12) on the host, and the CUDA C
@@ -20,13 +23,13 @@
 namespace lossbound {
 
 /// The elementary functions with an interval extension.
-enum class Elementary { Exp, Expm1, Log, Log1p, Tanh, Erf };
+enum class Elementary { Exp, Expm1, Log, Log1p, Tanh, Erf, Sin, Cos };
 
 /// Returns the outward margin in ulps applied to a libm result (published error + 1 ulp).
 LB_HD inline int libmUlps(Elementary f) {
 #if defined(__CUDA_ARCH__)
   // CUDA 13 Programming Guide, double-precision table: exp 1, expm1 1, log 1, log1p 1, tanh 1,
-  // erf 2 (max ulp error); + 1.
+  // erf 2, sin 2, cos 2 (max ulp error, full range); + 1.
   switch (f) {
     case Elementary::Exp:
       return 2;
@@ -39,12 +42,15 @@ LB_HD inline int libmUlps(Elementary f) {
     case Elementary::Tanh:
       return 2;
     case Elementary::Erf:
+      return 3;
+    case Elementary::Sin:
+    case Elementary::Cos:
       return 3;
   }
   return 4;
 #else
   // glibc 2.36 sysdeps/x86_64/fpu/libm-test-ulps, "double" rows: exp 1, expm1 1, log 1,
-  // log1p 1, tanh 2, erf 1; + 1.
+  // log1p 1, tanh 2, erf 1, sin 1, cos 1; + 1.
   switch (f) {
     case Elementary::Exp:
       return 2;
@@ -57,6 +63,9 @@ LB_HD inline int libmUlps(Elementary f) {
     case Elementary::Tanh:
       return 3;
     case Elementary::Erf:
+      return 2;
+    case Elementary::Sin:
+    case Elementary::Cos:
       return 2;
   }
   return 4;
@@ -80,6 +89,10 @@ LB_HD inline double evalLibm(Elementary f, double x) {
       return ::tanh(x);
     case Elementary::Erf:
       return ::erf(x);
+    case Elementary::Sin:
+      return ::sin(x);
+    case Elementary::Cos:
+      return ::cos(x);
   }
   return x;
 #else
@@ -96,6 +109,10 @@ LB_HD inline double evalLibm(Elementary f, double x) {
       return std::tanh(x);
     case Elementary::Erf:
       return std::erf(x);
+    case Elementary::Sin:
+      return std::sin(x);
+    case Elementary::Cos:
+      return std::cos(x);
   }
   return x;
 #endif
@@ -128,6 +145,8 @@ LB_HD inline Interval range(Elementary f) {
     case Elementary::Tanh:
       return {-1.0, 1.0};
     case Elementary::Erf:
+    case Elementary::Sin:
+    case Elementary::Cos:
       return {-1.0, 1.0};
   }
   return {-inf, inf};
@@ -217,5 +236,48 @@ LB_HD inline Interval sigmoid(Interval x) {
   const double lo = sigmoidDown(x.lo), hi = sigmoidUp(x.hi);
   return {lo < 0.0 ? 0.0 : lo, hi > 1.0 ? 1.0 : hi};
 }
+
+namespace elementary_detail {
+/// Encloses {sin a} (cosine: false) or {cos a} (true) over x: the hull of the endpoint values and
+/// of ±1 where a turning point kπ/2 (sin: k odd, cos: k even; a maximum when k − (sin ? 1 : 0)
+/// is a multiple of 4) may lie in x. An infinite endpoint gives the entire line (sin ±inf is NaN).
+LB_HD inline Interval sinCos(Interval x, bool cosine) {
+  x = sanitize(x);
+  if (isEmpty(x)) return x;
+  const double inf = interval_detail::inf();
+  if (x.lo == -inf || x.hi == inf) return entireInterval();
+  // π/2 lies strictly between these binary64 neighbours (π/2 = 0x1.921fb54442d18469...p+0).
+  const Elementary f = cosine ? Elementary::Cos : Elementary::Sin;
+  double lo = elementaryDown(f, x.lo), hi = elementaryUp(f, x.lo);
+  // A point holds no turning point but 0 (kπ/2 is irrational for k != 0; cos turns at 0, where
+  // the libm value 1 is exact and clamped to the range).
+  if (x.lo == x.hi) return {lo, hi};
+  const double dlo = elementaryDown(f, x.hi), dhi = elementaryUp(f, x.hi);
+  lo = dlo < lo ? dlo : lo;
+  hi = dhi > hi ? dhi : hi;
+  const Interval halfPi{0x1.921fb54442d18p+0, 0x1.921fb54442d19p+0};
+  const Interval q = div(x, halfPi);  // encloses {a / (π/2) : a in x}
+  // Past 2^50 quarter periods the residue of k mod 4 is not worth the care: the range is [-1, 1].
+  if (!(q.lo > -0x1p50 && q.hi < 0x1p50) || q.hi - q.lo >= 4.0) return {-1.0, 1.0};
+#if defined(__CUDA_ARCH__)
+  const double first = ::ceil(q.lo), last = ::floor(q.hi);
+#else
+  const double first = std::ceil(q.lo), last = std::floor(q.hi);
+#endif
+  for (double k = first; k <= last; k += 1.0) {
+    // residue of k mod 4 in {0, 1, 2, 3} (|k| < 2^50: exact in binary64)
+    const double m = k - 4.0 * static_cast<double>(static_cast<long long>(k / 4.0));
+    const int r = (static_cast<int>(m) + 4 + (cosine ? 0 : 3)) % 4;  // cos phase: 0 max, 2 min
+    if (r == 0) hi = 1.0;
+    if (r == 2) lo = -1.0;
+  }
+  return {lo, hi};
+}
+}  // namespace elementary_detail
+
+/// Returns an enclosure of {sin a} (the turning points split the interval; see sinCos).
+LB_HD inline Interval sin(Interval x) { return elementary_detail::sinCos(x, false); }
+/// Returns an enclosure of {cos a} (the turning points split the interval; see sinCos).
+LB_HD inline Interval cos(Interval x) { return elementary_detail::sinCos(x, true); }
 
 }  // namespace lossbound

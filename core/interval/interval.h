@@ -24,6 +24,9 @@ struct Interval {
   double hi;
 };
 
+/// Positive infinity in binary64: the one named constant for it (usable in device code too).
+inline constexpr double kInf = __builtin_huge_val();
+
 namespace interval_detail {
 LB_HD inline double inf() { return __builtin_huge_val(); }
 LB_HD inline double maxFinite() { return 0x1.fffffffffffffp+1023; }

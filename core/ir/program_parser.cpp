@@ -1,5 +1,6 @@
 #include "core/ir/program_parser.h"
 
+#include "core/interval/number_text.h"
 #include "core/interval/precision.h"
 
 #include <algorithm>
@@ -53,12 +54,6 @@ std::optional<double> taggedFloat(const Json& v) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
   if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return d;
-}
-
-std::string numberText(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 // Describes a JSON value for "found ..." in messages.

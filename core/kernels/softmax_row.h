@@ -127,7 +127,7 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
   const double gamma = gammaUp(static_cast<double>(k - 1), m.uAcc);
   const double tLo = sub_down(1.0, gamma), tHi = add_up(1.0, gamma);
 
-  // Scratch, indexed by the position in the row (masked slots unused): |x_j − m|, the bounds of
+  // Scratch, indexed by the position in the row (masked slots unused): u·|x_j − m|, the bounds of
   // q_j = exp(x_j − c0 ± u|x_j − m|), and suffix sums of the q_j over the kept entries.
   double* magd = scratch;
   double* pLo = scratch + n;
@@ -136,8 +136,13 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
   double* sufHi = scratch + 4 * n + 1;  // n + 1 entries
   for (std::int64_t j = 0; j < n; ++j) {
     if (isMasked(xlo[j], xhi[j])) continue;
-    magd[j] = magnitude(lossbound::sub(Interval{xlo[j], xhi[j]}, shift));
-    const double r = mul_up(m.u, magd[j]);  // |α_j (x_j − m)|
+    // |α_j (x_j − m)| <= u·|x_j − m|; when |x_j − m| passes the largest double (an fp64 row
+    // masked with finfo.min), u·|x_j| + u·|m| bounds it without overflow.
+    const double d = magnitude(lossbound::sub(Interval{xlo[j], xhi[j]}, shift));
+    magd[j] = isFiniteValue(d) ? mul_up(m.u, d)
+                               : add_up(mul_up(m.u, magnitude(Interval{xlo[j], xhi[j]})),
+                                        mul_up(m.u, magnitude(shift)));
+    const double r = magd[j];
     pLo[j] = maxOf(0.0, elementaryDown(Elementary::Exp, sub_down(sub_down(xlo[j], c0), r)));
     pHi[j] = elementaryUp(Elementary::Exp, add_up(sub_up(xhi[j], c0), r));
   }
@@ -156,7 +161,7 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     double sLo = 0.0, sHi = 0.0;
     for (std::int64_t j = 0; j < n; ++j) {
       if (isMasked(xlo[j], xhi[j])) continue;
-      const double r = mul_up(m.u, magd[j]);
+      const double r = magd[j];
       const double lo =
           mul_down(elementaryDown(Elementary::Exp, sub_down(sub_down(xlo[j], shift.hi), r)),
                    sub_down(1.0, m.beta));
@@ -177,13 +182,15 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
 
   const double nm1 = static_cast<double>(k - 1);
   double preLo = 0.0, preHi = 0.0;  // sums of the q_j of the kept entries before i
+  // Softmax only, computed when first needed: a lower bound of S for the absolute bound below.
+  double sumLoAbs = -1.0;
   for (std::int64_t i = 0; i < n; ++i) {
     if (isMasked(xlo[i], xhi[i])) {
       ylo[i] = maskedValue;
       yhi[i] = maskedValue;
       continue;
     }
-    const double r = mul_up(m.u, magd[i]);
+    const double r = magd[i];
     // ε_i bounds η_exp / P_i, P_i = exp(d_i) >= exp(x_i.lo − m.hi − u|d_i|).
     const double eps =
         mul_up(m.etaExp, elementaryUp(Elementary::Exp, add_up(sub_up(shift.hi, xlo[i]), r)));
@@ -206,7 +213,32 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     Interval r2;
     if (!log) {
       const double yLo = aLo == 0.0 ? 0.0 : div_down(1.0, add_up(tHi, divUpSafe(qHi, aLo)));
-      const double yHi = div_up(1.0, add_down(tLo, divDownSafe(qLo, aHi)));
+      double yHi = div_up(1.0, add_down(tLo, divDownSafe(qLo, aHi)));
+      if (aLo == 0.0) {
+        // The relative bound fails where exp(x_i − m) may underflow (ε_i >= 1 − β: a finite mask
+        // such as finfo.min added to a logit): use y_i <= e_i / S with the absolute error of exp,
+        // e_i <= exp(x_i − m + |α_i d_i|)(1 + β) + η_exp at m = shift.lo and
+        // S >= t_lo Σ_j (exp(x_j − m − |α_j d_j|)(1 − β) − η_exp)₊ at m = shift.hi (e_i falls
+        // and S falls as m grows, so the pair bounds e_i / S for every m in shift).
+        if (sumLoAbs < 0.0) {
+          sumLoAbs = 0.0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            if (isMasked(xlo[j], xhi[j])) continue;
+            const double rj = magd[j];
+            const double e =
+                mul_down(elementaryDown(Elementary::Exp, sub_down(sub_down(xlo[j], shift.hi), rj)),
+                         sub_down(1.0, m.beta));
+            sumLoAbs = add_down(sumLoAbs, maxOf(0.0, sub_down(e, m.etaExp)));
+          }
+          sumLoAbs = mul_down(sumLoAbs, tLo);
+        }
+        const double eHi =
+            add_up(mul_up(elementaryUp(Elementary::Exp, add_up(sub_up(xhi[i], shift.lo), r)),
+                          add_up(1.0, m.beta)),
+                   m.etaExp);
+        const double alt = divUpSafe(eHi, sumLoAbs);
+        yHi = alt < yHi ? alt : yHi;
+      }
       const double f2Lo = mul_down(sub_down(1.0, m.u), sub_down(1.0, m.u));
       const double f2Hi = mul_up(add_up(1.0, m.u), add_up(1.0, m.u));
       r2 = Interval{maxOf(0.0, mul_down(yLo, f2Lo)), mul_up(yHi, f2Hi)};

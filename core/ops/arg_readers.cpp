@@ -44,6 +44,15 @@ bool isNumber(const OpArgs& args, std::size_t i) {
   return k == IrValue::Kind::Int || k == IrValue::Kind::Float || k == IrValue::Kind::Bool;
 }
 
+std::optional<double> optionalNumber(const OpArgs& args, std::size_t i, std::string_view name) {
+  if (isNumber(args, i)) return args.numberArg(i, name);
+  if (i < args.size() && args.arg(i).kind != IrValue::Kind::None)
+    args.fail("argument " + std::to_string(i) + " should be a number or None");
+  if (const IrValue* k = args.kwarg(name); k && k->kind != IrValue::Kind::None)
+    return args.numberArg(args.size(), name);
+  return std::nullopt;
+}
+
 Tensor tensorOrScalar(const OpArgs& args, std::size_t i, DType scalarDtype) {
   if (args.isTensor(i)) return args.tensor(i);
   if (!isNumber(args, i))

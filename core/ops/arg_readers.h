@@ -21,5 +21,7 @@ std::optional<DType> dtypeArg(const OpArgs& args, std::size_t i, std::string_vie
 Tensor tensorOrScalar(const OpArgs& args, std::size_t i, DType scalarDtype);
 /// Returns true when argument i is a Python number (not a tensor).
 bool isNumber(const OpArgs& args, std::size_t i);
+/// Returns number argument i (else keyword `name`), or nullopt when it is absent or None.
+std::optional<double> optionalNumber(const OpArgs& args, std::size_t i, std::string_view name);
 
 }  // namespace lossbound::ops

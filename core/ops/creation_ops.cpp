@@ -1,9 +1,9 @@
 // Creation ops: ones zeros full empty (+ _like and new_ forms), arange (all overloads),
-// scalar_tensor, fill_ (Scalar, Tensor), zero_. A constant v stored in a floating dtype is RN_F(v)
-// in every implementation (IEEE 754-2019 §5.4.2 conversion); the point rule keeps the exact v, so
-// the interval rule is RO_F(v) (which holds both) and the local error |RN_F(v) - v|. empty* values
-// are unspecified: they are modelled as zeros (a program that reads them before writing is wrong
-// with any arithmetic).
+// scalar_tensor, fill and fill_ (Scalar, Tensor), zero_. A constant v stored in a floating dtype is
+// RN_F(v) in every implementation (IEEE 754-2019 §5.4.2 conversion); the point rule keeps the exact
+// v, so the interval rule is RO_F(v) (which holds both) and the local error |RN_F(v) - v|. empty*
+// values are unspecified: they are modelled as zeros (a program that reads them before writing is
+// wrong with any arithmetic).
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/registry.h"
@@ -209,6 +209,7 @@ void registerCreationOps(OpRegistry& r) {
   r.add("aten.fill_.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.fill_.Tensor", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.fill.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
+  r.add("aten.fill.Tensor", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.zero_.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
 }
 

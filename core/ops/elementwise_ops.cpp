@@ -1,6 +1,6 @@
 // Elementwise ops: arithmetic (tensor and scalar forms, alpha, in-place variants), exp log sqrt
-// rsqrt pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons, logical ops,
-// where, masked_fill, clamp.
+// rsqrt sin cos pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons,
+// logical ops, where, masked_fill, clamp, nan_to_num.
 //
 // Error model of "any reasonable implementation" (PyTorch CPU/CUDA kernels):
 // - + − × ÷ sqrt are correctly rounded in the compute format C (fp32 "opmath" for bf16/fp16/fp32
@@ -10,7 +10,10 @@
 // - a Python scalar operand is used as s, RN_fp32(s) or RN_F(s) (cast to opmath or to the dtype);
 // - alpha·b + a may be fused (FMA) or rounded twice; division by a 0-d divisor may be computed as
 //   a · RN(1/b) (PyTorch's CUDA div_true kernel does this for CPU scalars): the hull is taken;
-// - exp, log, rsqrt, pow use the candidate's libm ulp table (libm_model.h: publishedUlps + 1).
+// - exp, log, rsqrt, pow, sin, cos use the candidate's libm ulp table (libm_model.h:
+//   publishedUlps + 1) around the exact value's enclosure (core/interval/elementary.h; sin and
+//   cos are not monotone: the enclosure takes ±1 where a turning point kπ/2 may lie in the input
+//   interval). The first-order local error of sin/cos is the same ulp bound relative to |y|.
 #include "core/interval/elementary.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/broadcasting.h"
@@ -35,8 +38,6 @@ namespace lossbound {
 namespace {
 
 using namespace ops;
-
-constexpr double kInf = __builtin_huge_val();
 
 /// An operand that is either a tensor argument or a Python scalar.
 struct Operand {
@@ -334,7 +335,7 @@ class ArithRule final : public OpRule {
 // ---------------------------------------------------------------------------------------------
 // Unary functions
 
-enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, PowScalar };
+enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, Sin, Cos, PowScalar };
 
 /// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only).
 Interval powExact(Interval x, double p) {
@@ -348,8 +349,8 @@ Interval powExact(Interval x, double p) {
   return e;
 }
 
-/// neg abs reciprocal sqrt rsqrt exp log pow.Tensor_Scalar: exact, one correctly rounded op, or
-/// the candidate's libm within modelUlps, computed in opmath C and stored in F.
+/// neg abs reciprocal sqrt rsqrt exp log sin cos pow.Tensor_Scalar: exact, one correctly rounded
+/// op, or the candidate's libm within modelUlps, computed in opmath C and stored in F.
 class UnaryRule final : public OpRule {
  public:
   explicit UnaryRule(Unary op) : mOp(op) {}
@@ -418,6 +419,10 @@ class UnaryRule final : public OpRule {
           return yv;
         case Unary::Log:
           return 1.0 / xv;
+        case Unary::Sin:
+          return std::cos(xv);
+        case Unary::Cos:
+          return -std::sin(xv);
         case Unary::PowScalar:
           return p == 0.0 ? 0.0 : p * std::pow(xv, p - 1.0);
       }
@@ -459,6 +464,10 @@ class UnaryRule final : public OpRule {
         return std::exp(x);
       case Unary::Log:
         return std::log(x);
+      case Unary::Sin:
+        return std::sin(x);
+      case Unary::Cos:
+        return std::cos(x);
       case Unary::PowScalar:
         return std::pow(x, p);
     }
@@ -474,6 +483,10 @@ class UnaryRule final : public OpRule {
         return LibmFn::Exp;
       case Unary::Log:
         return LibmFn::Log;
+      case Unary::Sin:
+        return LibmFn::Sin;
+      case Unary::Cos:
+        return LibmFn::Cos;
       case Unary::PowScalar:
         // PyTorch special-cases 0.5 (sqrt), 1, 2 (x·x), -1 (reciprocal): correctly rounded.
         if (p == 0.5 || p == 1.0 || p == 2.0 || p == -1.0 || p == 0.0) return std::nullopt;
@@ -499,13 +512,17 @@ class UnaryRule final : public OpRule {
         return exp(x);
       case Unary::Log:
         return log(x);
+      case Unary::Sin:
+        return lossbound::sin(x);
+      case Unary::Cos:
+        return lossbound::cos(x);
       case Unary::PowScalar:
         return powExact(x, p);
     }
     return x;
   }
 
-  /// The backend kernel computing this op, if any (pow.Scalar has none).
+  /// The backend kernel computing this op, if any (pow.Scalar, sin and cos have none).
   static std::optional<kernels::UnaryOp> kernelOf(Unary op) {
     switch (op) {
       case Unary::Neg:
@@ -522,6 +539,8 @@ class UnaryRule final : public OpRule {
         return kernels::UnaryOp::Exp;
       case Unary::Log:
         return kernels::UnaryOp::Log;
+      case Unary::Sin:
+      case Unary::Cos:
       case Unary::PowScalar:
         return std::nullopt;
     }
@@ -1038,6 +1057,88 @@ class ExtremumRule final : public OpRule {
   bool mIsMax;  // maximum (else minimum)
 };
 
+// ---------------------------------------------------------------------------------------------
+// nan_to_num: NaN, +inf, -inf replaced by numbers stored in F; finite values pass unchanged.
+
+/// nan_to_num(x, nan=0, posinf=max_F, neginf=-max_F): exact for finite x; a replacement value v
+/// is stored as static_cast<scalar_t>(v) (RN_F, for bf16/fp16 through float): enclosed by
+/// roundOutward(v, F). An interval endpoint at ±inf may hold the infinity (its replacement) or
+/// any finite F value; the entire line may also be NaN.
+class NanToNumRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    const Replacements r = replacements(a, ctx);
+    return {mapPoint(a.tensor(0), a.outSpec().dtype,
+                     [&](double x) { return pick(x, r.nan, r.pos, r.neg); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t)) return {a.tensor(0)};
+    const Format f = outFormat(a, ctx);
+    const Replacements r = replacements(a, ctx);
+    const Interval nan = stored(r.nan, f), pos = stored(r.pos, f), neg = stored(r.neg, f);
+    const double big = largestFinite(f);
+    return {mapInterval(a.tensor(0), t, [&](Interval x) {
+      if (hasNan(x)) x = entireInterval();
+      Interval out = emptyInterval();
+      // the finite values inside x (F values: |v| <= max_F)
+      const Interval finite = intersect(x, Interval{-big, big});
+      if (!isEmpty(finite)) out = finite;
+      if (x.hi == kInf) out = hull(out, pos);
+      if (x.lo == -kInf) out = hull(out, neg);
+      if (x.lo == -kInf && x.hi == kInf) out = hull(out, nan);
+      return out;
+    })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t)) return {a.tensor(0)};
+    const Format f = outFormat(a, ctx);
+    const Replacements r = replacements(a, ctx);
+    return {mapPoint(a.tensor(0), t, [&](double x) {
+      return pick(x, roundNearest(r.nan, f), roundNearest(r.pos, f), roundNearest(r.neg, f));
+    })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Tensor& x = a.tensor(0);
+    // PyTorch: grad · isfinite(x)
+    return {gradFor(x, mapPoint2(a, g[0], x, g[0].dtype(), [](double gv, double xv) {
+                      return std::isfinite(xv) ? gv : 0.0;
+                    }))};
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
+    return nn::localErrorVia(*this, a, o, ctx);
+  }
+
+ private:
+  struct Replacements {
+    double nan, pos, neg;
+  };
+
+  static Replacements replacements(const OpArgs& a, const OpContext& ctx) {
+    const double big = isIntegral(a.outSpec().dtype) ? 0.0 : largestFinite(outFormat(a, ctx));
+    return {optionalNumber(a, 1, "nan").value_or(0.0), optionalNumber(a, 2, "posinf").value_or(big),
+            optionalNumber(a, 3, "neginf").value_or(-big)};
+  }
+
+  static double pick(double x, double nan, double pos, double neg) {
+    if (std::isnan(x)) return nan;
+    if (x == kInf) return pos;
+    if (x == -kInf) return neg;
+    return x;
+  }
+
+  /// The enclosure of static_cast<scalar_t>(v) in f (directly or through float).
+  static Interval stored(double v, Format f) { return roundOutward(lossbound::point(v), f); }
+};
+
 }  // namespace
 
 void registerElementwiseOps(OpRegistry& r) {
@@ -1060,7 +1161,7 @@ void registerElementwiseOps(OpRegistry& r) {
   const std::pair<const char*, Unary> unary[] = {
       {"neg", Unary::Neg},   {"abs", Unary::Abs},     {"reciprocal", Unary::Reciprocal},
       {"sqrt", Unary::Sqrt}, {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
-      {"log", Unary::Log}};
+      {"log", Unary::Log},   {"sin", Unary::Sin},     {"cos", Unary::Cos}};
   for (const auto& [name, op] : unary) {
     const auto rule = std::make_shared<const UnaryRule>(op);
     r.add(std::string("aten.") + name + ".default", rule);
@@ -1098,6 +1199,8 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add("aten.clamp_min_.default", std::make_shared<const ClampRule>(Clamp::Min));
   r.add("aten.clamp_max.default", std::make_shared<const ClampRule>(Clamp::Max));
   r.add("aten.clamp_max_.default", std::make_shared<const ClampRule>(Clamp::Max));
+  r.add("aten.nan_to_num.default", std::make_shared<const NanToNumRule>());
+  r.add("aten.nan_to_num_.default", std::make_shared<const NanToNumRule>());
   r.add("aten.maximum.default", std::make_shared<const ExtremumRule>(true));
   r.add("aten.minimum.default", std::make_shared<const ExtremumRule>(false));
 }

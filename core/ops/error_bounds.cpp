@@ -5,10 +5,6 @@
 
 namespace lossbound::ops {
 
-namespace {
-constexpr double kInf = __builtin_huge_val();
-}  // namespace
-
 double gammaUp(std::int64_t n, double u) {
   if (n <= 0) return 0.0;
   const double nu = mul_up(static_cast<double>(n), u);

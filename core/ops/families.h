@@ -5,18 +5,19 @@ namespace lossbound {
 
 class OpRegistry;
 
-/// add sub mul div neg rsub (tensor and scalar forms, in-place variants), exp log sqrt rsqrt pow
-/// (Tensor_Scalar, Tensor_Tensor, Scalar),
-/// comparisons (eq ne lt gt le ge), bitwise_not, where, masked_fill, clone/detach-like identities.
+/// add sub mul div neg rsub (tensor and scalar forms, in-place variants), exp log sqrt rsqrt sin
+/// cos pow (Tensor_Scalar, Tensor_Tensor, Scalar), reciprocal abs, comparisons (eq ne lt gt le
+/// ge), bitwise_not logical_not, where, masked_fill, clamp, maximum minimum, nan_to_num.
 void registerElementwiseOps(OpRegistry& r);
 /// mm addmm baddbmm bmm mv matmul dot (midpoint–radius interval matmul on the Backend).
 void registerMatmulOps(OpRegistry& r);
-/// sum (all forms) mean amax.
+/// sum (all forms) mean amax amin max min, all any.
 void registerReductionOps(OpRegistry& r);
-/// view _unsafe_view _reshape_alias expand t transpose permute slice slice_backward select
-/// unsqueeze squeeze squeeze_ cat split clone detach lift_fresh_copy _to_copy tril.
+/// view _unsafe_view _reshape_alias expand t transpose permute slice narrow select unsqueeze
+/// squeeze flip roll cat stack split chunk unbind clone detach alias lift_fresh_copy tril triu
+/// _to_copy to copy, and the *_copy forms of the views.
 void registerViewOps(OpRegistry& r);
-/// ones zeros full ones_like zeros_like full_like arange scalar_tensor fill_.
+/// ones zeros full empty (and _like, new_ forms) arange scalar_tensor fill fill_ zero_.
 void registerCreationOps(OpRegistry& r);
 /// addcmul addcdiv lerp (SGD and AdamW updates).
 void registerOptimizerOps(OpRegistry& r);
@@ -37,8 +38,8 @@ void registerGroupNormOps(OpRegistry& r);
 void registerEmbeddingOps(OpRegistry& r);
 /// nll_loss_forward nll_loss_backward (1-D and 2-D, all reductions, ignore_index).
 void registerLossOps(OpRegistry& r);
-/// hardswish hardsigmoid leaky_relu elu, their backward ops, and hardswish_ hardsigmoid_
-/// leaky_relu_ elu_.
+/// hardswish hardsigmoid leaky_relu elu celu, their backward ops, and hardswish_ hardsigmoid_
+/// leaky_relu_ elu_ celu_.
 void registerPiecewiseActivationOps(OpRegistry& r);
 /// softplus softplus_backward mish mish_ mish_backward.
 void registerSoftplusMishOps(OpRegistry& r);
@@ -48,5 +49,15 @@ void registerMaxPoolOps(OpRegistry& r);
 void registerAvgPoolOps(OpRegistry& r);
 /// convolution convolution_backward (1-D/2-D/3-D, lowered to GEMMs on the Backend).
 void registerConvOps(OpRegistry& r);
+/// slice_scatter select_scatter slice_backward select_backward.
+void registerSliceScatterOps(OpRegistry& r);
+/// constant_pad_nd.
+void registerPadOps(OpRegistry& r);
+/// cumsum cumsum_.
+void registerCumsumOps(OpRegistry& r);
+/// gather index_select scatter (src, value) scatter_add index_add.
+void registerGatherScatterOps(OpRegistry& r);
+/// index.Tensor index_put (accumulate or not) masked_select masked_scatter.
+void registerAdvancedIndexOps(OpRegistry& r);
 
 }  // namespace lossbound

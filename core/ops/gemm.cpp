@@ -28,7 +28,6 @@ namespace lossbound::ops {
 
 namespace {
 
-constexpr double kInf = __builtin_huge_val();
 constexpr double kEta64 = 0x1p-1074;
 
 /// Returns true when x is exactly representable in f (fast path for fp32).

@@ -9,10 +9,6 @@
 
 namespace lossbound::ops {
 
-namespace {
-constexpr double kInf = __builtin_huge_val();
-}  // namespace
-
 int publishedUlps(LibmFn fn, Format f) {
   if (f == Format::Fp64) {
     // glibc 2.36 x86_64 libm-test-ulps "double" and CUDA 13 double-precision table, maximum.
@@ -35,6 +31,9 @@ int publishedUlps(LibmFn fn, Format f) {
         return 2;
       case LibmFn::Rsqrt:
         return 1;  // 1/sqrt: two correctly rounded steps; CUDA rsqrt 1 ulp
+      case LibmFn::Sin:
+      case LibmFn::Cos:
+        return 2;  // CUDA 13 sin/cos 2 (full range); glibc 2.36 x86_64 sin/cos "double" 1
     }
     return 4;
   }
@@ -57,6 +56,11 @@ int publishedUlps(LibmFn fn, Format f) {
     case LibmFn::Pow:
       return 4;
     case LibmFn::Rsqrt:
+      return 2;
+    case LibmFn::Sin:
+    case LibmFn::Cos:
+      // CUDA 13 sinf/cosf 2 (full range, without -use_fast_math); glibc 2.36 x86_64 sin/cos
+      // "float" 1; PyTorch's CPU kernels call SLEEF's Sleef_sinf*_u10 / cosf*_u10 (1.0 ulp).
       return 2;
   }
   return 4;

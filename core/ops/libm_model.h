@@ -12,7 +12,7 @@ namespace lossbound::ops {
 
 /// Functions whose implementations are not correctly rounded.
 /// (Composite functions with cancellation, such as gelu through 1 + erf, need their own bound.)
-enum class LibmFn { Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Pow, Rsqrt };
+enum class LibmFn { Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Pow, Rsqrt, Sin, Cos };
 /// Returns the published maximum error in ulps of fn in compute format f (fp32: max of CUDA 13
 /// Programming Guide single-precision table and glibc 2.36 libm-test-ulps "float"; fp64: same
 /// tables, "double"; sigmoid counts its exp, add and divide, relative to the result).

@@ -55,8 +55,6 @@ namespace {
 
 using namespace ops;
 
-constexpr double kInf = __builtin_huge_val();
-
 void requireFloating(const OpArgs& a, const Tensor& t, const char* what) {
   if (!isFloating(t.dtype()))
     a.fail(std::string(what) + " should be a floating tensor, found " +

@@ -49,6 +49,13 @@ const Tensor& OpArgs::tensor(std::size_t i) const {
 }
 
 std::vector<const Tensor*> OpArgs::tensorList(std::size_t i) const {
+  std::vector<const Tensor*> out = optionalTensorList(i);
+  for (const Tensor* t : out)
+    if (!t) fail("argument " + std::to_string(i) + " should list only tensors");
+  return out;
+}
+
+std::vector<const Tensor*> OpArgs::optionalTensorList(std::size_t i) const {
   const IrValue& v = arg(i);
   if (v.kind != IrValue::Kind::List)
     fail("argument " + std::to_string(i) + " should be a list of tensors");
@@ -63,9 +70,12 @@ std::vector<const Tensor*> OpArgs::tensorList(std::size_t i) const {
   for (std::size_t k = 0; k < i; ++k) pos += countRefs(mNode->args[k], countRefs);
   std::vector<const Tensor*> out;
   for (const IrValue& e : v.list) {
-    if (e.kind != IrValue::Kind::Ref)
-      fail("argument " + std::to_string(i) + " should list only tensors");
-    out.push_back(mTensors.at(pos++));
+    if (e.kind == IrValue::Kind::Ref)
+      out.push_back(mTensors.at(pos++));
+    else if (e.kind == IrValue::Kind::None)
+      out.push_back(nullptr);
+    else
+      fail("argument " + std::to_string(i) + " should list only tensors and None");
   }
   return out;
 }

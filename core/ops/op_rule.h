@@ -69,6 +69,9 @@ class OpArgs {
   bool isTensor(std::size_t i) const;
   /// Returns the tensors referenced by a list argument i (for cat, stack, ...).
   std::vector<const Tensor*> tensorList(std::size_t i) const;
+  /// Returns list argument i with one entry per element: the tensor of a reference, nullptr for
+  /// None (the index lists of index.Tensor and index_put).
+  std::vector<const Tensor*> optionalTensorList(std::size_t i) const;
   /// Returns an integer argument (positional i, else keyword `name`, else `fallback`).
   std::int64_t intArg(std::size_t i, std::string_view name,
                       std::optional<std::int64_t> fallback = std::nullopt) const;

@@ -1,6 +1,6 @@
 // Piecewise activations and their backward ops: hardswish hardswish_backward hardsigmoid
-// hardsigmoid_backward leaky_relu leaky_relu_backward elu elu_backward (and the in-place
-// hardswish_ hardsigmoid_ leaky_relu_ elu_, which return a fresh value here like relu_).
+// hardsigmoid_backward leaky_relu leaky_relu_backward elu elu_backward celu (and the in-place
+// hardswish_ hardsigmoid_ leaky_relu_ elu_ celu_, which return a fresh value here like relu_).
 //
 // Contracts (every op, through core/ops/activation_rule.h): the interval rule encloses every
 // result of the PyTorch 1.13 / 2.x CPU and CUDA kernels for inputs in their enclosures: each
@@ -22,7 +22,9 @@
 //   (PyTorch refuses is_result with s < 0, and so does this rule);
 // - elu(x, α, λ, σ) = x > 0 ? x·λ : (exp(x·σ) − 1)·(α·λ) (CPU) or expm1(x·σ)·(α·λ) (CUDA);
 //   elu_backward(g, α, λ, σ, is_result, v) = v ≤ 0 ? g·σ·(v + α·λ) (v the result) or
-//   g·σ·(α·λ)·exp(v·σ) (v the input), else g·λ; bracketings as in the kernels (left to right).
+//   g·σ·(α·λ)·exp(v·σ) (v the input), else g·λ; bracketings as in the kernels (left to right);
+// - celu(x, α) = elu(x, α, 1, 1/α) with 1/α computed in double (PyTorch's celu calls elu so; its
+//   backward is elu_backward with these scalars, which the trace records).
 // Breakpoints (x = ±3 for hardswish, hardsigmoid and their backward ops; 0 for leaky_relu, elu and
 // theirs): the interval rule splits at them (max/min clamps and three-valued selections, the hull
 // of both branches when an enclosure straddles one); the first-order localError of an element
@@ -188,6 +190,21 @@ struct Elu {
   }
 };
 
+struct Celu {
+  using Params = EluParams;
+  static Params params(const OpArgs& a) {
+    const double alpha = a.numberArg(1, "alpha", 1.0);
+    if (alpha == 0.0) a.fail("celu needs alpha != 0 (PyTorch divides by it)");
+    return {alpha, 1.0, 1.0 / alpha};
+  }
+  static int variants(const Params& p) { return Elu::variants(p); }
+  static std::vector<double> kinks(const Params& p) { return Elu::kinks(p); }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V x, int variant) {
+    return Elu::eval(d, p, x, variant);
+  }
+};
+
 struct EluBackward {
   struct Params {
     EluParams e;
@@ -235,6 +252,9 @@ void registerPiecewiseActivationOps(OpRegistry& r) {
   r.add("aten.elu", elu);
   r.add("aten.elu_.default", elu);
   r.add("aten.elu_backward", std::make_shared<BinaryActivationRule<EluBackward>>());
+  const auto celu = std::make_shared<UnaryActivationRule<Celu>>();
+  r.add("aten.celu", celu);
+  r.add("aten.celu_.default", celu);
 }
 
 }  // namespace lossbound

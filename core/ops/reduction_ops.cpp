@@ -1,4 +1,5 @@
-// Reductions: sum (all forms, dtype), mean (all forms), amax/amin, max.dim/min.dim, max/min.
+// Reductions: sum (all forms, dtype), mean (all forms), amax/amin, max.dim/min.dim, max/min,
+// all/any (.default, .dim, .dims).
 //
 // Error model of "any reasonable implementation": the n terms are summed in the accumulation
 // format (fp32 for bf16/fp16, else the output's storage format) in any order and bracketing
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lossbound {
@@ -38,8 +40,6 @@ bool rowsAreContiguous(const ops::ReductionLayout& l, std::int64_t n) {
 }
 
 using namespace ops;
-
-constexpr double kInf = __builtin_huge_val();
 
 /// The reduction dims and keepdim of a node (sum/mean/amax/max.dim argument conventions).
 struct ReduceArgs {
@@ -351,6 +351,72 @@ class ArgExtremumRule final : public OpRule {
   bool mIsMax;  // max.dim (else min.dim)
 };
 
+/// Returns 1 / 0 when every value of x is nonzero / zero, nothing when x holds both.
+std::optional<bool> truthOf(Interval x) {
+  if (hasNan(x)) return std::nullopt;
+  if (x.lo == 0.0 && x.hi == 0.0) return false;
+  if (x.lo > 0.0 || x.hi < 0.0) return true;
+  return std::nullopt;
+}
+
+/// all / any (full, over one dim or a list of dims): exact logic; uncertain elements give [0, 1]
+/// unless a certain element decides the result (file comment).
+class LogicalReduceRule final : public OpRule {
+ public:
+  /// Takes whether it is `all` (else `any`) and whether it reduces every dim (.default).
+  LogicalReduceRule(bool isAll, bool full) : mAll(isAll), mFull(full) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
+    return {interval(a, ctx)[0].midpoint()};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
+    const Tensor& x = a.tensor(0);
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    std::vector<double> lo(l.outer.size()), hi(l.outer.size());
+    for (std::size_t i = 0; i < lo.size(); ++i) {
+      // all: decided false by a certain zero; any: decided true by a certain nonzero
+      bool decided = false, uncertain = false;
+      for (std::int64_t off : l.inner) {
+        const auto t = truthOf(x.at(l.outer[i] + off));
+        if (!t)
+          uncertain = true;
+        else if (*t != mAll)
+          decided = true;
+      }
+      const double result = decided ? (mAll ? 0.0 : 1.0) : (mAll ? 1.0 : 0.0);
+      lo[i] = hi[i] = result;
+      if (!decided && uncertain) {
+        lo[i] = 0.0;
+        hi[i] = 1.0;
+      }
+    }
+    const Shape s = reducedShape(x.shape(), ra.dims, ra.keepdim);
+    const DType t = a.outSpec().dtype;
+    if (x.isInterval()) return {Tensor::interval(s, t, std::move(lo), std::move(hi))};
+    return {Tensor::point(s, t, std::move(lo))};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return {interval(a, ctx)[0].midpoint()};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
+    return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  bool mAll;   // all (else any)
+  bool mFull;  // .default: every dim, no keepdim
+};
+
 }  // namespace
 
 void registerReductionOps(OpRegistry& r) {
@@ -364,6 +430,13 @@ void registerReductionOps(OpRegistry& r) {
   r.add("aten.min.default", std::make_shared<const ReduceRule>(Kind::Amin, true));
   r.add("aten.max.dim", std::make_shared<const ArgExtremumRule>(true));
   r.add("aten.min.dim", std::make_shared<const ArgExtremumRule>(false));
+  for (const bool isAll : {true, false}) {
+    const std::string name = isAll ? "aten.all" : "aten.any";
+    r.add(name + ".default", std::make_shared<const LogicalReduceRule>(isAll, true));
+    const auto dims = std::make_shared<const LogicalReduceRule>(isAll, false);
+    r.add(name + ".dim", dims);
+    r.add(name + ".dims", dims);
+  }
 }
 
 }  // namespace lossbound

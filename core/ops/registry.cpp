@@ -2,9 +2,19 @@
 
 #include "core/ops/families.h"
 
+#include <vector>
+
 namespace lossbound {
 
+void OpRegistry::beginFamily(std::string name, std::string description) {
+  mFamilies.push_back({std::move(name), std::move(description), {}});
+}
+
 void OpRegistry::add(std::string op, std::shared_ptr<const OpRule> rule) {
+  if (mRules.count(op))
+    for (OpFamily& f : mFamilies) std::erase(f.ops, op);
+  if (mFamilies.empty()) beginFamily("Other", "");
+  mFamilies.back().ops.push_back(op);
   mRules[std::move(op)] = std::move(rule);
 }
 
@@ -25,28 +35,83 @@ std::vector<std::string> OpRegistry::names() const {
   return out;
 }
 
+namespace {
+
+/// A family of op rules: its name, a one-line description and its registration function.
+struct FamilyEntry {
+  const char* name;
+  const char* description;
+  void (*registerOps)(OpRegistry&);
+};
+
+// The explicit list of op families (each family file registers its ops by name), with the
+// one-line summary `lossbound-cli ops --markdown` and the README's "Supported ops" section show.
+constexpr FamilyEntry kFamilies[] = {
+    {"Elementwise",
+     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, where, clamp (and the in-place op_ "
+     "forms, here and below): one correctly rounded op in opmath, libm functions within the "
+     "published ulps + 1, stored in the dtype",
+     registerElementwiseOps},
+    {"Matrix products",
+     "Midpoint-radius GEMM with the order-free bound γ_n·|x|·|y| (Rump 1999, Jeannerod-Rump 2013)",
+     registerMatmulOps},
+    {"Reductions",
+     "Sums and means in any order, γ_{n-1}·Σ|x| (Higham 2002, eq. 4.4); extrema and all/any exact",
+     registerReductionOps},
+    {"Views and casts",
+     "Views, copies, flips, rolls, concatenation (and the op_copy forms of the views): exact "
+     "index maps; casts correctly rounded",
+     registerViewOps},
+    {"Creation",
+     "ones, zeros, full, empty, arange, fill: constants stored in the dtype (one rounding)",
+     registerCreationOps},
+    {"Optimizer updates",
+     "addcmul, addcdiv, lerp (SGD and AdamW steps): correctly rounded ops in opmath",
+     registerOptimizerOps},
+    {"Activations",
+     "relu, gelu, silu, sigmoid, tanh and their backward ops: libm within the ulp "
+     "table, each step rounded",
+     registerActivationOps},
+    {"Softmax",
+     "Softmax and log-softmax with a dependency-aware enclosure (Blanchard, Higham, Higham 2021)",
+     registerSoftmaxOps},
+    {"Layer norm", "Moments in any order (Welford/pairwise/two-pass), rsqrt within the ulp table",
+     registerNormOps},
+    {"Batch norm", "Channel moments in any order (training) or the stored statistics (eval)",
+     registerBatchNormOps},
+    {"Group norm", "Group moments in any order", registerGroupNormOps},
+    {"Embedding", "Exact row gather; the backward sums rows in any order", registerEmbeddingOps},
+    {"Losses", "nll_loss forward and backward: exact selection; sums and means in any order",
+     registerLossOps},
+    {"Piecewise activations",
+     "hardswish, hardsigmoid, leaky_relu, elu, celu: split at their breakpoints",
+     registerPiecewiseActivationOps},
+    {"Softplus and mish", "Compositions of libm functions within the ulp table",
+     registerSoftplusMishOps},
+    {"Max pooling", "Exact selection; ties covered by the local error", registerMaxPoolOps},
+    {"Average pooling", "Window sums in any order, then one division", registerAvgPoolOps},
+    {"Convolutions", "Lowered to the midpoint-radius GEMM", registerConvOps},
+    {"Slice scatters", "Writes through a slice or select: exact", registerSliceScatterOps},
+    {"Padding", "Exact copy; the padding value stored in the dtype", registerPadOps},
+    {"Prefix sums", "Each prefix a sum in any order, γ_i·Σ|x| (Higham 2002, eq. 4.4)",
+     registerCumsumOps},
+    {"Gather and scatter", "Exact selections and writes; accumulating scatters summed in any order",
+     registerGatherScatterOps},
+    {"Advanced indexing",
+     "index, index_put, masked_select, masked_scatter: exact; accumulating writes summed in any "
+     "order",
+     registerAdvancedIndexOps},
+};
+
+}  // namespace
+
 const OpRegistry& opRegistry() {
-  // The explicit list of op families; each family file registers its ops by name.
   static const OpRegistry registry = [] {
     OpRegistry r;
-    registerElementwiseOps(r);
-    registerMatmulOps(r);
-    registerReductionOps(r);
-    registerViewOps(r);
-    registerCreationOps(r);
-    registerOptimizerOps(r);
-    registerActivationOps(r);
-    registerSoftmaxOps(r);
-    registerNormOps(r);
-    registerBatchNormOps(r);
-    registerGroupNormOps(r);
-    registerEmbeddingOps(r);
-    registerLossOps(r);
-    registerPiecewiseActivationOps(r);
-    registerSoftplusMishOps(r);
-    registerMaxPoolOps(r);
-    registerAvgPoolOps(r);
-    registerConvOps(r);
+    for (const FamilyEntry& f : kFamilies) {
+      r.beginFamily(f.name, f.description);
+      f.registerOps(r);
+    }
     return r;
   }();
   return registry;

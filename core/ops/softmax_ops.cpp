@@ -27,6 +27,10 @@
 //    d_i − log S = −log(S / P_i),  P_i = exp(d_i),
 // the same ratios, plus the log and subtraction errors of step 5 (Blanchard–Higham–Higham,
 // eq. (2.6)–(2.9): error of the shifted log-sum-exp is dominated by u·|d_i| and γ_n terms).
+// Where exp(d_i) may underflow (the absolute error η_c of exp is not small next to P_i: a finite
+// mask such as finfo.min added to a logit, as Hugging Face eager attention does), the ratio form
+// gives only y_i <= 1; softmax then also takes y_i <= e_i^hi / S^lo (e_i^hi at the smallest shift,
+// S^lo at the largest, with the absolute error of exp), which is tiny for such entries.
 // Online (flash-style) rescaling is not in the model. The enclosure of one row is the LB_HD body
 // kernels::softmaxRow (core/kernels/softmax_row.h), which a Backend may run itself
 // (Backend::softmaxRows; the CUDA backend does).
@@ -56,8 +60,6 @@ namespace {
 
 using namespace ops;
 using namespace ops::nn;
-
-constexpr double kInf = HUGE_VAL;
 
 /// Returns the softmax dim normalized against the input rank (0-d tensors accept 0 and −1).
 int softmaxDim(const OpArgs& a, const Tensor& x, std::size_t pos = 1) {

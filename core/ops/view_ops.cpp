@@ -1,6 +1,10 @@
 // Views and copies: view _unsafe_view _reshape_alias reshape expand t transpose permute slice
-// slice_backward select select_backward unsqueeze squeeze cat stack split split_with_sizes chunk
-// unbind clone detach lift_fresh_copy alias contiguous tril triu copy_ _to_copy.
+// narrow select unsqueeze squeeze (.dim, .dims, .default) flip roll cat stack split
+// split_with_sizes chunk unbind clone detach lift_fresh_copy alias contiguous tril triu copy_
+// _to_copy to, and the *_copy forms of the views that functionalized PyTorch 2.x traces emit
+// (view_copy expand_copy permute_copy t_copy transpose_copy slice_copy select_copy unsqueeze_copy
+// squeeze_copy alias_copy detach_copy narrow_copy split_copy split_with_sizes_copy unbind_copy):
+// a *_copy op has the values of its view, so it has the view's rule.
 //
 // Every op here except _to_copy/copy_ only moves values: all domains share one index map
 // (output element i ← input offset map[i]), intervals stay intervals and points stay points, the
@@ -12,6 +16,7 @@
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/index_map.h"
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
 
@@ -28,54 +33,7 @@ namespace {
 
 using namespace ops;
 
-/// Output element i takes input element offsets[i].
-struct Gather {
-  Shape shape;
-  std::vector<std::int64_t> offsets;
-};
-
-/// Enumerates the row-major elements of a strided view of a contiguous tensor.
-Gather strided(const Shape& sizes, const std::vector<std::int64_t>& strides, std::int64_t base) {
-  Gather g{sizes, std::vector<std::int64_t>(static_cast<std::size_t>(numel(sizes)))};
-  for (std::size_t i = 0; i < g.offsets.size(); ++i) {
-    std::int64_t rem = static_cast<std::int64_t>(i), off = base;
-    for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-      const auto du = static_cast<std::size_t>(d);
-      off += (rem % sizes[du]) * strides[du];
-      rem /= sizes[du];
-    }
-    g.offsets[i] = off;
-  }
-  return g;
-}
-
-Tensor applyGather(const Tensor& x, const Gather& g, DType dtype) {
-  std::vector<double> lo(g.offsets.size()), hi;
-  for (std::size_t i = 0; i < lo.size(); ++i)
-    lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
-  if (!x.isInterval()) return Tensor::point(g.shape, dtype, std::move(lo));
-  hi.resize(lo.size());
-  for (std::size_t i = 0; i < hi.size(); ++i)
-    hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
-  return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
-}
-
-/// The adjoint of a gather: zeros of shape `in` with g added at the gathered offsets.
-Tensor scatterAdd(const Tensor& grad, const Gather& g, const Shape& in, DType dtype) {
-  std::vector<double> out(static_cast<std::size_t>(numel(in)), 0.0);
-  for (std::size_t i = 0; i < g.offsets.size(); ++i)
-    out[static_cast<std::size_t>(g.offsets[i])] += grad.values()[i];
-  return Tensor::point(in, dtype, std::move(out));
-}
-
-int dimArg(const OpArgs& a, std::size_t i, std::string_view name, std::size_t rank,
-           std::optional<std::int64_t> fallback = std::nullopt) {
-  try {
-    return normalizeDim(a.intArg(i, name, fallback), rank);
-  } catch (const std::out_of_range& e) {
-    a.fail(e.what());
-  }
-}
+using Gather = IndexMap;
 
 /// Resolves a view size list with at most one -1 against numel n.
 Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n) {
@@ -98,25 +56,6 @@ Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n)
   if (numel(size) != n)
     a.fail("shape " + shapeString(size) + " is invalid for " + std::to_string(n) + " elements");
   return size;
-}
-
-/// Python slice bounds clamped to [0, len] (None start = 0, None end = len).
-struct SliceBounds {
-  std::int64_t start, len, step;
-};
-
-SliceBounds sliceBounds(const OpArgs& a, std::size_t startIdx, std::int64_t extent) {
-  const std::int64_t step = a.intArg(startIdx + 2, "step", 1);
-  if (step <= 0) a.fail("slice step must be positive");
-  auto clampIndex = [extent](std::int64_t v) {
-    if (v < 0) v += extent;
-    return std::clamp<std::int64_t>(v, 0, extent);
-  };
-  const std::int64_t start = clampIndex(a.intArg(startIdx, "start", 0));
-  const std::int64_t end =
-      clampIndex(a.intArg(startIdx + 1, "end", std::numeric_limits<std::int64_t>::max()));
-  const std::int64_t len = end > start ? (end - start + step - 1) / step : 0;
-  return {start, len, step};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -148,7 +87,7 @@ class GatherRule final : public OpRule {
     const Tensor& x = a.tensor(0);
     std::vector<std::optional<Tensor>> out;
     if (isFloating(x.dtype()))
-      out.emplace_back(scatterAdd(g[0], mFn(a, x.shape()), x.shape(), x.dtype()));
+      out.emplace_back(scatterAddThrough(g[0], mFn(a, x.shape()), x.shape(), x.dtype()));
     else
       out.emplace_back(std::nullopt);
     out.resize(a.tensorInputs().size());
@@ -163,7 +102,7 @@ class GatherRule final : public OpRule {
  private:
   std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyGather(x, mFn(a, x.shape()), x.dtype())};
+    return std::vector<Tensor>{applyIndexMap(x, mFn(a, x.shape()), x.dtype())};
   }
 
   GatherFn mFn;
@@ -207,11 +146,7 @@ class ReshapeRule final : public OpRule {
   }
 };
 
-Gather identity(const OpArgs&, const Shape& s) {
-  Gather g{s, std::vector<std::int64_t>(static_cast<std::size_t>(numel(s)))};
-  std::iota(g.offsets.begin(), g.offsets.end(), std::int64_t{0});
-  return g;
-}
+Gather identity(const OpArgs&, const Shape& s) { return identityMap(s); }
 
 Gather expandGather(const OpArgs& a, const Shape& s) {
   const auto size = a.intListArg(1, "size");
@@ -234,7 +169,7 @@ Gather expandGather(const OpArgs& a, const Shape& s) {
     out[d] = want;
     strides[d] = in == want ? st[d - lead] : 0;
   }
-  return strided(out, strides, 0);
+  return stridedMap(out, strides, 0);
 }
 
 Gather permuteGather(const Shape& s, const std::vector<int>& perm) {
@@ -245,7 +180,7 @@ Gather permuteGather(const Shape& s, const std::vector<int>& perm) {
     out.push_back(s[static_cast<std::size_t>(p)]);
     strides.push_back(st[static_cast<std::size_t>(p)]);
   }
-  return strided(out, strides, 0);
+  return stridedMap(out, strides, 0);
 }
 
 Gather transposeGather(const OpArgs& a, const Shape& s) {
@@ -286,36 +221,10 @@ Gather permuteArgGather(const OpArgs& a, const Shape& s) {
   return permuteGather(s, perm);
 }
 
-Gather sliceGather(const Shape& s, int dim, const SliceBounds& b) {
-  const auto st = contiguousStrides(s);
-  Shape out = s;
-  std::vector<std::int64_t> strides = st;
-  out[static_cast<std::size_t>(dim)] = b.len;
-  strides[static_cast<std::size_t>(dim)] = st[static_cast<std::size_t>(dim)] * b.step;
-  return strided(out, strides, b.start * st[static_cast<std::size_t>(dim)]);
-}
-
 Gather sliceArgGather(const OpArgs& a, const Shape& s) {
   if (s.empty()) a.fail("slice() of a 0-d tensor");
   const int dim = dimArg(a, 1, "dim", s.size(), 0);
-  return sliceGather(s, dim, sliceBounds(a, 2, s[static_cast<std::size_t>(dim)]));
-}
-
-Gather selectGather(const OpArgs& a, const Shape& s, std::size_t dimIdx) {
-  if (s.empty()) a.fail("select() of a 0-d tensor");
-  const int dim = dimArg(a, dimIdx, "dim", s.size());
-  std::int64_t index = a.intArg(dimIdx + 1, "index");
-  const std::int64_t extent = s[static_cast<std::size_t>(dim)];
-  if (index < -extent || index >= extent)
-    a.fail("select: index " + std::to_string(index) + " out of range for dimension of size " +
-           std::to_string(extent));
-  if (index < 0) index += extent;
-  const auto st = contiguousStrides(s);
-  Shape out = s;
-  std::vector<std::int64_t> strides = st;
-  out.erase(out.begin() + dim);
-  strides.erase(strides.begin() + dim);
-  return strided(out, strides, index * st[static_cast<std::size_t>(dim)]);
+  return sliceMap(s, dim, sliceBounds(a, 2, s[static_cast<std::size_t>(dim)]));
 }
 
 Gather unsqueezeGather(const OpArgs& a, const Shape& s) {
@@ -333,14 +242,99 @@ Gather squeezeGather(const OpArgs& a, const Shape& s, bool all) {
     for (auto d : s)
       if (d != 1) out.push_back(d);
   } else {
-    out = s;
-    if (!s.empty()) {
-      const int dim = dimArg(a, 1, "dim", s.size());
-      if (s[static_cast<std::size_t>(dim)] == 1) out.erase(out.begin() + dim);
-    }
+    // squeeze.dim (an int) or squeeze.dims (a list): the listed dims of size 1 go
+    std::vector<bool> drop(s.size(), false);
+    if (!s.empty())
+      for (std::int64_t d : a.intListArg(1, "dim")) {
+        try {
+          drop[static_cast<std::size_t>(normalizeDim(d, s.size()))] = true;
+        } catch (const std::out_of_range& e) {
+          a.fail(e.what());
+        }
+      }
+    for (std::size_t d = 0; d < s.size(); ++d)
+      if (!drop[d] || s[d] != 1) out.push_back(s[d]);
   }
   Gather g = identity(a, s);
   g.shape = out;
+  return g;
+}
+
+Gather narrowGather(const OpArgs& a, const Shape& s) {
+  if (s.empty()) a.fail("narrow() of a 0-d tensor");
+  const int dim = dimArg(a, 1, "dim", s.size());
+  const std::int64_t extent = s[static_cast<std::size_t>(dim)];
+  std::int64_t start = a.intArg(2, "start");
+  const std::int64_t length = a.intArg(3, "length");
+  if (start < 0) start += extent;
+  if (start < 0 || length < 0 || start + length > extent)
+    a.fail("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) +
+           " do not fit a dimension of size " + std::to_string(extent));
+  return sliceMap(s, dim, SliceBounds{start, length, 1});
+}
+
+/// flip(x, dims): reversed along each listed dim (a strided view with negative strides).
+Gather flipGather(const OpArgs& a, const Shape& s) {
+  std::vector<std::int64_t> strides = contiguousStrides(s);
+  std::int64_t base = 0;
+  std::vector<bool> seen(s.size(), false);
+  for (std::int64_t d : a.intListArg(1, "dims")) {
+    int n = 0;
+    try {
+      n = normalizeDim(d, s.size());
+    } catch (const std::out_of_range& e) {
+      a.fail(e.what());
+    }
+    const auto nu = static_cast<std::size_t>(n);
+    if (seen[nu]) a.fail("flip: dim " + std::to_string(d) + " appears twice");
+    seen[nu] = true;
+    if (s[nu] > 0) base += (s[nu] - 1) * strides[nu];
+    strides[nu] = -strides[nu];
+  }
+  if (numel(s) == 0) return identityMap(s);
+  return stridedMap(s, strides, base);
+}
+
+/// roll(x, shifts, dims): out[..., i, ...] = x[..., (i − shift) mod n, ...] along each dim; with
+/// no dims, the flattened tensor is rolled by shifts[0].
+Gather rollGather(const OpArgs& a, const Shape& s) {
+  const auto shifts = a.intListArg(1, "shifts");
+  const auto dims = a.intListArg(2, "dims", std::vector<std::int64_t>{});
+  Gather g = identityMap(s);
+  const auto n = static_cast<std::int64_t>(g.offsets.size());
+  if (n == 0) return g;
+  if (dims.empty()) {
+    if (shifts.size() != 1) a.fail("roll without dims takes one shift");
+    const std::int64_t k = ((shifts[0] % n) + n) % n;
+    for (std::int64_t i = 0; i < n; ++i)
+      g.offsets[static_cast<std::size_t>(i)] = ((i - k) % n + n) % n;
+    return g;
+  }
+  if (shifts.size() != dims.size())
+    a.fail("roll: " + std::to_string(shifts.size()) + " shifts for " + std::to_string(dims.size()) +
+           " dims");
+  const auto st = contiguousStrides(s);
+  for (std::size_t j = 0; j < dims.size(); ++j) {
+    int dim = 0;
+    try {
+      dim = normalizeDim(dims[j], s.size());
+    } catch (const std::out_of_range& e) {
+      a.fail(e.what());
+    }
+    const auto du = static_cast<std::size_t>(dim);
+    const std::int64_t len = s[du], stride = st[du];
+    const std::int64_t k = ((shifts[j] % len) + len) % len;
+    if (k == 0) continue;
+    // compose: the current map reads offsets[i]; rolling the output along dim moves which
+    // output position reads it
+    std::vector<std::int64_t> next(g.offsets.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t c = (i / stride) % len;
+      const std::int64_t src = i + (((c - k) % len + len) % len - c) * stride;
+      next[static_cast<std::size_t>(i)] = g.offsets[static_cast<std::size_t>(src)];
+    }
+    g.offsets = std::move(next);
+  }
   return g;
 }
 
@@ -357,18 +351,6 @@ Gather triGather(const OpArgs& a, const Shape& s, bool lower) {
     if (!keep) g.offsets[i] = -1;
   }
   return g;
-}
-
-/// Gathers with -1 meaning "zero" (tril/triu, slice_backward-like scatters).
-Tensor applyMaskedGather(const Tensor& x, const Gather& g, DType dtype) {
-  std::vector<double> lo(g.offsets.size(), 0.0), hi;
-  for (std::size_t i = 0; i < lo.size(); ++i)
-    if (g.offsets[i] >= 0) lo[i] = x.lo()[static_cast<std::size_t>(g.offsets[i])];
-  if (!x.isInterval()) return Tensor::point(g.shape, dtype, std::move(lo));
-  hi.assign(lo.size(), 0.0);
-  for (std::size_t i = 0; i < hi.size(); ++i)
-    if (g.offsets[i] >= 0) hi[i] = x.hi()[static_cast<std::size_t>(g.offsets[i])];
-  return Tensor::interval(g.shape, dtype, std::move(lo), std::move(hi));
 }
 
 /// tril / triu(x, diagonal): the masked gather in every domain (zeros outside), exact.
@@ -393,7 +375,7 @@ class TriRule final : public OpRule {
     const Tensor& x = a.tensor(0);
     if (!isFloating(x.dtype())) return std::vector<std::optional<Tensor>>{std::nullopt};
     return std::vector<std::optional<Tensor>>{
-        applyMaskedGather(g[0], triGather(a, x.shape(), mLower), x.dtype())};
+        applyIndexMap(g[0], triGather(a, x.shape(), mLower), x.dtype())};
   }
 
   std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
@@ -404,69 +386,10 @@ class TriRule final : public OpRule {
  private:
   std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyMaskedGather(x, triGather(a, x.shape(), mLower), x.dtype())};
+    return std::vector<Tensor>{applyIndexMap(x, triGather(a, x.shape(), mLower), x.dtype())};
   }
 
   bool mLower;  // tril (else triu)
-};
-
-/// slice_backward(grad, input_sizes, dim, start, end, step) / select_backward(grad, input_sizes,
-/// dim, index): zeros of input_sizes with grad placed where the forward op read.
-class BackwardScatterRule final : public OpRule {
- public:
-  explicit BackwardScatterRule(bool isSelect) : mIsSelect(isSelect) {}
-
-  std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
-    return apply(a, ctx);
-  }
-
-  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
-    return apply(a, ctx);
-  }
-
-  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
-    return apply(a, ctx);
-  }
-
-  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
-                                         std::span<const Tensor> g, OpContext&) const override {
-    const auto [in, gather] = gatherOf(a);
-    Tensor r = applyGather(g[0], gather, a.tensor(0).dtype());
-    return std::vector<std::optional<Tensor>>{r.reshaped(a.tensor(0).shape())};
-  }
-
-  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
-                                 OpContext&) const override {
-    return zeroLocalError(o);
-  }
-
- private:
-  std::pair<Shape, Gather> gatherOf(const OpArgs& a) const {
-    const Shape in = a.intListArg(1, "input_sizes");
-    if (mIsSelect) return std::pair{in, selectGather(a, in, 2)};
-    if (in.empty()) a.fail("slice_backward of a 0-d tensor");
-    const int dim = dimArg(a, 2, "dim", in.size());
-    return std::pair{in,
-                     sliceGather(in, dim, sliceBounds(a, 3, in[static_cast<std::size_t>(dim)]))};
-  }
-
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
-    const Tensor& g = a.tensor(0);
-    const auto [in, gather] = gatherOf(a);
-    if (numel(gather.shape) != g.numel())
-      a.fail("gradient shape " + shapeString(g.shape()) + " does not match " +
-             shapeString(gather.shape));
-    std::vector<double> lo(static_cast<std::size_t>(numel(in)), 0.0), hi;
-    for (std::size_t i = 0; i < gather.offsets.size(); ++i)
-      lo[static_cast<std::size_t>(gather.offsets[i])] = g.lo()[i];
-    if (!g.isInterval()) return std::vector<Tensor>{Tensor::point(in, g.dtype(), std::move(lo))};
-    hi.assign(lo.size(), 0.0);
-    for (std::size_t i = 0; i < gather.offsets.size(); ++i)
-      hi[static_cast<std::size_t>(gather.offsets[i])] = g.hi()[i];
-    return std::vector<Tensor>{Tensor::interval(in, g.dtype(), std::move(lo), std::move(hi))};
-  }
-
-  bool mIsSelect;  // select_backward (else slice_backward)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -673,7 +596,7 @@ class SplitRule final : public OpRule {
     for (const auto& [start, len] : p) {
       Shape out = s;
       out[static_cast<std::size_t>(dim)] = len;
-      Gather g = strided(out, st, start * st[static_cast<std::size_t>(dim)]);
+      Gather g = stridedMap(out, st, start * st[static_cast<std::size_t>(dim)]);
       if (mKind == Split::Unbind) g.shape.erase(g.shape.begin() + dim);
       gs.push_back(std::move(g));
     }
@@ -683,7 +606,7 @@ class SplitRule final : public OpRule {
   std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
     const Tensor& x = a.tensor(0);
     std::vector<Tensor> out;
-    for (const Gather& g : gathers(a, x.shape())) out.push_back(applyGather(x, g, x.dtype()));
+    for (const Gather& g : gathers(a, x.shape())) out.push_back(applyIndexMap(x, g, x.dtype()));
     return out;
   }
 
@@ -784,13 +707,41 @@ class CastRule final : public OpRule {
   bool mIsCopy;  // copy_ (else _to_copy)
 };
 
+/// Registers the *_copy forms of the views (functionalized 2.x traces): the view's rule.
+void registerViewCopies(OpRegistry& r) {
+  const auto same = std::make_shared<const GatherRule>(identity);
+  r.add("aten.alias_copy.default", same);
+  r.add("aten.detach_copy.default", same);
+  r.add("aten.expand_copy.default", std::make_shared<const GatherRule>(expandGather));
+  r.add("aten.permute_copy.default", std::make_shared<const GatherRule>(permuteArgGather));
+  r.add("aten.t_copy.default", std::make_shared<const GatherRule>(tGather));
+  r.add("aten.transpose_copy.int", std::make_shared<const GatherRule>(transposeGather));
+  r.add("aten.slice_copy.Tensor", std::make_shared<const GatherRule>(sliceArgGather));
+  r.add("aten.narrow_copy.default", std::make_shared<const GatherRule>(narrowGather));
+  r.add("aten.select_copy.int",
+        std::make_shared<const GatherRule>(
+            [](const OpArgs& a, const Shape& s) { return selectMap(a, s, 1); }));
+  r.add("aten.unsqueeze_copy.default", std::make_shared<const GatherRule>(unsqueezeGather));
+  const auto squeezeDim = std::make_shared<const GatherRule>(
+      [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
+  r.add("aten.squeeze_copy.dim", squeezeDim);
+  r.add("aten.squeeze_copy.dims", squeezeDim);
+  r.add("aten.squeeze_copy.default",
+        std::make_shared<const GatherRule>(
+            [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
+  r.add("aten.split_copy.Tensor", std::make_shared<const SplitRule>(Split::Size));
+  r.add("aten.split_with_sizes_copy.default", std::make_shared<const SplitRule>(Split::Sizes));
+  r.add("aten.unbind_copy.int", std::make_shared<const SplitRule>(Split::Unbind));
+}
+
 }  // namespace
 
 void registerViewOps(OpRegistry& r) {
   const auto reshape = std::make_shared<const ReshapeRule>();
   for (const char* op :
        {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
-        "aten.reshape.default", "aten.view_copy.default"})
+        "aten.reshape.default", "aten.view_copy.default", "aten._reshape_alias_copy.default",
+        "aten._unsafe_view_copy.default"})
     r.add(op, reshape);
   const auto same = std::make_shared<const GatherRule>(identity);
   for (const char* op :
@@ -802,19 +753,18 @@ void registerViewOps(OpRegistry& r) {
   r.add("aten.transpose.int", std::make_shared<const GatherRule>(transposeGather));
   r.add("aten.permute.default", std::make_shared<const GatherRule>(permuteArgGather));
   r.add("aten.slice.Tensor", std::make_shared<const GatherRule>(sliceArgGather));
-  r.add("aten.select.int", std::make_shared<const GatherRule>([](const OpArgs& a, const Shape& s) {
-          return selectGather(a, s, 1);
-        }));
+  r.add("aten.select.int", std::make_shared<const GatherRule>(
+                               [](const OpArgs& a, const Shape& s) { return selectMap(a, s, 1); }));
   r.add("aten.unsqueeze.default", std::make_shared<const GatherRule>(unsqueezeGather));
   const auto squeezeDim = std::make_shared<const GatherRule>(
       [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, false); });
   r.add("aten.squeeze.dim", squeezeDim);
   r.add("aten.squeeze_.dim", squeezeDim);  // in place: a fresh value per node, as for tril_
+  r.add("aten.squeeze.dims", squeezeDim);
+  r.add("aten.squeeze_.dims", squeezeDim);
   r.add("aten.squeeze.default",
         std::make_shared<const GatherRule>(
             [](const OpArgs& a, const Shape& s) { return squeezeGather(a, s, true); }));
-  r.add("aten.slice_backward.default", std::make_shared<const BackwardScatterRule>(false));
-  r.add("aten.select_backward.default", std::make_shared<const BackwardScatterRule>(true));
   r.add("aten.tril.default", std::make_shared<const TriRule>(true));
   r.add("aten.triu.default", std::make_shared<const TriRule>(false));
   r.add("aten.tril_.default", std::make_shared<const TriRule>(true));
@@ -825,7 +775,13 @@ void registerViewOps(OpRegistry& r) {
   r.add("aten.split_with_sizes.default", std::make_shared<const SplitRule>(Split::Sizes));
   r.add("aten.chunk.default", std::make_shared<const SplitRule>(Split::Chunk));
   r.add("aten.unbind.int", std::make_shared<const SplitRule>(Split::Unbind));
+  r.add("aten.narrow.default", std::make_shared<const GatherRule>(narrowGather));
+  r.add("aten.flip.default", std::make_shared<const GatherRule>(flipGather));
+  r.add("aten.roll.default", std::make_shared<const GatherRule>(rollGather));
+  registerViewCopies(r);
   r.add("aten._to_copy.default", std::make_shared<const CastRule>(false));
+  const auto to = std::make_shared<const CastRule>(false);
+  for (const char* op : {"aten.to.dtype", "aten.to.dtype_layout", "aten.to.device"}) r.add(op, to);
   r.add("aten.copy_.default", std::make_shared<const CastRule>(true));
   r.add("aten.copy.default", std::make_shared<const CastRule>(true));
 }

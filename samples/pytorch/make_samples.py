@@ -18,10 +18,21 @@ The reference and the candidate differ only inside their step_fn:
   kernel-path       candidate: the same model through other kernels (matmul + add instead of
                     addmm, q scaled before q @ k^T, per-token losses summed per sequence first).
 
+One more sample trains a small CNN instead (two conv + batch-norm (train mode) + ReLU stages,
+max pooling, global average pooling, a linear classifier) on synthetic 12x12 images, with SGD
+and momentum, for 20 steps; its batch-norm buffers are inputs too and each checkpoint is taken
+before the step (train-mode batch norm updates them in place):
+
+  cnn-softmax-bug   candidate: F.cross_entropy(F.softmax(logits, dim=1), y), the classic bug of
+                    applying softmax before a loss that applies log-softmax itself.
+
 Afterwards it measures, at every reference checkpoint, the candidate formula against the
 reference (same weights, same batch), in float32 (eager) and float64 (the recorded programs
 re-executed from their JSON), checks that every recorded program re-executed in float64
-reproduces its run's logged losses, and rewrites the generated block of samples/README.md.
+reproduces its run's logged losses, and rewrites the generated blocks of samples/README.md (the
+GPT block when the three GPT samples were regenerated, the CNN block when the CNN sample was).
+`--only cnn-softmax-bug` regenerates the CNN sample alone and leaves the GPT samples' files as
+they are.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import os
 import statistics
 import subprocess
 import sys
+import warnings
 from typing import Callable, Dict, List
 
 import torch
@@ -368,44 +380,272 @@ def readme_block(results: Dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------
+# The CNN sample: a small batch-norm CNN on synthetic images (10 classes, each a fixed random
+# 3 x 12 x 12 pattern under noise), trained in train mode (batch statistics; the running
+# statistics are buffers updated in place).
+
+CNN_SIZE = 12
+CNN_CLASSES = 10
+CNN_BATCH = 8
+CNN_STEPS = 20
+CNN_LR = 0.1
+CNN_MOMENTUM = 0.9
+CNN_NOISE = 0.3
+
+
+class TinyCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, CNN_CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def cnn_initial_state() -> Dict[str, torch.Tensor]:
+    """Parameters and buffers (running statistics, num_batches_tracked) of the initial CNN."""
+    torch.manual_seed(INIT_SEED)
+    model = TinyCNN()
+    state = {k: v.detach().clone() for k, v in model.named_parameters()}
+    state.update({k: v.detach().clone() for k, v in model.named_buffers()})
+    return state
+
+
+def cnn_parameter_names() -> List[str]:
+    return [k for k, _ in TinyCNN().named_parameters()]
+
+
+def make_image_batches(steps: int) -> List[Dict[str, torch.Tensor]]:
+    """Class c: stripes at angle c*pi/10 (two spatial frequencies, a class colour, a random phase
+    per image) under Gaussian noise of std CNN_NOISE."""
+    g = torch.Generator().manual_seed(DATA_SEED)
+    colours = 0.5 + torch.rand(CNN_CLASSES, 3, 1, 1, generator=g)
+    freq = 1.0 + (torch.arange(CNN_CLASSES) % 2).double()
+    angle = torch.arange(CNN_CLASSES).double() * math.pi / CNN_CLASSES
+    i = torch.arange(CNN_SIZE).double().view(-1, 1)
+    j = torch.arange(CNN_SIZE).double().view(1, -1)
+    batches = []
+    for _ in range(steps):
+        y = torch.randint(0, CNN_CLASSES, (CNN_BATCH,), generator=g)
+        phase = 2 * math.pi * torch.rand(CNN_BATCH, generator=g, dtype=torch.float64)
+        x = torch.empty(CNN_BATCH, 3, CNN_SIZE, CNN_SIZE)
+        for b in range(CNN_BATCH):
+            c = int(y[b])
+            u = i * math.cos(angle[c]) + j * math.sin(angle[c])
+            stripes = torch.sin(2 * math.pi * freq[c] * u / CNN_SIZE + phase[b]).float()
+            x[b] = colours[c] * stripes
+        x += CNN_NOISE * torch.randn(CNN_BATCH, 3, CNN_SIZE, CNN_SIZE, generator=g)
+        batches.append({"x": x, "y": y})
+    return batches
+
+
+def cnn_step(model: nn.Module, softmax_bug: bool) -> Callable:
+    """Cross-entropy of the CNN's logits (train-mode batch norm); softmax_bug: the candidate's
+    F.cross_entropy(F.softmax(logits, dim=1), y) (often written F.softmax(logits), whose implicit
+    dim is 1 for 2-D logits)."""
+    names = cnn_parameter_names()
+
+    def step(params, batch):
+        logits = functional_call(model, params, (batch["x"],))
+        if softmax_bug:
+            loss = F.cross_entropy(F.softmax(logits, dim=1), batch["y"])
+        else:
+            loss = F.cross_entropy(logits, batch["y"])
+        gs = torch.autograd.grad(loss, [params[k] for k in names])
+        return {"loss": loss, **{"grad:" + k: g for k, g in zip(names, gs)}}
+    return step
+
+
+def train_cnn(path: str, run_name: str, role: str, step_fn: Callable, batches,
+              notes: str) -> None:
+    names = set(cnn_parameter_names())
+    state = {k: (v.clone().requires_grad_() if k in names else v.clone())
+             for k, v in cnn_initial_state().items()}
+    opt = torch.optim.SGD([state[k] for k in cnn_parameter_names()], lr=CNN_LR,
+                          momentum=CNN_MOMENTUM)
+    with warnings.catch_warnings():
+        # train-mode batch norm writes its running statistics in place; the recorder says so
+        warnings.filterwarnings("ignore", message=".*writes into its inputs in place.*")
+        with RunRecorder(path, run_name=run_name, role=role, step_fn=step_fn, overwrite=True,
+                         notes=notes) as rec:
+            for step_no, batch in enumerate(batches):
+                rec.checkpoint(step_no, state, batch)  # before the step updates the buffers
+                out = step_fn(state, batch)  # updates the running statistics in place
+                rec.log(step_no, out["loss"].item(), lr=CNN_LR)
+                for k in names:
+                    state[k].grad = out["grad:" + k].detach()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+
+
+CNN_SAMPLES = {
+    "cnn-softmax-bug": dict(
+        candidate=lambda: cnn_step(TinyCNN().train(), softmax_bug=True),
+        notes="F.cross_entropy(F.softmax(logits, dim=1), y): softmax applied before a loss that "
+              "applies log-softmax itself."),
+}
+
+CNN_REFERENCE_NOTES = "Small batch-norm CNN (train mode); loss = F.cross_entropy(logits, y)."
+
+
+def generate_cnn(out_dir: str, names: List[str], steps: int) -> None:
+    batches = make_image_batches(steps)
+    for name in names:
+        folder = os.path.join(out_dir, name)
+        os.makedirs(folder, exist_ok=True)
+        print(f"{name}: reference", flush=True)
+        train_cnn(os.path.join(folder, "reference.h5"), f"{name}/reference", "reference",
+                  cnn_step(TinyCNN().train(), softmax_bug=False), batches, CNN_REFERENCE_NOTES)
+        print(f"{name}: candidate", flush=True)
+        train_cnn(os.path.join(folder, "candidate.h5"), f"{name}/candidate", "candidate",
+                  CNN_SAMPLES[name]["candidate"](), batches, CNN_SAMPLES[name]["notes"])
+
+
+def measure_cnn(out_dir: str, names: List[str]) -> Dict[str, dict]:
+    """Gaps at the same state (fp32 eager, fp64 programs), fp64 self-consistency and ops."""
+    results = {}
+    params = set(cnn_parameter_names())
+    for name in names:
+        folder = os.path.join(out_dir, name)
+        cand_step = CNN_SAMPLES[name]["candidate"]()
+        r = {"gap32": [], "gap64": [], "self64": 0.0, "ops": {}, "programs": {}}
+        with RunFile(os.path.join(folder, "reference.h5")) as ref, \
+                RunFile(os.path.join(folder, "candidate.h5")) as cand:
+            for role, run in (("reference", ref), ("candidate", cand)):
+                for pid in run.program_ids():
+                    p = run.program(pid)
+                    r["programs"][role] = (pid, len(p["nodes"]))
+                    r["ops"][role] = program_ops(p)
+                for step in run.checkpoint_steps():
+                    out = run_program(run.program_at(step), run.inputs_at(step),
+                                      compute_dtype=torch.float64, outputs=["loss"])
+                    r["self64"] = max(r["self64"], _rel(float(out["loss"]),
+                                                        run.logged_loss(step)))
+            for step in ref.checkpoint_steps():
+                inputs = ref.inputs_at(step)
+                ref_loss = ref.logged_loss(step)
+                state = {k: (v.requires_grad_() if k in params else v)
+                         for k, v in ref.params_at(step).items()}
+                c32 = float(cand_step(state, ref.batch_at(step))["loss"])
+                r["gap32"].append(_rel(c32, ref_loss))
+                c64 = run_program(cand.program_at(step), inputs, torch.float64, ["loss"])
+                r64 = run_program(ref.program_at(step), inputs, torch.float64, ["loss"])
+                r["gap64"].append(_rel(float(c64["loss"]), float(r64["loss"])))
+            r["loss_first_last"] = (ref.logged_loss(ref.checkpoint_steps()[0]),
+                                    ref.logged_loss(ref.checkpoint_steps()[-1]))
+            r["cand_first_last"] = (cand.logged_loss(cand.checkpoint_steps()[0]),
+                                    cand.logged_loss(cand.checkpoint_steps()[-1]))
+        r["size"] = {f: os.path.getsize(os.path.join(folder, f))
+                     for f in ("reference.h5", "candidate.h5")}
+        results[name] = r
+        print(f"{name}: rel gap fp64 min/median/max = {_fmt_gap(r['gap64'])}; fp32 = "
+              f"{_fmt_gap(r['gap32'])}; fp64 replay vs logged loss <= {r['self64']:.2e}",
+              flush=True)
+    return results
+
+
+def cnn_readme_block(results: Dict[str, dict]) -> str:
+    state = cnn_initial_state()
+    nparams = sum(state[k].numel() for k in cnn_parameter_names())
+    nbuffers = sum(v.numel() for k, v in state.items() if k not in cnn_parameter_names())
+    lines = [
+        f"Generated by `samples/pytorch/make_samples.py` with PyTorch {torch.__version__} "
+        f"(CPU, 1 thread), data seed {DATA_SEED}, init seed {INIT_SEED}.",
+        "",
+        f"Model: conv 3→8 (3×3) + batch norm + ReLU + 2×2 max pool, conv 8→16 (3×3) + batch "
+        f"norm + ReLU, global average pool, linear 16→{CNN_CLASSES}: **{nparams} parameters** "
+        f"and {nbuffers} buffer elements (running statistics, in train mode). Images "
+        f"3×{CNN_SIZE}×{CNN_SIZE}, {CNN_BATCH} per step, {CNN_CLASSES} classes. SGD (lr "
+        f"{CNN_LR}, momentum {CNN_MOMENTUM}), {len(results[next(iter(results))]['gap64'])} "
+        f"steps, a checkpoint at every step.",
+        "",
+        "| sample | float64 gap | float32 gap | fp64 replay vs logged loss | sizes (ref + cand) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        size = sum(r["size"].values())
+        lines.append(f"| `{name}` | {_fmt_gap(r['gap64'])} | {_fmt_gap(r['gap32'])} | "
+                     f"≤ {r['self64']:.1e} | {size / 1e6:.2f} MB |")
+    for name, r in results.items():
+        lines += ["", f"`{name}`: reference loss {r['loss_first_last'][0]:.4f} at the first "
+                  f"step, {r['loss_first_last'][1]:.4f} at the last; candidate "
+                  f"{r['cand_first_last'][0]:.4f} and {r['cand_first_last'][1]:.4f}."]
+        ref_pid, ref_count = r["programs"]["reference"]
+        pid, count = r["programs"]["candidate"]
+        ops, ref_ops = r["ops"]["candidate"], r["ops"]["reference"]
+        extra = [o for o in ops if o not in ref_ops]
+        missing = [o for o in ref_ops if o not in ops]
+        lines += ["", f"The reference program (`{ref_pid}`: {ref_count} nodes, {len(ref_ops)} "
+                  f"distinct ops): " + ", ".join(f"`{o}`" for o in ref_ops) + ".", "",
+                  f"The candidate program (`{pid}`: {count} nodes, {len(ops)} distinct ops): the "
+                  f"reference's ops" + (" plus " + ", ".join(f"`{o}`" for o in extra)
+                                        if extra else "")
+                  + ("; without " + ", ".join(f"`{o}`" for o in missing) if missing else "")
+                  + "."]
+    return "\n".join(lines)
+
+
 BEGIN = "<!-- BEGIN GENERATED by samples/pytorch/make_samples.py -->"
 END = "<!-- END GENERATED -->"
+CNN_BEGIN = "<!-- BEGIN GENERATED (CNN sample) by samples/pytorch/make_samples.py -->"
+CNN_END = "<!-- END GENERATED (CNN sample) -->"
 
 
-def update_readme(block: str) -> None:
+def update_readme(block: str, begin: str = BEGIN, end: str = END) -> None:
     path = os.path.join(SAMPLES_DIR, "README.md")
     if not os.path.exists(path):
         print(f"{path} not found; generated block:\n{block}")
         return
     text = open(path, encoding="utf-8").read()
-    if BEGIN not in text or END not in text:
-        print(f"{path} has no generated block; generated block:\n{block}")
+    if begin not in text or end not in text:
+        print(f"{path} has no generated block {begin}; generated block:\n{block}")
         return
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(head + BEGIN + "\n" + block + "\n" + END + tail)
+        f.write(head + begin + "\n" + block + "\n" + end + tail)
     print(f"updated {path}")
 
 
 def main() -> int:
+    every = sorted(SAMPLES) + sorted(CNN_SAMPLES)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=SAMPLES_DIR, help="output folder (default: samples/)")
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--only", nargs="*", choices=sorted(SAMPLES), default=sorted(SAMPLES))
+    ap.add_argument("--steps", type=int, help=f"steps per run (default {STEPS} for the GPT "
+                                              f"samples, {CNN_STEPS} for the CNN sample)")
+    ap.add_argument("--only", nargs="*", choices=every, default=every)
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite samples/README.md")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     # identical runs give byte-identical files: the recorder takes "created" from here
     os.environ.setdefault("SOURCE_DATE_EPOCH", str(SAMPLES_EPOCH))
-    generate(args.out, args.only, args.steps)
-    results = measure(args.out, args.only)
-    block = readme_block(results)
-    print(block)
-    if not args.no_readme and os.path.abspath(args.out) == SAMPLES_DIR and \
-            args.steps == STEPS and sorted(args.only) == sorted(SAMPLES):
-        update_readme(block)
+    in_samples = not args.no_readme and os.path.abspath(args.out) == SAMPLES_DIR
+    gpt = [n for n in args.only if n in SAMPLES]
+    if gpt:
+        steps = args.steps or STEPS
+        generate(args.out, gpt, steps)
+        results = measure(args.out, gpt)
+        block = readme_block(results)
+        print(block)
+        if in_samples and steps == STEPS and sorted(gpt) == sorted(SAMPLES):
+            update_readme(block)
+    cnn = [n for n in args.only if n in CNN_SAMPLES]
+    if cnn:
+        steps = args.steps or CNN_STEPS
+        generate_cnn(args.out, cnn, steps)
+        results = measure_cnn(args.out, cnn)
+        block = cnn_readme_block(results)
+        print(block)
+        if in_samples and steps == CNN_STEPS and sorted(cnn) == sorted(CNN_SAMPLES):
+            update_readme(block, CNN_BEGIN, CNN_END)
     try:
         du = subprocess.run(["du", "-cb"] + [os.path.join(args.out, n, f) for n in args.only
                                              for f in ("reference.h5", "candidate.h5")],

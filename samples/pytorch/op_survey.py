@@ -9,7 +9,8 @@ torch.autograd.grad of every parameter, with the buffers passed in params (requi
 --autocast-bf16 runs it under torch.autocast("cpu", dtype=torch.bfloat16).
 The step is recorded with RunRecorder into a temporary run file, the program is re-executed from
 that file by lossbound_replay.run_program (native dtype and float64) and compared with the eager
-loss. Prints one line per model and the op list; --json writes {model: {ops, constants, ...}}.
+loss. Prints one line per model and the op list; --json writes {model: {ops, constants, ...}};
+--record-dir DIR keeps the run files (DIR/<model>.h5) for lossbound-cli info / analyze.
 The Hugging Face models (transformers, torch 2.x) are built from tiny configs: nothing is
 downloaded.
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -177,6 +179,14 @@ def llama_block():
     return LlamaBlockLM(), token_batch(), "lm"
 
 
+def llama_label_smoothing():
+    return LlamaBlockLM(), token_batch(), "lm_smooth"
+
+
+def encoder_label_write():
+    return EncoderLM(), token_batch(2, 24), "lm_write"
+
+
 def hf(kind: str, attn: str):
     import transformers as tr
     vocab = 64
@@ -217,6 +227,8 @@ MODELS: Dict[str, Callable[[], Tuple[nn.Module, Batch, str]]] = {
     "transformer_encoder": transformer_encoder,
     "conv1d_groupnorm": conv1d_groupnorm,
     "llama_block": llama_block,
+    "llama_label_smoothing": llama_label_smoothing,
+    "encoder_label_write": encoder_label_write,
 }
 if TORCH2:
     for _kind in ("gpt2", "llama", "bert"):
@@ -233,10 +245,14 @@ def make_step(model: nn.Module, how: str, autocast: bool = False
     def loss_and_grads(p: Batch, b: Batch) -> Batch:
         if how == "classify":
             loss = F.cross_entropy(functional_call(model, p, (b["x"],)), b["y"])
-        elif how == "lm":
+        elif how in ("lm", "lm_smooth", "lm_write"):
             logits = functional_call(model, p, (b["ids"],))
-            loss = F.cross_entropy(logits.flatten(0, 1), b["labels"].flatten(),
-                                   ignore_index=-100)
+            labels = b["labels"]
+            if how == "lm_write":  # an in-place write into a copy of the labels
+                labels = labels.clone()
+                labels[:, 20:] = -100
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100,
+                                   label_smoothing=0.1 if how == "lm_smooth" else 0.0)
         else:
             loss = functional_call(model, p, (), {"input_ids": b["ids"],
                                                   "labels": b["labels"]}).loss
@@ -246,7 +262,7 @@ def make_step(model: nn.Module, how: str, autocast: bool = False
     return step
 
 
-def survey(name: str, autocast: bool = False) -> dict:
+def survey(name: str, autocast: bool = False, keep_dir: str | None = None) -> dict:
     model, batch, how = MODELS[name]()
     model.eval()
     params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
@@ -269,6 +285,8 @@ def survey(name: str, autocast: bool = False) -> dict:
             f64 = float(run_program(program, inputs, torch.float64, ["loss"])["loss"])
             data_dependent = run.file["programs"][run.program_id_at(0)].attrs.get(
                 "data_dependent")
+        if keep_dir:
+            shutil.copyfile(path, os.path.join(keep_dir, name + ".h5"))
     notes = sorted({str(w.message).split(". ")[0] for w in caught
                     if "checkpoint" in str(w.message) or "self-check" in str(w.message)})
     return {
@@ -290,6 +308,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--only", nargs="*", help="model names (default: all)")
+    ap.add_argument("--record-dir", help="keep each run file as DIR/<model>.h5 (for "
+                    "lossbound-cli info / analyze)")
     ap.add_argument("--autocast-bf16", action="store_true",
                     help="run each step under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args()
@@ -298,7 +318,7 @@ def main() -> int:
     failed = 0
     for name in args.only or MODELS:
         try:
-            r = survey(name, args.autocast_bf16)
+            r = survey(name, args.autocast_bf16, args.record_dir)
         except Exception as e:  # report and go on: the survey is about coverage
             failed += 1
             results[name] = {"torch": torch.__version__, "error": f"{type(e).__name__}: {e}"}

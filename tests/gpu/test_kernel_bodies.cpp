@@ -8,7 +8,8 @@
 // - the softmax / log-softmax row body (core/kernels/softmax_row.h) and the registered CPU rules
 //   aten._softmax / aten._log_softmax, along the last and a non-last dim;
 // - the registered layer norm rule against the row body of core/kernels/layer_norm_row.h;
-// - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds.
+// - the same bodies compiled by nvcc's host pass (kernel_bodies_nvcc.cu), in CUDA builds (a
+//   CPU-only build does not declare that test function, so nothing is skipped).
 // It also checks that the host composition of the GPU interval matmul and of the row sums
 // encloses randomized candidate executions (ops::randomDot / ops::randomSum).
 
@@ -47,6 +48,7 @@
 
 using lossbound::Format;
 using lossbound::Interval;
+using lossbound::kInf;
 using lossbound::kernels::BinaryOp;
 using lossbound::kernels::ElementwiseModel;
 using lossbound::kernels::UnaryOp;
@@ -54,7 +56,6 @@ namespace ops = lossbound::ops;
 
 namespace {
 
-constexpr double kInf = __builtin_huge_val();
 constexpr std::size_t kRandomIntervals = 20'000;
 
 bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -419,7 +420,9 @@ class TestKernelBodies : public QObject {
   void sumBodiesMatchCpuHelpers();
   void bodiesMatchRegisteredCpuRules();
   void layerNormBodyMatchesRegisteredCpuRule();
+#if defined(LOSSBOUND_TEST_NVCC_HOST)  // a CPU-only build has no nvcc unit: no test, not a skip
   void nvccHostPassMatchesHostCompiler();
+#endif
   void matmulCompositionEnclosesRandomCandidates();
   void matmulFinishEdgeCases();
   void matmulCompositionMatchesCpuRule();
@@ -563,6 +566,9 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
       {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},
       {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max}};
+  // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own).
+  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 1);
+  QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount);
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the
   // rules that refuse operands outside their domain (log, sqrt, ... of an empty result).
@@ -590,12 +596,7 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   };
   const auto general = tensors(lo, hi), positive = tensors(plo, phi);
 
-  std::unique_ptr<lossbound::Backend> backend;
-  try {
-    backend = lossbound::createCpuBackend();
-  } catch (const std::exception& e) {
-    QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
-  }
+  const std::unique_ptr<lossbound::Backend> backend = lossbound::createCpuBackend();
   const lossbound::PrecisionModel precision;
   lossbound::OpContext ctx{precision, *backend, nullptr};
   auto ref = [](const char* name) {
@@ -659,11 +660,17 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       return lossbound::kernels::binaryBody(op, a, b,
                                             ElementwiseModel{Format::Fp32, Format::Fp32, 0});
     });
-  if (!compared.isEmpty())
-    qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
-  if (!missing.isEmpty())
-    qInfo("CPU rules not registered yet (compared with the CPU helpers only): %s",
-          qPrintable(missing.join(' ')));
+  // Every op with a kernel body is compared with its CPU rule, except these, whose bodies exist
+  // but whose CPU rules are not written yet (so a trace using them is refused as unsupported).
+  // A rule that disappears or is renamed fails here; so does a new rule left on this list.
+  const QStringList withoutCpuRule = {QStringLiteral("aten.erf.default"),
+                                      QStringLiteral("aten.expm1.default"),
+                                      QStringLiteral("aten.log1p.default")};
+  missing.sort();
+  QCOMPARE(missing, withoutCpuRule);
+  QCOMPARE(compared.size(),
+           static_cast<qsizetype>(unaryOps.size() + binaryOps.size()) - withoutCpuRule.size());
+  qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
 }
 
 void TestKernelBodies::layerNormBodyMatchesRegisteredCpuRule() {
@@ -696,10 +703,8 @@ void TestKernelBodies::layerNormBodyMatchesRegisteredCpuRule() {
     }
 }
 
+#if defined(LOSSBOUND_TEST_NVCC_HOST)
 void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
-#if !defined(LOSSBOUND_TEST_NVCC_HOST)
-  QSKIP("built without CUDA: no nvcc translation unit to compare with");
-#else
   namespace t = lossbound::kernels::test;
   const auto xs = testIntervals(9, 5'000);
   for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
@@ -795,8 +800,8 @@ void TestKernelBodies::nvccHostPassMatchesHostCompiler() {
                             .arg(in.n)
                             .arg(d)));
   }
-#endif
 }
+#endif
 
 void TestKernelBodies::matmulCompositionEnclosesRandomCandidates() {
   // The candidate: inputs anywhere in their intervals, rounded to the input format, products and
@@ -917,13 +922,8 @@ void TestKernelBodies::matmulCompositionMatchesCpuRule() {
   // without rounding-mode intrinsics). Both must contain every randomized execution of the
   // candidate, and their widths must agree within kMatmulWidthFactor.
   const lossbound::OpRule* rule = lossbound::opRegistry().find("aten.mm.default");
-  if (!rule) QSKIP("aten.mm is not registered yet");
-  std::unique_ptr<lossbound::Backend> backend;
-  try {
-    backend = lossbound::createCpuBackend();
-  } catch (const std::exception& e) {
-    QSKIP(qPrintable(QStringLiteral("no CPU backend yet: %1").arg(e.what())));
-  }
+  QVERIFY2(rule, "aten.mm.default is not registered");
+  const std::unique_ptr<lossbound::Backend> backend = lossbound::createCpuBackend();
   const lossbound::kernels::test::Gemm cpuGemm =
       [&](const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
           std::int64_t n) { backend->gemm(a, b, c, m, k, n, false); };

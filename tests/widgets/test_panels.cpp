@@ -134,6 +134,15 @@ class TestPanels : public QObject {
 
   void recomputeDialogBuildsRequests() {
     QSettings().remove(QStringLiteral("recompute"));
+    // Nothing remembered: the defaults are AnalysisSettings' own (one reader, one set of defaults).
+    const AnalysisSettings defaults;
+    AnalysisSettings remembered = rememberedSettings();
+    QCOMPARE(remembered.method, defaults.method);
+    QCOMPARE(remembered.precision, defaults.precision);
+    QCOMPARE(remembered.confidence, defaults.confidence);
+    QCOMPARE(remembered.ensembleSize, defaults.ensembleSize);
+    QCOMPARE(remembered.backend, defaults.backend);
+    QCOMPARE(remembered.startNode, defaults.startNode);
     const std::vector<std::int64_t> cps{0, 100, 200, 300, 400};
     {
       RecomputeDialog dialog(cps, {100, 300, 350});  // 350 has no checkpoint: ignored
@@ -164,6 +173,10 @@ class TestPanels : public QObject {
       QCOMPARE(r.settings.precision, std::optional<Format>(Format::Bf16));
       QCOMPARE(r.settings.backend, std::string("cpu"));
       dialog.accept();
+      // What the app's first analysis uses is what the dialog remembered.
+      remembered = rememberedSettings();
+      QVERIFY(sameResultSettings(remembered, r.settings));
+      QCOMPARE(remembered.backend, std::string("cpu"));
     }
     {
       // Remembered: method, node, precision, backend, the range choice.

@@ -1,10 +1,12 @@
 // Unit tests of the analysis decision rules on synthetic numbers: step selection, the Hoeffding λ,
 // the margin, the verdict tiers, the first exit, the budget attribution, the JSON form and the
 // results-cache keying.
+#include "core/analysis/overall_verdict.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/step_selection.h"
 #include "core/analysis/verdict.h"
+#include "core/interval/interval.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -18,8 +20,6 @@
 using namespace lossbound;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 StepResult stepAt(std::int64_t step, StepVerdict v) {
   StepResult r;
@@ -147,16 +147,89 @@ class TestAnalysisLogic : public QObject {
     classifyStep(r, true);
     QCOMPARE(r.verdict, StepVerdict::NotBounded);
     QVERIFY(r.note.find("unbounded") != std::string::npos);
+    QVERIFY(!r.selfCheckPassed);  // an unbounded self-check is no pass either ...
+    QVERIFY(r.note.find("Self-check") == std::string::npos);  // ... but the envelope is the reason
     r.lo = 3.0;
+    r.selfLo = 1.0;
+    r.selfHi = 2.0;
     r.note.clear();
     classifyStep(r, true);
     QCOMPARE(r.verdict, StepVerdict::BugCertain);
+
+    // A self-check envelope that proves nothing ([-inf, inf] from a NaN in the candidate's
+    // checkpoint) is not a pass: neither rounding nor a bug, whatever the reference does.
+    for (double ref : {1.5, 2.5}) {
+      r.lo = 1.0;
+      r.hi = 2.0;
+      r.referenceLoss = ref;
+      for (auto [selfLo, selfHi] :
+           {std::pair{-kInf, kInf}, std::pair{0.0, kInf}, std::pair{std::nan(""), std::nan("")}}) {
+        r.selfLo = selfLo;
+        r.selfHi = selfHi;
+        r.note.clear();
+        classifyStep(r, false);
+        QVERIFY(!r.selfCheckPassed);
+        QCOMPARE(r.verdict, StepVerdict::Untrustworthy);
+        QVERIFY2(r.note.find("Self-check proves nothing") != std::string::npos, r.note.c_str());
+      }
+    }
 
     markNotBounded(r, "unsupported op: aten.foo.default (node foo)");
     QCOMPARE(r.verdict, StepVerdict::NotBounded);
     QVERIFY(!r.inside);
     QVERIFY(std::isnan(r.lo));
     QCOMPARE(r.note, std::string("unsupported op: aten.foo.default (node foo)"));
+  }
+
+  void overallVerdict() {
+    auto report = [](std::vector<StepResult> steps) {
+      AnalysisReport r;
+      r.steps = std::move(steps);
+      return r;
+    };
+    auto bounded = [](std::int64_t step, StepVerdict v) {
+      StepResult r = stepAt(step, v);
+      r.lo = r.selfLo = 1.0;
+      r.hi = r.selfHi = 2.0;
+      return r;
+    };
+    OverallSummary o = summarizeReport(report({}));
+    QCOMPARE(o.verdict, OverallVerdict::NotAnalysed);
+    QCOMPARE(o.exitCode, kExitNoExit);
+    o = summarizeReport(report({bounded(0, StepVerdict::Rounding)}));
+    QCOMPARE(o.verdict, OverallVerdict::Rounding);
+    QCOMPARE(o.exitCode, kExitNoExit);
+    const AnalysisReport withExit =
+        report({bounded(0, StepVerdict::Untrustworthy), bounded(3, StepVerdict::BugLikely),
+                bounded(5, StepVerdict::BugCertain), bounded(6, StepVerdict::NotBounded)});
+    o = summarizeReport(withExit);
+    QCOMPARE(o.verdict, OverallVerdict::BugLikely);  // as the first exit says
+    QCOMPARE(*o.firstExit, std::int64_t{3});
+    QCOMPARE(o.exitCode, kExitTypeII);
+    o = summarizeReport(
+        report({bounded(0, StepVerdict::Rounding), bounded(1, StepVerdict::Untrustworthy)}));
+    QCOMPARE(o.verdict, OverallVerdict::Untrustworthy);
+    QCOMPARE(o.exitCode, kExitNotBounded);
+    o = summarizeReport(
+        report({bounded(0, StepVerdict::Rounding), bounded(1, StepVerdict::NotBounded)}));
+    QCOMPARE(o.verdict, OverallVerdict::Inconclusive);
+    QCOMPARE(o.exitCode, kExitNotBounded);
+    o = summarizeReport(report({bounded(1, StepVerdict::NotBounded)}));
+    QCOMPARE(o.verdict, OverallVerdict::NotBounded);
+    QCOMPARE(o.exitCode, kExitNotBounded);
+    // A "rounding" step of a report from elsewhere whose envelope or self-check envelope is
+    // unbounded proves nothing: never exit 0.
+    StepResult openEnvelope = bounded(0, StepVerdict::Rounding);
+    openEnvelope.hi = kInf;
+    o = summarizeReport(report({openEnvelope}));
+    QCOMPARE(o.verdict, OverallVerdict::NotBounded);
+    QCOMPARE(o.exitCode, kExitNotBounded);
+    StepResult openSelfCheck = bounded(0, StepVerdict::Rounding);
+    openSelfCheck.selfLo = -kInf;
+    o = summarizeReport(report({openSelfCheck, bounded(1, StepVerdict::Rounding)}));
+    QCOMPARE(o.verdict, OverallVerdict::Untrustworthy);
+    QCOMPARE(o.untrustworthy, 1);
+    QCOMPARE(o.exitCode, kExitNotBounded);
   }
 
   void firstExitIsEarliestBug() {
@@ -239,6 +312,11 @@ class TestAnalysisLogic : public QObject {
     s.method = EnvelopeMethod::FirstOrder;
     const std::string key = analysisKey(s, ref, cand);
     QCOMPARE(analysisKey(s, ref, cand), key);  // deterministic
+    // The engine revision (a hash of the engine's sources, made by the build) is in every key.
+    const std::string revision = engineRevision();
+    QCOMPARE(revision.size(), std::size_t{16});
+    QVERIFY(revision.find_first_not_of("0123456789abcdef") == std::string::npos);
+    QVERIFY(key.find("\"engine_revision\":\"" + revision + "\"") != std::string::npos);
     // Irrelevant settings share the key; relevant ones do not.
     AnalysisSettings s2 = s;
     s2.confidence = 0.9;

@@ -132,6 +132,7 @@ class TestAnalysisSamples : public QObject {
         s.method = m;
         const AnalysisReport r = Analyzer(noCache()).analyse(
             *p.reference, *p.candidate, StepSelection::list({0, 1, 25, 49}), s);
+        QCOMPARE(r.steps.size(), std::size_t{4});  // the checks below are per step
         int exits = 0, selfFails = 0;
         double relHalf = 0, seconds = 0;
         for (const StepResult& st : r.steps) {

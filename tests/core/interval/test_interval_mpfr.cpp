@@ -285,7 +285,7 @@ Tight referenceBinary(BinOp op, Interval x, Interval y) {
   return t;
 }
 
-enum class Fn { Sqr, Sqrt, Neg, Abs, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid };
+enum class Fn { Sqr, Sqrt, Neg, Abs, Exp, Expm1, Log, Log1p, Tanh, Erf, Sigmoid, Sin, Cos };
 
 /// Sets out to f(a) rounded in rnd at 256 bits and returns MPFR's ternary value in *ternary
 /// (correctly rounded for every f but sigmoid, which is composed of directed steps that bound it
@@ -328,6 +328,12 @@ bool evaluate(Fn f, double a, mpfr_rnd_t rnd, mpfr_ptr out, int* ternary) {
     case Fn::Erf:
       t = mpfr_erf(out, x, rnd);
       break;
+    case Fn::Sin:
+      t = mpfr_sin(out, x, rnd);
+      break;
+    case Fn::Cos:
+      t = mpfr_cos(out, x, rnd);
+      break;
     case Fn::Sigmoid: {
       // 1 / (1 + e^-a): a lower bound takes e^-a and the sum rounded up, the quotient down.
       const bool down = rnd == MPFR_RNDD;
@@ -358,6 +364,37 @@ bool bounds(Fn f, double a, mpfr_ptr lower, mpfr_ptr upper) {
   return true;
 }
 
+/// Widens t to ±1 when a maximum / minimum of sin (cosine: cos) lies in [lo, hi]: the turning
+/// points kπ/2 with k = ceil(lo/(π/2)) .. floor(hi/(π/2)), from MPFR's π at the reference
+/// precision.
+void turningPoints(bool cosine, double lo, double hi, Tight* t) {
+  Real halfPi, first, last, k, r, four;
+  mpfr_const_pi(halfPi, MPFR_RNDN);
+  mpfr_div_2ui(halfPi, halfPi, 1, MPFR_RNDN);
+  mpfr_set_d(first, lo, MPFR_RNDN);
+  mpfr_div(first, first, halfPi, MPFR_RNDN);
+  mpfr_ceil(first, first);
+  mpfr_set_d(last, hi, MPFR_RNDN);
+  mpfr_div(last, last, halfPi, MPFR_RNDN);
+  mpfr_floor(last, last);
+  mpfr_sub(k, last, first, MPFR_RNDN);  // integers below 2^1100: exact at the reference precision
+  const double count = mpfr_get_d(k, MPFR_RNDN);
+  if (count >= 3.0) {
+    t->lo = -1.0;
+    t->hi = 1.0;
+    return;
+  }
+  mpfr_set_ui(four, 4, MPFR_RNDN);
+  for (int i = 0; i <= static_cast<int>(count); ++i) {
+    mpfr_add_si(k, first, i, MPFR_RNDN);
+    mpfr_fmod(r, k, four, MPFR_RNDN);  // in (-4, 4), the sign of k
+    const int m = static_cast<int>(mpfr_get_si(r, MPFR_RNDN));
+    const int phase = ((m % 4) + 4 + (cosine ? 0 : 3)) % 4;
+    if (phase == 0) t->hi = 1.0;
+    if (phase == 2) t->lo = -1.0;
+  }
+}
+
 /// Returns the tightest enclosure of f over x: f at the endpoints (clipped to the domain, with the
 /// domain's limit when x reaches past it) and at 0 when f turns there (sqr, abs). Counts the
 /// endpoints it evaluated in *evaluated.
@@ -368,6 +405,12 @@ Tight referenceUnary(Fn f, Interval x, std::size_t* evaluated) {
     return t;
   std::vector<double> candidates{lo, hi};
   if ((f == Fn::Sqr || f == Fn::Abs) && lo < 0.0 && hi > 0.0) candidates.push_back(0.0);
+  if ((f == Fn::Sin || f == Fn::Cos) && !(std::isfinite(lo) && std::isfinite(hi))) {
+    t.empty = false;  // sin(±inf) is NaN: the entire line
+    t.lo = -kInf;
+    t.hi = kInf;
+    return t;
+  }
   bool unboundedBelow = false;
   if (f == Fn::Sqrt && lo < 0.0) candidates[0] = 0.0;
   if ((f == Fn::Log && lo <= 0.0) || (f == Fn::Log1p && lo <= -1.0)) {
@@ -386,6 +429,9 @@ Tight referenceUnary(Fn f, Interval x, std::size_t* evaluated) {
   t.empty = false;
   t.lo = unboundedBelow ? -kInf : mpfr_get_d(mlo, MPFR_RNDD);
   t.hi = mpfr_get_d(mhi, MPFR_RNDU);
+  // A point holds a turning point only at 0 (cos), where cos(0) = 1 is the endpoint value; the
+  // 256-bit quotient of a huge point by π/2 would be a rounded integer, not a turning point.
+  if ((f == Fn::Sin || f == Fn::Cos) && lo != hi) turningPoints(f == Fn::Cos, lo, hi, &t);
   return t;
 }
 
@@ -413,6 +459,10 @@ Interval apply(Fn f, Interval x) {
       return lossbound::erf(x);
     case Fn::Sigmoid:
       return lossbound::sigmoid(x);
+    case Fn::Sin:
+      return lossbound::sin(x);
+    case Fn::Cos:
+      return lossbound::cos(x);
   }
   return x;
 }
@@ -518,6 +568,28 @@ double saturatingEndpoint(Doubles& g) {  // tanh and erf
   }
 }
 
+double trigEndpoint(Doubles& g) {  // sin and cos
+  switch (g.intIn(0, 9)) {
+    case 0:
+    case 1:
+    case 2:
+      return -20.0 + 40.0 * g.unit();
+    case 3:
+    case 4: {  // near a turning point or a zero kπ/2 (|k| <= 40)
+      const double k = static_cast<double>(g.intIn(-40, 40));
+      return g.nudge(k * 1.5707963267948966, 50);
+    }
+    case 5:
+      return g.withExponent(-1074, 0);
+    case 6:
+      return g.withExponent(0, 60);  // large arguments
+    case 7:
+      return g.special();
+    default:
+      return g.withExponent(-1074, 1023);
+  }
+}
+
 std::uint64_t seed() { return lossbound::test::testSeed(); }
 
 }  // namespace
@@ -550,6 +622,29 @@ class TestIntervalMpfr : public QObject {
   void tanh() { unary("tanh", Fn::Tanh, saturatingEndpoint, false, 1, 2 * kCases); }
   void erf() { unary("erf", Fn::Erf, saturatingEndpoint, false, 1, 2 * kCases); }
   void sigmoid() { unary("sigmoid", Fn::Sigmoid, expEndpoint, false, 1, 2 * kCases); }
+  void sin() { unary("sin", Fn::Sin, trigEndpoint, false, 2, 2 * kCases); }
+  void cos() { unary("cos", Fn::Cos, trigEndpoint, false, 2, 2 * kCases); }
+
+  /// sin and cos reach ±1 inside an interval exactly when it holds a turning point.
+  void sinCosTurningPoints() {
+    const double halfPi = 1.5707963267948966;
+    const Interval s1 = lossbound::sin(Interval{1.5, 1.6});  // holds π/2
+    QCOMPARE(s1.hi, 1.0);
+    QVERIFY(s1.lo > 0.99 && s1.lo < 0.9975);
+    const Interval s2 = lossbound::sin(Interval{1.6, 3.0});  // decreasing, no turning point
+    QVERIFY(s2.hi < 1.0 && s2.lo > 0.14 && s2.lo < 0.1412);
+    const Interval c1 = lossbound::cos(Interval{3.0, 3.3});  // holds π
+    QCOMPARE(c1.lo, -1.0);
+    QVERIFY(c1.hi < -0.98);
+    const Interval c2 = lossbound::cos(Interval{-0.1, 0.1});
+    QCOMPARE(c2.hi, 1.0);
+    const Interval w = lossbound::sin(Interval{0.0, 7.0});
+    QVERIFY(w.lo == -1.0 && w.hi == 1.0);
+    // The binary64 neighbour of π/2 is below it: [x, x] holds no turning point, sin(x) < 1 but
+    // rounds to 1; the enclosure must still hold the exact value.
+    const Interval p = lossbound::sin(Interval{halfPi, halfPi});
+    QVERIFY(p.hi == 1.0 && p.lo < 1.0);
+  }
 
   void hull() {
     Doubles g(seed() ^ 0x4811);
@@ -691,7 +786,7 @@ class TestIntervalMpfr : public QObject {
     std::size_t checked = 0;
     for (const Interval& x : odd) {
       for (Fn f : {Fn::Sqr, Fn::Sqrt, Fn::Neg, Fn::Abs, Fn::Exp, Fn::Expm1, Fn::Log, Fn::Log1p,
-                   Fn::Tanh, Fn::Erf, Fn::Sigmoid}) {
+                   Fn::Tanh, Fn::Erf, Fn::Sigmoid, Fn::Sin, Fn::Cos}) {
         const Interval r = apply(f, x);
         QVERIFY2(!hasNanEndpoint(r), qPrintable(QStringLiteral("fn %1 of %2 gives %3")
                                                     .arg(static_cast<int>(f))
@@ -728,7 +823,7 @@ class TestIntervalMpfr : public QObject {
     QVERIFY(lossbound::isEmpty(e));
     QVERIFY(!lossbound::isEmpty(lossbound::entireInterval()));
     for (Fn f : {Fn::Sqr, Fn::Sqrt, Fn::Neg, Fn::Abs, Fn::Exp, Fn::Expm1, Fn::Log, Fn::Log1p,
-                 Fn::Tanh, Fn::Erf, Fn::Sigmoid})
+                 Fn::Tanh, Fn::Erf, Fn::Sigmoid, Fn::Sin, Fn::Cos})
       QVERIFY2(lossbound::isEmpty(apply(f, e)), qPrintable(QString::number(int(f))));
     for (int n : {-2, -1, 0, 1, 2, 3}) QVERIFY(lossbound::isEmpty(lossbound::pow(e, n)));
     for (const Interval y : {Interval{1, 2}, Interval{0, 0}, lossbound::entireInterval(), e}) {

@@ -3,6 +3,8 @@
 // covers the whole binary64 line (random bit patterns, magnitudes spread over every exponent,
 // subnormals, signed zeros, infinities, NaN, values near overflow and underflow).
 
+#include "core/interval/interval.h"
+
 #include <QByteArray>
 #include <QString>
 
@@ -20,7 +22,7 @@
 
 namespace lossbound::test {
 
-inline constexpr double kInf = std::numeric_limits<double>::infinity();
+using lossbound::kInf;
 inline constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 /// Returns the IEEE bit pattern of x.

@@ -95,7 +95,7 @@ OpCase creation(int which, Format f, std::mt19937_64& rng) {
       c.args = {in(0), ints({2, 3})};
       break;
     default:
-      c.op = "aten.fill_.Tensor";
+      c.op = rng() % 2 ? "aten.fill_.Tensor" : "aten.fill.Tensor";
       c.inputs = {randomPoint(s, t, rng), randomInterval({}, t, rng, 1e-3, 8)};
       c.args = {in(0), in(1)};
       break;

@@ -86,6 +86,8 @@ std::vector<OpSpec> specs() {
   for (const char* op : {"aten.sqrt.default", "aten.rsqrt.default", "aten.log.default"})
     s.push_back({op, 1, Domain::Positive, none});
   s.push_back({"aten.exp.default", 1, Domain::Small, none});
+  for (const char* op : {"aten.sin.default", "aten.cos.default", "aten.nan_to_num.default"})
+    s.push_back({op, 1, Domain::Any, none});
   s.push_back({"aten.pow.Tensor_Scalar", 1, Domain::Positive, [](std::mt19937_64& rng) {
                  const double e[] = {2.0, 3.0, 0.5, -1.0, -2.0, 1.5, -0.5};
                  return std::vector<IrValue>{num(e[rng() % 7])};
@@ -218,6 +220,101 @@ class TestElementwiseOps : public QObject {
         }
       }
     }
+  }
+
+  /// sin/cos on intervals around the turning points kπ/2 and on points next to them, in every
+  /// format: no escapes, the enclosure reaches ±1 exactly when a turning point is inside.
+  void sinCosAroundTurningPoints() {
+    std::mt19937_64 rng(2024);
+    const double halfPi = 1.5707963267948966;
+    int straddling = 0;
+    for (const char* op : {"aten.sin.default", "aten.cos.default"}) {
+      const bool isCos = std::string(op) == "aten.cos.default";
+      for (Format f : kFormats) {
+        const DType t = dtypeFor(f);
+        const Format sf = formatOf(t, modelFor(std::nullopt));
+        for (int rep = 0; rep < 40; ++rep) {
+          std::vector<double> lo, hi;
+          for (int k = -12; k <= 12; ++k) {
+            const double c = k * halfPi;
+            const double w = std::ldexp(1.0, -static_cast<int>(rng() % 30) - 1);
+            const Interval x = roundOutward(Interval{c - w * (rng() % 2), c + w}, sf);
+            lo.push_back(x.lo);
+            hi.push_back(x.hi);
+          }
+          const Shape s{static_cast<std::int64_t>(lo.size())};
+          OpCase c{op, {in(0)}, {}, {t}, {Tensor::interval(s, t, lo, hi)}, modelFor(std::nullopt)};
+          const EnclosureReport r = checkEnclosure(c, 20, rng);
+          QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+          const Tensor y = intervalOutputs(c)[0];
+          for (std::size_t i = 0; i < lo.size(); ++i) {
+            const int k = static_cast<int>(i) - 12;
+            const int phase = ((k % 4) + 4 + (isCos ? 0 : 3)) % 4;  // 0: maximum, 2: minimum
+            const bool inside = lo[i] <= k * halfPi && k * halfPi <= hi[i] && lo[i] < hi[i];
+            if (!inside || (phase != 0 && phase != 2)) continue;
+            ++straddling;
+            const Interval yi = y.at(static_cast<std::int64_t>(i));
+            // the turning value ±1 is inside (the libm margin may widen past it)
+            QVERIFY2(phase == 0 ? yi.hi >= 1.0 : yi.lo <= -1.0,
+                     qPrintable(QString("%1 of [%2, %3]").arg(op).arg(lo[i]).arg(hi[i])));
+          }
+          // points next to the turning points: the local error bounds the observed rounding
+          OpCase p = c;
+          p.inputs = {Tensor::point(s, t, lo)};
+          const LocalErrorReport l = checkLocalError(p, 10, rng);
+          QVERIFY2(l.violations == 0, l.first.c_str());
+        }
+      }
+    }
+    QVERIFY(straddling > 1000);
+  }
+
+  /// nan_to_num replaces NaN, +inf and -inf by the given numbers or the format's extremes; an
+  /// interval reaching an infinity holds the replacement and every finite value.
+  void nanToNumReplacesNonFinite() {
+    const double inf = __builtin_huge_val(), nan = __builtin_nan("");
+    const Tensor x = Tensor::point({5}, DType::Float32, {nan, inf, -inf, 1.5, -0.0});
+    auto run = [&](std::vector<IrValue> extra, const Tensor& in0, DType t, std::mt19937_64& rng) {
+      OpCase c{"aten.nan_to_num.default", {in(0)}, {}, {t}, {in0}, modelFor(std::nullopt)};
+      for (auto& e : extra) c.args.push_back(e);
+      const EnclosureReport r = checkEnclosure(c, 50, rng);
+      if (r.escapes != 0) qWarning("%s", r.firstEscape.c_str());
+      return std::pair{intervalOutputs(c)[0], r.escapes};
+    };
+    std::mt19937_64 rng(5);
+    const double f32max = 3.4028234663852886e38;
+    auto [y, e] = run({}, x, DType::Float32, rng);
+    QCOMPARE(e, 0);
+    // A NaN endpoint means "unknown" in an enclosure (the entire line): its image is every
+    // finite value, the replacement 0 included; the point rule maps NaN to 0 exactly.
+    QVERIFY(y.lo()[0] == -f32max && y.hi()[0] == f32max);
+    const OpCase pc{"aten.nan_to_num.default", {in(0)}, {},
+                    {DType::Float32},          {x},     modelFor(std::nullopt)};
+    const std::vector<double> want{0.0, f32max, -f32max, 1.5, -0.0};
+    std::vector<Tensor> pointOut;
+    localErrorOutputs(pc, &pointOut);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      QCOMPARE(pointOut[0].values()[i], want[i]);
+      if (i == 0) continue;
+      QCOMPARE(y.lo()[i], want[i]);
+      QCOMPARE(y.hi()[i], want[i]);
+    }
+    // given replacements are stored in bf16: 0.1 is enclosed by its bf16 neighbours
+    const Tensor xb = Tensor::point({3}, DType::BFloat16, {-inf, inf, -inf});
+    auto [yb, eb] = run({num(7.0), num(0.1), num(-3.0)}, xb, DType::BFloat16, rng);
+    QCOMPARE(eb, 0);
+    QVERIFY(yb.lo()[1] < 0.1 && yb.hi()[1] > 0.1 && yb.hi()[1] - yb.lo()[1] < 1e-3);
+    QCOMPARE(yb.hi()[0], -3.0);
+    QCOMPARE(yb.lo()[2], -3.0);
+    // intervals reaching ±inf: replacement hull the finite part
+    const Tensor iv = Tensor::interval({3}, DType::Float32, {-inf, 1.0, -inf}, {2.0, inf, inf});
+    auto [yi, ei] = run({num(7.0)}, iv, DType::Float32, rng);
+    QCOMPARE(ei, 0);
+    QCOMPARE(yi.lo()[0], -f32max);
+    QCOMPARE(yi.hi()[0], 2.0);
+    QCOMPARE(yi.lo()[1], 1.0);
+    QCOMPARE(yi.hi()[1], f32max);
+    QVERIFY(yi.lo()[2] == -f32max && yi.hi()[2] == f32max);  // may be NaN: 7 inside
   }
 
   void powScalarNegativeAndTinyBases() {

@@ -280,6 +280,19 @@ class TestPiecewiseActivationOps : public QObject {
     checkAllFormats("elu (alpha 0.5, scale 2, input_scale 3)", scaled);
     checkVjpCases("elu (alpha 0.5, scale 2, input_scale 3)", forVjp(scaled, {0.0}));
   }
+  void celu() {
+    for (const double alpha : {1.0, 0.5, 3.0}) {
+      for (const char* op : {"aten.celu.default", "aten.celu_.default"}) {
+        const std::string name = std::string(op) + " alpha " + std::to_string(alpha);
+        checkAllFormats(name, unary(op, {num(alpha)}, {0.0}));
+        checkVjpCases(name, forVjp(unary(op, {num(alpha)}), {0.0}));
+      }
+    }
+    // celu's backward in the trace: elu_backward(g, alpha, 1, 1/alpha, false, x)
+    const auto back =
+        binary("aten.elu_backward.default", eluBackwardLayout(0.5, 1.0, 2.0, false), {0.0});
+    checkAllFormats("elu_backward (celu alpha 0.5)", back);
+  }
   void softplus() {
     const auto d = unary("aten.softplus.default", {}, {20.0});
     checkAllFormats("softplus", d);
@@ -370,6 +383,7 @@ class TestPiecewiseActivationOps : public QObject {
     checkKinkFirstOrder("hardsigmoid", unary("aten.hardsigmoid.default"), {-3.0, 3.0}, 0);
     checkKinkFirstOrder("leaky_relu", unary("aten.leaky_relu.default", {num(0.01)}), {0.0}, 0);
     checkKinkFirstOrder("elu", unary("aten.elu.default"), {0.0}, 0);
+    checkKinkFirstOrder("celu (alpha 0.5)", unary("aten.celu.default", {num(0.5)}), {0.0}, 0);
     checkKinkFirstOrder("softplus (beta 2, threshold 3)",
                         unary("aten.softplus.default", {num(2.0), num(3.0)}), {1.5}, 0);
     checkKinkFirstOrder("hardswish_backward",
@@ -385,6 +399,8 @@ class TestPiecewiseActivationOps : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
     OpCase s = unary("aten.softplus.default", {num(0.0)})(Format::Fp32, false, rng);
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(s, 1, rng));
+    OpCase z = unary("aten.celu.default", {num(0.0)})(Format::Fp32, false, rng);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(z, 1, rng));
     OpCase i = unary("aten.hardswish.default")(Format::Fp32, false, rng);
     i.inputs[0] = Tensor::point({2}, DType::Int64, {1.0, 2.0});
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(i, 1, rng));

@@ -1,7 +1,7 @@
 // Reduction rules (sum, mean, amax, amin, max.dim, min.dim): zero escapes of the randomized
 // executor (random summation orders and trees, blocking) from the interval rule per precision,
 // random shapes and dims (keepdim, negative dims, size-0 and size-1 dims); the float
-// "large eats small" sums; adjoints; local errors.
+// "large eats small" sums; adjoints; local errors; all/any (exact, uncertain elements).
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 
@@ -178,6 +178,63 @@ class TestReductionOps : public QObject {
     c.args = {in(0)};
     std::mt19937_64 rng(2);
     QCOMPARE(checkEnclosure(c, 200, rng).escapes, 0);
+  }
+
+  /// all / any: torch's values on point inputs; on intervals an element whose enclosure holds 0
+  /// and more is uncertain, unless a certain element decides; every form in every domain.
+  void allAnyAreExactLogic() {
+    auto run = [](const std::string& op, const Tensor& x, std::vector<IrValue> extra) {
+      OpCase c;
+      c.op = op;
+      c.precision = modelFor(std::nullopt);
+      c.inputs = {x};
+      c.args = {in(0)};
+      for (auto& e : extra) c.args.push_back(e);
+      c.outDtypes = {DType::Bool};
+      std::mt19937_64 rng(2);
+      const EnclosureReport r = checkEnclosure(c, 20, rng);
+      if (r.escapes) qWarning("%s", r.firstEscape.c_str());
+      return std::pair{intervalOutputs(c)[0], r.escapes};
+    };
+    const Tensor x = Tensor::point({2, 3}, DType::Float32, {1, 0, 2, -1, 3, 0.5});
+    auto [a0, e0] = run("aten.all.dim", x, {integer(-1), flag(true)});
+    QCOMPARE(e0, 0);
+    QCOMPARE(a0.shape(), (Shape{2, 1}));
+    QVERIFY(a0.lo()[0] == 0 && a0.hi()[0] == 0 && a0.lo()[1] == 1 && a0.hi()[1] == 1);
+    auto [a1, e1] = run("aten.any.dim", x, {integer(0)});
+    QCOMPARE(e1, 0);
+    QCOMPARE(std::vector<double>(a1.lo().begin(), a1.lo().end()), (std::vector<double>{1, 1, 1}));
+    auto [a2, e2] = run("aten.all.default", Tensor::full({0}, DType::Bool, 0.0), {});
+    QVERIFY(e2 == 0 && a2.lo()[0] == 1);  // all of nothing is true
+    auto [a3, e3] = run("aten.any.dims", x, {ints({0, 1})});
+    QVERIFY(e3 == 0 && a3.lo()[0] == 1);
+    // [-1, 1] may be 0: all of a row with it is uncertain, unless a certain 0 decides
+    const Tensor iv = Tensor::interval({2, 2}, DType::Float32, {-1, 2, -1, 0}, {1, 3, 1, 0});
+    auto [u, eu] = run("aten.all.dim", iv, {integer(1)});
+    QCOMPARE(eu, 0);
+    QVERIFY(u.lo()[0] == 0 && u.hi()[0] == 1);  // uncertain
+    QVERIFY(u.lo()[1] == 0 && u.hi()[1] == 0);  // a certain zero decides
+    auto [v, ev] = run("aten.any.dim", iv, {integer(1)});
+    QCOMPARE(ev, 0);
+    QVERIFY(v.lo()[0] == 1 && v.hi()[0] == 1);  // a certain nonzero decides
+    QVERIFY(v.lo()[1] == 0 && v.hi()[1] == 1);
+    std::mt19937_64 rng(5);
+    for (const char* op : {"aten.all.dim", "aten.any.dim", "aten.all.default", "aten.any.default"})
+      for (int k = 0; k < 40; ++k) {
+        const Shape s = randomShape(1 + static_cast<int>(rng() % 3), rng, 4, 0.05);
+        std::vector<double> lo(static_cast<std::size_t>(numel(s))), hi(lo.size());
+        for (std::size_t i = 0; i < lo.size(); ++i) {
+          lo[i] = static_cast<double>(static_cast<int>(rng() % 3) - 1);
+          hi[i] = rng() % 2 ? lo[i] : lo[i] + 1;
+        }
+        const Tensor t = Tensor::interval(s, DType::Float32, lo, hi);
+        auto [y, e] = run(op, t,
+                          std::string(op).ends_with(".dim")
+                              ? std::vector<IrValue>{integer(0), flag(rng() % 2)}
+                              : std::vector<IrValue>{});
+        QCOMPARE(e, 0);
+        QVERIFY(y.numel() >= 0);
+      }
   }
 
   void badDimIsAnError() {

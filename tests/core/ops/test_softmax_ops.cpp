@@ -177,6 +177,52 @@ class TestSoftmaxOps : public QObject {
             }
         }
   }
+  /// A finite mask (finfo.min added to the logits, as Hugging Face eager attention does) makes
+  /// exp underflow: the masked probabilities are enclosed in [0, a few of the format's subnormals],
+  /// not in [0, 1], in every format,
+  /// and no randomized execution escapes.
+  void finiteMaskValuesGiveTinyEnclosures() {
+    std::mt19937_64 rng(77);
+    for (Format f : {Format::Fp64, Format::Fp32, Format::Bf16, Format::Fp16})
+      for (bool iv : {false, true}) {
+        const std::int64_t n = 7;
+        const DType t = dtypeFor(f);
+        const double lowest = -largestFinite(f);
+        std::vector<double> lo(n * n), hi(n * n);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double logit = static_cast<double>(rng() % 33) / 8.0 - 2.0;
+            // lowest + logit rounds to lowest (or next to it) in the format
+            const double v =
+                j > i ? roundToFormat(lowest + logit, f, RoundingDirection::Nearest) : logit;
+            lo[static_cast<std::size_t>(i * n + j)] = v;
+            hi[static_cast<std::size_t>(i * n + j)] = iv && j <= i ? v + 0.125 : v;
+          }
+        OpCase c;
+        c.op = "aten._softmax.default";
+        c.precision = modelFor(std::nullopt);
+        c.inputs = {iv ? Tensor::interval({n, n}, t, lo, hi) : Tensor::point({n, n}, t, lo)};
+        c.args = {in(0), integer(-1), flag(false)};
+        c.outDtypes = {t};
+        const EnclosureReport r = checkEnclosure(c, 200, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        const LocalErrorReport le = checkLocalError(
+            OpCase{c.op, c.args, {}, c.outDtypes, {Tensor::point({n, n}, t, lo)}, c.precision}, 50,
+            rng);
+        QVERIFY2(le.violations == 0, le.first.c_str());
+        const Tensor y = intervalOutputs(c).at(0);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = i + 1; j < n; ++j) {
+            const Interval e = y.at(i * n + j);
+            QVERIFY2(e.lo == 0.0 && e.hi <= 64 * smallestSubnormal(f),
+                     qPrintable(QStringLiteral("%1 entry %2: [%3, %4]")
+                                    .arg(static_cast<int>(f))
+                                    .arg(i * n + j)
+                                    .arg(e.lo)
+                                    .arg(e.hi)));
+          }
+      }
+  }
   /// A row with a masked entry and an entry that may be +inf has no bound anywhere: PyTorch's
   /// row max is then +inf, fl(+inf − +inf) is NaN, and so is every output, the masked ones too.
   void unboundedRowHasNoBoundEvenWhereMasked() {

@@ -115,6 +115,56 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
     }
     case 11:
       return one("aten.clone.default", {x}, {in(0)});
+    case 13: {
+      std::vector<std::int64_t> dims;
+      for (int d = 0; d < rank; ++d)
+        if (rng() % 2) dims.push_back(rng() % 2 ? d : d - rank);
+      return one("aten.flip.default", {x}, {in(0), ints(dims)});
+    }
+    case 14: {
+      if (rng() % 3 == 0)
+        return one("aten.roll.default", {x},
+                   {in(0), ints({static_cast<std::int64_t>(rng() % 9) - 4})});
+      std::vector<std::int64_t> shifts, dims;
+      for (int d = 0; d < rank; ++d)
+        if (rng() % 2) {
+          dims.push_back(d);
+          shifts.push_back(static_cast<std::int64_t>(rng() % 11) - 5);
+        }
+      if (dims.empty()) {
+        dims.push_back(0);
+        shifts.push_back(1);
+      }
+      return one("aten.roll.default", {x}, {in(0), ints(shifts), ints(dims)});
+    }
+    case 15: {
+      s = randomShape(rank, rng, 4, 0.0);
+      x = iv ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
+      const std::int64_t d = dim();
+      const std::int64_t n = s[static_cast<std::size_t>(d)];
+      const std::int64_t start = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+      const std::int64_t len =
+          static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n - start + 1));
+      return one(rng() % 2 ? "aten.narrow.default" : "aten.narrow_copy.default", {x},
+                 {in(0), integer(d), integer(rng() % 2 ? start : start - n), integer(len)});
+    }
+    case 16: {
+      const char* copies[] = {"aten.expand_copy.default",    "aten.permute_copy.default",
+                              "aten.transpose_copy.int",     "aten.slice_copy.Tensor",
+                              "aten.unsqueeze_copy.default", "aten.squeeze_copy.default",
+                              "aten.alias_copy.default"};
+      const int k = static_cast<int>(rng() % 7);
+      const int base[] = {1, 3, 2, 4, 6, 7, 11};
+      OpCase c = randomCase(base[k], rng, iv);
+      c.op = copies[k];
+      return c;
+    }
+    case 17: {
+      std::vector<std::int64_t> dims;
+      for (int d = 0; d < rank; ++d)
+        if (rng() % 2) dims.push_back(d);
+      return one("aten.squeeze.dims", {x}, {in(0), ints(dims)});
+    }
     default: {
       s = randomShape(2, rng, 4, 0.0);
       x = iv ? randomInterval(s, t, rng, 1e-3, 6) : randomPoint(s, t, rng, 6);
@@ -177,6 +227,35 @@ class TestViewOps : public QObject {
     QCOMPARE(
         runPoint(one("aten.stack.default", {x, x}, {list({in(0), in(1)}), integer(1)}))[0].shape(),
         (Shape{2, 2, 3}));
+    // torch 1.13: flip(x, [0, 1]), roll(x, [1, -1], [0, 1]), roll(x, 5) of arange(12).view(3, 4)
+    const Tensor y = iota({3, 4});
+    QCOMPARE(vals(runPoint(one("aten.flip.default", {y}, {in(0), ints({0, -1})}))[0]),
+             (std::vector<double>{11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}));
+    QCOMPARE(vals(runPoint(one("aten.roll.default", {y}, {in(0), ints({1, -1}), ints({0, 1})}))[0]),
+             (std::vector<double>{9, 10, 11, 8, 1, 2, 3, 0, 5, 6, 7, 4}));
+    QCOMPARE(vals(runPoint(one("aten.roll.default", {y}, {in(0), ints({5})}))[0]),
+             (std::vector<double>{7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6}));
+    QCOMPARE(vals(runPoint(
+                 one("aten.narrow.default", {y}, {in(0), integer(1), integer(-3), integer(2)}))[0]),
+             (std::vector<double>{1, 2, 5, 6, 9, 10}));
+    QCOMPARE(
+        runPoint(one("aten.squeeze.dims", {iota({1, 2, 1})}, {in(0), ints({0, 1, 2})}))[0].shape(),
+        (Shape{2}));
+    QCOMPARE(vals(runPoint(one("aten.t_copy.default", {x}, {in(0)}))[0]),
+             (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  }
+
+  /// Every *_copy form of a view that functionalized 2.x traces emit is registered.
+  void copyFormsAreRegistered() {
+    for (const char* op :
+         {"aten.view_copy.default", "aten.expand_copy.default", "aten.permute_copy.default",
+          "aten.t_copy.default", "aten.transpose_copy.int", "aten.slice_copy.Tensor",
+          "aten.select_copy.int", "aten.unsqueeze_copy.default", "aten.squeeze_copy.default",
+          "aten.squeeze_copy.dim", "aten.squeeze_copy.dims", "aten.alias_copy.default",
+          "aten.detach_copy.default", "aten._reshape_alias_copy.default",
+          "aten.narrow_copy.default", "aten.split_copy.Tensor",
+          "aten.split_with_sizes_copy.default", "aten.unbind_copy.int", "aten.to.dtype"})
+      QVERIFY2(opRegistry().find(op), op);
   }
 
   void badArgumentsAreErrors() {
@@ -195,7 +274,7 @@ class TestViewOps : public QObject {
 
   void everyDomainAgreesAndAdjointsMatch() {
     std::mt19937_64 rng(31);
-    for (int which = 0; which <= 12; ++which)
+    for (int which = 0; which <= 17; ++which)
       for (int k = 0; k < 60; ++k) {
         const OpCase c = randomCase(which, rng, k % 2 == 0);
         EnclosureReport r;

@@ -1,6 +1,7 @@
 // The end-to-end check of issue 4: for every checkpoint of every sample under samples/*/, the
 // recorded program evaluated in binary64 point arithmetic on the recorded inputs reproduces the
-// run's logged loss to within 1e-5 relative. Skipped (with a message) when there are no samples.
+// run's logged loss to within 1e-5 relative. The samples are committed: finding fewer than the
+// three pairs fails (a data-driven test with no rows would pass without checking anything).
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
 #include "core/program/evaluator.h"
@@ -15,6 +16,19 @@ using namespace lossbound;
 
 // The run files of a sample (not the results caches the CLI writes beside them).
 const QStringList kRunFiles{QStringLiteral("reference.h5"), QStringLiteral("candidate.h5")};
+// samples/README.md: gradaccum-fixed, gradaccum-hf-bug, kernel-path, two run files each.
+constexpr int kMinRunFiles = 6;
+
+// Returns samples/<dir>/<run file> for every sample run file, sorted.
+QStringList sampleRunFiles() {
+  const QDir samples(QStringLiteral(LOSSBOUND_SOURCE_DIR "/samples"));
+  QStringList out;
+  for (const QString& dir : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+    for (const QString& f :
+         QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files, QDir::Name))
+      out << dir + QLatin1Char('/') + f;
+  return out;
+}
 
 class TestEndToEnd : public QObject {
   Q_OBJECT
@@ -22,16 +36,16 @@ class TestEndToEnd : public QObject {
  private slots:
   void recordedLossIsReproduced_data() {
     QTest::addColumn<QString>("file");
-    const QDir samples(QStringLiteral(LOSSBOUND_SOURCE_DIR "/samples"));
-    for (const QString& dir : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-      for (const QString& f :
-           QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files, QDir::Name))
-        QTest::newRow(qPrintable(dir + QLatin1Char('/') + f))
-            << samples.filePath(dir + QLatin1Char('/') + f);
+    const QStringList files = sampleRunFiles();
+    for (const QString& f : files)
+      QTest::newRow(qPrintable(f)) << QStringLiteral(LOSSBOUND_SOURCE_DIR "/samples/") + f;
+    // Zero rows would run the test function zero times and pass: one failing row instead.
+    if (files.isEmpty()) QTest::newRow("no samples") << QString();
   }
 
   void recordedLossIsReproduced() {
     QFETCH(QString, file);
+    QVERIFY2(!file.isEmpty(), "no samples/*/{reference,candidate}.h5 found");
     constexpr double kMaxRelErr = 1e-5;
     const RunFile run = RunFile::open(file.toStdString());
     const auto backend = createCpuBackend();
@@ -59,14 +73,13 @@ class TestEndToEnd : public QObject {
   }
 
   void samplesExist() {
-    const QDir samples(QStringLiteral(LOSSBOUND_SOURCE_DIR "/samples"));
-    int n = 0;
-    for (const QString& dir : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
-      n += static_cast<int>(QDir(samples.filePath(dir)).entryList(kRunFiles, QDir::Files).size());
-    if (n == 0)
-      QSKIP(
-          "no samples/*/{reference,candidate}.h5 yet: the end-to-end check has nothing to run on");
-    QVERIFY(n > 0);
+    const QStringList files = sampleRunFiles();
+    QVERIFY2(files.size() >= kMinRunFiles,
+             qPrintable(QStringLiteral("expected at least %1 sample run files under samples/, "
+                                       "found %2: %3")
+                            .arg(kMinRunFiles)
+                            .arg(files.size())
+                            .arg(files.join(QStringLiteral(", ")))));
   }
 };
 

@@ -2,10 +2,12 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace lossbound::testing {
 
@@ -230,6 +232,44 @@ void writeRunFile(const std::string& path, const RunFixture& f) {
   }
   H5Pclose(lcpl);
   H5Fclose(file);
+}
+
+void overwriteElement(const std::string& path, const std::string& dataset, std::uint64_t index,
+                      double value) {
+  const std::string what = path + ": " + dataset + "[" + std::to_string(index) + "]";
+  hid_t file = checkId(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), path);
+  hid_t d = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  hid_t type = d >= 0 ? H5Dget_type(d) : -1;
+  hid_t space = d >= 0 ? H5Dget_space(d) : -1;
+  const bool isFloat = type >= 0 && H5Tget_class(type) == H5T_FLOAT;
+  const std::size_t size = type >= 0 ? H5Tget_size(type) : 0;
+  // The flat index as coordinates, for a dataset of any rank.
+  const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0))), at(dims.size()),
+      one(dims.size(), 1);
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  std::uint64_t rest = index;
+  for (std::size_t k = dims.size(); k-- > 0;) {
+    at[k] = rest % dims[k];
+    rest /= dims[k];
+  }
+  herr_t rc = isFloat && (size == 4 || size == 8) && rank > 0 && rest == 0 ? 0 : -1;
+  if (rc >= 0)
+    rc = H5Sselect_hyperslab(space, H5S_SELECT_SET, at.data(), nullptr, one.data(), nullptr);
+  if (rc >= 0) {
+    const hsize_t n = 1;
+    hid_t mem = H5Screate_simple(1, &n, nullptr);
+    // Written in the dataset's own precision, so no conversion touches a NaN or an infinity.
+    const float asFloat = static_cast<float>(value);
+    rc = size == 4 ? H5Dwrite(d, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, &asFloat)
+                   : H5Dwrite(d, H5T_NATIVE_DOUBLE, mem, space, H5P_DEFAULT, &value);
+    H5Sclose(mem);
+  }
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  if (d >= 0) H5Dclose(d);
+  H5Fclose(file);
+  check(rc, what + " (expected a float32 or float64 dataset with that element)");
 }
 
 }  // namespace lossbound::testing

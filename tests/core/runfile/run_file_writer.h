@@ -43,5 +43,9 @@ std::vector<FixtureTensor> defaultTensors(std::int64_t step);
 double defaultLoss(std::int64_t step);
 /// Writes `fixture` to `path` (overwriting); throws std::runtime_error on HDF5 failure.
 void writeRunFile(const std::string& path, const RunFixture& fixture);
+/// Sets element `index` (flat, row-major) of the float32 or float64 `dataset` of the existing file
+/// `path` to `value` (NaN and infinities included); throws std::runtime_error on failure.
+void overwriteElement(const std::string& path, const std::string& dataset, std::uint64_t index,
+                      double value);
 
 }  // namespace lossbound::testing

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Records a Hugging Face transformers model with and without the gradient-accumulation loss bug.
+
+    PY=$(scripts/torch2-env.sh | tail -n 1)      # torch 2.x + transformers (see the README)
+    $PY samples/pytorch/record_hf.py --out /tmp/hf-gpt2 [--model gpt2|llama|bert] [--steps 10]
+        [--style buggy|fixed|both] [--attn sdpa|eager]
+    build/app/lossbound-cli analyze --reference /tmp/hf-gpt2/reference.h5 \\
+        --candidate /tmp/hf-gpt2/candidate-buggy.h5
+
+Writes, in --out:
+  reference.h5        the whole batch (8 sequences) in one forward pass, the model's own token mean
+  candidate-buggy.h5  4 micro-batches of 2 sequences, each micro-batch's mean token loss divided
+                      by 4, gradients accumulated: the average of per-micro-batch means, the bug
+                      transformers fixed in 4.46 (October 2024)
+  candidate-fixed.h5  the same 4 micro-batches, each micro-batch's summed token loss divided by
+                      num_items_in_batch (the token count of the whole batch): the fix
+
+The model (GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM) is built from a tiny config
+with random weights (nothing is downloaded) and runs in eval mode (dropout off). The sequences
+have random lengths and are right-padded (labels -100, attention_mask 0), so the micro-batches
+hold unequal token counts from step 0; bert masks 25% of the real tokens of each sequence (at
+least one). Each run trains with AdamW for --steps steps from the same initial weights on the
+same batches and records a checkpoint and the logged loss at every step.
+
+The step function is what the training loop calls and what the recorder traces: the parameters
+go through torch.func.functional_call, the loss is the model's loss_function (ForCausalLMLoss or
+ForMaskedLMLoss: a token mean, or a token sum divided by num_items_in_batch when it is given,
+exactly what a causal LM's forward(labels=..., num_items_in_batch=...) computes), the gradients
+come from torch.autograd.grad. Deterministic: fixed seeds, CPU, one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Callable, Dict, List
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from lossbound_recorder import RunRecorder  # noqa: E402
+
+from torch.func import functional_call  # noqa: E402  (torch >= 2)
+
+Batch = Dict[str, torch.Tensor]
+
+VOCAB = 64
+CONTEXT = 16  # padded sequence length
+BATCH = 8  # sequences per step
+MICRO = 4  # micro-batches of the candidates (BATCH // MICRO sequences each)
+LR = 3e-3
+IGNORE = -100
+INIT_SEED = 0
+DATA_SEED = 1
+MODELS = ("gpt2", "llama", "bert")
+STYLES = ("buggy", "fixed")
+
+
+def build_model(kind: str, attn: str) -> torch.nn.Module:
+    """A tiny model of family `kind` with random weights, in eval mode (dropout off)."""
+    import transformers as tr
+    if kind == "gpt2":
+        cfg = tr.GPT2Config(vocab_size=VOCAB, n_positions=CONTEXT, n_embd=32, n_layer=2,
+                            n_head=2, bos_token_id=0, eos_token_id=0)
+        cls = tr.GPT2LMHeadModel
+    elif kind == "llama":
+        cfg = tr.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             max_position_embeddings=CONTEXT)
+        cls = tr.LlamaForCausalLM
+    elif kind == "bert":
+        cfg = tr.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=64,
+                            max_position_embeddings=CONTEXT)
+        cls = tr.BertForMaskedLM
+    else:
+        raise ValueError(f"unknown model {kind!r} (expected one of {', '.join(MODELS)})")
+    torch.manual_seed(INIT_SEED)
+    return cls._from_config(cfg, attn_implementation=attn).eval()
+
+
+def make_batches(kind: str, steps: int) -> List[Batch]:
+    """`steps` batches of BATCH right-padded sequences of random length (4..CONTEXT tokens).
+
+    Causal LMs: counting sequences with a random start and stride (learnable), labels = ids
+    (the loss shifts them), -100 on padding. bert: the same sequences with 25% of the real
+    tokens replaced by the [MASK] id 0 and labelled, -100 everywhere else.
+    """
+    g = torch.Generator().manual_seed(DATA_SEED)
+    batches = []
+    for _ in range(steps):
+        ids = torch.zeros(BATCH, CONTEXT, dtype=torch.int64)
+        mask = torch.zeros(BATCH, CONTEXT, dtype=torch.int64)
+        labels = torch.full((BATCH, CONTEXT), IGNORE, dtype=torch.int64)
+        for i in range(BATCH):
+            n = int(torch.randint(4, CONTEXT + 1, (1,), generator=g))
+            s = int(torch.randint(0, VOCAB - 1, (1,), generator=g))
+            d = int(torch.randint(1, 4, (1,), generator=g))
+            seq = torch.tensor([1 + (s + j * d) % (VOCAB - 1) for j in range(n)])
+            ids[i, :n] = seq
+            mask[i, :n] = 1
+            if kind == "bert":
+                pick = torch.randperm(n, generator=g)[:max(1, n // 4)]
+                labels[i, pick] = seq[pick]
+                ids[i, pick] = 0
+            else:
+                labels[i, :n] = seq
+        batch = {"input_ids": ids, "labels": labels}
+        if kind == "bert":
+            batch["attention_mask"] = mask
+        batches.append(batch)
+    return batches
+
+
+def num_items(kind: str, labels: torch.Tensor) -> torch.Tensor:
+    """The number of tokens the loss averages over: causal LMs predict token t+1 at position t,
+    so the first label of each sequence is never a target (what Trainer counts as
+    num_items_in_batch)."""
+    if kind != "bert":
+        labels = labels[:, 1:]
+    return (labels != IGNORE).sum()
+
+
+def make_step(model: torch.nn.Module, kind: str, style: str) -> Callable[[Batch, Batch], Batch]:
+    """The training step of one run: loss and gradients of the parameters that require grad.
+
+    style "reference": the whole batch at once, token mean.
+    style "buggy": MICRO micro-batches, loss_i = token mean of micro-batch i / MICRO.
+    style "fixed": MICRO micro-batches, loss_i = token sum of micro-batch i / num_items_in_batch.
+    The logged loss is sum_i loss_i; the gradients are accumulated over the micro-batches.
+    """
+    micro = 1 if style == "reference" else MICRO
+
+    def step(params: Batch, batch: Batch) -> Batch:
+        trainable = [k for k, v in params.items() if v.requires_grad]
+        size = batch["input_ids"].shape[0] // micro
+        total = num_items(kind, batch["labels"]) if style == "fixed" else None
+        loss, grads = None, None
+        for i in range(micro):
+            part = {k: v[i * size:(i + 1) * size] for k, v in batch.items()}
+            inputs = {k: v for k, v in part.items() if k != "labels"}
+            logits = functional_call(model, params, (), inputs).logits
+            li = model.loss_function(logits=logits, labels=part["labels"],
+                                     vocab_size=model.config.vocab_size,
+                                     num_items_in_batch=total)
+            if style == "buggy":
+                li = li / micro
+            gi = torch.autograd.grad(li, [params[k] for k in trainable])
+            loss = li if loss is None else loss + li
+            grads = list(gi) if grads is None else [a + b for a, b in zip(grads, gi)]
+        return {"loss": loss, **{"grad:" + k: g for k, g in zip(trainable, grads)}}
+    return step
+
+
+def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) -> float:
+    """Trains one run from the initial weights and records it; returns the seconds it took."""
+    start = time.perf_counter()
+    model = build_model(kind, attn)
+    params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+    params.update({k: v.detach().clone() for k, v in model.named_buffers()})
+    trainable = {k: v for k, v in params.items() if v.requires_grad}
+    opt = torch.optim.AdamW(trainable.values(), lr=LR, weight_decay=0.01)
+    step = make_step(model, kind, style)
+    role = "reference" if style == "reference" else "candidate"
+    notes = {"reference": f"whole batch of {BATCH} sequences, token mean",
+             "buggy": f"{MICRO} micro-batches, mean of the per-micro-batch token means (the "
+                      f"transformers gradient-accumulation bug fixed in 4.46)",
+             "fixed": f"{MICRO} micro-batches, summed token loss / num_items_in_batch"}[style]
+    with RunRecorder(path, run_name=f"{kind}-{attn}/{style}", role=role, step_fn=step,
+                     overwrite=True, notes=f"{type(model).__name__}, {notes}") as rec:
+        for step_no, batch in enumerate(batches):
+            rec.checkpoint(step_no, params, batch)  # the state the step starts from
+            out = step(params, batch)
+            rec.log(step_no, out["loss"].item(), lr=LR)
+            for k, p in trainable.items():
+                p.grad = out["grad:" + k]
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="folder for the run files (created)")
+    ap.add_argument("--model", choices=MODELS, default="gpt2",
+                    help="GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM (default: gpt2)")
+    ap.add_argument("--steps", type=int, default=10,
+                    help="training steps per run, each one checkpointed (default: 10)")
+    ap.add_argument("--style", choices=STYLES + ("both",), default="both",
+                    help="which candidate(s) to record besides the reference (default: both)")
+    ap.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
+                    help="attention implementation (transformers' attn_implementation; default: "
+                         "sdpa, transformers' default for these models)")
+    args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    torch.set_num_threads(1)
+    # GPT2LMHeadModel has no loss_type, so transformers says once that it uses ForCausalLMLoss
+    # (as GPT2LMHeadModel.forward(labels=...) does too); nothing else is logged below errors.
+    import transformers
+    transformers.logging.set_verbosity_error()
+    os.makedirs(args.out, exist_ok=True)
+    batches = make_batches(args.model, args.steps)
+    styles = ["reference"] + (list(STYLES) if args.style == "both" else [args.style])
+    for style in styles:
+        name = "reference.h5" if style == "reference" else f"candidate-{style}.h5"
+        path = os.path.join(args.out, name)
+        seconds = record(path, args.model, args.attn, style, batches)
+        print(f"{path}: {args.steps} steps in {seconds:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,638 @@
+#!/usr/bin/python3
+"""The model zoo: architectures nobody here wrote, recorded and replayed end to end.
+
+    /usr/bin/python3 tests/zoo/zoo.py --cli build/app/lossbound-cli [--only NAME ...]
+                                      [--work DIR] [--keep] [--json FILE]
+    /usr/bin/python3 tests/zoo/zoo.py --list
+
+For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step
+training runs from the same initial weights on the same batches (SGD outside the step, a
+checkpoint before every step, model.eval() so dropout is off, parameters and buffers passed
+through functional_call; every step function returns the loss and the gradients):
+
+  reference   the plain step.
+  correct     the same function computed another way (rounding only):
+                CNNs and the ViT: channels_last weights and input instead of contiguous (the 1-D
+                CNN: its input stored length-major and transposed, the 1-D analogue);
+                language models: four micro-batches sliced inside the step, each micro-batch's
+                summed token loss divided by the token count of the whole batch, gradients summed.
+  buggy       a real bug:
+                classifiers: softmax applied before cross_entropy;
+                language models: the mean of the four per-micro-batch token means (the gradient
+                accumulation bug transformers fixed in October 2024); the sequences have
+                different lengths, so the micro-batches hold unequal token counts from step 0.
+
+Then it runs lossbound-cli on the pairs (reference, correct) and (reference, buggy) and checks:
+every program's ops are supported (`info`), no step is "not bounded", the self-check holds at
+every step, the correct pair exits 0 (no exit) and the buggy pair exits 3 with its first exit at
+step 0 (default method first-order, --no-cache, --json). Soundness at step 0 of the correct pair:
+the first-order envelope contains [min, max] of the loss of --ensemble N randomized executions of
+the candidate program on the reference's state (0 escapes), and so does the interval envelope
+from the inputs wherever it is finite. Recordings go to a temporary folder (removed unless
+--keep). Exit 0 when every check holds, 1 otherwise; every check failure is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.utils.stateless import functional_call
+
+SOURCE_DIR = os.environ.get("LOSSBOUND_SOURCE_DIR") or \
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "samples", "pytorch"))
+from lossbound_recorder import RunRecorder  # noqa: E402
+
+Batch = Dict[str, torch.Tensor]
+StepFn = Callable[[Batch, Batch], Batch]
+
+STEPS = 10
+LR = 0.01
+IGNORE = -100
+MICRO = 4           # micro-batches of the language models' accumulation steps
+VOCAB = 48          # language models: token 0 is padding
+INIT_SEED = 7
+DATA_SEED = 11
+CALIBRATION_SEED = 12  # batch-norm statistics: other images than the training batches
+
+
+# ---------------------------------------------------------------------------------------------
+# Models that are not in torchvision / torch.nn as such (plain torch, written like their usual
+# implementations).
+
+
+class EncoderLM(nn.Module):
+    """nn.TransformerEncoder of pre-norm, batch-first nn.TransformerEncoderLayer with a causal
+    mask, between an embedding and a linear head."""
+
+    def __init__(self, width: int = 16, heads: int = 2, layers: int = 2):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, width)
+        layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.1,
+                                           batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(width, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        t = ids.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(t)
+        return self.head(self.enc(self.emb(ids), mask=mask))
+
+
+class ConvGN1d(nn.Module):
+    """Conv1d + GroupNorm + GELU, a strided Conv1d + SiLU, AdaptiveAvgPool1d and a classifier."""
+
+    def __init__(self, channels: int = 4, width: int = 8, classes: int = 5):
+        super().__init__()
+        self.c1 = nn.Conv1d(channels, width, 3, padding=1)
+        self.gn = nn.GroupNorm(2, width)
+        self.c2 = nn.Conv1d(width, width, 3, stride=2)
+        self.pool = nn.AdaptiveAvgPool1d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.gelu(self.gn(self.c1(x)))
+        return self.fc(self.pool(F.silu(self.c2(x))).flatten(1))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaLM(nn.Module):
+    """A Llama-style decoder in plain torch: RMSNorm, rotary position embeddings with cos/sin
+    computed inside the step, causal attention written out (matmul + softmax), SwiGLU MLP."""
+
+    def __init__(self, d: int = 16, heads: int = 2, hidden: int = 32, layers: int = 1):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.emb = nn.Embedding(VOCAB, d)
+        self.layers = nn.ModuleList(LlamaBlock(d, heads, hidden) for _ in range(layers))
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, VOCAB, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        t = ids.shape[1]
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd))
+        ang = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
+        ang = torch.cat([ang, ang], dim=-1)
+        cos, sin = ang.cos(), ang.sin()
+        h = self.emb(ids)
+        for layer in self.layers:
+            h = layer(h, cos, sin)
+        return self.head(self.norm(h))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d: int, heads: int, hidden: int):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.n1, self.n2 = RMSNorm(d), RMSNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+    def forward(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, t, _ = h.shape
+        x = self.n1(h)
+        q, k, v = (lin(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+                   for lin in (self.q, self.k, self.v))
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
+        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        a = (s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1)
+        h = h + self.o(a)
+        x = self.n2(h)
+        return h + self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def image_batches(n: int, shape: Tuple[int, ...], classes: int, seed: int = 0) -> List[Batch]:
+    g = torch.Generator().manual_seed(seed or DATA_SEED)
+    return [{"x": torch.randn(n, *shape, generator=g),
+             "y": torch.randint(0, classes, (n,), generator=g)} for _ in range(STEPS)]
+
+
+def token_batches(n: int, t: int, mask_after: Optional[int] = None) -> List[Batch]:
+    """Sequences of 4..t+1 tokens (padded with 0, labels -100 on padding): counting sequences
+    with a random start and stride and 10% random tokens, as in the samples. The four
+    micro-batches of every step hold four different numbers of labelled tokens (counted after
+    the step's own masking of the labels from position `mask_after` on)."""
+    g = torch.Generator().manual_seed(DATA_SEED)
+    out = []
+    for _ in range(STEPS):
+        while True:
+            ids = torch.zeros(n, t, dtype=torch.int64)
+            labels = torch.full((n, t), IGNORE, dtype=torch.int64)
+            for i in range(n):
+                length = int(torch.randint(4, t + 2, (1,), generator=g))
+                s = int(torch.randint(0, VOCAB - 1, (1,), generator=g))
+                d = int(torch.randint(1, 4, (1,), generator=g))
+                seq = torch.tensor([1 + (s + j * d) % (VOCAB - 1) for j in range(length)])
+                noise = torch.rand(length, generator=g) < 0.1
+                seq[noise] = torch.randint(1, VOCAB, (int(noise.sum()),), generator=g)
+                ids[i, :length - 1] = seq[:-1]
+                labels[i, :length - 1] = seq[1:]
+            counted = labels[:, :mask_after] if mask_after is not None else labels
+            counts = [int((m != IGNORE).sum()) for m in counted.chunk(MICRO)]
+            masked = mask_after is not None and bool((labels[:, mask_after:] != IGNORE).any())
+            if len(set(counts)) == MICRO and (mask_after is None or masked):
+                break
+        out.append({"ids": ids, "labels": labels})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Step functions
+
+
+def _grads(loss: torch.Tensor, params: Batch) -> Dict[str, torch.Tensor]:
+    names = [k for k, v in params.items() if v.requires_grad]
+    gs = torch.autograd.grad(loss, [params[k] for k in names])
+    return {"grad:" + k: g for k, g in zip(names, gs)}
+
+
+def classify_step(model: nn.Module, variant: str, layout: str) -> StepFn:
+    """reference: contiguous; correct: channels-last weights and input; buggy: softmax before
+    cross_entropy."""
+    def step(params: Batch, batch: Batch) -> Batch:
+        x = batch["x"]
+        if variant == "correct":
+            x = to_channels_last(x, layout)
+        logits = functional_call(model, params, (x,))
+        if variant == "buggy":
+            logits = F.softmax(logits, dim=1)
+        loss = F.cross_entropy(logits, batch["y"])
+        return {"loss": loss, **_grads(loss, params)}
+    return step
+
+
+def to_channels_last(t: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "2d" and t.dim() == 4:
+        return t.contiguous(memory_format=torch.channels_last)
+    if layout == "1d" and t.dim() == 3:  # stored N x L x C, seen as N x C x L
+        return t.transpose(1, 2).contiguous().transpose(1, 2)
+    return t
+
+
+def lm_step(model: nn.Module, variant: str, mask_after: Optional[int],
+            smoothing: float) -> StepFn:
+    """reference: the whole batch, summed token loss / labelled token count; correct: four
+    micro-batches, each summed token loss / the whole batch's count, gradients summed; buggy: the
+    mean of the four micro-batch token means."""
+    def token_sum(params: Batch, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        logits = functional_call(model, params, (ids,))
+        return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
+                               reduction="sum", label_smoothing=smoothing)
+
+    def step(params: Batch, batch: Batch) -> Batch:
+        ids, labels = batch["ids"], batch["labels"]
+        if mask_after is not None:
+            labels = labels.clone()
+            labels[:, mask_after:] = IGNORE
+        total = (labels != IGNORE).sum()
+        if variant == "reference":
+            loss = token_sum(params, ids, labels) / total
+            return {"loss": loss, **_grads(loss, params)}
+        size = ids.shape[0] // MICRO
+        loss, grads = None, None
+        for i in range(MICRO):
+            mi, ml = ids[i * size:(i + 1) * size], labels[i * size:(i + 1) * size]
+            s = token_sum(params, mi, ml)
+            li = s / (ml != IGNORE).sum() / MICRO if variant == "buggy" else s / total
+            gi = _grads(li, params)
+            loss = li if loss is None else loss + li
+            grads = gi if grads is None else {k: grads[k] + gi[k] for k in grads}
+        return {"loss": loss, **grads}
+    return step
+
+
+# ---------------------------------------------------------------------------------------------
+# The zoo
+
+
+@dataclass
+class Arch:
+    build: Callable[[], nn.Module]
+    kind: str                     # "classify" or "lm"
+    batches: Callable[..., List[Batch]]
+    layout: str = "2d"            # classifiers: channels-last form of the correct candidate
+    mask_after: Optional[int] = None
+    smoothing: float = 0.0
+    about: str = ""
+    ensemble: int = 50            # randomized executions for the step-0 soundness check
+    notes: List[str] = field(default_factory=list)
+
+
+def _tv(name: str, **kw) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import torchvision
+        return getattr(torchvision.models, name)(**kw)
+    return build
+
+
+def _resnet18(div: int) -> Callable[[], nn.Module]:
+    """torchvision's resnet18 (its ResNet class, BasicBlock, layers [2, 2, 2, 2], its forward and
+    initialisation) with every width divided by `div` (div 1: resnet18 itself)."""
+    def build() -> nn.Module:
+        from torchvision.models.resnet import BasicBlock, ResNet
+
+        class NarrowResNet(ResNet):
+            def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
+                if planes == 64:  # the first stage: the stem's width is 64 // div too
+                    self.inplanes = 64 // div
+                return super()._make_layer(block, planes // div, blocks, stride, dilate)
+
+        if div == 1:
+            return ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10)
+        m = NarrowResNet(BasicBlock, [2, 2, 2, 2], num_classes=10)
+        w = 64 // div
+        m.conv1 = nn.Conv2d(3, w, kernel_size=7, stride=2, padding=3, bias=False)
+        nn.init.kaiming_normal_(m.conv1.weight, mode="fan_out", nonlinearity="relu")
+        m.bn1 = nn.BatchNorm2d(w)
+        m.fc = nn.Linear(512 // div, 10)
+        return m
+    return build
+
+
+def _vit() -> nn.Module:
+    from torchvision.models.vision_transformer import VisionTransformer
+    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                          hidden_dim=32, mlp_dim=64, num_classes=10)
+    # torchvision zero-initialises the head: all logits 0 at step 0, where softmax before
+    # cross_entropy gives exactly the same loss (log 10), so the bug would only show from step 1.
+    m.heads.head.reset_parameters()
+    return m
+
+
+def images(n: int, shape: Tuple[int, ...], classes: int) -> Callable[..., List[Batch]]:
+    return lambda seed=0: image_batches(n, shape, classes, seed)
+
+
+ZOO: Dict[str, Arch] = {
+    "resnet18": Arch(_resnet18(8), "classify", images(2, (3, 32, 32), 10),
+                     about="torchvision resnet18 (ResNet, BasicBlock, [2, 2, 2, 2]) with widths "
+                           "8-64 instead of 64-512, num_classes=10, 3x32x32, batch 2"),
+    "mobilenet_v3_small": Arch(_tv("mobilenet_v3_small", num_classes=10, width_mult=0.25),
+                               "classify", images(2, (3, 32, 32), 10),
+                               about="torchvision mobilenet_v3_small(num_classes=10, "
+                                     "width_mult=0.25), 3x32x32, batch 2"),
+    "vit": Arch(_vit, "classify", images(4, (3, 32, 32), 10),
+                about="torchvision VisionTransformer(32, patch 8, 2 layers, 2 heads, hidden 32, "
+                      "MLP 64), batch 4"),
+    "conv1d_groupnorm": Arch(ConvGN1d, "classify", images(6, (4, 32), 5), layout="1d",
+                             about="Conv1d + GroupNorm + AdaptiveAvgPool1d, 4x32, batch 6"),
+    "transformer_encoder": Arch(EncoderLM, "lm", lambda: token_batches(8, 28, 20), mask_after=20,
+                                about="nn.TransformerEncoder (2 pre-norm batch-first layers, "
+                                      "width 16, causal mask), 8x28 tokens, labels[:, 20:] = "
+                                      "-100 in the step"),
+    "llama": Arch(LlamaLM, "lm", lambda: token_batches(8, 24),
+                  about="Llama-style decoder (RMSNorm, rotary cos/sin in the step, SwiGLU; "
+                        "width 16, 1 layer), 8x24 tokens"),
+    "llama_smooth": Arch(LlamaLM, "lm", lambda: token_batches(8, 24), smoothing=0.1,
+                         about="the Llama-style decoder with cross_entropy(label_smoothing=0.1)"),
+}
+
+VARIANTS = ("reference", "correct", "buggy")
+
+
+def make_step(arch: Arch, model: nn.Module, variant: str) -> StepFn:
+    if arch.kind == "classify":
+        return classify_step(model, variant, arch.layout)
+    return lm_step(model, variant, arch.mask_after, arch.smoothing)
+
+
+def calibrate_batch_norm(model: nn.Module, batches: List[Batch]) -> None:
+    """Sets every batch norm's running statistics to the mean over `batches` (momentum None:
+    a cumulative average), as in a trained network. Fresh statistics (mean 0, variance 1) leave
+    the eval-mode network unnormalised: activations grow block after block."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for b in batches:
+            model(b["x"])
+    model.eval()
+
+
+def initial_params(arch: Arch) -> Tuple[nn.Module, Batch]:
+    torch.manual_seed(INIT_SEED)
+    model = arch.build()
+    if arch.kind == "classify":
+        calibrate_batch_norm(model, arch.batches(seed=CALIBRATION_SEED))
+    model.eval()
+    params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+    params.update({k: v.detach().clone() for k, v in model.named_buffers()})
+    return model, params
+
+
+def record(name: str, folder: str) -> Dict[str, float]:
+    """Records the three runs of `name` into folder/{reference,correct,buggy}.h5; returns the
+    seconds each took."""
+    arch = ZOO[name]
+    batches = arch.batches()
+    seconds = {}
+    for variant in VARIANTS:
+        model, params = initial_params(arch)
+        if variant == "correct" and arch.kind == "classify" and arch.layout == "2d":
+            params = {k: (v.detach().contiguous(memory_format=torch.channels_last)
+                          .requires_grad_(v.requires_grad) if v.dim() == 4 else v)
+                      for k, v in params.items()}
+        step = make_step(arch, model, variant)
+        trainable = [p for p in params.values() if p.requires_grad]
+        opt = torch.optim.SGD(trainable, lr=LR)
+        start = time.perf_counter()
+        path = os.path.join(folder, f"{variant}.h5")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # e.g. traced loss != logged loss
+            with RunRecorder(path, run_name=f"{name}/{variant}", role=variant, step_fn=step,
+                             notes=arch.about) as rec:
+                for step_no, batch in enumerate(batches):
+                    rec.checkpoint(step_no, params, batch)  # the state before the step
+                    out = step(params, batch)
+                    rec.log(step_no, out["loss"].item(), lr=LR)
+                    for k, p in params.items():
+                        if p.requires_grad:
+                            p.grad = out["grad:" + k].detach()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+        seconds[variant] = time.perf_counter() - start
+    return seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Analysis with lossbound-cli
+
+
+class Checker:
+    def __init__(self, name: str):
+        self.name = name
+        self.failures: List[str] = []
+
+    def check(self, ok: bool, what: str) -> bool:
+        if not ok:
+            self.failures.append(what)
+            print(f"  FAIL {self.name}: {what}", flush=True)
+        return ok
+
+
+def run_cli(cli: str, args: List[str]) -> Tuple[int, str, str, float]:
+    start = time.perf_counter()
+    p = subprocess.run([cli] + args, capture_output=True, text=True, check=False)
+    return p.returncode, p.stdout, p.stderr, time.perf_counter() - start
+
+
+def analyze(cli: str, ref: str, cand: str, json_path: str, extra: List[str]) -> Tuple[int, dict,
+                                                                                      str, float]:
+    code, out, err, secs = run_cli(cli, ["analyze", "--reference", ref, "--candidate", cand,
+                                         "--no-cache", "--json", json_path] + extra)
+    report = {}
+    if os.path.exists(json_path):
+        with open(json_path, encoding="utf-8") as f:
+            report = json.load(f)
+    return code, report, out + err, secs
+
+
+def _num(v) -> float:
+    return float(v) if not isinstance(v, str) else float(v.replace("inf", "inf"))
+
+
+def half_width(step: dict) -> float:
+    lo, hi = _num(step["envelope_lo"]), _num(step["envelope_hi"])
+    centre = 0.5 * (lo + hi)
+    return (hi - lo) / 2 / abs(centre) if math.isfinite(centre) and centre else math.inf
+
+
+def contains(outer: dict, inner: dict) -> bool:
+    return _num(outer["envelope_lo"]) <= _num(inner["envelope_lo"]) and \
+        _num(inner["envelope_hi"]) <= _num(outer["envelope_hi"])
+
+
+def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> dict:
+    files = {v: os.path.join(folder, f"{v}.h5") for v in VARIANTS}
+    result: dict = {"architecture": name, "about": ZOO[name].about}
+    code, out, err, _ = run_cli(cli, ["info"] + list(files.values()))
+    c.check(code == 0, f"info exits {code}: {err.strip()}")
+    c.check("unsupported ops" not in out,
+            "unsupported ops: " + " ".join(line.strip() for line in out.splitlines()
+                                           if line.startswith("        ")))
+    result["ops"] = sorted({line.split()[0] for line in out.splitlines()
+                            if line.startswith("        ")})
+
+    for variant, expect in (("correct", 0), ("buggy", 3)):
+        code, rep, text, secs = analyze(cli, files["reference"], files[variant],
+                                        os.path.join(folder, f"{variant}.json"), [])
+        result[f"{variant}_exit"] = code
+        result[f"{variant}_seconds"] = round(secs, 1)
+        c.check(code == expect, f"{variant} pair: exit {code}, expected {expect}\n{text}")
+        steps = rep.get("steps", [])
+        c.check(len(steps) == STEPS, f"{variant} pair: {len(steps)} steps analysed, expected "
+                                     f"{STEPS}")
+        bad = [s["step"] for s in steps if s["verdict"] == "not bounded"]
+        c.check(not bad, f"{variant} pair: not bounded at steps {bad}: "
+                         f"{[s['note'] for s in steps if s['verdict'] == 'not bounded'][:1]}")
+        fails = [s["step"] for s in steps if not s["self_check"]]
+        c.check(not fails, f"{variant} pair: self-check fails at steps {fails}")
+        first = rep.get("first_exit")
+        result[f"{variant}_first_exit"] = first
+        result[f"{variant}_verdicts"] = sorted({s["verdict"] for s in steps})
+        if variant == "buggy":
+            c.check(first == 0, f"buggy pair: first exit {first}, expected 0")
+        if steps:
+            s0 = steps[0]
+            result[f"{variant}_first_order_rel_half_width"] = half_width(s0)
+            point = _num(s0["point_loss"])
+            if s0["verdict"] != "not bounded" and point:
+                result[f"{variant}_reference_gap"] = abs(_num(s0["reference_loss"]) - point) / \
+                    abs(point)
+            if variant == "correct":
+                result["first_order_step0"] = s0
+
+    # Soundness at step 0: randomized executions of the correct candidate on the reference's
+    # state against the first-order and interval envelopes.
+    fo = result.get("first_order_step0")
+    code, ens, text, secs = analyze(cli, files["reference"], files["correct"],
+                                    os.path.join(folder, "ensemble.json"),
+                                    ["--steps", "0", "--method", "ensemble", "--ensemble-size",
+                                     str(ensemble)])
+    result["ensemble_seconds"] = round(secs, 1)
+    # The ensemble's own self-check (the candidate's logged loss among N randomized executions)
+    # may fail for small N (exit 4); only its [min, max] matters here.
+    e0 = ens.get("steps", [{}])[0] if ens.get("steps") else None
+    c.check(code in (0, 4) and e0 is not None and e0["verdict"] != "not bounded",
+            f"ensemble at step 0: exit {code}\n{text}")
+    if e0 and fo:
+        result["ensemble_rel_half_width"] = half_width(e0)
+        result["ensemble"] = [e0["envelope_lo"], e0["envelope_hi"]]
+        ok = contains(fo, e0)
+        result["first_order_escapes"] = 0 if ok else 1
+        c.check(ok, f"soundness: the first-order envelope [{fo['envelope_lo']}, "
+                    f"{fo['envelope_hi']}] at step 0 does not contain the {ensemble} randomized "
+                    f"executions [{e0['envelope_lo']}, {e0['envelope_hi']}]")
+    code, itv, text, secs = analyze(cli, files["reference"], files["correct"],
+                                    os.path.join(folder, "interval.json"),
+                                    ["--steps", "0", "--method", "interval"])
+    result["interval_seconds"] = round(secs, 1)
+    i0 = itv.get("steps", [{}])[0] if itv.get("steps") else None
+    if i0:
+        finite = all(math.isfinite(_num(i0[k])) for k in ("envelope_lo", "envelope_hi"))
+        result["interval_finite"] = finite
+        result["interval_rel_half_width"] = half_width(i0)
+        c.check(code == (0 if finite else 4), f"interval at step 0: exit {code}\n{text}")
+        if finite and e0:
+            ok = contains(i0, e0)
+            result["interval_escapes"] = 0 if ok else 1
+            c.check(ok, f"soundness: the interval envelope [{i0['envelope_lo']}, "
+                        f"{i0['envelope_hi']}] at step 0 does not contain the randomized "
+                        f"executions [{e0['envelope_lo']}, {e0['envelope_hi']}]")
+    else:
+        c.check(False, f"interval at step 0: no result (exit {code})\n{text}")
+    result.pop("first_order_step0", None)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cli", help="path of lossbound-cli")
+    ap.add_argument("--only", nargs="*", choices=sorted(ZOO), help="architectures (default all)")
+    ap.add_argument("--work", help="record here (default: a temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the recordings")
+    ap.add_argument("--ensemble", type=int, default=50,
+                    help="randomized executions at step 0 (default 50)")
+    ap.add_argument("--json", help="write the measurements to this file")
+    ap.add_argument("--list", action="store_true", help="list the architectures and exit")
+    ap.add_argument("--check-list", nargs="*", metavar="NAME",
+                    help="exit 1 unless these are exactly the architectures (the ctest list)")
+    args = ap.parse_args()
+    if args.list:
+        for name, arch in ZOO.items():
+            print(f"{name}: {arch.about}")
+        return 0
+    if args.check_list is not None:
+        if sorted(args.check_list) != sorted(ZOO):
+            print(f"tests/zoo/CMakeLists.txt lists {sorted(args.check_list)}, zoo.py has "
+                  f"{sorted(ZOO)}")
+            return 1
+        return 0
+    if not args.cli or not os.access(args.cli, os.X_OK):
+        ap.error("--cli must name the lossbound-cli executable")
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    work = args.work or tempfile.mkdtemp(prefix="lossbound-zoo-")
+    results, failures = {}, 0
+    try:
+        for name in args.only or list(ZOO):
+            folder = os.path.join(work, name)
+            os.makedirs(folder, exist_ok=True)
+            c = Checker(name)
+            start = time.perf_counter()
+            try:
+                rec = record(name, folder)
+            except Exception as e:  # a recording failure is a zoo failure, not a crash
+                c.check(False, f"recording failed: {type(e).__name__}: {e}")
+                failures += 1
+                results[name] = {"architecture": name, "error": str(e)}
+                continue
+            r = check_arch(args.cli, name, folder, args.ensemble, c)
+            r["record_seconds"] = round(sum(rec.values()), 1)
+            r["total_seconds"] = round(time.perf_counter() - start, 1)
+            r["failures"] = c.failures
+            results[name] = r
+            failures += bool(c.failures)
+            print(f"{name}: {'ok' if not c.failures else 'FAILED'}; record {r['record_seconds']} s, "
+                  f"correct exit {r.get('correct_exit')} ({r.get('correct_seconds')} s), buggy "
+                  f"exit {r.get('buggy_exit')} first exit {r.get('buggy_first_exit')} "
+                  f"({r.get('buggy_seconds')} s); step 0 rel. half-widths: first-order "
+                  f"{r.get('correct_first_order_rel_half_width', math.nan):.2e}, interval "
+                  f"{r.get('interval_rel_half_width', math.nan):.2e}, ensemble({args.ensemble}) "
+                  f"{r.get('ensemble_rel_half_width', math.nan):.2e}; buggy gap "
+                  f"{r.get('buggy_reference_gap', math.nan):.2e}; total {r['total_seconds']} s",
+                  flush=True)
+    finally:
+        if not args.keep and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        elif args.keep or args.work:
+            print(f"recordings kept in {work}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=1)
+    print(f"zoo: {len(results) - failures} of {len(results)} architectures pass")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
