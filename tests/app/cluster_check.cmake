@@ -3,8 +3,9 @@ cmake_minimum_required(VERSION 3.20)
 # `analyze --shard 1/3, 2/3, 3/3` followed by `merge`, and of `mpirun -np 2 ... analyze --mpi`,
 # must equal the single run's CSV byte for byte, with the same verdict and first exit; `merge`
 # must refuse a corrupt, missing or foreign part with a message naming it.
-#   cmake -DMODE=single|shards|mpi|mpi_failed_rank|merge_errors -DCLI=lossbound-cli
+#   cmake -DMODE=single|shards|mpi|mpi_failed_rank|merge_errors|gui_report -DCLI=lossbound-cli
 #         -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0:5 -DWORK=dir [-DMPIRUN=mpirun]
+#         [-DGUI=lossbound]
 #         [-DOTHER_CANDIDATE=C2.h5] -P cluster_check.cmake
 # MODE single writes WORK/single.csv and WORK/single.out, which the other modes compare with (a
 # ctest fixture). Exit code 77 (ctest SKIP_RETURN_CODE) when mpirun or MPI support is absent.
@@ -178,7 +179,35 @@ elseif(MODE STREQUAL "merge_errors")
   expect_match("${e_err}" "whole.json: not a part of a sharded analysis" "a whole report")
   message(STATUS "merge refuses corrupt, missing and foreign parts")
 
+elseif(MODE STREQUAL "gui_report")
+  # The GUI opens the merged report of MODE shards: with the run files it names (the samples),
+  # and alone when they are gone (the loss plot shows the analysed steps; the window says why);
+  # a corrupt report is refused with the reader's message.
+  if(NOT EXISTS ${WORK}/merged.json OR NOT EXISTS ${WORK}/truncated.json)
+    message(FATAL_ERROR "expected merged.json and truncated.json in ${WORK} from the shards and "
+                        "merge_errors tests, found none")
+  endif()
+  set(ENV{QT_QPA_PLATFORM} offscreen)
+  file(REMOVE ${WORK}/gui-report.png ${WORK}/gui-report-alone.png)
+  run(g 0 ${GUI} --screenshot ${WORK}/gui-report.png ${WORK}/merged.json)
+  if(NOT EXISTS ${WORK}/gui-report.png)
+    message(FATAL_ERROR "expected the screenshot ${WORK}/gui-report.png, found none")
+  endif()
+  if(g_err MATCHES "analysed steps only")
+    message(FATAL_ERROR "expected the report to open with its run files, found:\n${g_err}")
+  endif()
+  file(READ ${WORK}/merged.json text)
+  string(REPLACE "/reference.h5\"" "/gone-reference.h5\"" gone "${text}")
+  file(WRITE ${WORK}/merged-alone.json "${gone}")
+  run(g 0 ${GUI} --screenshot ${WORK}/gui-report-alone.png ${WORK}/merged-alone.json)
+  expect_match("${g_err}" "Report merged-alone.json: the loss plot shows the 6 analysed steps only, because the run files it names were not found"
+               "a report without its run files")
+  run(g 2 ${GUI} --screenshot ${WORK}/gui-bad.png ${WORK}/truncated.json)
+  expect_match("${g_err}" "truncated.json: not a Lossbound analysis report: expected JSON"
+               "a corrupt report in the GUI")
+  message(STATUS "the GUI opens a merged report")
+
 else()
-  message(FATAL_ERROR "expected MODE single, shards, mpi, mpi_failed_rank or merge_errors, "
-                      "found '${MODE}'")
+  message(FATAL_ERROR "expected MODE single, shards, mpi, mpi_failed_rank, merge_errors or "
+                      "gui_report, found '${MODE}'")
 endif()
