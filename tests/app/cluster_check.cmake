@@ -3,7 +3,7 @@ cmake_minimum_required(VERSION 3.20)
 # `analyze --shard 1/3, 2/3, 3/3` followed by `merge`, and of `mpirun -np 2 ... analyze --mpi`,
 # must equal the single run's CSV byte for byte, with the same verdict and first exit; `merge`
 # must refuse a corrupt, missing or foreign part with a message naming it.
-#   cmake -DMODE=single|shards|mpi|mpi_failed_rank|merge_errors|gui_report -DCLI=lossbound-cli
+#   cmake -DMODE=single|shards|shared_cache|mpi|mpi_failed_rank|merge_errors|gui_report -DCLI=lossbound-cli
 #         -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0:5 -DWORK=dir [-DMPIRUN=mpirun]
 #         [-DGUI=lossbound]
 #         [-DOTHER_CANDIDATE=C2.h5] -P cluster_check.cmake
@@ -179,6 +179,37 @@ elseif(MODE STREQUAL "merge_errors")
   expect_match("${e_err}" "whole.json: not a part of a sharded analysis" "a whole report")
   message(STATUS "merge refuses corrupt, missing and foreign parts")
 
+elseif(MODE STREQUAL "shared_cache")
+  # Three shards at once share one results cache (a job array on a shared file system): each
+  # stores its steps under the writers' lock, so none is lost and a later run of all the steps
+  # reads every one from the cache, with the same CSV.
+  set(cache ${WORK}/shared-cache)
+  file(REMOVE_RECURSE ${cache})
+  set(ENV{LOSSBOUND_CACHE_DIR} ${cache})
+  set(cached --reference ${REFERENCE} --candidate ${CANDIDATE} --steps ${STEPS})
+  # One execute_process with three COMMANDs runs them concurrently (as a pipeline; each writes
+  # its summary to a file, so no one writes into a closed pipe).
+  string(REPLACE ";" " " words "${CLI} analyze ${cached}")
+  set(shard_cmds)
+  foreach(i 1 2 3)
+    list(APPEND shard_cmds COMMAND sh -c
+         "${words} --shard ${i}/3 --json ${WORK}/cached-${i}.json > ${WORK}/cached-${i}.out")
+  endforeach()
+  execute_process(${shard_cmds} RESULTS_VARIABLE codes ERROR_VARIABLE err TIMEOUT 120)
+  foreach(code IN LISTS codes)
+    if(NOT code MATCHES "^[03]$")
+      message(FATAL_ERROR "expected every shard to exit 0 or 3, found ${codes}\n${err}")
+    endif()
+  endforeach()
+  if(err MATCHES "Results not cached")
+    message(FATAL_ERROR "expected every shard to store its steps, found:\n${err}")
+  endif()
+  file(REMOVE ${WORK}/cached.csv)
+  run(c ${EXPECT_EXIT} ${CLI} analyze ${cached} --csv ${WORK}/cached.csv)
+  expect_match("${c_out}" "\\(6 of 6 steps from the cache\\)" "a run after three shards")
+  expect_same_csv(${WORK}/cached.csv "a run from the cache the shards filled")
+  message(STATUS "three concurrent shards filled one cache; nothing lost")
+
 elseif(MODE STREQUAL "gui_report")
   # The GUI opens the merged report of MODE shards: with the run files it names (the samples),
   # and alone when they are gone (the loss plot shows the analysed steps; the window says why);
@@ -208,6 +239,6 @@ elseif(MODE STREQUAL "gui_report")
   message(STATUS "the GUI opens a merged report")
 
 else()
-  message(FATAL_ERROR "expected MODE single, shards, mpi, mpi_failed_rank, merge_errors or "
+  message(FATAL_ERROR "expected MODE single, shards, shared_cache, mpi, mpi_failed_rank, merge_errors or "
                       "gui_report, found '${MODE}'")
 endif()
