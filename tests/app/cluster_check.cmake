@@ -3,8 +3,8 @@ cmake_minimum_required(VERSION 3.20)
 # `analyze --shard 1/3, 2/3, 3/3` followed by `merge`, and of `mpirun -np 2 ... analyze --mpi`,
 # must equal the single run's CSV byte for byte, with the same verdict and first exit; `merge`
 # must refuse a corrupt, missing or foreign part with a message naming it.
-#   cmake -DMODE=single|shards|shared_cache|mpi|mpi_failed_rank|merge_errors|gui_report -DCLI=lossbound-cli
-#         -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0:5 -DWORK=dir [-DMPIRUN=mpirun]
+#   cmake -DMODE=single|shards|shared_cache|mpi|mpi_stop|mpi_failed_rank|merge_errors|gui_report -DCLI=lossbound-cli
+#         -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0:3 -DWORK=dir [-DMPIRUN=mpirun]
 #         [-DGUI=lossbound]
 #         [-DOTHER_CANDIDATE=C2.h5] -P cluster_check.cmake
 # MODE single writes WORK/single.csv and WORK/single.out, which the other modes compare with (a
@@ -55,6 +55,16 @@ function(expect_same_verdict text what)
   verdict_lines("${text}" b)
   if(NOT a STREQUAL b)
     message(FATAL_ERROR "${what}: expected the single run's\n${a}\nfound\n${b}")
+  endif()
+endfunction()
+
+# The first-exit line only (an early stop analyses fewer steps, so the verdict's counts differ).
+function(expect_same_verdict_exit text what)
+  file(READ ${WORK}/single.out single)
+  string(REGEX MATCH "\nfirst exit: [^\n]*" a "${single}")
+  string(REGEX MATCH "\nfirst exit: [^\n]*" b "${text}")
+  if(a STREQUAL "" OR NOT a STREQUAL b)
+    message(FATAL_ERROR "${what}: expected the single run's${a}\nfound${b}")
   endif()
 endfunction()
 
@@ -113,6 +123,13 @@ elseif(MODE MATCHES "^mpi")
     expect_same_verdict("${mpi_out}" "mpirun -np 2 analyze --mpi")
     expect_match("${mpi_out}" "backend: [^\n]*MPI: 2 ranks on 1 host" "mpirun -np 2")
     message(STATUS "MPI CSV equals the single run's byte for byte")
+  elseif(MODE STREQUAL "mpi_stop")
+    # --stop-at-first-exit: the ranks stop once the first exit is settled; the report says so
+    # and names the same first exit as the single run.
+    run(mpi ${EXPECT_EXIT} ${mpirun} ${CLI} analyze --mpi ${common} --stop-at-first-exit)
+    expect_same_verdict_exit("${mpi_out}" "mpirun -np 2 analyze --mpi --stop-at-first-exit")
+    expect_match("${mpi_out}" "Stopped at the first exit \\(step [0-9]+\\) once every earlier step was done \\(--stop-at-first-exit\\): [0-9]+ of [0-9]+ selected steps analysed"
+                 "--stop-at-first-exit")
   else()
     # Rank 1 fails before its first step: its steps are "not bounded" with the reason (exit 4),
     # rank 0's steps are kept, and the report is still written by rank 0.
@@ -206,7 +223,7 @@ elseif(MODE STREQUAL "shared_cache")
   endif()
   file(REMOVE ${WORK}/cached.csv)
   run(c ${EXPECT_EXIT} ${CLI} analyze ${cached} --csv ${WORK}/cached.csv)
-  expect_match("${c_out}" "\\(6 of 6 steps from the cache\\)" "a run after three shards")
+  expect_match("${c_out}" "\\(4 of 4 steps from the cache\\)" "a run after three shards")
   expect_same_csv(${WORK}/cached.csv "a run from the cache the shards filled")
   message(STATUS "three concurrent shards filled one cache; nothing lost")
 
@@ -231,7 +248,7 @@ elseif(MODE STREQUAL "gui_report")
   string(REPLACE "/reference.h5\"" "/gone-reference.h5\"" gone "${text}")
   file(WRITE ${WORK}/merged-alone.json "${gone}")
   run(g 0 ${GUI} --screenshot ${WORK}/gui-report-alone.png ${WORK}/merged-alone.json)
-  expect_match("${g_err}" "Report merged-alone.json: the loss plot shows the 6 analysed steps only, because the run files it names were not found"
+  expect_match("${g_err}" "Report merged-alone.json: the loss plot shows the 4 analysed steps only, because the run files it names were not found"
                "a report without its run files")
   run(g 2 ${GUI} --screenshot ${WORK}/gui-bad.png ${WORK}/truncated.json)
   expect_match("${g_err}" "truncated.json: not a Lossbound analysis report: expected JSON"
@@ -239,6 +256,7 @@ elseif(MODE STREQUAL "gui_report")
   message(STATUS "the GUI opens a merged report")
 
 else()
-  message(FATAL_ERROR "expected MODE single, shards, shared_cache, mpi, mpi_failed_rank, merge_errors or "
+  message(FATAL_ERROR "expected MODE single, shards, shared_cache, mpi, mpi_stop, mpi_failed_rank, "
+                      "merge_errors or "
                       "gui_report, found '${MODE}'")
 endif()
