@@ -8,7 +8,8 @@ cmake_minimum_required(VERSION 3.20)
 #         [-DGUI=lossbound]
 #         [-DOTHER_CANDIDATE=C2.h5] -P cluster_check.cmake
 # MODE single writes WORK/single.csv and WORK/single.out, which the other modes compare with (a
-# ctest fixture). Exit code 77 (ctest SKIP_RETURN_CODE) when mpirun or MPI support is absent.
+# ctest fixture). When mpirun or MPI support is absent the MPI modes print "SKIP: ..." and succeed
+# (ctest SKIP_REGULAR_EXPRESSION marks them skipped).
 
 set(common --reference ${REFERENCE} --candidate ${CANDIDATE} --steps ${STEPS} --no-cache)
 
@@ -111,9 +112,9 @@ elseif(MODE STREQUAL "shards")
 
 elseif(MODE MATCHES "^mpi")
   if(NOT MPIRUN)
-    message(STATUS "SKIP: mpirun not found (Debian: apt-get install openmpi-bin libopenmpi-dev; "
-                   "scripts/common.sh lists them for CI)")
-    cmake_language(EXIT 77)
+    message(STATUS "SKIP: no mpirun, or this build has no MPI support (Debian: apt-get install "
+                   "openmpi-bin libopenmpi-dev, which scripts/common.sh lists; then configure again)")
+    return()  # ctest marks the test skipped on "SKIP: " (SKIP_REGULAR_EXPRESSION)
   endif()
   set(mpirun ${MPIRUN} --oversubscribe -np 2)
   if(MODE STREQUAL "mpi")
