@@ -78,13 +78,14 @@ lb_sanitize_stage() {
 
 # ThreadSanitizer: the tests that run work on several threads (ctest label tsan: the thread pool
 # and the analyzer's parallel steps) in their own tree (default build-tsan); a reported race fails
-# the test (halt_on_error). Qt is not instrumented: its own accesses are not checked.
+# the test (halt_on_error). Qt is not instrumented: reports through Qt Core are suppressed
+# (tests/tsan.supp says why).
 lb_tsan_stage() {
   local dir="${LOSSBOUND_TSAN_DIR:-$LOSSBOUND_ROOT/build-tsan}"
   lb_log "TSan: the multi-threaded tests (ctest -L tsan) in $dir"
   BUILD_DIR="$dir" lb_configure -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOSSBOUND_SANITIZE=thread \
     -DLOSSBOUND_CUDA=OFF -DLOSSBOUND_BENCHMARKS=OFF "$@"
   BUILD_DIR="$dir" lb_build --target tsan-tests
-  TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" \
+  TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$LOSSBOUND_ROOT/tests/tsan.supp}" \
     ctest --test-dir "$dir" -L tsan --output-on-failure --timeout 900 -j 1
 }
