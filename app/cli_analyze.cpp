@@ -43,7 +43,12 @@ void addBatchWarnings(const RunFile& reference, const RunFile& candidate, Analys
     }
     if (!warning) continue;
     err << "lossbound-cli analyze: warning: " << qs(*warning) << "\n";
-    r.note += (r.note.empty() ? "" : " ") + std::string("Warning: ") + *warning + ".";
+    // Appended piece by piece: a chain of operator+ here draws GCC 12's false -Wrestrict at -O3
+    // once inlined into finishReport (bug 105651).
+    if (!r.note.empty()) r.note += ' ';
+    r.note += "Warning: ";
+    r.note += *warning;
+    r.note += '.';
   }
   err.flush();
 }
@@ -280,9 +285,9 @@ struct EarlyStop {
   void finish(AnalysisReport& report, std::size_t selected) {
     if (!stopped || !watch.settled()) return;
     report.cancelled = false;
-    report.note += (report.note.empty() ? "" : " ") +
-                   std::string("Stopped at the first exit (step ") +
-                   std::to_string(*watch.earliestExit()) +
+    if (!report.note.empty()) report.note += ' ';
+    report.note += "Stopped at the first exit (step ";
+    report.note += std::to_string(*watch.earliestExit()) +
                    ") once every earlier step was done (--stop-at-first-exit): " +
                    std::to_string(report.steps.size()) + " of " + std::to_string(selected) +
                    " selected steps analysed.";
