@@ -3,7 +3,7 @@
 // executions, escapes, classification of a fixed and a buggy pair, replay time against PyTorch
 // and peak memory.
 //
-//   bench-scale-ladder [--executions N] [--smallest] DIR...
+//   bench-scale-ladder [--executions N] [--smallest] [--first-step-only] DIR...
 //
 // Each DIR is one rung recorded by bench/scale_ladder_record.py (bench/scale_ladder.sh runs both):
 // reference.h5, candidate-fixed.h5, candidate-buggy.h5 and torch.json (PyTorch's timings and
@@ -21,7 +21,8 @@
 // - time: a first-order replay of the loss (point pass, adjoint pass, local errors) on 1 thread
 //   and on the whole pool, against PyTorch eager running the forward and backward pass of the
 //   same step in float64 on as many threads; one randomized execution against PyTorch's float32
-//   step on 1 thread;
+//   step on 1 thread (on 1 thread the tables compare CPU time of the thread, which a machine
+//   shared with other work inflates less than wall time; both are printed);
 // - memory: the process's peak resident set (getrusage ru_maxrss) after the first-order replays
 //   of a rung's first step, against the peak of a fresh Python process running PyTorch's float64
 //   step (both include their runtime: Qt/HDF5 here, the Python interpreter and torch there).
@@ -50,6 +51,8 @@
 #include <mutex>
 #include <string>
 #include <sys/resource.h>
+#include <time.h>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,10 +77,26 @@ double seconds(F&& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Returns the calling thread's CPU time in seconds.
+double threadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+/// Returns {wall, CPU time of this thread} of f() in seconds (f runs on this thread only).
+template <typename F>
+std::pair<double, double> wallAndCpu(F&& f) {
+  const double c0 = threadCpuSeconds();
+  const double wall = seconds(std::forward<F>(f));
+  return {wall, threadCpuSeconds() - c0};
+}
+
 /// PyTorch's figures for one rung, from torch.json.
 struct TorchFigures {
   long long parameters = 0;
   double fp32t1 = 0, fp64t1 = 0, fp64all = 0, peakMiB = 0, beforeMiB = 0;
+  double fp32cpu = 0, fp64cpu = 0;  ///< CPU time of the one thread (0: not measured)
   int cores = 1;
   bool ok = false;
 };
@@ -92,6 +111,8 @@ TorchFigures readTorch(const std::string& dir) {
   t.cores = o.value(QStringLiteral("cores")).toInt(1);
   t.fp32t1 = s.value(QStringLiteral("fp32_t1")).toDouble();
   t.fp64t1 = s.value(QStringLiteral("fp64_t1")).toDouble();
+  t.fp32cpu = s.value(QStringLiteral("fp32_cpu_t1")).toDouble();
+  t.fp64cpu = s.value(QStringLiteral("fp64_cpu_t1")).toDouble();
   t.fp64all = s.value(QStringLiteral("fp64_t%1").arg(t.cores)).toDouble(t.fp64t1);
   const QJsonObject p = o.value(QStringLiteral("peak_fp64")).toObject();
   t.peakMiB = p.value(QStringLiteral("peak_kib")).toDouble() / 1024.0;
@@ -117,6 +138,7 @@ struct Row {
   int ivEsc = 0, foEsc = 0, prEsc = 0;
   std::string classified;
   double fo1 = 0, foAll = 0, random1 = 0, peak = 0;
+  double fo1Cpu = 0, random1Cpu = 0;  ///< CPU time of the one thread
   TorchFigures torch;
 };
 
@@ -173,7 +195,8 @@ bool runStep(const std::string& dir, RunFileReplay& ref, RunFileReplay& fixed, R
   // First-order replays first, so that ru_maxrss after them is their peak (see the file comment).
   FirstOrderResult fo;
   EvalOptions eval;
-  row.fo1 = seconds([&] { fo = evaluateFirstOrder(*program, inputs, *one, eval); });
+  std::tie(row.fo1, row.fo1Cpu) =
+      wallAndCpu([&] { fo = evaluateFirstOrder(*program, inputs, *one, eval); });
   if (ThreadPool::global().size() > 1)
     row.foAll = seconds([&] { fo = evaluateFirstOrder(*program, inputs, *all, eval); });
   else
@@ -194,7 +217,7 @@ bool runStep(const std::string& dir, RunFileReplay& ref, RunFileReplay& fixed, R
   const auto seedOf = [&](std::int64_t i) {
     return 1000u * static_cast<std::uint64_t>(step) + 7919u * static_cast<std::uint64_t>(i);
   };
-  row.random1 = seconds([&] {
+  std::tie(row.random1, row.random1Cpu) = wallAndCpu([&] {
     rnd.seed = seedOf(0);
     values[0] = lossValue(evaluate(*program, inputs, *one, rnd)).hi;
   });
@@ -278,15 +301,17 @@ bool runStep(const std::string& dir, RunFileReplay& ref, RunFileReplay& fixed, R
   if (strict) ok = ok && fixedOk;
 
   std::printf(
-      "   time: first-order replay %.3f s on 1 thread, %.3f s on %d; interval replay %.3f s on "
-      "%d; one randomized execution %.3f s on 1 thread\n",
-      row.fo1, row.foAll, ThreadPool::global().size(), ivSeconds, ThreadPool::global().size(),
-      row.random1);
+      "   time: first-order replay %.3f s on 1 thread (CPU %.3f s), %.3f s on %d; interval replay "
+      "%.3f s on %d; one randomized execution %.3f s on 1 thread (CPU %.3f s)\n",
+      row.fo1, row.fo1Cpu, row.foAll, ThreadPool::global().size(), ivSeconds,
+      ThreadPool::global().size(), row.random1, row.random1Cpu);
   if (torch.ok)
     std::printf(
-        "   PyTorch eager (same step, fwd+bwd): fp64 %.3f s on 1 thread, %.3f s on %d; fp32 "
-        "%.3f s on 1 thread; fp64 peak %.0f MiB (%.0f MiB before the step)\n",
-        torch.fp64t1, torch.fp64all, torch.cores, torch.fp32t1, torch.peakMiB, torch.beforeMiB);
+        "   PyTorch eager (same step, fwd+bwd): fp64 %.3f s on 1 thread (CPU %.3f s), %.3f s on "
+        "%d; fp32 %.3f s on 1 thread (CPU %.3f s); fp64 peak %.0f MiB (%.0f MiB before the "
+        "step)\n",
+        torch.fp64t1, torch.fp64cpu, torch.fp64all, torch.cores, torch.fp32t1, torch.fp32cpu,
+        torch.peakMiB, torch.beforeMiB);
   if (firstStep)
     std::printf("   peak resident memory after the first-order replays: %.0f MiB\n", row.peak);
   rows.push_back(row);
@@ -312,19 +337,25 @@ void printTables(const std::vector<Row>& rows) {
       "\n(ratios: envelope half-width / half-spread of the executions; ✗ = goal missed: "
       "interval finite, first-order <= 1000, probabilistic <= 30)\n");
   std::printf(
-      "\n| rung | step | first-order replay, 1 thread (× torch fp64) | first-order, all threads "
-      "(× torch fp64) | randomized execution, 1 thread (× torch fp32) | peak MiB (× torch fp64 "
-      "peak) |\n|---|---|---|---|---|---|\n");
+      "\n| rung | step | first-order replay, 1 thread, CPU s (× torch fp64) | first-order, "
+      "all threads, wall s (× torch fp64) | randomized execution, 1 thread, CPU s (× torch fp32) "
+      "| peak MiB (× torch fp64 peak) |\n|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const TorchFigures& t = r.torch;
-    const double x1 = t.ok ? r.fo1 / t.fp64t1 : 0, xa = t.ok ? r.foAll / t.fp64all : 0;
-    const double xr = t.ok ? r.random1 / t.fp32t1 : 0, xm = t.ok ? r.peak / t.peakMiB : 0;
+    // One thread: CPU time against CPU time where torch.json has it (a loaded machine inflates
+    // wall time unevenly), else wall against wall; all threads: wall against wall.
+    const bool cpu = t.fp64cpu > 0 && t.fp32cpu > 0;
+    const double fo1 = cpu ? r.fo1Cpu : r.fo1, rnd = cpu ? r.random1Cpu : r.random1;
+    const double x1 = t.ok ? fo1 / (cpu ? t.fp64cpu : t.fp64t1) : 0;
+    const double xa = t.ok ? r.foAll / t.fp64all : 0;
+    const double xr = t.ok ? rnd / (cpu ? t.fp32cpu : t.fp32t1) : 0;
+    const double xm = t.ok ? r.peak / t.peakMiB : 0;
     std::printf(
-        "| %s | %lld | %.3f s (%.2g×%s) | %.3f s (%.2g×%s) | %.3f s (%.3g×%s) | %.0f (%.2g×%s) "
+        "| %s | %lld | %.3f (%.2g×%s)%s | %.3f (%.2g×%s) | %.3f (%.3g×%s)%s | %.0f (%.2g×%s) "
         "|\n",
-        r.rung.c_str(), static_cast<long long>(r.step), r.fo1, x1, goal(x1 <= 2).c_str(), r.foAll,
-        xa, goal(xa <= 2).c_str(), r.random1, xr, goal(xr <= 3).c_str(), r.peak, xm,
-        goal(xm <= 4).c_str());
+        r.rung.c_str(), static_cast<long long>(r.step), fo1, x1, goal(x1 <= 2).c_str(),
+        cpu ? "" : " wall", r.foAll, xa, goal(xa <= 2).c_str(), rnd, xr, goal(xr <= 3).c_str(),
+        cpu ? "" : " wall", r.peak, xm, goal(xm <= 4).c_str());
   }
   std::printf(
       "\n(✗ = goal missed: first-order replay <= 2× PyTorch fp64 forward+backward, randomized "
@@ -336,7 +367,7 @@ void printTables(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   int executions = -1;
-  bool smallest = false;
+  bool smallest = false, firstOnly = false;
   std::vector<std::string> dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -344,10 +375,13 @@ int main(int argc, char** argv) {
       executions = std::stoi(argv[++i]);
     } else if (a == "--smallest") {
       smallest = true;
+    } else if (a == "--first-step-only") {
+      firstOnly = true;
     } else if (a == "--help" || a.rfind("--", 0) == 0) {
-      std::fprintf(a == "--help" ? stdout : stderr,
-                   "usage: bench-scale-ladder [--executions N] [--smallest] DIR...\n"
-                   "  DIR: a rung recorded by bench/scale_ladder_record.py (smallest first)\n");
+      std::fprintf(
+          a == "--help" ? stdout : stderr,
+          "usage: bench-scale-ladder [--executions N] [--smallest] [--first-step-only] DIR...\n"
+          "  DIR: a rung recorded by bench/scale_ladder_record.py (smallest first)\n");
       return a == "--help" ? 0 : 2;
     } else {
       dirs.push_back(a);
@@ -377,7 +411,7 @@ int main(int argc, char** argv) {
       if (!torch.ok) std::printf("%s: no torch.json, PyTorch columns left empty\n", dir.c_str());
       const std::vector<std::int64_t> steps = ref->checkpointSteps();
       std::vector<std::int64_t> chosen = {steps.front()};
-      if (steps.back() != steps.front()) chosen.push_back(steps.back());
+      if (steps.back() != steps.front() && !firstOnly) chosen.push_back(steps.back());
       for (std::int64_t s : chosen)
         ok = runStep(dir, *ref, *fixed, buggy.get(), s, executions, smallest, s == chosen.front(),
                      torch, rows) &&

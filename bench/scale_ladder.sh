@@ -3,12 +3,14 @@
 # /usr/bin/python3 unless $LOSSBOUND_PYTHON says otherwise) unless its folder already holds a
 # recording, then runs bench-scale-ladder over the rungs, smallest first.
 #
-#   bench/scale_ladder.sh [--smallest] [--executions N] [--out DIR] [--build DIR] [RUNG...]
+#   bench/scale_ladder.sh [--smallest] [--executions N] [--first-step-only] [--out DIR]
+#                         [--build DIR] [RUNG...]
 #
 #   RUNG          s0 s1 s2 s3 (default: all; `bench/scale_ladder_record.py --list` sizes them)
 #   --executions  randomized executions per step (default 1000; --smallest: 4)
 #   --out         where the rungs are recorded (default out/ladder)
 #   --build       the build folder holding bench/bench-scale-ladder (default build)
+#   --first-step-only  only the first checkpointed step of each rung (the large rungs are slow)
 #   --smallest    CI's smoke test: rung s0 only, recorded with 2 steps, 4 executions
 #
 # Exit status: bench-scale-ladder's (0, or 1 on an escape of a rigorous envelope, a fixed pair
@@ -21,15 +23,17 @@ out="$root/out/ladder"
 build="$root/build"
 smallest=0
 executions=()
+first=()
 rungs=()
 steps=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --smallest) smallest=1 ;;
     --executions) executions=(--executions "$2"); shift ;;
+    --first-step-only) first=(--first-step-only) ;;
     --out) out="$2"; shift ;;
     --build) build="$2"; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     s[0-9]) rungs+=("$1") ;;
     *) echo "scale_ladder.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
   esac
@@ -56,5 +60,5 @@ for r in "${rungs[@]}"; do
 done
 flags=()
 [ "$smallest" = 1 ] && flags+=(--smallest)
-echo "+ $bench ${flags[*]} ${executions[*]} ${dirs[*]}"
-exec "$bench" "${flags[@]}" "${executions[@]}" "${dirs[@]}"
+echo "+ $bench ${flags[*]} ${executions[*]} ${first[*]} ${dirs[*]}"
+exec "$bench" "${flags[@]}" "${executions[@]}" "${first[@]}" "${dirs[@]}"

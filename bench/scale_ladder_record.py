@@ -17,7 +17,8 @@ first and the last step:
 
 Then it measures PyTorch eager (CPU) running the candidate-fixed step function (the forward and
 backward pass of the 4 micro-batches) at the reference's first checkpoint: median wall time in
-float32 and float64, on 1 thread and on every core, and the peak resident memory (ru_maxrss) of a
+float32 and float64, on 1 thread and on every core (and the thread's CPU time on 1 thread, which a
+loaded machine inflates less than wall time), and the peak resident memory (ru_maxrss) of a
 fresh process that runs the float64 step once, next to that process's resident memory just before
 the step (/proc/self/statm). It writes them to DIR/torch.json, which bench-scale-ladder reads.
 """
@@ -91,13 +92,13 @@ def step_inputs(dtype: torch.dtype):
     return ms.gradaccum_step(ms.TinyGPT(), hf_bug=False), params, batch
 
 
-def median_seconds(f, repeats: int) -> float:
+def median_seconds(f, repeats: int, clock=time.perf_counter) -> float:
     f()
     ts = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         f()
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     ts.sort()
     return ts[len(ts) // 2]
 
@@ -116,6 +117,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats (median; default 3)")
     ap.add_argument("--list", action="store_true", help="print the rungs and their sizes")
+    ap.add_argument("--timing-only", action="store_true",
+                    help="measure PyTorch and rewrite torch.json only (the run files exist)")
     ap.add_argument("--peak-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -140,11 +143,12 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     batches = ms.make_batches(args.steps)
     t0 = time.perf_counter()
-    runs = [("reference", "reference", ms.reference_step(ms.TinyGPT()), ms.REFERENCE_NOTES),
-            ("candidate-fixed", "candidate", ms.gradaccum_step(ms.TinyGPT(), hf_bug=False),
-             ms.SAMPLES["gradaccum-fixed"]["notes"]),
-            ("candidate-buggy", "candidate", ms.gradaccum_step(ms.TinyGPT(), hf_bug=True),
-             ms.SAMPLES["gradaccum-hf-bug"]["notes"])]
+    runs = [] if args.timing_only else [
+        ("reference", "reference", ms.reference_step(ms.TinyGPT()), ms.REFERENCE_NOTES),
+        ("candidate-fixed", "candidate", ms.gradaccum_step(ms.TinyGPT(), hf_bug=False),
+         ms.SAMPLES["gradaccum-fixed"]["notes"]),
+        ("candidate-buggy", "candidate", ms.gradaccum_step(ms.TinyGPT(), hf_bug=True),
+         ms.SAMPLES["gradaccum-hf-bug"]["notes"])]
     for file, role, fn, notes in runs:
         train(os.path.join(args.out, file + ".h5"), f"ladder-{args.size}/{file}", role, fn,
               batches, notes)
@@ -158,6 +162,9 @@ def main() -> int:
             step, params, batch = step_inputs(dtype)
             timing[f"{key}_t{threads}"] = median_seconds(lambda: step(params, batch),
                                                          args.repeats)
+            if threads == 1:  # CPU time of this thread: what a shared machine does not inflate
+                timing[f"{key}_cpu_t1"] = median_seconds(lambda: step(params, batch),
+                                                         args.repeats, time.thread_time)
     torch.set_num_threads(1)
     result = {"size": args.size, "parameters": parameter_count(), "config": SIZES[args.size],
               "steps": args.steps, "torch": torch.__version__, "cores": cores,
