@@ -366,6 +366,7 @@ void printTables(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line at a time into a log: the rungs are slow
   int executions = -1;
   bool smallest = false, firstOnly = false;
   std::vector<std::string> dirs;
