@@ -28,9 +28,10 @@
 //   step (both include their runtime: Qt/HDF5 here, the Python interpreter and torch there).
 //   ru_maxrss never decreases, so a rung's figure also covers the rungs before it: pass the rungs
 //   smallest first.
-// --smallest (CI's smoke test): the first DIR only, 4 executions unless --executions says
-// otherwise; exit 1 when an execution escapes the interval or first-order envelope or the default
-// (first-order) method calls the fixed pair a bug. Without it the exit code is 1 on escapes only.
+// --smallest (CI's smoke test): the first DIR only, its first step only, 4 executions unless
+// --executions says otherwise, no replay on all threads; exit 1 when an execution escapes the
+// interval or first-order envelope or the default (first-order) method calls the fixed pair a bug.
+// Without it the exit code is 1 on escapes only.
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
@@ -197,7 +198,7 @@ bool runStep(const std::string& dir, RunFileReplay& ref, RunFileReplay& fixed, R
   EvalOptions eval;
   std::tie(row.fo1, row.fo1Cpu) =
       wallAndCpu([&] { fo = evaluateFirstOrder(*program, inputs, *one, eval); });
-  if (ThreadPool::global().size() > 1)
+  if (ThreadPool::global().size() > 1 && !strict)
     row.foAll = seconds([&] { fo = evaluateFirstOrder(*program, inputs, *all, eval); });
   else
     row.foAll = row.fo1;
@@ -392,7 +393,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench-scale-ladder: expected at least one rung folder (--help)\n");
     return 2;
   }
-  if (smallest) dirs.resize(1);
+  if (smallest) {
+    dirs.resize(1);
+    firstOnly = true;
+  }
   if (executions < 0) executions = smallest ? 4 : 1000;
   executions = std::max(executions, 2);
   std::printf(

@@ -11,7 +11,7 @@
 #   --out         where the rungs are recorded (default out/ladder)
 #   --build       the build folder holding bench/bench-scale-ladder (default build)
 #   --first-step-only  only the first checkpointed step of each rung (the large rungs are slow)
-#   --smallest    CI's smoke test: rung s0 only, recorded with 2 steps, 4 executions
+#   --smallest    CI's smoke test: rung s0 only, recorded with 2 steps, its first step, 4 executions
 #
 # Exit status: bench-scale-ladder's (0, or 1 on an escape of a rigorous envelope, a fixed pair
 # called a bug under --smallest, or an error), 2 on bad usage.
