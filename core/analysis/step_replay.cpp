@@ -36,6 +36,27 @@ Interval lossValue(const EvalResult& result) {
   return it->second.at(0);
 }
 
+Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda) {
+  Envelope env;
+  env.point = fo.loss;
+  if (method == EnvelopeMethod::FirstOrder) {
+    env.bound = fo.bound;
+  } else {
+    env.bound = mul_up(lambda, sqrt_up(fo.sumSquares));
+  }
+  // The binary64 point value is not exact either: add its own first-order bound.
+  env.pointBound = fo.pointBound;
+  const double radius = add_up(env.bound, fo.pointBound);
+  env.lo = sub_down(fo.loss, radius);
+  env.hi = add_up(fo.loss, radius);
+  if (std::isnan(env.lo) || std::isnan(env.hi)) {
+    env.lo = -std::numeric_limits<double>::infinity();
+    env.hi = std::numeric_limits<double>::infinity();
+  }
+  env.nodes = std::move(fo.nodes);
+  return env;
+}
+
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options) {
   constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -54,26 +75,9 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
       break;
     }
     case EnvelopeMethod::FirstOrder:
-    case EnvelopeMethod::Probabilistic: {
-      FirstOrderResult fo = evaluateFirstOrder(program, inputs, backend, eval);
-      env.point = fo.loss;
-      if (options.method == EnvelopeMethod::FirstOrder) {
-        env.bound = fo.bound;
-      } else {
-        env.bound = mul_up(options.lambda, sqrt_up(fo.sumSquares));
-      }
-      // The binary64 point value is not exact either: add its own first-order bound.
-      env.pointBound = fo.pointBound;
-      const double radius = add_up(env.bound, fo.pointBound);
-      env.lo = sub_down(fo.loss, radius);
-      env.hi = add_up(fo.loss, radius);
-      if (std::isnan(env.lo) || std::isnan(env.hi)) {
-        env.lo = -std::numeric_limits<double>::infinity();
-        env.hi = std::numeric_limits<double>::infinity();
-      }
-      env.nodes = std::move(fo.nodes);
-      break;
-    }
+    case EnvelopeMethod::Probabilistic:
+      return firstOrderEnvelope(evaluateFirstOrder(program, inputs, backend, eval), options.method,
+                                options.lambda);
     case EnvelopeMethod::Ensemble: {
       eval.domain = EvalDomain::Random;
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;

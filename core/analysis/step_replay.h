@@ -54,6 +54,10 @@ struct Envelope {
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options);
 
+/// Returns the first-order (method FirstOrder) or probabilistic (Probabilistic, radius
+/// λ·sqrt(Σ(g·r)²)) envelope of an evaluateFirstOrder() result, with its pointBound added.
+Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda);
+
 /// Returns `inputs` (another run's checkpoint) shaped for `program`: same names and shapes
 /// required; floating values whose dtype differs from the program's input dtype are rounded to
 /// nearest into that format, as the candidate would store them; integer and bool inputs are

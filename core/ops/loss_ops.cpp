@@ -17,6 +17,10 @@
 //    enclosure is then the entire line (nothing can be said about a NaN);
 //  - backward: grad_input[n, t] = −w_t·g / total_weight computed as (−w)·fl(g / tw) (CPU) or
 //    fl(−w·g) / tw, two roundings in c, then stored in s; every other element is exactly 0.
+//  - probabilistic term (probabilisticLocalError, unweighted sum/mean in c = s, round to nearest):
+//    the m − 1 roundings of the partial sums in quadrature, sqrt(m − 1)·u·Σ|x| (+ m·η), over the
+//    count for the mean, with the division's u·|out| in quadrature: √m instead of the worst
+//    case's m (the Higham–Mary 2019 model: independent mean-zero roundings; not a guarantee).
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
 // is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
 
@@ -265,6 +269,39 @@ class NllLossRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
     return localErrorVia(*this, a, o, ctx);
+  }
+
+  // The sum of m unweighted terms in any order makes m − 1 roundings, each of a partial sum p_i
+  // with |p_i| ≤ S = Σ|x|: sqrt(Σ(u·p_i)²) ≤ sqrt(m − 1)·u·S (the Higham–Mary 2019 model the
+  // probabilistic method uses, applied to each rounding inside the sum), plus m·η for underflow;
+  // mean: that over the exact count, and the division's rounding u·|out|. Only where the count is
+  // exact and nothing else rounds: no weights (their products round too), c = s (no partial sums or
+  // count in a coarser storage format), round to nearest (truncating accumulation is biased: not
+  // mean-zero), m·u < 1.
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                              OpContext& ctx) const override {
+    const Layout l = layoutOf(a, 0, 3);
+    if (l.reduction == kNone || weightOf(a, 2) || ctx.precision.truncatingAccumulation) return {};
+    const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
+    const Format s0 = outFormat(a, ctx, 0);
+    const Format c = accumulationFormat(ctx.precision, t0);
+    const double u = unitRoundoff(c);
+    const auto m = static_cast<double>(l.kept.size());
+    if (s0 != c || !(m * u < 0.5) || m == 0) return {};
+    const Tensor& x = a.tensor(0);
+    double absSum = 0.0;
+    for (const Entry& e : l.kept)
+      absSum = add_up(absSum, std::fabs(x.values()[static_cast<std::size_t>(e.self)]));
+    double r = add_up(mul_up(mul_up(sqrt_up(m - 1.0), u), absSum), mul_up(m, smallestSubnormal(c)));
+    if (l.reduction == kMean) {
+      const double out = std::fabs(o[0].values()[0]);
+      r = div_up(r, m);
+      r = sqrt_up(add_up(mul_up(r, r), mul_up(mul_up(u, out), mul_up(u, out))));
+    }
+    if (!std::isfinite(r)) return {};
+    // Never above the worst case (an exact division by a count of 1, say, has no rounding).
+    r = std::fmin(r, localError(a, o, ctx)[0].hi()[0]);
+    return std::vector<Tensor>{Tensor::scalar(r, t0), Tensor::scalar(0.0, t1)};
   }
 };
 

@@ -363,9 +363,21 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
         const std::vector<Tensor> local =
             guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, *c); });
         checkResults(node, local, "localError", false);
-        if (c == &ctx)
-          addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares);
-        else
+        if (c == &ctx) {
+          // The probabilistic term: the op's root-sum-square of its individual roundings where
+          // the rule has one (a reduction: √n instead of n), else the worst case r_k.
+          const std::vector<Tensor> spread = guarded(node, "probabilistic local error", [&] {
+            return rules[i]->probabilisticLocalError(args, outputs, *c);
+          });
+          if (spread.empty()) {
+            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares);
+          } else {
+            checkResults(node, spread, "probabilisticLocalError", false);
+            double unusedSum = 0.0;
+            addWeightedBounds(node, outAdj, local, b.bound, unusedSquares);
+            addWeightedBounds(node, outAdj, spread, unusedSum, b.sumSquares);
+          }
+        } else
           addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
       }
       out.bound += b.bound;

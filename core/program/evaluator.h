@@ -14,7 +14,9 @@
 // First order (evaluateFirstOrder()): a point forward pass keeping every value, then a reverse pass
 // with the ops' vjp rules giving the adjoint g_k = ∂loss/∂v_k of every intermediate, and per node
 // the local rounding bound r_k from localError(); per node it reports Σ|g_k|·r_k (the budget
-// attribution term of ARCHITECTURE §1) and Σ(g_k·r_k)² (for the probabilistic method).
+// attribution term of ARCHITECTURE §1) and Σ(g_k·c_k)² (for the probabilistic method), where c_k
+// is the rule's probabilisticLocalError (the root-sum-square of the roundings inside a reduction)
+// when it has one, else r_k.
 //
 // Cancellation is cooperative: the flag is checked before every op (forward and reverse) and a
 // set flag throws Cancelled. Progress is reported after every op as (done, total).
@@ -88,7 +90,7 @@ struct NodeBudget {
   std::string node;       ///< trace node name
   std::string op;         ///< aten op
   double bound = 0;       ///< Σ over its output elements of |g|·r (absolute loss units)
-  double sumSquares = 0;  ///< Σ over its output elements of (g·r)²
+  double sumSquares = 0;  ///< Σ over its output elements of (g·c)² (c: see the file comment)
 };
 
 /// The result of evaluateFirstOrder().

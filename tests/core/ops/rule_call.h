@@ -56,6 +56,11 @@ class RuleCall {
     OpContext ctx = context(nullptr);
     return mRule->localError(args(), mPoint, ctx);
   }
+  /// Returns the probabilistic local error terms at the point outputs (empty: none).
+  std::vector<Tensor> probabilisticLocalError() const {
+    OpContext ctx = context(nullptr);
+    return mRule->probabilisticLocalError(args(), mPoint, ctx);
+  }
 
  private:
   static Backend& backend() {

@@ -7,6 +7,7 @@
 #include "core/backend.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
@@ -239,6 +240,66 @@ class TestLossEmbeddingOps : public QObject {
       std::vector<Tensor> y;
       const std::vector<Tensor> le = localErrorOutputs(c, &y);
       QVERIFY(std::fabs(torch - y[0].values()[0]) <= le[0].values()[0]);
+    }
+  }
+  /// The probabilistic term of an unweighted nll sum/mean (fp32, fp64): at most the worst-case
+  /// local error, far below it for long sums (√m against m), and λ times it (confidence 1 − 1e-6)
+  /// holds every randomized execution of the op; none for bf16/fp16 (partial sums in storage)
+  /// and weighted losses. Dropping the √(m − 1) fails the second check at m = 2000 in fp32.
+  void nllProbabilisticLocalError() {
+    const double lambda = std::sqrt(2.0 * std::log(2.0 / 1e-6));
+    std::mt19937_64 rng(29);
+    for (Format f : kFormats) {
+      const DType t = dtypeFor(f);
+      for (int reduction : {1, 2}) {
+        for (std::int64_t m : {1, 2, 100, 2000}) {
+          OpCase c;
+          c.op = "aten.nll_loss_forward.default";
+          c.precision = modelFor(std::nullopt);
+          const Tensor x = uniform({m, 3}, t, false, rng, 5.9, -6.0);  // log-probabilities
+          Tensor target = targets({m}, 3, rng);
+          c.inputs = {x, target};
+          c.args = {in(0), in(1), none(), integer(reduction), integer(-100)};
+          c.outDtypes = {t, t};
+          const RuleCall call(c);
+          const std::vector<Tensor> pr = call.probabilisticLocalError();
+          const std::string where = std::string(formatName(f)) + " reduction " +
+                                    std::to_string(reduction) + " m " + std::to_string(m);
+          if (f != Format::Fp32 && f != Format::Fp64) {
+            QVERIFY2(pr.empty(), where.c_str());
+            continue;
+          }
+          std::int64_t kept = 0;
+          for (double v : target.values()) kept += v != -100.0;
+          if (kept == 0) {
+            QVERIFY2(pr.empty(), where.c_str());
+            continue;
+          }
+          QVERIFY2(pr.size() == 2, where.c_str());
+          const double p = pr[0].values()[0], r = call.localError()[0].values()[0];
+          QVERIFY2(
+              p >= 0 && p <= r,
+              (where + ": " + std::to_string(p) + " > worst case " + std::to_string(r)).c_str());
+          if (kept >= 1000)
+            QVERIFY2(p <= r / 10,
+                     (where + ": no √m gain, " + std::to_string(p) + " vs " + std::to_string(r))
+                         .c_str());
+          const double y = call.point()[0].values()[0];
+          double worst = 0;
+          for (int k = 0; k < 300; ++k)
+            worst = std::max(worst, std::fabs(call.random(rng)[0].values()[0] - y));
+          QVERIFY2(worst <= lambda * p, (where + ": a randomized execution is " +
+                                         std::to_string(worst / p) + " probabilistic terms off")
+                                            .c_str());
+        }
+      }
+      // Weights round products too: no probabilistic term.
+      std::mt19937_64 r2(5);
+      OpCase c = nllCase(f, false, r2, false, false);
+      c.inputs = {uniform({50, 3}, t, false, r2, 5.9, -6.0), targets({50}, 3, r2),
+                  uniform({3}, t, false, r2, 0.2, 1.0)};
+      c.args = {in(0), in(1), in(2), integer(2), integer(-100)};
+      QVERIFY(RuleCall(c).probabilisticLocalError().empty());
     }
   }
   void outOfRangeTargetIsAnError() {
