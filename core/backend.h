@@ -78,6 +78,17 @@ class Backend {
     return false;
   }
 
+  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else `fill`, for i < n: the gather of a view
+  /// op (values are moved, never rounded, so any device gives the host's bits). offsets are exact
+  /// integers below 2^53 stored as doubles, computed from shapes and IR arguments only (never
+  /// from tensor values); x holds xCount elements. For a point x, x.hi == x.lo and the caller
+  /// may pass out.hi == out.lo.
+  virtual bool gather(kernels::ConstIntervalSpan /*x*/, std::int64_t /*xCount*/,
+                      const double* /*offsets*/, kernels::ConstIntervalSpan /*fill: one*/,
+                      kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
+    return false;
+  }
+
   /// For each row r of x[rows×cols]: kernels::layerNormRow → out row r, mean[r], rstd[r].
   virtual bool layerNormRows(const kernels::LayerNormModel& /*model*/,
                              kernels::ConstIntervalSpan /*x*/,

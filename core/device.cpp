@@ -146,6 +146,16 @@ void Device::layerNormRows(const kernels::LayerNormModel& model, kernels::ConstI
   ++mCounters.launches;
 }
 
+void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                    kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) {
+  check(x, xCount, "gather operand");
+  check(offsets, n, "gather offsets");
+  check(fill, 1, "gather fill");
+  check(out, n, "gather result");
+  doGather(x, xCount, offsets, fill, out, n);
+  ++mCounters.launches;
+}
+
 void Device::flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
   check(x, n, "finiteness operand");
   check(flag, 1, "finiteness flag");

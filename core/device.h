@@ -103,6 +103,11 @@ class Device {
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                      kernels::IntervalSpan out, kernels::IntervalSpan mean,
                      kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols);
+  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[0], for i < n (Backend::gather; x
+  /// has xCount elements, offsets are exact integers stored as doubles, fill is one element in
+  /// device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
+  void gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+              kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n);
   /// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (leaves it alone otherwise).
   void flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag);
   /// Waits until every launch and copy issued so far has finished.
@@ -149,6 +154,10 @@ class Device {
                                kernels::IntervalSpan out, kernels::IntervalSpan mean,
                                kernels::IntervalSpan rstd, std::int64_t rows,
                                std::int64_t cols) = 0;
+  /// See gather.
+  virtual void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                        kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                        std::int64_t n) = 0;
   /// See flagNonFinite.
   virtual void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) = 0;
   /// See synchronize.

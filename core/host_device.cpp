@@ -95,6 +95,12 @@ void HostDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::
   nanToEntire(rstd, rows);
 }
 
+void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                          kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                          std::int64_t n) {
+  mKernels.gather(x, xCount, offsets, fill, out, n);
+}
+
 void HostDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
   for (std::int64_t i = 0; i < n; ++i)
     if (!std::isfinite(x.lo[i]) || !std::isfinite(x.hi[i])) {

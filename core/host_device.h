@@ -48,6 +48,9 @@ class HostDevice final : public Device {
                        kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                        kernels::IntervalSpan out, kernels::IntervalSpan mean,
                        kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override;
+  void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                std::int64_t n) override;
   void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) override;
   void doSynchronize() override {}
 

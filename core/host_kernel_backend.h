@@ -85,8 +85,20 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
+              ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
+    ++gatherCalls;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto o = static_cast<std::int64_t>(offsets[i]);
+      const double lo = o >= 0 ? x.lo[o] : fill.lo[0], hi = o >= 0 ? x.hi[o] : fill.hi[0];
+      out.lo[i] = lo;
+      out.hi[i] = hi;  // the same array as out.lo for a point gather: the same value
+    }
+    return true;
+  }
+
   /// How many times each hook was taken (softmax and layer-norm rows count as row kernels).
-  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0};
+  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0}, gatherCalls{0};
 
  private:
   static void put(IntervalSpan out, std::int64_t i, Interval v) {

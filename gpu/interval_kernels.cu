@@ -51,6 +51,32 @@ __global__ void binaryKernel(BinaryOp op, ElementwiseModel model, const double* 
   }
 }
 
+__global__ void nanToEntireKernel(double* olo, double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf())
+    if (::isnan(olo[i]) || ::isnan(ohi[i])) {
+      olo[i] = -interval_detail::inf();
+      ohi[i] = interval_detail::inf();
+    }
+}
+
+__global__ void flagNonFiniteKernel(const double* xlo, const double* xhi, std::int64_t n,
+                                    double* flag) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf())
+    if (!isFiniteValue(xlo[i]) || !isFiniteValue(xhi[i]))
+      flag[0] = 1.0;  // benign race: all write 1
+}
+
+__global__ void gatherKernel(const double* xlo, const double* xhi, const double* offsets,
+                             const double* flo, const double* fhi, double* olo, double* ohi,
+                             std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const auto o = static_cast<std::int64_t>(offsets[i]);
+    const double lo = o >= 0 ? xlo[o] : flo[0], hi = o >= 0 ? xhi[o] : fhi[0];
+    olo[i] = lo;
+    ohi[i] = hi;
+  }
+}
+
 __global__ void storeKernel(Format format, const double* xlo, const double* xhi, double* olo,
                             double* ohi, std::int64_t n) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
@@ -280,6 +306,27 @@ void launchLayerNormRows(const LayerNormModel& model, const double* xlo, const d
   layerNormRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(
       model, xlo, xhi, wlo, whi, blo, bhi, olo, ohi, mlo, mhi, rlo, rhi, rows, cols);
   LB_CUDA_CHECK_LAUNCH(layerNormRowsKernel);
+}
+
+void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  nanToEntireKernel<<<gridFor(n), kBlock, 0, stream>>>(olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(nanToEntireKernel);
+}
+
+void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
+                  const double* fhi, double* olo, double* ohi, std::int64_t n,
+                  cudaStream_t stream) {
+  if (n <= 0) return;
+  gatherKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, offsets, flo, fhi, olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(gatherKernel);
+}
+
+void launchFlagNonFinite(const double* xlo, const double* xhi, std::int64_t n, double* flag,
+                         cudaStream_t stream) {
+  if (n <= 0) return;
+  flagNonFiniteKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, n, flag);
+  LB_CUDA_CHECK_LAUNCH(flagNonFiniteKernel);
 }
 
 }  // namespace lossbound::gpu

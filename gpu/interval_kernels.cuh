@@ -51,6 +51,16 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// Stores [-inf, +inf] where an endpoint of out[0..n) is NaN (the device contract of
+/// core/device.h: a device libm may give NaN where the bodies would not).
+void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+/// out[i] = x[offsets[i]] (offsets: exact integers as doubles) or fill[0] where offsets[i] < 0;
+/// out.hi may be out.lo (a point gather: both writes store the same value).
+void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
+                  const double* fhi, double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+/// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (Device::flagNonFinite).
+void launchFlagNonFinite(const double* xlo, const double* xhi, std::int64_t n, double* flag,
+                         cudaStream_t stream);
 /// Launches a one-thread kernel and waits for it: fails when the binary has no code for the
 /// device (cudaErrorNoKernelImageForDevice) or the device is unusable.
 void probeDevice(cudaStream_t stream);

@@ -48,7 +48,7 @@ bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) =
 
 // ---- Plans -----------------------------------------------------------------------------------
 
-enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm };
+enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, Gather };
 
 /// Where one hook operand comes from.
 struct Source {
@@ -56,6 +56,7 @@ struct Source {
   int index = 0;  ///< Arg: the node's operand; Temp: the earlier call
   int slot = 0;   ///< Temp: that call's output
   std::int64_t count = 0;
+  bool indexMap = false;             ///< Const: a gather's offsets (one array)
   std::vector<double> lo, hi;        ///< Const: the data the rule made
   std::shared_ptr<double> dlo, dhi;  ///< Const: device copies, made once
 };
@@ -73,6 +74,7 @@ struct Call {
   std::int64_t n = 0, yCount = 0, rows = 0, cols = 0;
   std::vector<Source> in;
   std::vector<std::int64_t> outCounts;
+  std::vector<char> outPoint;         ///< the output is one array (a point gather)
   std::vector<IntervalSpan> outPtrs;  ///< recording only
   std::vector<double> markerBase;     ///< recording only: the marker written to each output
 };
@@ -121,12 +123,13 @@ bool samePlan(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
-        x.cols != y.cols || x.outCounts != y.outCounts || x.in.size() != y.in.size())
+        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
+        x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
       if (p.kind != q.kind || p.index != q.index || p.slot != q.slot || p.count != q.count ||
-          !sameBits(p.lo, q.lo) || !sameBits(p.hi, q.hi))
+          p.indexMap != q.indexMap || !sameBits(p.lo, q.lo) || !sameBits(p.hi, q.hi))
         return false;
     }
   }
@@ -223,6 +226,21 @@ class RecordingBackend final : public Backend {
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
   }
 
+  bool gather(ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+              ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
+    Call c;
+    c.kind = HookKind::Gather;
+    c.n = n;
+    c.cols = xCount;
+    Source index;
+    index.kind = Source::Kind::Const;
+    index.indexMap = true;
+    index.count = n;
+    index.lo.assign(offsets, offsets + n);
+    c.in = {resolve(x, xCount), std::move(index), resolve(fill, 1)};
+    return record(std::move(c), {{out, n}});
+  }
+
   /// Returns the marker value of element i of an output whose first marker is `base`: not
   /// representable in fp32 (so a storage rounding applied afterwards shows), distinct per output.
   static double markerAt(double base, std::int64_t i) {
@@ -232,7 +250,7 @@ class RecordingBackend final : public Backend {
   static bool holdsMarker(const double* lo, const double* hi, std::int64_t count, double base) {
     for (std::int64_t i = 0; i < count; ++i) {
       const double m = markerAt(base, i);
-      if (!sameBits(lo[i], m) || !sameBits(hi[i], m + 1.0)) return false;
+      if (!sameBits(lo[i], m) || (hi != lo && !sameBits(hi[i], m + 1.0))) return false;
     }
     return true;
   }
@@ -272,10 +290,12 @@ class RecordingBackend final : public Backend {
   bool record(Call c, std::vector<std::pair<IntervalSpan, std::int64_t>> outs) {
     for (auto& [span, count] : outs) {
       const double base = mMarker + 1024.0 * static_cast<double>(mOutputs++);
+      const bool point = span.lo == span.hi;  // one array: a point gather
       for (std::int64_t i = 0; i < count; ++i) {
-        span.lo[i] = markerAt(base, i);
         span.hi[i] = markerAt(base, i) + 1.0;
+        span.lo[i] = markerAt(base, i);
       }
+      c.outPoint.push_back(point ? 1 : 0);
       c.outPtrs.push_back(span);
       c.outCounts.push_back(count);
       c.markerBase.push_back(base);
@@ -344,7 +364,8 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
     for (std::size_t j = 0; j < rec.calls.size() && !mapped; ++j)
       for (std::size_t o = 0; o < rec.calls[j].outPtrs.size() && !mapped; ++o) {
         const IntervalSpan s = rec.calls[j].outPtrs[o];
-        if (t.isInterval() && t.numel() > 0 && t.numel() == rec.calls[j].outCounts[o] &&
+        const bool form = t.isInterval() ? s.lo != s.hi : s.lo == s.hi;
+        if (form && t.numel() > 0 && t.numel() == rec.calls[j].outCounts[o] &&
             t.lo().data() == s.lo && t.hi().data() == s.hi &&
             RecordingBackend::holdsMarker(s.lo, s.hi, t.numel(), rec.calls[j].markerBase[o])) {
           r.kind = ResultMap::Kind::Out;
@@ -375,7 +396,7 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
   }
   for (Call& c : rec.calls)
     for (const Source& src : c.in)
-      if (src.kind == Source::Kind::Const && src.count > 1) {
+      if (src.kind == Source::Kind::Const && src.count > 1 && !src.indexMap) {
         // Only a scalar made from the IR (a Python number's enclosure) may be a rule-made
         // operand: a larger one could be host arithmetic on the operands.
         plan.reason = "a hook operand computed on the host";
@@ -523,10 +544,14 @@ struct ResidentEvaluator::Impl {
         case Source::Kind::Const:
           if (!s.dlo) {
             s.dlo = deviceArray(device, s.count);
-            s.dhi = deviceArray(device, s.count);
             device.copyIn(s.dlo.get(), s.lo.data(), s.count);
-            device.copyIn(s.dhi.get(), s.hi.data(), s.count);
-            stats->constantUploads += 2;
+            ++stats->constantUploads;
+            s.dhi = s.dlo;
+            if (!s.indexMap) {
+              s.dhi = deviceArray(device, s.count);
+              device.copyIn(s.dhi.get(), s.hi.data(), s.count);
+              ++stats->constantUploads;
+            }
           }
           return {s.dlo.get(), s.dhi.get()};
       }
@@ -537,8 +562,10 @@ struct ResidentEvaluator::Impl {
       for (Source& s : c.in) in.push_back(span(s));
       auto& o = outs.emplace_back();
       std::vector<IntervalSpan> out;
-      for (std::int64_t count : c.outCounts) {
-        o.emplace_back(deviceArray(device, count), deviceArray(device, count));
+      for (std::size_t k = 0; k < c.outCounts.size(); ++k) {
+        std::shared_ptr<double> lo = deviceArray(device, c.outCounts[k]);
+        std::shared_ptr<double> hi = c.outPoint[k] ? lo : deviceArray(device, c.outCounts[k]);
+        o.emplace_back(std::move(lo), std::move(hi));
         out.push_back({o.back().first.get(), o.back().second.get()});
       }
       // Operands that the CPU rule would have checked for finiteness, not known on the host.
@@ -562,6 +589,9 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);
+          break;
+        case HookKind::Gather:
+          device.gather(in[0], c.cols, in[1].lo, in[2], out[0], c.n);
           break;
       }
     }
@@ -739,21 +769,27 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
       refs.push_back(r);
     });
     bool onDevice = false;
+    std::string reason = i < intervalFrom ? "before the start node (point arithmetic)"
+                                          : "no device memory for the replay";
     if (i >= intervalFrom && flag) {
       std::vector<Meta> metas;
       for (const ValueRef& r : refs) metas.push_back(m.valueOf(r).meta);
       Plan& plan = m.planFor(i, rule, refs, metas, pm);
+      reason = plan.reason;
       if (plan.device) {
+        reason = "an operand with a non-finite endpoint (the rule keeps it on the host)";
         // The trace's check, on the recorded results (shapes and dtypes are metadata).
         bool fits = plan.results.size() == node.outputs.size();
         for (std::size_t k = 0; fits && k < plan.results.size(); ++k)
           fits = node.outputs[k].none || (plan.results[k].shape == node.outputs[k].shape &&
                                           plan.results[k].dtype == node.outputs[k].dtype);
+        if (!fits) reason = "its recorded results disagree with the trace";
         if (fits) {
           try {
             onDevice = m.runOnDevice(i, plan, refs, flag.get());
           } catch (const DeviceOutOfMemory& e) {
             ++stats.outOfMemoryNodes;
+            reason = "out of device memory";
             if (stats.messages.size() < 8)
               stats.messages.push_back(std::string(e.what()) + " at " + nodeLabel(node) +
                                        ": the node ran on the host");
@@ -764,6 +800,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     if (!onDevice) {
       ++stats.nodesOnHost;
       ++stats.hostOps[node.op];
+      stats.hostReasons.emplace(node.op, reason);
       stats.hostFallbackOperands += refs.size();
       for (const ValueRef& r : refs) m.ensureHost(m.valueOf(r), stats.boundaryDownloads);
       std::vector<Tensor> results = [&] {
@@ -838,6 +875,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
   m.values.clear();
   flag.reset();
   stats.device = m.device.counters();
+  stats.constantBytes = stats.device.bytesInUse;  // what is left: the plans' constants
   m.stats = nullptr;
   if (stats.rerunOnHost) out.result = lossbound::evaluate(program, inputs, m.host, options);
   return out;

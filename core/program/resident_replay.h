@@ -52,6 +52,7 @@ struct ResidentStats {
   std::int64_t boundaryDownloads = 0;  ///< arrays copied out for host-fallback nodes
   std::int64_t outputDownloads = 0;    ///< arrays of the requested outputs copied out
   std::int64_t controlTransfers = 0;   ///< the non-finite flag: set up and read once
+  std::int64_t constantBytes = 0;      ///< device bytes of plan constants kept for later replays
   std::size_t nodesOnDevice = 0;       ///< nodes run as device launches
   std::size_t nodesAliased = 0;        ///< views of device data: no launch, no transfer
   std::size_t nodesConstant = 0;       ///< results independent of the operands, made on the host
@@ -60,8 +61,9 @@ struct ResidentStats {
   std::size_t hostFallbackResults = 0;   ///< result values of host-fallback nodes
   std::size_t outOfMemoryNodes = 0;      ///< nodes sent to the host because an allocation failed
   bool rerunOnHost = false;  ///< a device operand had a non-finite endpoint: host evaluation used
-  std::map<std::string, int> hostOps;  ///< op → number of host-fallback nodes
-  std::vector<std::string> messages;   ///< user-facing notes (out of memory, rerun)
+  std::map<std::string, int> hostOps;              ///< op → number of host-fallback nodes
+  std::map<std::string, std::string> hostReasons;  ///< op → why (its first node's plan)
+  std::vector<std::string> messages;               ///< user-facing notes (out of memory, rerun)
 };
 
 /// The outputs of a resident replay and what it did.

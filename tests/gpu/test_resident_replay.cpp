@@ -208,8 +208,7 @@ void TestResidentReplay::chainTransfersDoNotGrowWithOps() {
           if (transfers >= 0) QCOMPARE(s.device.transfers(), transfers);
           transfers = s.device.transfers();
         }
-        QVERIFY(s.device.peakBytes <=
-                liveSetBound(p, o.outputs) + 2 * 8 * static_cast<std::int64_t>(length));
+        QVERIFY(s.device.peakBytes <= liveSetBound(p, o.outputs) + s.constantBytes);
       }
       // The plan constants (the scalar 0.75 enclosure) stay until the evaluator goes.
       QVERIFY(device.liveAllocations() <= static_cast<std::size_t>(length));
@@ -265,7 +264,7 @@ void TestResidentReplay::samplesAreBitIdentical() {
           QVERIFY2(s.device.peakBytes <=
                        liveSetBound(*program, o.outputs.empty() ? std::vector<std::string>{"loss"}
                                                                 : o.outputs) +
-                           s.constantUploads * 8 * 64,
+                           s.constantBytes,
                    sample);
           if (replay == 1) {
             std::string hostOps;
