@@ -210,10 +210,11 @@ int main(int argc, char** argv) {
       mib(fallback.copies.gemmBytes / std::max(repeats, 1)));
   std::printf(
       "  nodes: %zu run, %zu device launches, %zu views, %zu constant, %zu host-fallback "
-      "(%zu operand and %zu result values cross); peak device memory %.3f MiB; "
+      "(%zu operand and %zu result values cross), %zu views of host data on the host; peak "
+      "device memory %.3f MiB; "
       "%lld launches, %lld allocations, %lld frees\n",
       steady.result.nodesEvaluated, s.nodesOnDevice, s.nodesAliased, s.nodesConstant, s.nodesOnHost,
-      s.hostFallbackOperands, s.hostFallbackResults, mib(s.device.peakBytes),
+      s.hostFallbackOperands, s.hostFallbackResults, s.nodesHostViews, mib(s.device.peakBytes),
       static_cast<long long>(s.device.launches), static_cast<long long>(s.device.allocations),
       static_cast<long long>(s.device.frees));
   std::string hostOps;

@@ -768,7 +768,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
         if (q.name == r.name && q.index == r.index) return;
       refs.push_back(r);
     });
-    bool onDevice = false;
+    bool onDevice = false, hostView = false;
     std::string reason = i < intervalFrom ? "before the start node (point arithmetic)"
                                           : "no device memory for the replay";
     if (i >= intervalFrom && flag) {
@@ -784,6 +784,18 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
           fits = node.outputs[k].none || (plan.results[k].shape == node.outputs[k].shape &&
                                           plan.results[k].dtype == node.outputs[k].dtype);
         if (!fits) reason = "its recorded results disagree with the trace";
+        // Data movement follows its data: a view or gather of values that are only on the host
+        // runs on the host (moving them costs the same there, and copying them in would be a
+        // transfer the next host node pays again to copy them out).
+        bool movesHostData = !refs.empty();
+        for (const Call& c : plan.calls)
+          movesHostData = movesHostData && c.kind == HookKind::Gather;
+        for (const ValueRef& r : refs) movesHostData = movesHostData && !m.valueOf(r).onDevice();
+        if (fits && movesHostData) {
+          fits = false;
+          reason = "a view of host data (data movement stays with its data)";
+          hostView = true;
+        }
         if (fits) {
           try {
             onDevice = m.runOnDevice(i, plan, refs, flag.get());
@@ -798,9 +810,13 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
       }
     }
     if (!onDevice) {
-      ++stats.nodesOnHost;
-      ++stats.hostOps[node.op];
-      stats.hostReasons.emplace(node.op, reason);
+      if (hostView) {
+        ++stats.nodesHostViews;
+      } else {
+        ++stats.nodesOnHost;
+        ++stats.hostOps[node.op];
+        stats.hostReasons.emplace(node.op, reason);
+      }
       stats.hostFallbackOperands += refs.size();
       for (const ValueRef& r : refs) m.ensureHost(m.valueOf(r), stats.boundaryDownloads);
       std::vector<Tensor> results = [&] {

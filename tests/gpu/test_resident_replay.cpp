@@ -168,6 +168,7 @@ class TestResidentReplay : public QObject {
  private slots:
   void chainTransfersDoNotGrowWithOps();
   void samplesAreBitIdentical();
+  void zooRecordingsAreBitIdentical();
   void outOfMemoryFallsBackToTheHost();
   void nonFiniteDeviceOperandRerunsOnTheHost();
   void devicePointersAreChecked();
@@ -288,6 +289,47 @@ void TestResidentReplay::samplesAreBitIdentical() {
       (void)usedInputs;
       QCOMPARE(device.liveAllocations(), std::size_t{0});
       QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
+    }
+  }
+}
+
+void TestResidentReplay::zooRecordingsAreBitIdentical() {
+  // Zoo recordings (tests/zoo/zoo.py) are made at test time, not stored: point
+  // LOSSBOUND_RESIDENT_ZOO at recording folders (reference.h5, correct.h5), separated by ':'.
+  const QByteArray dirs = qgetenv("LOSSBOUND_RESIDENT_ZOO");
+  if (dirs.isEmpty()) QSKIP("LOSSBOUND_RESIDENT_ZOO is not set (folders of zoo recordings)");
+  const auto cpu = createCpuBackend();
+  for (const QByteArray& d : dirs.split(':')) {
+    const std::string dir = d.toStdString();
+    const auto reference = RunFileReplay::open(dir + "/reference.h5");
+    const auto candidate = RunFileReplay::open(dir + "/correct.h5");
+    const auto program = candidate->programAt(0);
+    const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
+    for (bool all : {false, true}) {
+      EvalOptions o;
+      o.domain = EvalDomain::Interval;
+      o.precision = candidate->recordedPrecision();
+      if (all) o.outputs = allOutputs(*program);
+      const EvalResult ref = evaluate(*program, inputs, *cpu, o);
+      HostDevice device;
+      {
+        ResidentEvaluator ev(*program, device, *cpu);
+        const ResidentResult r = ev.evaluate(inputs, o);
+        for (const auto& [name, t] : ref.outputs)
+          QVERIFY2(sameBits(t, r.result.outputs.at(name)),
+                   qPrintable(QStringLiteral("%1: output %2 differs").arg(d, name.c_str())));
+        const ResidentStats& s = r.stats;
+        checkBounded(s, program->inputs.size() + program->constants.size(), ref.outputs.size(),
+                     dir.c_str());
+        std::string hostOps;
+        for (const auto& [op, n] : s.hostOps) hostOps += " " + op + "×" + std::to_string(n);
+        qInfo(
+            "%s (%s outputs): %zu on the device, %zu views, %zu host-fallback; %lld transfers; "
+            "host ops:%s",
+            dir.c_str(), all ? "all" : "loss", s.nodesOnDevice, s.nodesAliased, s.nodesOnHost,
+            static_cast<long long>(s.device.transfers()), hostOps.c_str());
+      }
+      QCOMPARE(device.liveAllocations(), std::size_t{0});
     }
   }
 }
