@@ -434,6 +434,27 @@ def record(name: str, folder: str) -> Dict[str, float]:
     return seconds
 
 
+def torch_step_seconds(name: str, repeats: int = 5) -> float:
+    """PyTorch's own time for step 0 of the correct run (forward and backward, fp32, on the
+    threads torch is set to use): the median of `repeats` calls after one warm-up call. The
+    yardstick bench-zoo's replay times are divided by (bench/zoo_soundness.sh)."""
+    arch = ZOO[name]
+    model, params = initial_params(arch)
+    if arch.kind == "classify" and arch.layout == "2d":
+        params = {k: (v.detach().contiguous(memory_format=torch.channels_last)
+                      .requires_grad_(v.requires_grad) if v.dim() == 4 else v)
+                  for k, v in params.items()}
+    step = make_step(arch, model, "correct")
+    batch = arch.batches()[0]
+    step(params, batch)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(params, batch)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
 # ---------------------------------------------------------------------------------------------
 # Analysis with lossbound-cli
 
@@ -609,6 +630,7 @@ def main() -> int:
                 continue
             r = check_arch(args.cli, name, folder, args.ensemble, c)
             r["record_seconds"] = round(sum(rec.values()), 1)
+            r["torch_step_seconds"] = torch_step_seconds(name)
             r["total_seconds"] = round(time.perf_counter() - start, 1)
             r["failures"] = c.failures
             results[name] = r
