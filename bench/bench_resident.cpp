@@ -230,6 +230,18 @@ int main(int argc, char** argv) {
            std::memcmp(t.hi().data(), r.hi().data(), t.hi().size() * 8) == 0;
   }
   std::printf("  outputs bit-identical to the per-op replay: %s\n", same ? "yes" : "NO");
+  for (const auto& [name, t] : steady.result.outputs)
+    if (t.numel() == 1) std::printf("  %s = [%a, %a]\n", name.c_str(), t.lo()[0], t.hi()[0]);
+  // FNV-1a of every output's bits: compare before and after a change that must keep them.
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto& [name, t] : steady.result.outputs)
+    for (const auto span : {t.lo(), t.hi()})
+      for (const double v : span) {
+        std::uint64_t b = 0;
+        std::memcpy(&b, &v, 8);
+        for (int k = 0; k < 8; ++k) h = (h ^ ((b >> (8 * k)) & 0xff)) * 1099511628211ull;
+      }
+  std::printf("  outputs fingerprint %016llx\n", static_cast<unsigned long long>(h));
 
   const double tCpu = medianSeconds(repeats, [&] { evaluate(*program, inputs, *cpu, o); });
   std::printf(

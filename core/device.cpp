@@ -156,6 +156,31 @@ void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const dou
   ++mCounters.launches;
 }
 
+void Device::gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                       double* mag, double* flags) {
+  check(x, count, "gemm operand");
+  check(mid, count, "gemm midpoints");
+  check(mag, count, "gemm magnitudes");
+  check(flags, 3, "gemm flags");
+  doGemmSplit(x, count, in, mid, mag, flags);
+  ++mCounters.launches;
+}
+
+void Device::gemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                        const double* flagsB, kernels::ConstIntervalSpan bias,
+                        const kernels::GemmFinish& finish, kernels::IntervalSpan out,
+                        std::int64_t count) {
+  check(g1, count, "gemm g1");
+  check(g2, count, "gemm g2");
+  check(g4, count, "gemm g4");
+  check(flagsA, 3, "gemm flags");
+  check(flagsB, 3, "gemm flags");
+  if (bias.lo) check(bias, count, "gemm bias");
+  check(out, count, "gemm result");
+  doGemmFinish(g1, g2, g4, flagsA, flagsB, bias, finish, out, count);
+  ++mCounters.launches;
+}
+
 void Device::flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
   check(x, n, "finiteness operand");
   check(flag, 1, "finiteness flag");

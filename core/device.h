@@ -25,6 +25,7 @@ namespace lossbound {
 namespace kernels {
 struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
+struct GemmFinish;      // core/kernels/interval_gemm.h
 }  // namespace kernels
 
 /// Thrown by Device::allocate when the device cannot hold the request; the message says how much
@@ -108,6 +109,18 @@ class Device {
   /// device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
   void gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n);
+  /// Splits an interval-GEMM operand of `count` elements (Backend::intervalGemm): flags[0..3) =
+  /// {not direct, not finite, some radius}; a point operand (x.hi == x.lo) whose values are all
+  /// finite and representable in `in` is used as it is (mid = x, mag = |x|), else per element
+  /// kernels::gemmSplit (mid, mag = |mid| + radius rounded up).
+  void gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                 double* mag, double* flags);
+  /// out[u] = kernels::gemmFinishElement(g1[u], g2[u], g4[u], no radius in either operand, ...)
+  /// for u < count, or the entire line when an operand was not finite (the flags of gemmSplit);
+  /// bias: count elements or lo == nullptr.
+  void gemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                  const double* flagsB, kernels::ConstIntervalSpan bias,
+                  const kernels::GemmFinish& finish, kernels::IntervalSpan out, std::int64_t count);
   /// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (leaves it alone otherwise).
   void flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag);
   /// Waits until every launch and copy issued so far has finished.
@@ -158,6 +171,14 @@ class Device {
   virtual void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
                         kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
                         std::int64_t n) = 0;
+  /// See gemmSplit.
+  virtual void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                           double* mag, double* flags) = 0;
+  /// See gemmFinish.
+  virtual void doGemmFinish(const double* g1, const double* g2, const double* g4,
+                            const double* flagsA, const double* flagsB,
+                            kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
+                            kernels::IntervalSpan out, std::int64_t count) = 0;
   /// See flagNonFinite.
   virtual void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) = 0;
   /// See synchronize.

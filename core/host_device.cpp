@@ -3,6 +3,8 @@
 // NaN-to-entire step of the device contract (a no-op for the bodies, which never give NaN).
 #include "core/host_device.h"
 
+#include "core/kernels/interval_gemm.h"
+
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -99,6 +101,47 @@ void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, con
                           kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
                           std::int64_t n) {
   mKernels.gather(x, xCount, offsets, fill, out, n);
+}
+
+void HostDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
+                             double* mid, double* mag, double* flags) {
+  flags[0] = flags[1] = flags[2] = 0.0;
+  if (x.lo != x.hi) flags[0] = 1.0;
+  for (std::int64_t i = 0; i < count && flags[0] == 0.0; ++i)
+    if (!kernels::isFiniteValue(x.lo[i]) || !kernels::gemmRepresentable(x.lo[i], in))
+      flags[0] = 1.0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (flags[0] == 0.0) {
+      mid[i] = x.lo[i];
+      mag[i] = std::fabs(x.lo[i]);
+      continue;
+    }
+    double m = 0.0, r = 0.0;
+    if (!kernels::gemmSplit(x.lo[i], x.hi[i], in, &m, &r)) {
+      flags[1] = 1.0;
+      m = r = 0.0;
+    }
+    mid[i] = m;
+    mag[i] = add_up(std::fabs(m), r);
+    if (r != 0.0) flags[2] = 1.0;
+  }
+}
+
+void HostDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
+                              const double* flagsA, const double* flagsB,
+                              kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
+                              kernels::IntervalSpan out, std::int64_t count) {
+  const bool finite = flagsA[1] == 0.0 && flagsB[1] == 0.0;
+  const bool points = flagsA[2] == 0.0 && flagsB[2] == 0.0;
+  for (std::int64_t u = 0; u < count; ++u) {
+    const Interval e =
+        finite ? kernels::gemmFinishElement(
+                     g1[u], g2[u], points ? 0.0 : g4[u], points, finish, bias.lo != nullptr,
+                     bias.lo ? Interval{bias.lo[u], bias.hi[u]} : Interval{0.0, 0.0})
+               : entireInterval();
+    out.lo[u] = e.lo;
+    out.hi[u] = e.hi;
+  }
 }
 
 void HostDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {

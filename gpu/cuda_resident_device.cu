@@ -158,6 +158,19 @@ void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
   launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, out.lo, out.hi, n, mImpl->current());
 }
 
+void CudaDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
+                             double* mid, double* mag, double* flags) {
+  launchGemmSplit(x.lo, x.hi, count, in, mid, mag, flags, mImpl->current());
+}
+
+void CudaDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
+                              const double* flagsA, const double* flagsB,
+                              kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
+                              kernels::IntervalSpan out, std::int64_t count) {
+  launchGemmFinish(g1, g2, g4, flagsA, flagsB, bias.lo, bias.hi, finish, out.lo, out.hi, count,
+                   mImpl->current());
+}
+
 void CudaDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
   launchFlagNonFinite(x.lo, x.hi, n, flag, mImpl->current());
 }

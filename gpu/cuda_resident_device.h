@@ -50,6 +50,12 @@ class CudaDevice final : public Device {
   void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
                 kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
                 std::int64_t n) override;
+  void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                   double* mag, double* flags) override;
+  void doGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                    const double* flagsB, kernels::ConstIntervalSpan bias,
+                    const kernels::GemmFinish& finish, kernels::IntervalSpan out,
+                    std::int64_t count) override;
   void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) override;
   void doSynchronize() override;
 

@@ -4,6 +4,7 @@
 
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
+#include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
 #include "core/ops/op_rule.h"
@@ -48,7 +49,7 @@ bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) =
 
 // ---- Plans -----------------------------------------------------------------------------------
 
-enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, Gather };
+enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, Gather, IntervalGemm };
 
 /// Where one hook operand comes from.
 struct Source {
@@ -70,6 +71,9 @@ struct Call {
   kernels::SumModel sm;
   kernels::SoftmaxModel smx;
   kernels::LayerNormModel lnm;
+  kernels::GemmFinish gf;
+  Format gin = Format::Fp64;
+  std::int64_t gm = 0, gk = 0, gn = 0;
   bool log = false;
   std::int64_t n = 0, yCount = 0, rows = 0, cols = 0;
   std::vector<Source> in;
@@ -114,6 +118,18 @@ bool sameModel(const kernels::LayerNormModel& a, const kernels::LayerNormModel& 
          a.rstdStorage == b.rstdStorage && sameBits(a.eps, b.eps) && a.rsqrtUlps == b.rsqrtUlps;
 }
 
+bool sameModel(const kernels::GemmFinish& a, const kernels::GemmFinish& b) {
+  const double x[] = {a.kEta, a.cMid,   a.cEtaMid, a.cAcc,      a.cEtaAcc,  a.gAcc,    a.up,
+                      a.upRN, a.downRN, a.maxAcc,  a.kRadFloor, a.absAlpha, a.absBeta, a.alpha,
+                      a.beta, a.al.lo,  a.al.hi,   a.be.lo,     a.be.hi};
+  const double y[] = {b.kEta, b.cMid,   b.cEtaMid, b.cAcc,      b.cEtaAcc,  b.gAcc,    b.up,
+                      b.upRN, b.downRN, b.maxAcc,  b.kRadFloor, b.absAlpha, b.absBeta, b.alpha,
+                      b.beta, b.al.lo,  b.al.hi,   b.be.lo,     b.be.hi};
+  for (std::size_t i = 0; i < sizeof(x) / sizeof(x[0]); ++i)
+    if (!sameBits(x[i], y[i])) return false;
+  return a.plain == b.plain && a.out == b.out;
+}
+
 bool samePlan(const Plan& a, const Plan& b) {
   if (a.device != b.device || a.calls.size() != b.calls.size() ||
       a.results.size() != b.results.size())
@@ -122,6 +138,7 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
+        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
         x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
         x.in.size() != y.in.size())
@@ -239,6 +256,20 @@ class RecordingBackend final : public Backend {
     index.lo.assign(offsets, offsets + n);
     c.in = {resolve(x, xCount), std::move(index), resolve(fill, 1)};
     return record(std::move(c), {{out, n}});
+  }
+
+  bool intervalGemm(ConstIntervalSpan a, ConstIntervalSpan b, ConstIntervalSpan bias,
+                    std::int64_t m, std::int64_t k, std::int64_t n, Format in,
+                    const kernels::GemmFinish& finish, IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::IntervalGemm;
+    c.gf = finish;
+    c.gin = in;
+    c.gm = m;
+    c.gk = k;
+    c.gn = n;
+    c.in = {resolve(a, m * k), resolve(b, k * n), resolve(bias, m * n)};
+    return record(std::move(c), {{out, m * n}});
   }
 
   /// Returns the marker value of element i of an output whose first marker is `base`: not
@@ -593,6 +624,24 @@ struct ResidentEvaluator::Impl {
         case HookKind::Gather:
           device.gather(in[0], c.cols, in[1].lo, in[2], out[0], c.n);
           break;
+        case HookKind::IntervalGemm: {
+          // Split both operands, three RN GEMMs (g4 always: whether it is needed is known on
+          // the device only), finish; the temporaries go with this scope.
+          const std::int64_t mk = c.gm * c.gk, kn = c.gk * c.gn, mn = c.gm * c.gn;
+          const auto midA = deviceArray(device, mk), magA = deviceArray(device, mk);
+          const auto midB = deviceArray(device, kn), magB = deviceArray(device, kn);
+          const auto flags = deviceArray(device, 6);
+          const auto g1 = deviceArray(device, mn), g2 = deviceArray(device, mn),
+                     g4 = deviceArray(device, mn);
+          device.gemmSplit(in[0], mk, c.gin, midA.get(), magA.get(), flags.get());
+          device.gemmSplit(in[1], kn, c.gin, midB.get(), magB.get(), flags.get() + 3);
+          device.gemm(midA.get(), midB.get(), g1.get(), c.gm, c.gk, c.gn, false);
+          device.gemm(midA.get(), midB.get(), g2.get(), c.gm, c.gk, c.gn, true);
+          device.gemm(magA.get(), magB.get(), g4.get(), c.gm, c.gk, c.gn, false);
+          device.gemmFinish(g1.get(), g2.get(), g4.get(), flags.get(), flags.get() + 3, in[2], c.gf,
+                            out[0], mn);
+          break;
+        }
       }
     }
     std::vector<Value> results;
