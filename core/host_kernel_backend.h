@@ -5,6 +5,9 @@
 // they are given can be tested on a machine without a GPU (tests/gpu/test_kernel_offload), and
 // bench-replay measures which share of a replay the CUDA backend would take. Sums accumulate in
 // index order, as the CPU rules do, so every hook is bit-identical to the rule it replaces.
+// It also takes the two hooks only the device-resident replay uses (gather, intervalGemm; the
+// per-op CudaBackend declines them), so that test_kernel_offload checks them against the CPU
+// rules too; HostDevice (core/host_device.h) runs its launches through these methods.
 
 #include "core/backend.h"
 #include "core/kernels/interval_gemm.h"
