@@ -5,7 +5,7 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step
+For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
 checkpoint before every step, model.eval() so dropout is off, parameters and buffers passed
 through functional_call; every step function returns the loss and the gradients):
@@ -587,6 +587,7 @@ def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> d
 
 
 def main() -> int:
+    global STEPS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", help="path of lossbound-cli")
     ap.add_argument("--only", nargs="*", choices=sorted(ZOO), help="architectures (default all)")
@@ -594,11 +595,16 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the recordings")
     ap.add_argument("--ensemble", type=int, default=50,
                     help="randomized executions at step 0 (default 50)")
+    ap.add_argument("--steps", type=int, default=STEPS,
+                    help=f"training steps per run (default {STEPS}; CI's ctest runs 3)")
     ap.add_argument("--json", help="write the measurements to this file")
     ap.add_argument("--list", action="store_true", help="list the architectures and exit")
     ap.add_argument("--check-list", nargs="*", metavar="NAME",
                     help="exit 1 unless these are exactly the architectures (the ctest list)")
     args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    STEPS = args.steps
     if args.list:
         for name, arch in ZOO.items():
             print(f"{name}: {arch.about}")
