@@ -719,6 +719,14 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
   }
   m.device.resetCounters();
   m.stats = &stats;
+  // Whatever ends the replay (an op error, cancellation), its values and their device memory go.
+  struct Release {
+    Impl& m;
+    ~Release() {
+      m.values.clear();
+      m.stats = nullptr;
+    }
+  } release{m};
 
   // The schedule of evaluate(): needed nodes in program order, last uses, rules.
   const std::vector<std::string> outputNames =

@@ -13,6 +13,7 @@
 
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -173,6 +174,7 @@ class TestResidentReplay : public QObject {
   void nonFiniteDeviceOperandRerunsOnTheHost();
   void devicePointersAreChecked();
   void valueDependentRulesStayOnTheHost();
+  void cancellingFreesTheDevice();
 };
 
 void TestResidentReplay::chainTransfersDoNotGrowWithOps() {
@@ -446,6 +448,32 @@ void TestResidentReplay::valueDependentRulesStayOnTheHost() {
   QVERIFY(sameBits(ref.outputs.at("mask"), r.result.outputs.at("mask")));
   QCOMPARE(r.stats.nodesOnDevice, std::size_t{1});
   QCOMPARE(r.stats.nodesOnHost, std::size_t{1});
+}
+
+void TestResidentReplay::cancellingFreesTheDevice() {
+  const auto cpu = createCpuBackend(1);
+  const Program p = chainProgram(16, 8, 33);
+  const TensorMap in = chainInputs(8, 33);
+  std::atomic<bool> cancel{false};
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.cancel = &cancel;
+  o.progress = [&](std::size_t done, std::size_t) { cancel = done >= 5; };
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    EvalOptions plain = o;
+    plain.cancel = nullptr;
+    plain.progress = nullptr;
+    const std::int64_t constants = ev.evaluate(in, plain).stats.constantBytes;
+    QVERIFY_THROWS_EXCEPTION(Cancelled, ev.evaluate(in, o));
+    // Only the plans' constants are left on the device: the replay's values went with it.
+    QCOMPARE(device.counters().bytesInUse, constants);
+    const ResidentResult r = ev.evaluate(in, plain);  // usable again afterwards
+    QVERIFY(r.result.outputs.count("loss"));
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+  QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
 }
 
 QTEST_GUILESS_MAIN(TestResidentReplay)
