@@ -211,6 +211,7 @@ void registerCreationOps(OpRegistry& r) {
   r.add("aten.fill.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.fill.Tensor", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.zero_.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
+  r.add("aten.zero.default", std::make_shared<const CreateRule>(Src::Like, 0.0));
 }
 
 }  // namespace lossbound

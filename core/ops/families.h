@@ -51,6 +51,8 @@ void registerAvgPoolOps(OpRegistry& r);
 void registerConvOps(OpRegistry& r);
 /// slice_scatter select_scatter slice_backward select_backward.
 void registerSliceScatterOps(OpRegistry& r);
+/// as_strided as_strided_copy as_strided_scatter (over the input's row-major elements).
+void registerAsStridedOps(OpRegistry& r);
 /// constant_pad_nd.
 void registerPadOps(OpRegistry& r);
 /// cumsum cumsum_.

@@ -93,6 +93,10 @@ constexpr FamilyEntry kFamilies[] = {
     {"Average pooling", "Window sums in any order, then one division", registerAvgPoolOps},
     {"Convolutions", "Lowered to the midpoint-radius GEMM", registerConvOps},
     {"Slice scatters", "Writes through a slice or select: exact", registerSliceScatterOps},
+    {"Strided views",
+     "as_strided over the input's row-major elements: exact gathers and writes; overlapping "
+     "writes take the hull of their candidates",
+     registerAsStridedOps},
     {"Padding", "Exact copy; the padding value stored in the dtype", registerPadOps},
     {"Prefix sums", "Each prefix a sum in any order, γ_i·Σ|x| (Higham 2002, eq. 4.4)",
      registerCumsumOps},

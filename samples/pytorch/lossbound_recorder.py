@@ -516,6 +516,70 @@ def _dead_code(graph: torch.fx.Graph) -> None:
             graph.erase_node(n)
 
 
+_AS_STRIDED_OPS = frozenset({"aten.as_strided.default", "aten.as_strided_copy.default",
+                             "aten.as_strided_scatter.default"})
+
+
+def _row_major_as_strided(n: torch.fx.Node, op: str, args: List[Any], kwargs: Dict[str, Any],
+                          values: Dict[str, Any]) -> None:
+    """Rewrites an as_strided / as_strided_copy / as_strided_scatter node in place (args,
+    kwargs) to the IR semantics "as_strided over the row-major elements of the input".
+
+    torch indexes the input's storage, which the IR does not describe. The indexed tensor is the
+    input for as_strided(_copy) and, for as_strided_scatter, the copy of the base that torch
+    writes through (the node's own value: a clone of the base, whose strides and storage offset
+    differ between torch versions). It must be row-major dense wherever the view can tell (its
+    strides equal the contiguous strides on every dim of size > 1): then its storage element
+    storage_offset + j is its row-major element j. storage_offset is rewritten relative to that
+    tensor's own storage offset and always written; the view must stay inside its elements.
+    Raises UnsupportedGraphError naming the node, the strides and why otherwise.
+    """
+    scatter = op == "aten.as_strided_scatter.default"
+    k = 2 if scatter else 1  # position of size; stride and storage_offset follow
+    where = f"node '{n.name}' ({op})"
+    if scatter:
+        t, what = values.get(n.name), "the copy of the base it writes into"
+    else:
+        src = n.args[0]
+        t = values.get(src.name) if isinstance(src, torch.fx.Node) else None
+        what = f"its input '{getattr(src, 'name', src)}'"
+    if not isinstance(t, torch.Tensor) or len(n.args) < k + 2:
+        raise UnsupportedGraphError(f"{where}: expected a traced tensor and size, stride "
+                                    f"arguments")
+    size = [int(v) for v in n.args[k]]
+    stride = [int(v) for v in n.args[k + 1]]
+    off = n.args[k + 2] if len(n.args) > k + 2 else n.kwargs.get("storage_offset")
+    off = t.storage_offset() if off is None else int(off)
+    shape, strides = list(t.shape), list(t.stride())
+    contiguous, c = [0] * len(shape), 1
+    for d in reversed(range(len(shape))):
+        contiguous[d] = c
+        c *= shape[d]
+    geometry = f"size {size}, stride {stride}, storage_offset {off}"
+    if any(e > 1 and s != cs for e, s, cs in zip(shape, strides, contiguous)):
+        raise UnsupportedGraphError(
+            f"{where} ({geometry}) indexes the storage of {what}, shape {shape}, strides "
+            f"{strides}, which is not row-major (row-major strides {contiguous} on the dims of "
+            f"size > 1): the step-program IR describes tensors by their row-major elements only, "
+            f"so this view cannot be expressed. Make the tensor contiguous (.contiguous()) "
+            f"before the view, or use contiguous memory format for the model and batch")
+    rel = off - t.storage_offset()
+    numel = t.numel()
+    if len(size) != len(stride) or any(e < 0 for e in size) or any(s < 0 for s in stride):
+        raise UnsupportedGraphError(f"{where}: malformed view geometry ({geometry})")
+    if all(e > 0 for e in size):
+        last = rel + sum((e - 1) * s for e, s in zip(size, stride))
+        if rel < 0 or last >= numel:
+            raise UnsupportedGraphError(
+                f"{where} ({geometry}) reads storage elements {rel}..{last} relative to {what} "
+                f"(shape {shape}, strides {strides}, storage offset {t.storage_offset()}), "
+                f"which has {numel} elements: the view reaches outside the tensor, which the "
+                f"step-program IR cannot express")
+    kwargs.pop("storage_offset", None)
+    del args[k + 2:]
+    args.append(rel)
+
+
 def trace_step_program(step_fn: Callable[[Dict[str, torch.Tensor], Dict[str, torch.Tensor]],
                                          Mapping[str, torch.Tensor]],
                        params: Mapping[str, torch.Tensor],
@@ -750,6 +814,8 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
                 f"path off while tracing")
         args = [arg(a, n) for a in n.args]
         kwargs = {k: arg(v, n) for k, v in n.kwargs.items()}
+        if op in _AS_STRIDED_OPS:
+            _row_major_as_strided(n, op, args, kwargs, cap.values)
         val = cap.values.get(n.name)
         where = f"node '{n.name}' ({op})"
         if isinstance(val, (tuple, list)):

@@ -68,6 +68,28 @@ def constant_tensor(entry: dict) -> torch.Tensor:
     return t.reshape(entry["shape"])
 
 
+_AS_STRIDED_OPS = frozenset({"aten.as_strided.default", "aten.as_strided_copy.default",
+                             "aten.as_strided_scatter.default"})
+
+
+def _row_major_as_strided(op: str, args: List[Any], kwargs: Dict[str, Any]) -> torch.Tensor:
+    """as_strided / as_strided_copy / as_strided_scatter with the IR semantics: the view indexes
+    the row-major elements of its input (base), storage_offset relative to its first element
+    (docs/run-file-format.md), whatever the strides of the replayed tensor."""
+    scatter = op == "aten.as_strided_scatter.default"
+    k = 2 if scatter else 1
+    size, stride = args[k], args[k + 1]
+    off = args[k + 2] if len(args) > k + 2 else kwargs.get("storage_offset")
+    off = 0 if off is None else off
+    x = args[0]
+    flat = torch.empty(x.numel(), dtype=x.dtype, device=x.device)
+    flat.copy_(x.reshape(-1))  # fresh storage: row-major elements at storage offsets 0..n-1
+    if not scatter:
+        return flat.as_strided(size, stride, off).clone()
+    flat.as_strided(size, stride, off).copy_(args[1])
+    return flat.view(x.shape)
+
+
 def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
                 compute_dtype: Optional[torch.dtype] = None,
                 outputs: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
@@ -128,7 +150,8 @@ def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
                 if a.alias_info is not None and a.alias_info.is_write:
                     args[i] = args[i].clone()  # in-place: the IR value is a new tensor
             try:
-                res = op(*args, **kwargs)
+                res = _row_major_as_strided(node["op"], args, kwargs) if node["op"] in \
+                    _AS_STRIDED_OPS else op(*args, **kwargs)
             except Exception as e:  # name the node: this is a debugging tool
                 raise RuntimeError(f"node '{node['name']}' ({node['op']}): {e}") from e
             env[node["name"]] = list(res) if isinstance(res, (tuple, list)) else [res]

@@ -825,6 +825,87 @@ class DataDependentShapeTest(TempDirTest):
         self.assertEqual(info.data_dependent, [], "integer indexing has a static shape")
 
 
+class SqueezeExciteNet(nn.Module):
+    """A conv with a squeeze-excitation gate and a pooled classifier (mobilenet_v3 in small)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc1 = nn.Conv2d(8, 4, 1)
+        self.fc2 = nn.Conv2d(4, 8, 1)
+        self.lin = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.relu(self.conv(x))
+        x = x * torch.sigmoid(self.fc2(F.relu(self.fc1(F.adaptive_avg_pool2d(x, 1)))))
+        return self.lin(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class AsStridedTest(TempDirTest):
+    """as_strided in the IR indexes the row-major elements of its input (docs/run-file-format.md):
+    the recorder checks the traced input is row-major dense where the view can tell and writes
+    storage_offset relative to it, or refuses the node."""
+
+    def test_channels_last_records_row_major_as_strided(self):
+        torch.manual_seed(0)
+        model = SqueezeExciteNet().to(memory_format=torch.channels_last)
+        params = make_params(model)
+        batch = {"x": torch.randn(2, 3, 5, 5).to(memory_format=torch.channels_last),
+                 "y": torch.tensor([1, 3])}
+
+        def step(p, b):
+            loss = F.cross_entropy(functional_call(model, p, (b["x"],)), b["y"])
+            grads = torch.autograd.grad(loss, list(p.values()))
+            return {"loss": loss, **{"grad:" + k: g for k, g in zip(p, grads)}}
+
+        program, traced, _ = trace_quietly(step, params, batch)
+        strided = [n for n in program["nodes"] if n["op"].startswith("aten.as_strided")]
+        self.assertIn("aten.as_strided.default", {n["op"] for n in strided})
+        self.assertIn("aten.as_strided_scatter.default", {n["op"] for n in strided})
+        for n in strided:  # storage_offset always written, relative to the input
+            k = 2 if n["op"] == "aten.as_strided_scatter.default" else 1
+            self.assertEqual(len(n["args"]), k + 3, n["name"])
+            self.assertEqual(n["args"][k + 2], 0, n["name"])
+            self.assertEqual(n["kwargs"], {}, n["name"])
+        got = replay(program, params, batch)
+        for k, v in traced.items():
+            self.assertTrue(torch.equal(got[k], v), k)
+
+    def test_offset_is_written_and_kept(self):
+        def step(p, b):
+            v = (p["w"] * 2).as_strided([2, 2], [1, 2], 1)
+            return {"loss": v.sum(), "v": v * 1.0}
+
+        params = {"w": torch.arange(8.0, requires_grad=True)}
+        program, traced, _ = trace_quietly(step, params, {})
+        node, = [n for n in program["nodes"] if n["op"] == "aten.as_strided.default"]
+        self.assertEqual(node["args"][1:], [[2, 2], [1, 2], 1])
+        self.assertEqual(replay(program, params, {})["v"].tolist(), [[2.0, 6.0], [4.0, 8.0]])
+        self.assertEqual(traced["v"].tolist(), [[2.0, 6.0], [4.0, 8.0]])
+
+    def test_view_of_a_channels_last_tensor_is_refused(self):
+        def step(p, b):
+            return {"loss": (p["w"] * b["x"].as_strided([2, 3], [12, 1])).sum()}
+
+        params = {"w": torch.ones(2, 3, requires_grad=True)}
+        batch = {"x": torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last)}
+        with self.assertRaisesRegex(UnsupportedGraphError,
+                                    r"as_strided.*strides \[12, 1, 6, 3\].*not row-major"):
+            trace_quietly(step, params, batch)
+        # the same view of a contiguous tensor is fine
+        program, traced, _ = trace_quietly(step, params, {"x": batch["x"].contiguous()})
+        self.assertEqual(replay(program, params, {"x": batch["x"].contiguous()})["loss"].item(),
+                         traced["loss"].item())
+
+    def test_view_reaching_outside_its_input_is_refused(self):
+        def step(p, b):
+            y = (p["w"] * 2)[2:]
+            return {"loss": y.as_strided([2], [1], y.storage_offset() - 1).sum()}
+
+        with self.assertRaisesRegex(UnsupportedGraphError, r"as_strided.*reaches outside"):
+            trace_quietly(step, {"w": torch.arange(8.0, requires_grad=True)}, {})
+
+
 @unittest.skipUnless(TORCH2, "torch 2.x only")
 class Torch2Test(TempDirTest):
     def test_compiled_step_fn_is_refused(self):

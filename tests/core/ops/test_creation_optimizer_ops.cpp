@@ -110,6 +110,23 @@ class TestCreationOptimizerOps : public QObject {
   Q_OBJECT
 
  private slots:
+  void zeroIsExactZerosOfTheInputShape() {
+    // aten.zero (functionalized zero_): zeros of the input's shape and dtype, whatever it holds.
+    std::mt19937_64 rng(5);
+    OpCase c;
+    c.op = "aten.zero.default";
+    c.inputs = {randomInterval({3, 4}, DType::Float32, rng)};
+    c.args = {in(0)};
+    c.outDtypes = {DType::Float32};
+    const std::vector<Tensor> out = intervalOutputs(c);
+    QCOMPARE(out.at(0).shape(), (Shape{3, 4}));
+    for (std::size_t i = 0; i < 12; ++i) {
+      QCOMPARE(out[0].lo()[i], 0.0);
+      QCOMPARE(out[0].hi()[i], 0.0);
+    }
+    QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
+  }
+
   void updatesEncloseEveryFormat() {
     std::mt19937_64 rng(41);
     for (const char* op : {"aten.addcmul.default", "aten.addcdiv.default", "aten.lerp.Scalar",
