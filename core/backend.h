@@ -15,6 +15,7 @@ namespace lossbound {
 namespace kernels {
 struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
+struct GemmFinish;      // core/kernels/interval_gemm.h
 }  // namespace kernels
 
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
@@ -75,6 +76,28 @@ class Backend {
   virtual bool softmaxRows(const kernels::SoftmaxModel& /*model*/, bool /*log*/,
                            kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                            std::int64_t /*rows*/, std::int64_t /*cols*/) {
+    return false;
+  }
+
+  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else `fill`, for i < n: the gather of a view
+  /// op (values are moved, never rounded, so any device gives the host's bits). offsets are exact
+  /// integers below 2^53 stored as doubles, computed from shapes and IR arguments only (never
+  /// from tensor values); x holds xCount elements. For a point x, x.hi == x.lo and the caller
+  /// may pass out.hi == out.lo.
+  virtual bool gather(kernels::ConstIntervalSpan /*x*/, std::int64_t /*xCount*/,
+                      const double* /*offsets*/, kernels::ConstIntervalSpan /*fill: one*/,
+                      kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
+    return false;
+  }
+
+  /// out = what ops::intervalGemm (core/ops/gemm.h) writes for the m×k operand a and the k×n
+  /// operand b (a point operand has hi == lo: the rule's point tensor), bias m×n or lo == nullptr,
+  /// inputs rounded to `in`, finishing constants `finish` — bit for bit with the same RN GEMMs:
+  /// the split and finishing bodies of core/kernels/interval_gemm.h around three gemm calls.
+  virtual bool intervalGemm(kernels::ConstIntervalSpan /*a*/, kernels::ConstIntervalSpan /*b*/,
+                            kernels::ConstIntervalSpan /*bias*/, std::int64_t /*m*/,
+                            std::int64_t /*k*/, std::int64_t /*n*/, Format /*in*/,
+                            const kernels::GemmFinish& /*finish*/, kernels::IntervalSpan /*out*/) {
     return false;
   }
 

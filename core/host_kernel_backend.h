@@ -5,8 +5,12 @@
 // they are given can be tested on a machine without a GPU (tests/gpu/test_kernel_offload), and
 // bench-replay measures which share of a replay the CUDA backend would take. Sums accumulate in
 // index order, as the CPU rules do, so every hook is bit-identical to the rule it replaces.
+// It also takes the two hooks only the device-resident replay uses (gather, intervalGemm; the
+// per-op CudaBackend declines them), so that test_kernel_offload checks them against the CPU
+// rules too; HostDevice (core/host_device.h) runs its launches through these methods.
 
 #include "core/backend.h"
+#include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
@@ -85,10 +89,75 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
+              ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
+    ++gatherCalls;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto o = static_cast<std::int64_t>(offsets[i]);
+      const double lo = o >= 0 ? x.lo[o] : fill.lo[0], hi = o >= 0 ? x.hi[o] : fill.hi[0];
+      out.lo[i] = lo;
+      out.hi[i] = hi;  // the same array as out.lo for a point gather: the same value
+    }
+    return true;
+  }
+
+  bool intervalGemm(ConstIntervalSpan a, ConstIntervalSpan b, ConstIntervalSpan bias,
+                    std::int64_t m, std::int64_t k, std::int64_t n, Format in,
+                    const GemmFinish& finish, IntervalSpan out) override {
+    ++gemmCalls;
+    // The composition of ops::intervalGemm on spans: split (the untouched values of a point
+    // operand whose values are all finite and representable in `in`), three GEMMs, finish.
+    std::vector<double> midA, magA, midB, magB;
+    bool anyRadius = false;
+    const bool finite = splitOperand(a, m * k, in, midA, magA, anyRadius) &&
+                        splitOperand(b, k * n, in, midB, magB, anyRadius);
+    if (!finite) {
+      for (std::int64_t i = 0; i < m * n; ++i) put(out, i, entireInterval());
+      return true;
+    }
+    std::vector<double> g1(static_cast<std::size_t>(m * n)), g2(g1.size()), g4;
+    mCpu->gemm(midA.data(), midB.data(), g1.data(), m, k, n, false);
+    mCpu->gemm(midA.data(), midB.data(), g2.data(), m, k, n, true);
+    if (anyRadius) {
+      g4.resize(g1.size());
+      mCpu->gemm(magA.data(), magB.data(), g4.data(), m, k, n, false);
+    }
+    for (std::int64_t i = 0; i < m * n; ++i)
+      put(out, i,
+          gemmFinishElement(g1[i], g2[i], anyRadius ? g4[i] : 0.0, !anyRadius, finish,
+                            bias.lo != nullptr,
+                            bias.lo ? Interval{bias.lo[i], bias.hi[i]} : Interval{0.0, 0.0}));
+    return true;
+  }
+
   /// How many times each hook was taken (softmax and layer-norm rows count as row kernels).
-  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0};
+  std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0}, gatherCalls{0},
+      gemmCalls{0};
 
  private:
+  /// Midpoints and magnitudes |m| + r (rounded up) of an operand, as ops::intervalGemm's midRad;
+  /// returns false when an endpoint is not finite; sets anyRadius when a radius is not zero.
+  static bool splitOperand(ConstIntervalSpan x, std::int64_t count, Format in,
+                           std::vector<double>& mid, std::vector<double>& mag, bool& anyRadius) {
+    mid.resize(static_cast<std::size_t>(count));
+    mag.resize(mid.size());
+    bool direct = x.lo == x.hi;
+    for (std::int64_t i = 0; i < count && direct; ++i)
+      direct = isFiniteValue(x.lo[i]) && gemmRepresentable(x.lo[i], in);
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (direct) {
+        mid[i] = x.lo[i];
+        mag[i] = ::fabs(x.lo[i]);
+        continue;
+      }
+      double m = 0.0, r = 0.0;
+      if (!gemmSplit(x.lo[i], x.hi[i], in, &m, &r)) return false;
+      mid[i] = m;
+      mag[i] = add_up(::fabs(m), r);
+      if (r != 0.0) anyRadius = true;
+    }
+    return true;
+  }
   static void put(IntervalSpan out, std::int64_t i, Interval v) {
     out.lo[i] = v.lo;
     out.hi[i] = v.hi;

@@ -1,6 +1,7 @@
 // Device discovery for the CUDA firewall: asks the runtime for a device and explains a failure.
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_device.h"
+#include "gpu/cuda_resident_device.h"
 
 #include <cuda_runtime.h>
 
@@ -42,6 +43,18 @@ std::unique_ptr<Backend> createCudaBackend(QString* reason) {
     // E.g. no code for this architecture (the probe launch), out of memory, cuBLAS init failure.
     if (reason)
       *reason = QStringLiteral("no CUDA device: the CUDA backend could not start on %1: %2")
+                    .arg(cudaDeviceName(), QString::fromUtf8(e.what()));
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Device> createCudaDevice(QString* reason) {
+  if (!cudaDeviceAvailable(reason)) return nullptr;
+  try {
+    return std::make_unique<CudaDevice>(0);
+  } catch (const std::exception& e) {
+    if (reason)
+      *reason = QStringLiteral("no CUDA device: the CUDA device could not start on %1: %2")
                     .arg(cudaDeviceName(), QString::fromUtf8(e.what()));
     return nullptr;
   }

@@ -3,6 +3,7 @@
 // Eigen and the app can ask about the GPU without including CUDA headers.
 
 #include "core/backend.h"
+#include "core/device.h"
 
 #include <QString>
 
@@ -24,5 +25,10 @@ bool builtWithCuda();
 /// starting "no CUDA device: " that says what is missing (CUDA support in this build, the driver,
 /// a device, code for the device's architecture) or which CUDA/cuBLAS call failed.
 std::unique_ptr<Backend> createCudaBackend(QString* reason);
+
+/// Returns the Device of the resident replay (core/program/resident_replay.h) on CUDA device 0,
+/// or nullptr and, if `reason` is non-null, a sentence starting "no CUDA device: " (as
+/// createCudaBackend).
+std::unique_ptr<Device> createCudaDevice(QString* reason);
 
 }  // namespace lossbound::gpu

@@ -20,4 +20,9 @@ std::unique_ptr<Backend> createCudaBackend(QString* reason) {
   return nullptr;
 }
 
+std::unique_ptr<Device> createCudaDevice(QString* reason) {
+  cudaDeviceAvailable(reason);
+  return nullptr;
+}
+
 }  // namespace lossbound::gpu

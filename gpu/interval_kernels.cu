@@ -51,6 +51,77 @@ __global__ void binaryKernel(BinaryOp op, ElementwiseModel model, const double* 
   }
 }
 
+__global__ void nanToEntireKernel(double* olo, double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf())
+    if (::isnan(olo[i]) || ::isnan(ohi[i])) {
+      olo[i] = -interval_detail::inf();
+      ohi[i] = interval_detail::inf();
+    }
+}
+
+__global__ void flagNonFiniteKernel(const double* xlo, const double* xhi, std::int64_t n,
+                                    double* flag) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf())
+    if (!isFiniteValue(xlo[i]) || !isFiniteValue(xhi[i]))
+      flag[0] = 1.0;  // benign race: all write 1
+}
+
+__global__ void gatherKernel(const double* xlo, const double* xhi, const double* offsets,
+                             const double* flo, const double* fhi, double* olo, double* ohi,
+                             std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const auto o = static_cast<std::int64_t>(offsets[i]);
+    const double lo = o >= 0 ? xlo[o] : flo[0], hi = o >= 0 ? xhi[o] : fhi[0];
+    olo[i] = lo;
+    ohi[i] = hi;
+  }
+}
+
+__global__ void gemmFlagsKernel(const double* xlo, const double* xhi, std::int64_t n, Format in,
+                                double* flags) {
+  // flags were zeroed; any thread that finds a reason sets "not direct" (benign race: all
+  // writers store 1).
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf())
+    if (xlo != xhi || !isFiniteValue(xlo[i]) || !gemmRepresentable(xlo[i], in)) flags[0] = 1.0;
+}
+
+__global__ void gemmSplitKernel(const double* xlo, const double* xhi, std::int64_t n, Format in,
+                                double* mid, double* mag, double* flags) {
+  const bool direct = flags[0] == 0.0;
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    if (direct) {
+      mid[i] = xlo[i];
+      mag[i] = ::fabs(xlo[i]);
+      continue;
+    }
+    double m = 0.0, r = 0.0;
+    if (!gemmSplit(xlo[i], xhi[i], in, &m, &r)) {
+      flags[1] = 1.0;
+      m = r = 0.0;
+    }
+    mid[i] = m;
+    mag[i] = add_up(::fabs(m), r);
+    if (r != 0.0) flags[2] = 1.0;
+  }
+}
+
+__global__ void gemmFinishKernel(const double* g1, const double* g2, const double* g4,
+                                 const double* flagsA, const double* flagsB, const double* blo,
+                                 const double* bhi, GemmFinish finish, double* olo, double* ohi,
+                                 std::int64_t n) {
+  const bool finite = flagsA[1] == 0.0 && flagsB[1] == 0.0;
+  const bool points = flagsA[2] == 0.0 && flagsB[2] == 0.0;
+  for (std::int64_t u = firstIndex(); u < n; u += strideOf()) {
+    const Interval e =
+        finite
+            ? gemmFinishElement(g1[u], g2[u], points ? 0.0 : g4[u], points, finish, blo != nullptr,
+                                blo ? Interval{blo[u], bhi[u]} : Interval{0.0, 0.0})
+            : entireInterval();
+    olo[u] = e.lo;
+    ohi[u] = e.hi;
+  }
+}
+
 __global__ void storeKernel(Format format, const double* xlo, const double* xhi, double* olo,
                             double* ohi, std::int64_t n) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
@@ -280,6 +351,46 @@ void launchLayerNormRows(const LayerNormModel& model, const double* xlo, const d
   layerNormRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(
       model, xlo, xhi, wlo, whi, blo, bhi, olo, ohi, mlo, mhi, rlo, rhi, rows, cols);
   LB_CUDA_CHECK_LAUNCH(layerNormRowsKernel);
+}
+
+void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  nanToEntireKernel<<<gridFor(n), kBlock, 0, stream>>>(olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(nanToEntireKernel);
+}
+
+void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
+                  const double* fhi, double* olo, double* ohi, std::int64_t n,
+                  cudaStream_t stream) {
+  if (n <= 0) return;
+  gatherKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, offsets, flo, fhi, olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(gatherKernel);
+}
+
+void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, Format in,
+                     double* mid, double* mag, double* flags, cudaStream_t stream) {
+  LB_CUDA_CHECK(cudaMemsetAsync(flags, 0, 3 * sizeof(double), stream));
+  if (count <= 0) return;
+  gemmFlagsKernel<<<gridFor(count), kBlock, 0, stream>>>(xlo, xhi, count, in, flags);
+  LB_CUDA_CHECK_LAUNCH(gemmFlagsKernel);
+  gemmSplitKernel<<<gridFor(count), kBlock, 0, stream>>>(xlo, xhi, count, in, mid, mag, flags);
+  LB_CUDA_CHECK_LAUNCH(gemmSplitKernel);
+}
+
+void launchGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                      const double* flagsB, const double* blo, const double* bhi, GemmFinish finish,
+                      double* olo, double* ohi, std::int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  gemmFinishKernel<<<gridFor(count), kBlock, 0, stream>>>(g1, g2, g4, flagsA, flagsB, blo, bhi,
+                                                          finish, olo, ohi, count);
+  LB_CUDA_CHECK_LAUNCH(gemmFinishKernel);
+}
+
+void launchFlagNonFinite(const double* xlo, const double* xhi, std::int64_t n, double* flag,
+                         cudaStream_t stream) {
+  if (n <= 0) return;
+  flagNonFiniteKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, n, flag);
+  LB_CUDA_CHECK_LAUNCH(flagNonFiniteKernel);
 }
 
 }  // namespace lossbound::gpu

@@ -4,6 +4,7 @@
 // with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
+#include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
@@ -51,6 +52,26 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// Stores [-inf, +inf] where an endpoint of out[0..n) is NaN (the device contract of
+/// core/device.h: a device libm may give NaN where the bodies would not).
+void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+/// out[i] = x[offsets[i]] (offsets: exact integers as doubles) or fill[0] where offsets[i] < 0;
+/// out.hi may be out.lo (a point gather: both writes store the same value).
+void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
+                  const double* fhi, double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+/// Device::gemmSplit: flags[0..3) = {not direct, not finite, some radius}; mid and mag of each
+/// element (kernels::gemmSplit unless the point operand is used as it is).
+void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, Format in,
+                     double* mid, double* mag, double* flags, cudaStream_t stream);
+/// Device::gemmFinish: kernels::gemmFinishElement per element, entire when a flag says an
+/// operand was not finite; blo == nullptr: no bias.
+void launchGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                      const double* flagsB, const double* blo, const double* bhi,
+                      kernels::GemmFinish finish, double* olo, double* ohi, std::int64_t count,
+                      cudaStream_t stream);
+/// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (Device::flagNonFinite).
+void launchFlagNonFinite(const double* xlo, const double* xhi, std::int64_t n, double* flag,
+                         cudaStream_t stream);
 /// Launches a one-thread kernel and waits for it: fails when the binary has no code for the
 /// device (cudaErrorNoKernelImageForDevice) or the device is unusable.
 void probeDevice(cudaStream_t stream);

@@ -14,6 +14,7 @@
 #include "core/ops/gemm.h"
 
 #include "core/backend.h"
+#include "core/kernels/interval_gemm.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/formats.h"
@@ -30,26 +31,9 @@ namespace {
 
 constexpr double kEta64 = 0x1p-1074;
 
-/// Returns true when x is exactly representable in f (fast path for fp32).
-inline bool representable(double x, Format f) {
-  if (f == Format::Fp64) return true;
-  if (f == Format::Fp32)
-    return std::fabs(x) <= 3.4028234663852886e38 && static_cast<double>(static_cast<float>(x)) == x;
-  return roundToFormat(x, f, RoundingDirection::Nearest) == x;
-}
-
-/// Returns RD_f(x) / RU_f(x) quickly for fp32 (RN cast, then one step when it went the wrong
-/// way); other formats through roundToFormat.
-inline double roundDownTo(double x, Format f) {
-  if (f == Format::Fp64) return x;
-  if (f == Format::Fp32 && std::fabs(x) < 3.4e38) {
-    const float r = static_cast<float>(x);
-    return static_cast<double>(r) > x ? static_cast<double>(std::nextafterf(r, -HUGE_VALF))
-                                      : static_cast<double>(r);
-  }
-  return roundToFormat(x, f, RoundingDirection::Down);
-}
-inline double roundUpTo(double x, Format f) { return -roundDownTo(-x, f); }
+inline bool representable(double x, Format f) { return kernels::gemmRepresentable(x, f); }
+inline double roundDownTo(double x, Format f) { return kernels::gemmRoundDown(x, f); }
+inline double roundUpTo(double x, Format f) { return kernels::gemmRoundUp(x, f); }
 
 /// Midpoint and radius of an enclosure rounded outward to `in`; returns false if any endpoint
 /// is not finite. Radii are rounded up so that [m - r, m + r] contains [lo, hi]. When the input
@@ -76,13 +60,12 @@ bool midRad(const Tensor& t, std::int64_t off, std::int64_t len, Format in,
   rad.resize(static_cast<std::size_t>(len));
   isPoint = true;
   for (std::int64_t i = 0; i < len; ++i) {
-    Interval x{lo[static_cast<std::size_t>(off + i)], hi[static_cast<std::size_t>(off + i)]};
-    if (in != Format::Fp64) x = Interval{roundDownTo(x.lo, in), roundUpTo(x.hi, in)};
-    if (!std::isfinite(x.lo) || !std::isfinite(x.hi)) return false;
-    const double m = midpoint(x);
-    // RN differences, then one ulp up (plus the smallest subnormal) bound the exact ones.
-    const double r =
-        x.lo == x.hi ? 0.0 : std::max(x.hi - m, m - x.lo) * (1.0 + 0x1p-52) + 0x1p-1074;
+    // RN differences, then one ulp up (plus the smallest subnormal) bound the exact ones
+    // (kernels::gemmSplit, shared with the device).
+    double m = 0.0, r = 0.0;
+    if (!kernels::gemmSplit(lo[static_cast<std::size_t>(off + i)],
+                            hi[static_cast<std::size_t>(off + i)], in, &m, &r))
+      return false;
     mid[static_cast<std::size_t>(i)] = m;
     rad[static_cast<std::size_t>(i)] = r;
     if (r != 0.0) isPoint = false;
@@ -136,90 +119,55 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
     g4.resize(g1.size());
     be.gemm(P.data(), Q.data(), g4.data(), m, k, n, false);
   }
-  const double g64 = gammaUp(k, 0x1p-53);
-  const double kEta = mul_up(static_cast<double>(k), kEta64);
-  const double up = div_up(1.0, sub_down(1.0, g64));    // 1/(1 - γ_k) rounded up
-  const double down = div_down(1.0, add_up(1.0, g64));  // 1/(1 + γ_k) rounded down
-  const std::int64_t terms = k + (bias ? 2 : 0) + (alpha != 1.0 ? 1 : 0);
-  const double gAcc = gammaUp(terms, gm.uAcc);
-  const double kEtaAcc = mul_up(static_cast<double>(k), smallestSubnormal(gm.acc));
-  const double maxAcc = largestFinite(gm.acc);
-  const Interval al = alpha == 1.0 ? Interval{1.0, 1.0} : scalarEnclosure(alpha, gm.acc);
-  const Interval be_ = beta == 1.0 ? Interval{1.0, 1.0} : scalarEnclosure(beta, gm.acc);
-  const double absAlpha = std::max(std::fabs(al.lo), std::fabs(al.hi));
-  const double absBeta = std::max(std::fabs(be_.lo), std::fabs(be_.hi));
-  // The radius below is evaluated in round-to-nearest on nonnegative terms (the only subtraction,
-  // S4↑ - S2↓, is of an upper and a lower bound and is then inflated): an RN evaluation of <= 8
-  // operations on nonnegative numbers is below the exact value by at most a factor (1 - u)^8
-  // plus 8 halves of 2^-1074 (Higham 2002, §2.1 model with underflow), hence the inflation by
-  // kRadInflate >= (1 - u)^-8 and the floor kRadFloor >= 8·2^-1075. Only the final endpoints
-  // g1 ∓ rad use directed rounding.
-  constexpr double kRadInflate = 1.0 + 0x1p-45;
-  // k = 0: every term is an exact 0 (the empty product), so no underflow floor either.
-  const double kRadFloor = k == 0 ? 0.0 : 0x1p-1060;
-  const double cMid = mul_up(g64, up);  // γ_k^64 / (1 - γ_k)
-  const double cAcc = mul_up(mul_up(gAcc, absAlpha), up);
-  const double cEtaMid = add_up(mul_up(kEta, g64), kEta);
-  const double cEtaAcc = mul_up(absAlpha, kEtaAcc);
-  // S4↑ and S2↓ evaluated in RN: two RN operations move a nonnegative value by at most a factor
-  // (1 ± u)², absorbed by the extra 2^-50 in the constants.
-  const double upRN = mul_up(up, 1.0 + 0x1p-50);
-  const double downRN = mul_down(down, 1.0 - 0x1p-50);
-  const bool plain = alpha == 1.0 && !bias;
+  const kernels::GemmFinish c = intervalGemmFinish(k, gm, bias != nullptr, alpha, beta);
   be.parallelFor(mn, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       const auto u = static_cast<std::size_t>(i);
-      const double g2e = g2[u] + kEta;  // nonnegative: RN sum, inflated below
-      double width = 0.0, s4 = g2e;
-      if (!points) {
-        s4 = g4[u] + kEta;
-        const double s4up = s4 * upRN;
-        const double s2down = std::max(0.0, (g2[u] - kEta) * downRN);
-        width = s4up - s2down;  // >= (S4↑ - S2↓)(1 - u), covered by kRadInflate
-      }
-      // The exact product of the rounded inputs: g1 ± (width + γ64·S2↑ + kη).
-      const double radP = (width + cMid * g2e + cEtaMid) * kRadInflate + kRadFloor;
-      if (plain && std::isfinite(g1[u])) {
-        // One outward step for the common mm case: g1 ± (radP + candidate rounding).
-        const double rad = radP + (cAcc * s4 + cEtaAcc) * kRadInflate + kRadFloor;
-        const double magnitude = absAlpha * s4 * up;
-        Interval e{sub_down(g1[u], rad), add_up(g1[u], rad)};
-        if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) || !std::isfinite(rad))
-          e = entireInterval();
-        outLo[u] = roundDownTo(e.lo, gm.out);
-        outHi[u] = roundUpTo(e.hi, gm.out);
-        continue;
-      }
-      Interval exact{sub_down(g1[u], radP), add_up(g1[u], radP)};
-      if (!std::isfinite(g1[u]) || !std::isfinite(radP)) exact = entireInterval();
-      if (alpha != 1.0) exact = mul(al, exact);
-      // The candidate's rounding: γ_terms^acc·(|alpha|·S4↑ + |beta|·|bias|) + |alpha|·kη_acc.
-      double cand = cAcc * s4 + cEtaAcc;
-      double magnitude = absAlpha * s4 * up;
-      if (bias && std::isinf(bias[u].lo) && bias[u].lo == bias[u].hi &&
-          (be_.lo > 0 || be_.hi < 0) && std::isfinite(g1[u]) && std::isfinite(radP) &&
-          magnitude * (1.0 + gAcc) * kRadInflate < maxAcc) {
-        // An exact infinite bias (an attention mask's −inf, held as that IEEE value): the finite
-        // products can neither overflow (the magnitude check) nor cancel it, so every order and
-        // bracketing gives that infinity times the sign of beta.
-        outLo[u] = outHi[u] = (be_.lo > 0) == (bias[u].lo > 0) ? kInf : -kInf;
-        continue;
-      }
-      if (bias) {
-        exact = add(exact, beta == 1.0 ? bias[u] : mul(be_, bias[u]));
-        const double absBias = absBeta * std::max(std::fabs(bias[u].lo), std::fabs(bias[u].hi));
-        cand += gAcc * absBias;
-        magnitude += absBias;
-      }
-      cand = cand * kRadInflate + kRadFloor;
-      exact = Interval{sub_down(exact.lo, cand), add_up(exact.hi, cand)};
-      // Partial sums are bounded by (1 + γ)·magnitude: beyond the accumulator's range the
-      // candidate may overflow.
-      if (!(magnitude * (1.0 + gAcc) * kRadInflate < maxAcc)) exact = entireInterval();
-      outLo[u] = roundDownTo(exact.lo, gm.out);
-      outHi[u] = roundUpTo(exact.hi, gm.out);
+      const Interval e =
+          kernels::gemmFinishElement(g1[u], g2[u], points ? 0.0 : g4[u], points, c, bias != nullptr,
+                                     bias ? bias[u] : Interval{0.0, 0.0});
+      outLo[u] = e.lo;
+      outHi[u] = e.hi;
     }
   });
+}
+
+kernels::GemmFinish intervalGemmFinish(std::int64_t k, const GemmModel& gm, bool bias, double alpha,
+                                       double beta) {
+  kernels::GemmFinish c;
+  const double g64 = gammaUp(k, 0x1p-53);
+  c.kEta = mul_up(static_cast<double>(k), kEta64);
+  c.up = div_up(1.0, sub_down(1.0, g64));               // 1/(1 - γ_k) rounded up
+  const double down = div_down(1.0, add_up(1.0, g64));  // 1/(1 + γ_k) rounded down
+  const std::int64_t terms = k + (bias ? 2 : 0) + (alpha != 1.0 ? 1 : 0);
+  c.gAcc = gammaUp(terms, gm.uAcc);
+  const double kEtaAcc = mul_up(static_cast<double>(k), smallestSubnormal(gm.acc));
+  c.maxAcc = largestFinite(gm.acc);
+  c.al = alpha == 1.0 ? Interval{1.0, 1.0} : scalarEnclosure(alpha, gm.acc);
+  c.be = beta == 1.0 ? Interval{1.0, 1.0} : scalarEnclosure(beta, gm.acc);
+  c.alpha = alpha;
+  c.beta = beta;
+  c.absAlpha = std::max(std::fabs(c.al.lo), std::fabs(c.al.hi));
+  c.absBeta = std::max(std::fabs(c.be.lo), std::fabs(c.be.hi));
+  // The radius is evaluated in round-to-nearest on nonnegative terms (the only subtraction,
+  // S4↑ - S2↓, is of an upper and a lower bound and is then inflated): an RN evaluation of <= 8
+  // operations on nonnegative numbers is below the exact value by at most a factor (1 - u)^8
+  // plus 8 halves of 2^-1074 (Higham 2002, §2.1 model with underflow), hence the inflation by
+  // kernels::kGemmRadInflate >= (1 - u)^-8 and the floor kRadFloor >= 8·2^-1075. Only the final
+  // endpoints g1 ∓ rad use directed rounding (kernels::gemmFinishElement).
+  // k = 0: every term is an exact 0 (the empty product), so no underflow floor either.
+  c.kRadFloor = k == 0 ? 0.0 : 0x1p-1060;
+  c.cMid = mul_up(g64, c.up);  // γ_k^64 / (1 - γ_k)
+  c.cAcc = mul_up(mul_up(c.gAcc, c.absAlpha), c.up);
+  c.cEtaMid = add_up(mul_up(c.kEta, g64), c.kEta);
+  c.cEtaAcc = mul_up(c.absAlpha, kEtaAcc);
+  // S4↑ and S2↓ evaluated in RN: two RN operations move a nonnegative value by at most a factor
+  // (1 ± u)², absorbed by the extra 2^-50 in the constants.
+  c.upRN = mul_up(c.up, 1.0 + 0x1p-50);
+  c.downRN = mul_down(down, 1.0 - 0x1p-50);
+  c.plain = alpha == 1.0 && !bias;
+  c.out = gm.out;
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------

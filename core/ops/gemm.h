@@ -13,6 +13,7 @@
 
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
+#include "core/kernels/interval_gemm.h"
 #include "core/ops/precision_model.h"
 #include "core/tensor/tensor.h"
 
@@ -39,6 +40,11 @@ GemmModel gemmModel(const PrecisionModel& pm, DType t);
 /// Returns the number of terms the bound of one result element counts: k products, plus two for
 /// a bias (β·bias and its add), plus one for an alpha != 1 scaling.
 std::int64_t gemmTerms(std::int64_t k, bool bias, double alpha);
+
+/// Returns the per-product constants of kernels::gemmFinishElement for inner dimension k (the
+/// finishing arithmetic of intervalGemm, shared with the Backend hook and the device).
+kernels::GemmFinish intervalGemmFinish(std::int64_t k, const GemmModel& gm, bool bias, double alpha,
+                                       double beta);
 
 /// Encloses C = alpha·(A·B) + beta·bias for the m×k row-major block of A at aOff and the k×n
 /// block of B at bOff (bias: m×n intervals or null) as every value the candidate can produce,

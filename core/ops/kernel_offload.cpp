@@ -76,6 +76,22 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
+std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
+                                  const std::vector<std::int64_t>& offsets, const Shape& shape,
+                                  DType dtype, Interval fill) {
+  if (!backend.offersIntervalKernels() || offsets.empty()) return std::nullopt;
+  std::vector<double> index(offsets.size());
+  for (std::size_t i = 0; i < offsets.size(); ++i) index[i] = static_cast<double>(offsets[i]);
+  const bool point = !x.isInterval() && fill.lo == fill.hi;
+  const auto n = static_cast<std::int64_t>(offsets.size());
+  std::vector<double> lo(offsets.size()), hi(point ? 0 : offsets.size());
+  const kernels::IntervalSpan out{lo.data(), point ? lo.data() : hi.data()};
+  if (!backend.gather(span(x), x.numel(), index.data(), {&fill.lo, &fill.hi}, out, n))
+    return std::nullopt;
+  if (point) return Tensor::point(shape, dtype, std::move(lo));
+  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+}
+
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,
                                   std::int64_t rows, std::int64_t cols, const Shape& shape,
                                   DType dtype) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace lossbound::ops {
 
@@ -26,6 +27,13 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype);
+
+/// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
+/// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
+/// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).
+std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
+                                  const std::vector<std::int64_t>& offsets, const Shape& shape,
+                                  DType dtype, Interval fill);
 
 /// Returns the enclosure of every row sum of x viewed as rows×cols (contiguous rows), shaped
 /// `shape` (rows elements) and labelled `dtype`.

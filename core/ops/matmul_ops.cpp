@@ -17,6 +17,8 @@
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/gemm.h"
+#include "core/ops/index_map.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
@@ -171,6 +173,42 @@ std::vector<Tensor> MatmulRule::interval(const OpArgs& a, OpContext& ctx) const 
   const std::int64_t mn = p.m * p.n;
   const auto total = static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size()));
   std::vector<double> lo(total), hi(total);
+  // One product of whole operands: offered to the backend's intervalGemm hook (the same split
+  // and finishing bodies, kernels/interval_gemm.h), the bias broadcast through the gather hook,
+  // so that a device-resident replay keeps the product on the device.
+  const bool withBias = hasBias() && beta(a) != 0.0;
+  bool offer = ctx.backend.offersIntervalKernels() && p.aOff.size() == 1 && p.aOff[0] == 0 &&
+               p.bOff[0] == 0 && x.numel() == p.m * p.k && y.numel() == p.k * p.n && total > 0;
+  if (offer && withBias) {
+    const Shape& bs = a.tensor(0).shape();
+    offer = bs.size() <= p.outShape.size();
+    for (std::size_t d = bs.size(), e = p.outShape.size(); offer && d-- > 0 && e-- > 0;)
+      offer = bs[d] == 1 || bs[d] == p.outShape[e];
+  }
+  if (offer) {
+    std::optional<Tensor> b;
+    if (withBias) {
+      const Tensor& bias0 = a.tensor(0);
+      // The broadcast of the bias to the output shape as an index map (right-aligned, size-1
+      // dims repeat): the values broadcastTo gives.
+      std::vector<std::int64_t> strides(p.outShape.size(), 0);
+      std::int64_t s = 1;
+      for (std::size_t d = bias0.shape().size(), e = p.outShape.size(); d-- > 0 && e-- > 0;) {
+        strides[e] = bias0.shape()[d] == 1 ? 0 : s;
+        s *= bias0.shape()[d];
+      }
+      const IndexMap map = stridedMap(p.outShape, strides, 0);
+      b = offerGather(ctx.backend, bias0, map.offsets, map.shape, bias0.dtype(), {0.0, 0.0});
+      if (!b) b = applyIndexMap(bias0, map, bias0.dtype());
+    }
+    const kernels::GemmFinish fin = intervalGemmFinish(p.k, gm, b.has_value(), alpha(a), beta(a));
+    const kernels::ConstIntervalSpan bs =
+        b ? kernels::ConstIntervalSpan{b->lo().data(), b->hi().data()}
+          : kernels::ConstIntervalSpan{};
+    if (ctx.backend.intervalGemm({x.lo().data(), x.hi().data()}, {y.lo().data(), y.hi().data()}, bs,
+                                 p.m, p.k, p.n, gm.in, fin, {lo.data(), hi.data()}))
+      return {Tensor::interval(p.outShape, a.outSpec().dtype, std::move(lo), std::move(hi))};
+  }
   std::vector<Interval> biasIv;
   if (const auto b = bias(a, p)) {
     biasIv.resize(total);

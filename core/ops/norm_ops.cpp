@@ -204,9 +204,10 @@ class LayerNormRule final : public OpRule {
         }
       });
     }
-    return std::vector<Tensor>{Tensor::interval(x.shape(), a.outSpec(0).dtype, oLo, oHi),
-                               Tensor::interval(s.statShape, a.outSpec(1).dtype, mLo, mHi),
-                               Tensor::interval(s.statShape, a.outSpec(2).dtype, rLo, rHi)};
+    return std::vector<Tensor>{
+        Tensor::interval(x.shape(), a.outSpec(0).dtype, std::move(oLo), std::move(oHi)),
+        Tensor::interval(s.statShape, a.outSpec(1).dtype, std::move(mLo), std::move(mHi)),
+        Tensor::interval(s.statShape, a.outSpec(2).dtype, std::move(rLo), std::move(rHi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

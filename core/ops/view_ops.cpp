@@ -17,6 +17,7 @@
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/index_map.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
 
@@ -34,6 +35,15 @@ namespace {
 using namespace ops;
 
 using Gather = IndexMap;
+
+/// Returns x gathered through m, by the backend's gather hook when it offers one (device-resident
+/// replays keep views on the device; the map depends on shapes and IR arguments only), else on
+/// the host: the same values either way.
+Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype) {
+  if (auto r = offerGather(backend, x, m.offsets, m.shape, dtype, Interval{0.0, 0.0}))
+    return std::move(*r);
+  return applyIndexMap(x, m, dtype);
+}
 
 /// Resolves a view size list with at most one -1 against numel n.
 Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n) {
@@ -100,9 +110,9 @@ class GatherRule final : public OpRule {
   }
 
  private:
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+  std::vector<Tensor> apply(const OpArgs& a, OpContext& ctx) const {
     const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyIndexMap(x, mFn(a, x.shape()), x.dtype())};
+    return std::vector<Tensor>{gatherVia(ctx.backend, x, mFn(a, x.shape()), x.dtype())};
   }
 
   GatherFn mFn;
@@ -384,9 +394,10 @@ class TriRule final : public OpRule {
   }
 
  private:
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+  std::vector<Tensor> apply(const OpArgs& a, OpContext& ctx) const {
     const Tensor& x = a.tensor(0);
-    return std::vector<Tensor>{applyIndexMap(x, triGather(a, x.shape(), mLower), x.dtype())};
+    return std::vector<Tensor>{
+        gatherVia(ctx.backend, x, triGather(a, x.shape(), mLower), x.dtype())};
   }
 
   bool mLower;  // tril (else triu)
@@ -603,10 +614,11 @@ class SplitRule final : public OpRule {
     return gs;
   }
 
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+  std::vector<Tensor> apply(const OpArgs& a, OpContext& ctx) const {
     const Tensor& x = a.tensor(0);
     std::vector<Tensor> out;
-    for (const Gather& g : gathers(a, x.shape())) out.push_back(applyIndexMap(x, g, x.dtype()));
+    for (const Gather& g : gathers(a, x.shape()))
+      out.push_back(gatherVia(ctx.backend, x, g, x.dtype()));
     return out;
   }
 

@@ -1,0 +1,203 @@
+// The checked, counted primitives of Device: every pointer is looked up in the table of live
+// allocations before the derived class sees it, so an orchestration bug (a host pointer, a freed
+// or too short buffer) fails on the host device exactly as it would corrupt memory on a GPU.
+#include "core/device.h"
+
+#include "core/kernels/softmax_row.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+
+namespace lossbound {
+
+namespace {
+
+constexpr std::int64_t kDoubleBytes = static_cast<std::int64_t>(sizeof(double));
+
+std::string mib(std::int64_t bytes) {
+  return std::to_string(static_cast<double>(bytes) / (1024.0 * 1024.0)).substr(0, 8) + " MiB";
+}
+
+}  // namespace
+
+double* Device::allocate(std::int64_t count) {
+  if (count < 0) throw std::logic_error("device: allocate of a negative count");
+  const std::int64_t n = std::max<std::int64_t>(count, 1);
+  double* p = doAllocate(n);
+  if (!p) {
+    ++mCounters.failedAllocations;
+    throw DeviceOutOfMemory("out of device memory on " + name() + ": " + mib(n * kDoubleBytes) +
+                            " requested with " + mib(mCounters.bytesInUse) + " in use");
+  }
+  mLive.emplace(p, n);
+  ++mCounters.allocations;
+  mCounters.bytesInUse += n * kDoubleBytes;
+  mCounters.peakBytes = std::max(mCounters.peakBytes, mCounters.bytesInUse);
+  return p;
+}
+
+void Device::free(double* block) {
+  const auto it = mLive.find(block);
+  if (it == mLive.end()) throw std::logic_error("device: free of a block it did not allocate");
+  mCounters.bytesInUse -= it->second * kDoubleBytes;
+  ++mCounters.frees;
+  mLive.erase(it);
+  doFree(block);
+}
+
+void Device::check(const double* p, std::int64_t count, const char* what) const {
+  if (count <= 0) return;
+  auto it = mLive.upper_bound(p);
+  if (p == nullptr || it == mLive.begin())
+    throw std::logic_error(std::string("device: ") + what + " is not in device memory");
+  --it;
+  if (p + count > it->first + it->second)
+    throw std::logic_error(std::string("device: ") + what +
+                           " is not inside one live device allocation (" + std::to_string(count) +
+                           " doubles needed)");
+}
+
+void Device::check(kernels::ConstIntervalSpan x, std::int64_t count, const char* what) const {
+  check(x.lo, count, what);
+  check(x.hi, count, what);
+}
+
+void Device::check(kernels::IntervalSpan x, std::int64_t count, const char* what) const {
+  check(x.lo, count, what);
+  check(x.hi, count, what);
+}
+
+void Device::copyIn(double* dst, const double* src, std::int64_t count) {
+  check(dst, count, "copy-in destination");
+  doCopyIn(dst, src, count);
+  ++mCounters.uploads;
+  mCounters.uploadBytes += count * kDoubleBytes;
+}
+
+void Device::copyOut(double* dst, const double* src, std::int64_t count) {
+  check(src, count, "copy-out source");
+  doCopyOut(dst, src, count);
+  ++mCounters.downloads;
+  mCounters.downloadBytes += count * kDoubleBytes;
+}
+
+void Device::gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+                  std::int64_t n, bool absolute) {
+  check(a, m * k, "gemm A");
+  check(b, k * n, "gemm B");
+  check(c, m * n, "gemm C");
+  doGemm(a, b, c, m, k, n, absolute);
+  ++mCounters.gemms;
+}
+
+void Device::unary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+                   kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) {
+  check(x, n, "unary operand");
+  check(out, n, "unary result");
+  doUnary(op, model, x, out, n);
+  ++mCounters.launches;
+}
+
+void Device::binary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+                    kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
+                    kernels::IntervalSpan out, std::int64_t n) {
+  if (yCount <= 0 || n % yCount != 0)
+    throw std::logic_error("device: binary with a repeat count that does not divide n");
+  check(x, n, "binary left operand");
+  check(y, yCount, "binary right operand");
+  check(out, n, "binary result");
+  doBinary(op, model, x, y, yCount, out, n);
+  ++mCounters.launches;
+}
+
+void Device::rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
+                    std::int64_t cols, const kernels::SumModel& model) {
+  check(x, rows * cols, "row-sum operand");
+  check(out, rows, "row-sum result");
+  doRowSum(x, out, rows, cols, model);
+  ++mCounters.launches;
+}
+
+void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
+                         kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) {
+  check(x, rows * cols, "softmax operand");
+  check(out, rows * cols, "softmax result");
+  double* scratch = allocate(rows * kernels::softmaxRowScratch(cols));
+  // The scratch is freed after the launch is ordered: a later launch on the same stream cannot
+  // start before this one ends (cudaFree synchronises too).
+  const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
+                                                                    [this](double* p) { free(p); });
+  doSoftmaxRows(model, log, x, out, rows, cols, scratch);
+  ++mCounters.launches;
+}
+
+void Device::layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                           kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                           kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                           kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) {
+  check(x, rows * cols, "layer-norm operand");
+  if (weight.lo) check(weight, cols, "layer-norm weight");
+  if (bias.lo) check(bias, cols, "layer-norm bias");
+  check(out, rows * cols, "layer-norm result");
+  check(mean, rows, "layer-norm mean");
+  check(rstd, rows, "layer-norm rstd");
+  doLayerNormRows(model, x, weight, bias, out, mean, rstd, rows, cols);
+  ++mCounters.launches;
+}
+
+void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                    kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) {
+  check(x, xCount, "gather operand");
+  check(offsets, n, "gather offsets");
+  check(fill, 1, "gather fill");
+  check(out, n, "gather result");
+  doGather(x, xCount, offsets, fill, out, n);
+  ++mCounters.launches;
+}
+
+void Device::gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                       double* mag, double* flags) {
+  check(x, count, "gemm operand");
+  check(mid, count, "gemm midpoints");
+  check(mag, count, "gemm magnitudes");
+  check(flags, 3, "gemm flags");
+  doGemmSplit(x, count, in, mid, mag, flags);
+  ++mCounters.launches;
+}
+
+void Device::gemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                        const double* flagsB, kernels::ConstIntervalSpan bias,
+                        const kernels::GemmFinish& finish, kernels::IntervalSpan out,
+                        std::int64_t count) {
+  check(g1, count, "gemm g1");
+  check(g2, count, "gemm g2");
+  check(g4, count, "gemm g4");
+  check(flagsA, 3, "gemm flags");
+  check(flagsB, 3, "gemm flags");
+  if (bias.lo) check(bias, count, "gemm bias");
+  check(out, count, "gemm result");
+  doGemmFinish(g1, g2, g4, flagsA, flagsB, bias, finish, out, count);
+  ++mCounters.launches;
+}
+
+void Device::flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
+  check(x, n, "finiteness operand");
+  check(flag, 1, "finiteness flag");
+  doFlagNonFinite(x, n, flag);
+  ++mCounters.launches;
+}
+
+void Device::synchronize() {
+  doSynchronize();
+  ++mCounters.synchronizations;
+}
+
+void Device::resetCounters() {
+  const std::int64_t inUse = mCounters.bytesInUse;
+  mCounters = DeviceCounters{};
+  mCounters.bytesInUse = inUse;
+  mCounters.peakBytes = inUse;
+}
+
+}  // namespace lossbound

@@ -1,0 +1,155 @@
+// HostDevice: heap blocks as device memory, HostKernelBackend's hooks as kernel launches. The
+// hooks already give the bodies' bits (tests/gpu/test_kernel_offload); what is added here is the
+// NaN-to-entire step of the device contract (a no-op for the bodies, which never give NaN).
+#include "core/host_device.h"
+
+#include "core/kernels/interval_gemm.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+namespace lossbound {
+
+namespace {
+
+constexpr std::int64_t kDoubleBytes = static_cast<std::int64_t>(sizeof(double));
+
+void nanToEntire(kernels::IntervalSpan out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (std::isnan(out.lo[i]) || std::isnan(out.hi[i])) {
+      out.lo[i] = -HUGE_VAL;
+      out.hi[i] = HUGE_VAL;
+    }
+}
+
+}  // namespace
+
+HostDevice::~HostDevice() = default;
+
+std::string HostDevice::name() const {
+  std::string n = "host device (separate host buffers";
+  if (mCap > 0) n += ", cap " + std::to_string(mCap) + " bytes";
+  return n + ")";
+}
+
+double* HostDevice::doAllocate(std::int64_t count) {
+  const std::int64_t bytes = count * kDoubleBytes;
+  if (mCap > 0 && counters().bytesInUse + bytes > mCap) return nullptr;
+  auto* p = new (std::nothrow) double[static_cast<std::size_t>(count)];
+  if (!p) return nullptr;
+  // Poison the fresh block: a launch that reads memory nobody wrote gives NaN, not stale bits.
+  for (std::int64_t i = 0; i < count; ++i) p[i] = std::nan("");
+  return p;
+}
+
+void HostDevice::doFree(double* block) { delete[] block; }
+
+void HostDevice::doCopyIn(double* dst, const double* src, std::int64_t count) {
+  std::memcpy(dst, src, static_cast<std::size_t>(count) * sizeof(double));
+}
+
+void HostDevice::doCopyOut(double* dst, const double* src, std::int64_t count) {
+  std::memcpy(dst, src, static_cast<std::size_t>(count) * sizeof(double));
+}
+
+void HostDevice::doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+                        std::int64_t n, bool absolute) {
+  mKernels.gemm(a, b, c, m, k, n, absolute);
+}
+
+void HostDevice::doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+                         kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) {
+  mKernels.unary(op, model, x, out, n);
+  nanToEntire(out, n);
+}
+
+void HostDevice::doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+                          kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y,
+                          std::int64_t yCount, kernels::IntervalSpan out, std::int64_t n) {
+  mKernels.binary(op, model, x, y, yCount, out, n);
+  nanToEntire(out, n);
+}
+
+void HostDevice::doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
+                          std::int64_t rows, std::int64_t cols, const kernels::SumModel& model) {
+  mKernels.rowSum(x, out, rows, cols, model);
+  nanToEntire(out, rows);
+}
+
+void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
+                               kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
+                               std::int64_t rows, std::int64_t cols, double* scratch) {
+  // One row at a time on the host: the first row's share of the device scratch is enough.
+  for (std::int64_t r = 0; r < rows; ++r)
+    kernels::softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
+                        out.hi + r * cols, scratch);
+  nanToEntire(out, rows * cols);
+}
+
+void HostDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                                 kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                                 kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                                 kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) {
+  mKernels.layerNormRows(model, x, weight, bias, out, mean, rstd, rows, cols);
+  nanToEntire(out, rows * cols);
+  nanToEntire(mean, rows);
+  nanToEntire(rstd, rows);
+}
+
+void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                          kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                          std::int64_t n) {
+  mKernels.gather(x, xCount, offsets, fill, out, n);
+}
+
+void HostDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
+                             double* mid, double* mag, double* flags) {
+  flags[0] = flags[1] = flags[2] = 0.0;
+  if (x.lo != x.hi) flags[0] = 1.0;
+  for (std::int64_t i = 0; i < count && flags[0] == 0.0; ++i)
+    if (!kernels::isFiniteValue(x.lo[i]) || !kernels::gemmRepresentable(x.lo[i], in))
+      flags[0] = 1.0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (flags[0] == 0.0) {
+      mid[i] = x.lo[i];
+      mag[i] = std::fabs(x.lo[i]);
+      continue;
+    }
+    double m = 0.0, r = 0.0;
+    if (!kernels::gemmSplit(x.lo[i], x.hi[i], in, &m, &r)) {
+      flags[1] = 1.0;
+      m = r = 0.0;
+    }
+    mid[i] = m;
+    mag[i] = add_up(std::fabs(m), r);
+    if (r != 0.0) flags[2] = 1.0;
+  }
+}
+
+void HostDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
+                              const double* flagsA, const double* flagsB,
+                              kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
+                              kernels::IntervalSpan out, std::int64_t count) {
+  const bool finite = flagsA[1] == 0.0 && flagsB[1] == 0.0;
+  const bool points = flagsA[2] == 0.0 && flagsB[2] == 0.0;
+  for (std::int64_t u = 0; u < count; ++u) {
+    const Interval e =
+        finite ? kernels::gemmFinishElement(
+                     g1[u], g2[u], points ? 0.0 : g4[u], points, finish, bias.lo != nullptr,
+                     bias.lo ? Interval{bias.lo[u], bias.hi[u]} : Interval{0.0, 0.0})
+               : entireInterval();
+    out.lo[u] = e.lo;
+    out.hi[u] = e.hi;
+  }
+}
+
+void HostDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x.lo[i]) || !std::isfinite(x.hi[i])) {
+      flag[0] = 1.0;
+      return;
+    }
+}
+
+}  // namespace lossbound

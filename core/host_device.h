@@ -1,0 +1,68 @@
+#pragma once
+// HostDevice: the Device primitives (core/device.h) with "device memory" that is separate host
+// buffers (one heap block per allocation, never a Tensor's storage), the kernel bodies run on the
+// host by HostKernelBackend's hooks (core/host_kernel_backend.h: the bodies of
+// core/kernels/kernel_bodies.h, sums in index order) and the CPU backend's GEMMs. It is the device
+// of the host tests of the resident replay: the same orchestration as on a GPU, every transfer
+// counted, every pointer checked, and an optional memory cap to provoke running out of memory.
+
+#include "core/device.h"
+#include "core/host_kernel_backend.h"
+
+#include <cstdint>
+#include <string>
+
+namespace lossbound {
+
+/// A Device whose memory is separate host buffers (see the file comment).
+class HostDevice final : public Device {
+ public:
+  /// Creates the device; `capBytes` > 0 makes allocations beyond that many bytes in use fail
+  /// with DeviceOutOfMemory (0: no cap).
+  explicit HostDevice(std::int64_t capBytes = 0) : mCap(capBytes) {}
+  ~HostDevice() override;
+
+  /// Returns "host device (separate host buffers[, cap N bytes])".
+  std::string name() const override;
+  /// Sets the memory cap (0: none).
+  void setCapBytes(std::int64_t capBytes) { mCap = capBytes; }
+
+ protected:
+  double* doAllocate(std::int64_t count) override;
+  void doFree(double* block) override;
+  void doCopyIn(double* dst, const double* src, std::int64_t count) override;
+  void doCopyOut(double* dst, const double* src, std::int64_t count) override;
+  void doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+              std::int64_t n, bool absolute) override;
+  void doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+               kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override;
+  void doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+                kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
+                kernels::IntervalSpan out, std::int64_t n) override;
+  void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
+                std::int64_t cols, const kernels::SumModel& model) override;
+  void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
+                     kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
+                     double* scratch) override;
+  void doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                       kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                       kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                       kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override;
+  void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                std::int64_t n) override;
+  void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                   double* mag, double* flags) override;
+  void doGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                    const double* flagsB, kernels::ConstIntervalSpan bias,
+                    const kernels::GemmFinish& finish, kernels::IntervalSpan out,
+                    std::int64_t count) override;
+  void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) override;
+  void doSynchronize() override {}
+
+ private:
+  std::int64_t mCap = 0;
+  kernels::HostKernelBackend mKernels;
+};
+
+}  // namespace lossbound

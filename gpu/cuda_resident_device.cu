@@ -1,0 +1,180 @@
+// CudaDevice: the raw primitives of core/device.h with the CUDA runtime and cuBLAS. The base class
+// has already checked every pointer against its allocation table and counts every call; here
+// each primitive is one stream-ordered CUDA operation (copyOut waits for its data).
+#include "gpu/cuda_check.cuh"
+#include "gpu/cuda_resident_device.h"
+#include "gpu/cuda_resources.cuh"
+#include "gpu/interval_kernels.cuh"
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace lossbound::gpu {
+
+struct CudaDevice::Impl {
+  explicit Impl(int device) : resources(device) {}
+  /// Makes the device current for the calling thread (replays may run on any thread) and
+  /// returns the stream.
+  cudaStream_t current() const {
+    resources.makeCurrent();
+    return resources.stream();
+  }
+  CudaResources resources;
+};
+
+namespace {
+
+std::size_t bytesOf(std::int64_t count) { return static_cast<std::size_t>(count) * sizeof(double); }
+
+int cublasDim(std::int64_t v, const char* what) {
+  if (v < 0 || v > INT_MAX)
+    throw std::invalid_argument(std::string("CUDA device: ") + what + " = " + std::to_string(v) +
+                                " is outside cuBLAS's int range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int device) : mImpl(std::make_unique<Impl>(device)) {
+  probeDevice(mImpl->current());
+}
+
+CudaDevice::~CudaDevice() = default;
+
+std::string CudaDevice::name() const {
+  return "CUDA device (" + mImpl->resources.deviceName() + ")";
+}
+
+double* CudaDevice::doAllocate(std::int64_t count) {
+  void* p = nullptr;
+  const cudaError_t err = cudaMallocAsync(&p, bytesOf(count), mImpl->current());
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear the sticky-free error state of this failed call
+    return nullptr;
+  }
+  LB_CUDA_CHECK(err);
+  return static_cast<double*>(p);
+}
+
+void CudaDevice::doFree(double* block) {
+  // Stream-ordered: the block is reused only after every launch issued before has finished.
+  LB_CUDA_CHECK(cudaFreeAsync(block, mImpl->current()));
+}
+
+void CudaDevice::doCopyIn(double* dst, const double* src, std::int64_t count) {
+  if (count <= 0) return;
+  LB_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytesOf(count), cudaMemcpyHostToDevice, mImpl->current()));
+  // The source is pageable host memory the caller may free at once: wait for the copy.
+  mImpl->resources.synchronize();
+}
+
+void CudaDevice::doCopyOut(double* dst, const double* src, std::int64_t count) {
+  if (count <= 0) return;
+  LB_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytesOf(count), cudaMemcpyDeviceToHost, mImpl->current()));
+  mImpl->resources.synchronize();
+}
+
+void CudaDevice::doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+                        std::int64_t n, bool absolute) {
+  const int mi = cublasDim(m, "m"), ki = cublasDim(k, "k"), ni = cublasDim(n, "n");
+  if (m == 0 || n == 0) return;
+  const cudaStream_t s = mImpl->current();
+  if (k == 0) {
+    LB_CUDA_CHECK(cudaMemsetAsync(c, 0, bytesOf(m * n), s));
+    return;
+  }
+  const double* pa = a;
+  const double* pb = b;
+  double* absA = nullptr;
+  double* absB = nullptr;
+  if (absolute) {  // |A|·|B| on copies: device operands are values of the replay, never changed
+    absA = allocate(m * k);
+    absB = allocate(k * n);
+    launchAbs(a, absA, m * k, s);
+    launchAbs(b, absB, k * n, s);
+    pa = absA;
+    pb = absB;
+  }
+  // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: operands swapped, no transposition flags (as
+  // CudaBackend::gemm).
+  const double one = 1.0, zero = 0.0;
+  LB_CUBLAS_CHECK(cublasDgemm(mImpl->resources.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one,
+                              pb, ni, pa, ki, &zero, c, ni));
+  if (absolute) {
+    free(absA);
+    free(absB);
+  }
+}
+
+void CudaDevice::doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+                         kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) {
+  const cudaStream_t s = mImpl->current();
+  launchUnary(op, model, x.lo, x.hi, out.lo, out.hi, n, s);
+  launchNanToEntire(out.lo, out.hi, n, s);
+}
+
+void CudaDevice::doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+                          kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y,
+                          std::int64_t yCount, kernels::IntervalSpan out, std::int64_t n) {
+  const cudaStream_t s = mImpl->current();
+  launchBinary(op, model, x.lo, x.hi, y.lo, y.hi, yCount, out.lo, out.hi, n, s);
+  launchNanToEntire(out.lo, out.hi, n, s);
+}
+
+void CudaDevice::doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
+                          std::int64_t rows, std::int64_t cols, const kernels::SumModel& model) {
+  const cudaStream_t s = mImpl->current();
+  launchRowSum(x.lo, x.hi, rows, cols, model.accumulation, model.storage, model.truncating, out.lo,
+               out.hi, s);
+  launchNanToEntire(out.lo, out.hi, rows, s);
+}
+
+void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
+                               kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
+                               std::int64_t rows, std::int64_t cols, double* scratch) {
+  const cudaStream_t s = mImpl->current();
+  launchSoftmaxRows(model, log, x.lo, x.hi, rows, cols, out.lo, out.hi, scratch, s);
+  launchNanToEntire(out.lo, out.hi, rows * cols, s);
+}
+
+void CudaDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                                 kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                                 kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                                 kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) {
+  const cudaStream_t s = mImpl->current();
+  launchLayerNormRows(model, x.lo, x.hi, weight.lo, weight.hi, bias.lo, bias.hi, out.lo, out.hi,
+                      mean.lo, mean.hi, rstd.lo, rstd.hi, rows, cols, s);
+  launchNanToEntire(out.lo, out.hi, rows * cols, s);
+  launchNanToEntire(mean.lo, mean.hi, rows, s);
+  launchNanToEntire(rstd.lo, rstd.hi, rows, s);
+}
+
+void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
+                          const double* offsets, kernels::ConstIntervalSpan fill,
+                          kernels::IntervalSpan out, std::int64_t n) {
+  launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, out.lo, out.hi, n, mImpl->current());
+}
+
+void CudaDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
+                             double* mid, double* mag, double* flags) {
+  launchGemmSplit(x.lo, x.hi, count, in, mid, mag, flags, mImpl->current());
+}
+
+void CudaDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
+                              const double* flagsA, const double* flagsB,
+                              kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
+                              kernels::IntervalSpan out, std::int64_t count) {
+  launchGemmFinish(g1, g2, g4, flagsA, flagsB, bias.lo, bias.hi, finish, out.lo, out.hi, count,
+                   mImpl->current());
+}
+
+void CudaDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {
+  launchFlagNonFinite(x.lo, x.hi, n, flag, mImpl->current());
+}
+
+void CudaDevice::doSynchronize() { mImpl->resources.synchronize(); }
+
+}  // namespace lossbound::gpu

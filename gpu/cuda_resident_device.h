@@ -1,0 +1,67 @@
+#pragma once
+// CudaDevice: the Device primitives of the resident replay (core/device.h) on one CUDA device:
+// cudaMallocAsync/cudaFreeAsync on the stream-ordered pool, cudaMemcpyAsync, the interval kernels
+// of gpu/interval_kernels.cuh (the bodies of core/kernels) and cublasDgemm, all on one stream.
+// Plain C++ (the CUDA state hides behind a pointer to an incomplete Impl); exists only in CUDA
+// builds: callers that must also build without CUDA use createCudaDevice() (gpu/cuda_device.h).
+//
+// Not verified on a device (none is lent to the project): the host tests run the same
+// orchestration on HostDevice; this class is compiled, not executed.
+
+#include "core/device.h"
+
+#include <memory>
+#include <string>
+
+namespace lossbound::gpu {
+
+/// The Device on one CUDA GPU (see the file comment).
+class CudaDevice final : public Device {
+ public:
+  /// Creates the device's stream and cuBLAS handle on `device` and probes a launch; throws
+  /// std::runtime_error naming the failed call.
+  explicit CudaDevice(int device = 0);
+  ~CudaDevice() override;
+
+  /// Returns "CUDA device (<name>)".
+  std::string name() const override;
+
+ protected:
+  double* doAllocate(std::int64_t count) override;
+  void doFree(double* block) override;
+  void doCopyIn(double* dst, const double* src, std::int64_t count) override;
+  void doCopyOut(double* dst, const double* src, std::int64_t count) override;
+  void doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+              std::int64_t n, bool absolute) override;
+  void doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+               kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override;
+  void doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+                kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
+                kernels::IntervalSpan out, std::int64_t n) override;
+  void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
+                std::int64_t cols, const kernels::SumModel& model) override;
+  void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
+                     kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
+                     double* scratch) override;
+  void doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                       kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                       kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                       kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override;
+  void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+                kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                std::int64_t n) override;
+  void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
+                   double* mag, double* flags) override;
+  void doGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
+                    const double* flagsB, kernels::ConstIntervalSpan bias,
+                    const kernels::GemmFinish& finish, kernels::IntervalSpan out,
+                    std::int64_t count) override;
+  void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) override;
+  void doSynchronize() override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> mImpl;
+};
+
+}  // namespace lossbound::gpu
