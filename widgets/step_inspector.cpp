@@ -70,14 +70,20 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
   mMethods =
       makeTable(split, {tr("method"), tr("lo"), tr("hi"), tr("width"), tr("margin"), tr("verdict")},
                 "methods");
+  mBaselines = makeTable(split,
+                         {tr("baseline on the loss"), tr("says"), tr("measured"), tr("threshold"),
+                          tr("envelope says")},
+                         "baselines");
   mTensors = makeTable(split, {tr("tensor"), tr("shape"), tr("dtype"), tr("L2 norm")}, "tensors");
   mTensors->setSortingEnabled(true);
   split->addWidget(mBudget);
   split->addWidget(mMethods);
+  split->addWidget(mBaselines);
   split->addWidget(mTensors);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
-  split->setStretchFactor(2, 2);
+  split->setStretchFactor(2, 1);
+  split->setStretchFactor(3, 2);
   layout->addWidget(split, 1);
   clear();
 }
@@ -154,6 +160,7 @@ void StepInspector::setStep(std::int64_t step, const std::vector<StepResult>& pe
     mMethods->setItem(row, 5, verdict);
   }
   mMethods->resizeColumnsToContents();
+  showBaselines(perMethod);
 
   mTensors->setSortingEnabled(false);
   mTensors->setRowCount(int(tensors.size()));
@@ -169,6 +176,53 @@ void StepInspector::setStep(std::int64_t step, const std::vector<StepResult>& pe
   }
   mTensors->setSortingEnabled(true);
   mTensors->resizeColumnsToContents();
+}
+
+void StepInspector::showBaselines(const std::vector<StepResult>& perMethod) {
+  // The baselines do not depend on the method: take the first result that has them.
+  const StepResult* r = nullptr;
+  for (const StepResult& p : perMethod)
+    if (p.baselines.computed) {
+      r = &p;
+      break;
+    }
+  mBaselines->setRowCount(r ? 2 : 0);
+  if (!r) return;
+  const LossBaselines& b = r->baselines;
+  const QString envelope = r->inside ? tr("inside (%1)").arg(qs(methodName(r->method)))
+                                     : tr("outside (%1)").arg(qs(methodName(r->method)));
+  auto says = [](bool pass) {
+    auto* item = new QTableWidgetItem(pass ? tr("same") : tr("different"));
+    item->setForeground(pass ? verdictColor(StepVerdict::Rounding)
+                             : verdictColor(StepVerdict::BugLikely));
+    return item;
+  };
+  mBaselines->setItem(0, 0, new QTableWidgetItem(tr("allclose (rtol 1e-5, atol 1e-8)")));
+  mBaselines->setItem(0, 1, says(b.allclosePass));
+  mBaselines->setItem(0, 2, numberItem(std::abs(b.fp64 - r->referenceLoss), 4));
+  mBaselines->setItem(0, 3, numberItem(1e-8 + 1e-5 * std::abs(r->referenceLoss), 4));
+  mBaselines->setItem(0, 4, new QTableWidgetItem(envelope));
+  mBaselines->setItem(
+      1, 0, new QTableWidgetItem(tr("fp64-RMSE rule (m = %1, tol 1e-4)").arg(b.rmseMultiplier)));
+  mBaselines->setItem(1, 1, says(b.rmsePass));
+  mBaselines->setItem(1, 2, numberItem(b.rmseError, 4));
+  mBaselines->setItem(1, 3, numberItem(b.rmseAllowance, 4));
+  mBaselines->setItem(1, 4, new QTableWidgetItem(envelope));
+  const QString how =
+      tr("allclose: |fp64 replay of the candidate program − reference loss| against 1e-8 + "
+         "1e-5·|reference loss|.\nfp64-RMSE rule: |reference loss − fp64 replay| against m·|one "
+         "rounded replay − fp64 replay| + 1e-5 (docs/baselines.md).");
+  for (int row = 0; row < 2; ++row)
+    for (int col = 0; col < mBaselines->columnCount(); ++col)
+      if (auto* item = mBaselines->item(row, col)) item->setToolTip(how);
+  mBaselines->resizeColumnsToContents();
+}
+
+int StepInspector::baselineRowCount() const { return mBaselines->rowCount(); }
+
+QString StepInspector::baselineSays(int row) const {
+  const QTableWidgetItem* item = mBaselines->item(row, 1);
+  return item ? item->text() : QString();
 }
 
 int StepInspector::budgetBarCount() const {

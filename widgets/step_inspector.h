@@ -1,8 +1,9 @@
 #pragma once
 // The step inspector: everything about one analysed step. A horizontal bar chart of the ops that
 // own the largest shares of the rounding budget (first-order terms |g_k|·r_k, per node), the
-// envelope from each method computed for the step, and the checkpoint's tensors (name, shape,
-// dtype, L2 norm).
+// envelope from each method computed for the step, what allclose and the fp64-RMSE rule say about
+// the loss next to the envelope verdict, and the checkpoint's tensors (name, shape, dtype, L2
+// norm).
 
 #include "core/analysis/analysis_types.h"
 #include "widgets/session_data.h"
@@ -42,14 +43,21 @@ class StepInspector : public QWidget {
   QStringList budgetLabels() const;
   /// Returns the number of rows of the per-method envelope table.
   int methodRowCount() const;
+  /// Returns the number of rows of the baseline table (2 when the step has baselines, else 0).
+  int baselineRowCount() const;
+  /// Returns what baseline `row` says about the loss: "same" or "different" ("" past the end).
+  QString baselineSays(int row) const;
   /// Returns the number of rows of the tensor table.
   int tensorRowCount() const;
 
  private:
+  void showBaselines(const std::vector<StepResult>& perMethod);
+
   QLabel* mTitle = nullptr;
   QCustomPlot* mBudget = nullptr;
   QStringList mBudgetLabels;
   QTableWidget* mMethods = nullptr;
+  QTableWidget* mBaselines = nullptr;
   QTableWidget* mTensors = nullptr;
 };
 

@@ -52,6 +52,21 @@ struct AnalysisSettings {
   std::uint64_t seed = 0x5eed;      ///< ensemble randomization
 };
 
+/// What allclose and the fp64-RMSE rule say about the loss at one step (docs/baselines.md): the
+/// value under test is the reference's logged loss, as for the envelope verdict; the candidate
+/// program replayed at the reference's state gives the fp64 value and one rounded execution.
+struct LossBaselines {
+  bool computed = false;      ///< false: not computed (step not bounded, or replay failed)
+  double fp64 = 0;            ///< the candidate program in binary64 at the reference's state
+  double rounded = 0;         ///< one execution of it in its modelled precision, random order
+  bool allclosePass = true;   ///< allclose(fp64, referenceLoss), rtol 1e-5, atol 1e-8
+  double allcloseRatio = 0;   ///< |fp64 − referenceLoss| / (atol + rtol·|referenceLoss|)
+  bool rmsePass = true;       ///< |referenceLoss − fp64| <= m·|rounded − fp64| + tol/10
+  double rmseError = 0;       ///< |referenceLoss − fp64|
+  double rmseAllowance = 0;   ///< m·|rounded − fp64| + tol/10 (tol = 1e-4)
+  double rmseMultiplier = 2;  ///< m: 3 for an fp16/bf16 loss, else 2
+};
+
 /// The outcome at one analysed step.
 struct StepResult {
   std::int64_t step = 0;
@@ -68,7 +83,8 @@ struct StepResult {
   std::vector<BudgetShare> budget;  ///< top ops by share of the bound (first-order terms)
   double seconds = 0;               ///< compute time of this step
   double pointLoss = 0;  ///< binary64 point replay of the candidate program on the reference state
-  bool fromCache = false;  ///< read from the results cache instead of computed
+  bool fromCache = false;   ///< read from the results cache instead of computed
+  LossBaselines baselines;  ///< allclose and the fp64-RMSE rule on the loss
 };
 
 /// A whole analysis of a run pair.

@@ -144,6 +144,19 @@ QJsonObject stepToJson(const StepResult& r) {
     budget.append(e);
   }
   o[QStringLiteral("budget")] = budget;
+  if (r.baselines.computed) {
+    const LossBaselines& b = r.baselines;
+    QJsonObject e;
+    e[QStringLiteral("fp64_loss")] = numberToJson(b.fp64);
+    e[QStringLiteral("rounded_loss")] = numberToJson(b.rounded);
+    e[QStringLiteral("allclose")] = b.allclosePass;
+    e[QStringLiteral("allclose_ratio")] = numberToJson(b.allcloseRatio);
+    e[QStringLiteral("fp64_rmse")] = b.rmsePass;
+    e[QStringLiteral("fp64_rmse_error")] = numberToJson(b.rmseError);
+    e[QStringLiteral("fp64_rmse_allowance")] = numberToJson(b.rmseAllowance);
+    e[QStringLiteral("fp64_rmse_multiplier")] = numberToJson(b.rmseMultiplier);
+    o[QStringLiteral("baselines")] = e;
+  }
   return o;
 }
 
@@ -178,6 +191,27 @@ StepResult stepFromJson(const QJsonObject& o) {
     r.budget.push_back({stringField(e, "node"), stringField(e, "op"),
                         numberFromJson(e.value(QStringLiteral("bound")), "budget.bound"),
                         numberFromJson(e.value(QStringLiteral("share")), "budget.share")});
+  }
+  // Absent in results written before the baselines existed: left as not computed.
+  const QJsonValue baselines = o.value(QStringLiteral("baselines"));
+  if (baselines.isObject()) {
+    const QJsonObject e = baselines.toObject();
+    LossBaselines& b = r.baselines;
+    b.computed = true;
+    b.fp64 = numberFromJson(e.value(QStringLiteral("fp64_loss")), "baselines.fp64_loss");
+    b.rounded = numberFromJson(e.value(QStringLiteral("rounded_loss")), "baselines.rounded_loss");
+    b.allclosePass = boolField(e, "allclose");
+    b.allcloseRatio =
+        numberFromJson(e.value(QStringLiteral("allclose_ratio")), "baselines.allclose_ratio");
+    b.rmsePass = boolField(e, "fp64_rmse");
+    b.rmseError =
+        numberFromJson(e.value(QStringLiteral("fp64_rmse_error")), "baselines.fp64_rmse_error");
+    b.rmseAllowance = numberFromJson(e.value(QStringLiteral("fp64_rmse_allowance")),
+                                     "baselines.fp64_rmse_allowance");
+    b.rmseMultiplier = numberFromJson(e.value(QStringLiteral("fp64_rmse_multiplier")),
+                                      "baselines.fp64_rmse_multiplier");
+  } else if (!baselines.isUndefined()) {
+    bad("baselines", "an object", baselines);
   }
   return r;
 }

@@ -127,7 +127,16 @@ class TestPanels : public QObject {
     QVERIFY(inspector.budgetLabels().front().contains(QStringLiteral("13.3%")));
     QCOMPARE(inspector.methodRowCount(), 2);
     QCOMPARE(inspector.tensorRowCount(), 2);
+    QCOMPARE(inspector.baselineRowCount(), 0);  // no result carries baselines
+    fo.baselines.computed = true;
+    fo.baselines.allclosePass = true;
+    fo.baselines.rmsePass = false;
+    inspector.setStep(300, {prob, fo}, tensors);
+    QCOMPARE(inspector.baselineRowCount(), 2);
+    QCOMPARE(inspector.baselineSays(0), QStringLiteral("same"));
+    QCOMPARE(inspector.baselineSays(1), QStringLiteral("different"));
     inspector.clear();
+    QCOMPARE(inspector.baselineRowCount(), 0);
     QCOMPARE(inspector.budgetBarCount(), 0);
     QCOMPARE(inspector.tensorRowCount(), 0);
   }
