@@ -49,6 +49,29 @@ QString marginText(const StepResult& r) {
   return QString::asprintf("%+.3g", r.margin);
 }
 
+// With --outputs all: per step, how many outputs have disjoint envelopes and the top ones.
+void printOutputSummary(const AnalysisReport& report, QTextStream& out) {
+  if (report.settings.outputs != OutputScope::All) return;
+  int flaggedSteps = 0;
+  double seconds = 0;
+  for (const StepResult& r : report.steps) {
+    seconds += r.outputSeconds;
+    if (r.outputs.empty()) continue;
+    int disjoint = 0;
+    for (const OutputComparison& c : r.outputs) disjoint += c.disjoint;
+    flaggedSteps += disjoint > 0;
+    out << QString::asprintf("outputs at step %lld: %d of %d disjoint", (long long)r.step, disjoint,
+                             int(r.outputs.size()));
+    for (std::size_t k = 0; k < r.outputs.size() && k < 3; ++k)
+      out << (k ? ", " : "; worst: ") << qs(r.outputs[k].name) << " "
+          << QString::asprintf("%.3g", r.outputs[k].worstMargin);
+    out << "\n";
+  }
+  out << "outputs: " << flaggedSteps << " of " << report.steps.size()
+      << " step(s) with an output whose envelopes are disjoint ("
+      << QString::asprintf("%.1f", seconds) << " s on outputs)\n";
+}
+
 void printSummary(const AnalysisReport& report, const QString& refPath, const QString& candPath,
                   QTextStream& out) {
   const AnalysisSettings& s = report.settings;
@@ -112,6 +135,7 @@ void printSummary(const AnalysisReport& report, const QString& refPath, const QS
   } else {
     out << "first exit: none\n";
   }
+  printOutputSummary(report, out);
   for (const NotBoundedReason& r : overall.notBoundedReasons)
     out << "not bounded at " << r.steps.size() << " step(s) (first: " << r.steps.front()
         << "): " << qs(r.reason) << "\n";
@@ -189,10 +213,19 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
                                 QStringLiteral("F"));
   const QCommandLineOption png(QStringLiteral("png"), QStringLiteral("Render the plots as PNG."),
                                QStringLiteral("F"));
+  const QCommandLineOption outputs(
+      QStringLiteral("outputs"),
+      QStringLiteral("loss: bound the loss only (default); all: also compare every program "
+                     "output of both programs at the reference state (docs/output-envelopes.md)."),
+      QStringLiteral("loss|all"), QStringLiteral("loss"));
+  const QCommandLineOption outputsCsvOption(
+      QStringLiteral("outputs-csv"),
+      QStringLiteral("With --outputs all: write one row per step and output as CSV."),
+      QStringLiteral("F"));
   const QCommandLineOption noCache(QStringLiteral("no-cache"),
                                    QStringLiteral("Neither read nor write the results cache."));
   p.addOptions({ref, cand, steps, method, confidence, ensemble, precision, backend, startNode, csv,
-                json, png, noCache});
+                json, png, outputs, outputsCsvOption, noCache});
 
   QStringList argv = args;
   argv.prepend(QStringLiteral("lossbound-cli analyze"));
@@ -210,7 +243,7 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
            "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
            "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
            "[--backend auto|cpu|cuda] [--start-node NAME] [--csv F] [--json F] [--png F] "
-           "[--no-cache]\n";
+           "[--outputs loss|all] [--outputs-csv F] [--no-cache]\n";
     return kExitBadInput;
   };
   if (!p.positionalArguments().isEmpty())
@@ -249,6 +282,13 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
                        .arg(prec));
     settings.precision = *f;
   }
+  if (p.value(outputs) == QLatin1String("all"))
+    settings.outputs = OutputScope::All;
+  else if (p.value(outputs) != QLatin1String("loss"))
+    return usage(
+        QStringLiteral("--outputs: expected loss or all, found '%1'").arg(p.value(outputs)));
+  if (p.isSet(outputsCsvOption) && settings.outputs != OutputScope::All)
+    return usage(QStringLiteral("--outputs-csv: needs --outputs all"));
   settings.backend = p.value(backend).toStdString();
   if (settings.backend != "auto" && settings.backend != "cpu" && settings.backend != "cuda")
     return usage(
@@ -316,6 +356,12 @@ int runAnalyze(const QStringList& args, QTextStream& out, QTextStream& err) {
   if (p.isSet(csv) &&
       !writeAtomically(p.value(csv), QByteArray::fromStdString(stepsCsv(report.steps)), &error)) {
     err << "lossbound-cli analyze: --csv: " << error << "\n";
+    return kExitBadInput;
+  }
+  if (p.isSet(outputsCsvOption) &&
+      !writeAtomically(p.value(outputsCsvOption),
+                       QByteArray::fromStdString(outputsCsv(report.steps)), &error)) {
+    err << "lossbound-cli analyze: --outputs-csv: " << error << "\n";
     return kExitBadInput;
   }
   if (p.isSet(json) &&

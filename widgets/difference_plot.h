@@ -70,10 +70,10 @@ class DifferencePlot : public PlotPanel {
 
   struct Row {
     std::int64_t step = 0;
-    double diff = 0;        // point − reference
-    double bandLo = 0;      // point − hi
-    double bandHi = 0;      // point − lo
-    double logged = 0;      // candidate − reference, logged (different states)
+    double diff = 0;    // point − reference
+    double bandLo = 0;  // point − hi
+    double bandHi = 0;  // point − lo
+    double logged = 0;  // candidate − reference, logged (different states)
     bool inside = true;
     StepVerdict verdict = StepVerdict::Rounding;
   };

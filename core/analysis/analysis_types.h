@@ -41,6 +41,9 @@ struct BudgetShare {
   double share = 0;  ///< bound / total, in [0, 1]
 };
 
+/// Which outputs an analysis bounds.
+enum class OutputScope { Loss, All };
+
 /// The settings that produced a result; the cache is keyed by them.
 struct AnalysisSettings {
   EnvelopeMethod method = EnvelopeMethod::FirstOrder;
@@ -50,6 +53,7 @@ struct AnalysisSettings {
   std::string startNode;            ///< interval method: start bounds here ("" = at the inputs)
   std::string backend = "auto";     ///< "auto", "cpu" or "cuda"
   std::uint64_t seed = 0x5eed;      ///< ensemble randomization
+  OutputScope outputs = OutputScope::Loss;  ///< All: also compare every program output
 };
 
 /// What allclose and the fp64-RMSE rule say about the loss at one step (docs/baselines.md): the
@@ -65,6 +69,27 @@ struct LossBaselines {
   double rmseError = 0;       ///< |referenceLoss − fp64|
   double rmseAllowance = 0;   ///< m·|rounded − fp64| + tol/10 (tol = 1e-4)
   double rmseMultiplier = 2;  ///< m: 3 for an fp16/bf16 loss, else 2
+};
+
+/// How one program output compares between the candidate and the reference program, both
+/// evaluated at the reference's state (core/analysis/output_comparison.h).
+struct OutputComparison {
+  std::string name;           ///< program output, e.g. "grad:h.0.attn.c_attn.weight"
+  std::int64_t elements = 0;  ///< its number of elements
+  bool elementwise = false;   ///< envelopes per element (interval, ensemble), else a functional
+  bool disjoint = false;      ///< the two envelopes are disjoint: this output differs
+  std::int64_t disjointElements = -1;  ///< elementwise: elements with disjoint envelopes; else -1
+  double worstMargin =
+      0;  ///< |centre difference| / (sum of half-widths), worst element; > 1 disjoint
+  double difference = 0;  ///< functional: ‖ŷ_c − ŷ_r‖₁ (lower bound); elementwise: max |Δcentre|
+  double candidateHalfWidth = 0;  ///< functional: B_c; elementwise: at the worst element
+  double referenceHalfWidth = 0;  ///< functional: B_r; elementwise: at the worst element
+  bool baselinesComputed = false;
+  bool allclosePass = true;  ///< allclose(candidate fp64, reference rounded)
+  double allcloseRatio = 0;
+  bool rmsePass = true;  ///< RMSE(ref rounded, cand fp64) <= m·RMSE(cand rounded, cand fp64) + 1e-5
+  double rmseError = 0;
+  double rmseAllowance = 0;
 };
 
 /// The outcome at one analysed step.
@@ -83,8 +108,10 @@ struct StepResult {
   std::vector<BudgetShare> budget;  ///< top ops by share of the bound (first-order terms)
   double seconds = 0;               ///< compute time of this step
   double pointLoss = 0;  ///< binary64 point replay of the candidate program on the reference state
-  bool fromCache = false;   ///< read from the results cache instead of computed
-  LossBaselines baselines;  ///< allclose and the fp64-RMSE rule on the loss
+  bool fromCache = false;                 ///< read from the results cache instead of computed
+  LossBaselines baselines;                ///< allclose and the fp64-RMSE rule on the loss
+  std::vector<OutputComparison> outputs;  ///< --outputs all: every output, ranked (else empty)
+  double outputSeconds = 0;               ///< time spent on `outputs`
 };
 
 /// A whole analysis of a run pair.

@@ -26,10 +26,10 @@ struct AllcloseOutcome {
 
 /// What the fp64-RMSE rule says.
 struct RmseOutcome {
-  bool pass = true;        ///< error <= allowance (false for any NaN)
-  double error = 0;        ///< RMSE(res, fp64)
-  double allowance = 0;    ///< m·RMSE(ref, fp64) + tol/10
-  double multiplier = 2;   ///< m
+  bool pass = true;       ///< error <= allowance (false for any NaN)
+  double error = 0;       ///< RMSE(res, fp64)
+  double allowance = 0;   ///< m·RMSE(ref, fp64) + tol/10
+  double multiplier = 2;  ///< m
 };
 
 /// Returns torch.allclose(a, b, rtol, atol) elementwise over equally long spans; throws

@@ -69,3 +69,44 @@ std::string stepsCsv(const std::vector<StepResult>& steps) {
 }
 
 }  // namespace lossbound
+
+namespace lossbound {
+
+std::string outputsCsvHeader() {
+  return "step,rank,output,elements,method,how,disjoint,disjoint_elements,worst_margin,difference,"
+         "candidate_half_width,reference_half_width,allclose,fp64_rmse";
+}
+
+std::string outputsCsv(const std::vector<StepResult>& steps) {
+  std::string out = outputsCsvHeader() + '\n';
+  for (const StepResult& r : steps) {
+    int rank = 0;
+    for (const OutputComparison& c : r.outputs) {
+      const std::string fields[] = {
+          std::to_string(r.step),
+          std::to_string(++rank),
+          field(c.name),
+          std::to_string(c.elements),
+          field(methodName(r.method)),
+          c.elementwise ? "elementwise" : "functional",
+          c.disjoint ? "true" : "false",
+          c.elementwise ? std::to_string(c.disjointElements) : std::string(),
+          numberText(c.worstMargin),
+          numberText(c.difference),
+          numberText(c.candidateHalfWidth),
+          numberText(c.referenceHalfWidth),
+          passText(c.baselinesComputed, c.allclosePass),
+          passText(c.baselinesComputed, c.rmsePass)};
+      bool first = true;
+      for (const std::string& f : fields) {
+        if (!first) out += ',';
+        out += f;
+        first = false;
+      }
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace lossbound

@@ -1,6 +1,7 @@
 #include "core/analysis/step_job.h"
 
 #include "core/analysis/baselines.h"
+#include "core/analysis/output_comparison.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
@@ -62,6 +63,35 @@ void replayBaselines(const StepJobContext& ctx, const Program& program, const Te
   } catch (const std::exception& e) {
     pr.baselineError = e.what();
   }
+}
+
+// Every output of both programs at the reference's state (docs/output-envelopes.md). A failure
+// is reported in the step's note and leaves the loss verdict alone.
+void replayOutputs(const StepJobContext& ctx, std::int64_t step, const Program& candidate,
+                   const TensorMap& candidateInputs, Backend& backend, std::uint64_t seed,
+                   PartResult& pr) {
+  const auto t0 = Clock::now();
+  try {
+    const auto reference = ctx.reference.programAt(step);
+    const TensorMap referenceInputs =
+        adaptInputs(*reference, ctx.reference.inputsAt(step), nullptr);
+    OutputComparisonOptions o;
+    o.method = ctx.settings.method;
+    o.candidatePrecision = ctx.precision;
+    o.referencePrecision = ctx.reference.recordedPrecision();
+    o.referencePrecision.override = ctx.settings.precision;
+    o.lambda = ctx.lambda;
+    o.ensembleSize = ctx.settings.ensembleSize;
+    o.seed = splitSeed(seed ^ 0x07u);
+    o.cancel = ctx.cancel;
+    pr.outputs = compareOutputs(candidate, candidateInputs, *reference, referenceInputs, backend, o,
+                                &pr.outputNote);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    pr.outputError = e.what();
+  }
+  pr.outputSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 void fillBaselines(StepResult& r, const PartResult& m) {
@@ -142,6 +172,8 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
     ro.cancel = ctx.cancel;
     pr.env = replayEnvelope(*program, inputs, backend, ro);
     if (part == StepPart::Main) replayBaselines(ctx, *program, inputs, backend, ro.seed, pr);
+    if (part == StepPart::Main && settings.outputs == OutputScope::All)
+      replayOutputs(ctx, step, *program, inputs, backend, ro.seed, pr);
     // A non-rigorous exit: is it also outside the rigorous interval from the inputs?
     const auto refLoss = ctx.reference.loggedLoss(step);
     if (part == StepPart::Main && !ctx.rigorous && refLoss &&
@@ -209,6 +241,11 @@ StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const Part
       appendSentence(note, "Upstream of node '" + settings.startNode + "' rounding is ignored.");
     r.note = note;
     fillBaselines(r, m);
+    r.outputs = m.outputs;
+    r.outputSeconds = m.outputSeconds;
+    appendSentence(r.note, m.outputNote);
+    if (!m.outputError.empty())
+      appendSentence(r.note, "Per-output comparison failed: " + m.outputError);
   }
   // Name the checkpoint tensors that make an envelope unbounded, whatever the verdict.
   for (const auto& [part, whose] : {std::pair{&m, "reference"}, std::pair{&s, "candidate"}})

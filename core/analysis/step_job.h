@@ -50,6 +50,11 @@ struct PartResult {
   double roundedLoss = std::numeric_limits<double>::quiet_NaN();
   Format lossFormat = Format::Fp32;
   std::string baselineError;  ///< why the baselines could not be computed ("" if they were)
+  /// Main only, with --outputs all: every output of both programs compared (ranked), a note on
+  /// what was not compared, why the comparison failed ("" if it did not), and its time.
+  std::vector<OutputComparison> outputs;
+  std::string outputNote, outputError;
+  double outputSeconds = 0;
 };
 
 /// Replays `part` of `step` on `backend`; never throws (errors and cancellation are recorded in
