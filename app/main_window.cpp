@@ -244,8 +244,10 @@ bool MainWindow::openPair(const QString& reference, const QString& candidate, bo
   return mController->openPair(reference, candidate, orderByRole);
 }
 
-bool MainWindow::analyzeAll() {
-  return mController->startAnalysis(mController->analysableSteps(), widgets::rememberedSettings());
+bool MainWindow::analyzeAll(std::optional<OutputScope> outputs) {
+  AnalysisSettings settings = widgets::rememberedSettings();
+  if (outputs) settings.outputs = *outputs;
+  return mController->startAnalysis(mController->analysableSteps(), settings);
 }
 
 QString MainWindow::errorText() const {

@@ -9,6 +9,7 @@
 #include <QMainWindow>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 class QLabel;
@@ -36,9 +37,9 @@ class MainWindow : public QMainWindow {
 
   /// Opens a run pair; errors are shown in the window. Returns success.
   bool openPair(const QString& reference, const QString& candidate, bool orderByRole = false);
-  /// Analyses every analysable step with the remembered settings; returns false if it could not
-  /// start (the reason is shown in the window).
-  bool analyzeAll();
+  /// Analyses every analysable step with the remembered settings (the output scope replaced by
+  /// `outputs` when given); returns false if it could not start (the reason is shown).
+  bool analyzeAll(std::optional<OutputScope> outputs = std::nullopt);
   /// Returns the controller (for headless use).
   SessionController* controller() const { return mController; }
   /// Returns the workbench.

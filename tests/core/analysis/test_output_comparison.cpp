@@ -34,14 +34,16 @@ std::string programJson(bool candidate, double bScale) {
                    {"name":"a","op":"aten.mul.Tensor","args":[{"ref":"a2"},)" +
                       exact(1.0 + 0x1p-52) + "],"
                 : R"({"name":"a","op":"aten.mul.Tensor","args":[{"ref":"mm"},2.0],)";
-  const std::string loss = candidate ? R"([{"ref":"st"},{"ref":"sa"}])" : R"([{"ref":"sa"},{"ref":"st"}])";
+  const std::string loss =
+      candidate ? R"([{"ref":"st"},{"ref":"sa"}])" : R"([{"ref":"sa"},{"ref":"st"}])";
   return R"({"format":"lossbound-step-program","ir_version":1,"torch_version":"1.13.0",
     "inputs":[{"name":"param:w","shape":[8,5],"dtype":"float32"},
               {"name":"batch:x","shape":[6,8],"dtype":"float32"}],
     "nodes":[
       {"name":"mm","op":"aten.mm.default","args":[{"ref":"batch:x"},{"ref":"param:w"}],"kwargs":{},
        "outputs":[{"shape":[6,5],"dtype":"float32"}]},
-      )" + a +
+      )" +
+         a +
          R"("kwargs":{},"outputs":[{"shape":[6,5],"dtype":"float32"}]},
       {"name":"b","op":"aten.mul.Tensor","args":[{"ref":"mm"},)" +
          exact(bScale) + R"(],"kwargs":{},"outputs":[{"shape":[6,5],"dtype":"float32"}]},
@@ -144,8 +146,7 @@ class TestOutputComparison : public QObject {
   void sameFunctionsOverlap() {
     for (auto m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
       const std::vector<OutputComparison> out = compare(m, 0.5);
-      for (const OutputComparison& c : out)
-        QVERIFY2(!c.disjoint, c.name.c_str());
+      for (const OutputComparison& c : out) QVERIFY2(!c.disjoint, c.name.c_str());
     }
   }
 
