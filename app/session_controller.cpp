@@ -6,6 +6,7 @@
 #include "core/analysis/qt_text.h"
 #include "core/analysis/result_cache.h"
 #include "core/analysis/run_file_replay.h"
+#include "core/analysis/step_job.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/format_names.h"
 #include "core/parallel/thread_pool.h"
@@ -92,6 +93,23 @@ bool SessionController::openPair(const QString& reference, const QString& candid
     mPairingProblem = problems.join(QLatin1Char('\n'));
   } catch (const std::exception& e) {
     mPairingProblem = qs(e.what());
+  }
+  // Ops without a rule are named at once, before any analysis: every step would be not bounded.
+  if (mPairingProblem.isEmpty() && !mSession.checkpointSteps.empty()) {
+    const std::int64_t first = mSession.checkpointSteps.front();
+    try {
+      const std::string unsupported = unsupportedLossOps(*mCandidate->programAt(first));
+      if (!unsupported.empty())
+        mPairingWarnings.prepend(
+            tr("no step can be bounded: the candidate's step program (step %1) cannot be "
+               "replayed (%2); `lossbound-cli ops` lists the supported ops")
+                .arg(first)
+                .arg(qs(unsupported)));
+    } catch (const std::exception& e) {
+      mPairingWarnings.prepend(tr("the candidate's step program at step %1 cannot be read: %2")
+                                   .arg(first)
+                                   .arg(qs(e.what())));
+    }
   }
   AnalysisReport cached;
   if (mPairingProblem.isEmpty()) cached = loadCached(widgets::rememberedSettings());

@@ -85,7 +85,9 @@ int main(int argc, char** argv) {
                         {"first-order", EnvelopeMethod::FirstOrder, {}},
                         {"probabilistic", EnvelopeMethod::Probabilistic, {}}};
     {
-      auto backend = createCpuBackend();
+      // One thread, as PyTorch's step in zoo.py (torch.set_num_threads(1)) that the times are
+      // compared with.
+      auto backend = createCpuBackend(1);
       for (Method& m : methods) {
         ReplayOptions o;
         o.method = m.method;

@@ -9,7 +9,9 @@
 # 2. bench-zoo replays step 0 of every correct pair (the candidate's program on the reference's
 #    state) with the interval, first-order and probabilistic methods and EXECUTIONS randomized
 #    executions, and counts the executions outside each envelope.
-# 3. Prints one table row per architecture. The recordings are deleted unless KEEP=1.
+# 3. Prints one table row per architecture, with the replay time of each method (bench-zoo, one
+#    thread) as a ratio to PyTorch's own fp32 step of the same program and batch (forward and
+#    backward, one thread, measured by zoo.py in the same run: torch_step_seconds). The recordings are deleted unless KEEP=1.
 # Needs build/app/lossbound-cli and build/bench/bench-zoo (cmake --build build --target
 # lossbound-cli bench-zoo; benchmarks are on by default, LOSSBOUND_BENCHMARKS).
 set -euo pipefail
@@ -52,8 +54,9 @@ def rel(v):
 print()
 print(f"| architecture | interval | first-order | probabilistic | ensemble ({executions}) | "
       f"escapes (interval / first-order / probabilistic) | correct pair | buggy pair | "
-      f"times (s): record, correct, buggy, FO / ensemble per execution |")
-print("|---|---|---|---|---|---|---|---|---|")
+      f"times (s): record, correct, buggy, FO / ensemble per execution | "
+      f"replay / PyTorch fp32 step (FO, probabilistic, interval) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for name, z in zoo.items():
     bench = None
     path = os.path.join(work, name, "bench.txt")
@@ -64,7 +67,7 @@ for name, z in zoo.items():
     if bench is None:
         fails = "; ".join(f.splitlines()[0] for f in z.get("failures", [])[:2]) or z.get("error")
         print(f"| {name} | - | - | - | - | - | exit {z.get('correct_exit')} | exit "
-              f"{z.get('buggy_exit')} | {fails} |")
+              f"{z.get('buggy_exit')} | {fails} | - |")
         continue
     m = {k: bench[k] for k in ("interval", "first_order", "probabilistic")}
     escapes = " / ".join(str(m[k]["escapes"]) for k in m)
@@ -76,5 +79,7 @@ for name, z in zoo.items():
           f" | {rel(bench['ensemble']['rel_half_width'])} | {escapes} | exit "
           f"{z.get('correct_exit')} | {buggy} | {z.get('record_seconds')}, "
           f"{z.get('correct_seconds')}, {z.get('buggy_seconds')}, "
-          f"{m['first_order']['seconds']:.2f} / {per:.3f} |")
+          f"{m['first_order']['seconds']:.2f} / {per:.3f} | "
+          + ", ".join(f"{m[k]['seconds'] / z['torch_step_seconds']:.1f}x"
+                      for k in ("first_order", "probabilistic", "interval")) + " |")
 EOF

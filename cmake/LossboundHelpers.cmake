@@ -28,7 +28,8 @@ set(LOSSBOUND_QTEST_SKIPPED "Totals: [0-9]+ passed, 0 failed, [1-9][0-9]* skippe
 # Adds a Qt Test executable, registers it with ctest and runs it offscreen. A test labelled core
 # is also labelled sanitize (the ASan+UBSan stage, lb_sanitize_stage in scripts/common.sh, runs
 # those and builds them through the target sanitize-tests), unless NO_SANITIZE says it is too
-# slow under the sanitizers.
+# slow under the sanitizers. A test labelled tsan is built by the target tsan-tests and run by the
+# ThreadSanitizer stage (lb_tsan_stage): the tests that run work on several threads.
 function(lossbound_add_test)
   cmake_parse_arguments(T "NO_SANITIZE" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS"
                         ${ARGN})
@@ -36,6 +37,9 @@ function(lossbound_add_test)
   if("core" IN_LIST T_LABELS AND NOT T_NO_SANITIZE)
     list(APPEND T_LABELS sanitize)
     set_property(GLOBAL APPEND PROPERTY LOSSBOUND_SANITIZE_TARGETS ${exe})
+  endif()
+  if("tsan" IN_LIST T_LABELS)
+    set_property(GLOBAL APPEND PROPERTY LOSSBOUND_TSAN_TARGETS ${exe})
   endif()
   add_executable(${exe} ${T_SOURCES})
   target_link_libraries(${exe} PRIVATE Qt6::Test ${T_LIBS})

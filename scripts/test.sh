@@ -28,3 +28,4 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$(nproc)" "$
 lb_log "fuzz smoke run of the IR parser and the run-file reader (scripts/fuzz-smoke.sh, ~2 min)"
 "$LOSSBOUND_ROOT/scripts/fuzz-smoke.sh"
 lb_sanitize_stage
+lb_tsan_stage

@@ -1,6 +1,6 @@
 // Elementwise ops: arithmetic (tensor and scalar forms, alpha, in-place variants), exp log sqrt
 // rsqrt sin cos pow (Tensor_Scalar, Tensor_Tensor, Scalar) reciprocal abs neg, comparisons,
-// logical ops, where, masked_fill, clamp, nan_to_num.
+// logical and bitwise ops (not, and, or, xor: exact), where, masked_fill, clamp, nan_to_num.
 //
 // Error model of "any reasonable implementation" (PyTorch CPU/CUDA kernels):
 // - + − × ÷ sqrt are correctly rounded in the compute format C (fp32 "opmath" for bf16/fp16/fp32
@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -839,6 +840,107 @@ std::optional<bool> truth(Interval c) {
   return std::nullopt;
 }
 
+enum class Logic2 { And, Or, Xor };
+
+/// a op b on truth values (0 or 1).
+bool logic2Truth(Logic2 op, bool p, bool q) {
+  switch (op) {
+    case Logic2::And:
+      return p && q;
+    case Logic2::Or:
+      return p || q;
+    case Logic2::Xor:
+      return p != q;
+  }
+  return false;
+}
+
+/// logical_and/or/xor of any dtypes, bitwise_and/or/xor (.Tensor, .Scalar) of bool or integer
+/// tensors: exact. An operand enclosure that holds both 0 and a nonzero value is "unknown", and
+/// the result is [0, 1] unless the other operand decides it (false AND x, true OR x). Bitwise
+/// ops of integers (not bool) need point operands: they are exact integers in every replay
+/// (integers are never rounded), so a wider enclosure is refused rather than hulled.
+class Logic2Rule final : public OpRule {
+ public:
+  Logic2Rule(Logic2 op, bool bitwise) : mOp(op), mBitwise(bitwise) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override { return apply(a); }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    check(a, x, y);
+    const bool integers = bitwiseIntegers(x, y);
+    return std::vector<Tensor>{
+        mapInterval2(a, x.t, y.t, a.outSpec().dtype, [&](Interval p, Interval q) -> Interval {
+          if (integers) {
+            if (p.lo != p.hi || q.lo != q.hi)
+              a.fail("bitwise ops of integer tensors need exact operands, found [" +
+                     std::to_string(p.lo) + ", " + std::to_string(p.hi) + "] and [" +
+                     std::to_string(q.lo) + ", " + std::to_string(q.hi) + "]");
+            return lossbound::point(integerPoint(p.lo, q.lo));
+          }
+          const std::optional<bool> tp = truth(p), tq = truth(q);
+          if (tp && tq) return lossbound::point(logic2Truth(mOp, *tp, *tq) ? 1.0 : 0.0);
+          if (mOp == Logic2::And && ((tp && !*tp) || (tq && !*tq))) return lossbound::point(0.0);
+          if (mOp == Logic2::Or && ((tp && *tp) || (tq && *tq))) return lossbound::point(1.0);
+          return Interval{0.0, 1.0};
+        })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext&) const override { return apply(a); }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
+    return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  /// Returns true when a bitwise op works on integer bits (no operand is bool or logical).
+  bool bitwiseIntegers(const Operand& x, const Operand& y) const {
+    return mBitwise && x.t.dtype() != DType::Bool && (y.scalar || y.t.dtype() != DType::Bool);
+  }
+
+  void check(const OpArgs& a, const Operand& x, const Operand& y) const {
+    if (!mBitwise) return;
+    for (const Operand* o : {&x, &y})
+      if (!o->scalar && isFloating(o->t.dtype()))
+        a.fail("bitwise ops need integer or bool tensors, found " +
+               std::string(dtypeName(o->t.dtype())));
+  }
+
+  double integerPoint(double p, double q) const {
+    const auto i = static_cast<std::int64_t>(p), j = static_cast<std::int64_t>(q);
+    switch (mOp) {
+      case Logic2::And:
+        return static_cast<double>(i & j);
+      case Logic2::Or:
+        return static_cast<double>(i | j);
+      case Logic2::Xor:
+        return static_cast<double>(i ^ j);
+    }
+    return 0.0;
+  }
+
+  /// Returns the exact result (the same in the point and random domains).
+  std::vector<Tensor> apply(const OpArgs& a) const {
+    const Operand x = operand(a, 0), y = operand(a, 1);
+    check(a, x, y);
+    const bool integers = bitwiseIntegers(x, y);
+    return std::vector<Tensor>{mapPoint2(a, x.t, y.t, a.outSpec().dtype, [&](double p, double q) {
+      if (integers) return integerPoint(p, q);
+      return logic2Truth(mOp, p != 0.0, q != 0.0) ? 1.0 : 0.0;
+    })};
+  }
+
+  Logic2 mOp;
+  bool mBitwise;
+};
+
 /// where(cond, a, b) with operand positions; scalars take the output format's enclosure.
 class SelectRule final : public OpRule {
  public:
@@ -1181,6 +1283,15 @@ void registerElementwiseOps(OpRegistry& r) {
   }
   r.add("aten.bitwise_not.default", std::make_shared<const LogicRule>(Logic::BitwiseNot));
   r.add("aten.logical_not.default", std::make_shared<const LogicRule>(Logic::LogicalNot));
+  const std::pair<const char*, Logic2> logic2[] = {
+      {"and", Logic2::And}, {"or", Logic2::Or}, {"xor", Logic2::Xor}};
+  for (const auto& [name, op] : logic2) {
+    r.add(std::string("aten.logical_") + name + ".default",
+          std::make_shared<const Logic2Rule>(op, false));
+    const auto bitwise = std::make_shared<const Logic2Rule>(op, true);
+    r.add(std::string("aten.bitwise_") + name + ".Tensor", bitwise);
+    r.add(std::string("aten.bitwise_") + name + ".Scalar", bitwise);
+  }
 
   const auto where = std::make_shared<const SelectRule>(0, 1, 2);
   r.add("aten.where.self", where);

@@ -48,7 +48,8 @@ struct FamilyEntry {
 // one-line summary `lossbound-cli ops --markdown` and the README's "Supported ops" section show.
 constexpr FamilyEntry kFamilies[] = {
     {"Elementwise",
-     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, where, clamp (and the in-place op_ "
+     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, logical and bitwise ops (exact), "
+     "where, clamp (and the in-place op_ "
      "forms, here and below): one correctly rounded op in opmath, libm functions within the "
      "published ulps + 1, stored in the dtype",
      registerElementwiseOps},

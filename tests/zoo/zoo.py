@@ -5,7 +5,7 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step
+For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
 checkpoint before every step, model.eval() so dropout is off, parameters and buffers passed
 through functional_call; every step function returns the loss and the gradients):
@@ -434,6 +434,27 @@ def record(name: str, folder: str) -> Dict[str, float]:
     return seconds
 
 
+def torch_step_seconds(name: str, repeats: int = 5) -> float:
+    """PyTorch's own time for step 0 of the correct run (forward and backward, fp32, on the
+    threads torch is set to use): the median of `repeats` calls after one warm-up call. The
+    yardstick bench-zoo's replay times are divided by (bench/zoo_soundness.sh)."""
+    arch = ZOO[name]
+    model, params = initial_params(arch)
+    if arch.kind == "classify" and arch.layout == "2d":
+        params = {k: (v.detach().contiguous(memory_format=torch.channels_last)
+                      .requires_grad_(v.requires_grad) if v.dim() == 4 else v)
+                  for k, v in params.items()}
+    step = make_step(arch, model, "correct")
+    batch = arch.batches()[0]
+    step(params, batch)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(params, batch)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
 # ---------------------------------------------------------------------------------------------
 # Analysis with lossbound-cli
 
@@ -566,6 +587,7 @@ def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> d
 
 
 def main() -> int:
+    global STEPS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", help="path of lossbound-cli")
     ap.add_argument("--only", nargs="*", choices=sorted(ZOO), help="architectures (default all)")
@@ -573,11 +595,16 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the recordings")
     ap.add_argument("--ensemble", type=int, default=50,
                     help="randomized executions at step 0 (default 50)")
+    ap.add_argument("--steps", type=int, default=STEPS,
+                    help=f"training steps per run (default {STEPS}; CI's ctest runs 3)")
     ap.add_argument("--json", help="write the measurements to this file")
     ap.add_argument("--list", action="store_true", help="list the architectures and exit")
     ap.add_argument("--check-list", nargs="*", metavar="NAME",
                     help="exit 1 unless these are exactly the architectures (the ctest list)")
     args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    STEPS = args.steps
     if args.list:
         for name, arch in ZOO.items():
             print(f"{name}: {arch.about}")
@@ -609,6 +636,7 @@ def main() -> int:
                 continue
             r = check_arch(args.cli, name, folder, args.ensemble, c)
             r["record_seconds"] = round(sum(rec.values()), 1)
+            r["torch_step_seconds"] = torch_step_seconds(name)
             r["total_seconds"] = round(time.perf_counter() - start, 1)
             r["failures"] = c.failures
             results[name] = r

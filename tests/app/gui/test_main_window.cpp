@@ -4,6 +4,7 @@
 #include "app/main_window.h"
 #include "app/samples.h"
 #include "app/session_controller.h"
+#include "tests/core/runfile/run_file_writer.h"
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
 #include "widgets/step_table.h"
@@ -91,6 +92,33 @@ class TestMainWindow : public QObject {
     QVERIFY(menu->isChecked());
     menu->setChecked(false);
     QVERIFY(!w.workbench()->lossPlot()->xOnly());
+  }
+
+  void unsupportedOpIsNamedOnOpening() {
+    // A pair whose program has an op without a rule: the banner names it before any analysis.
+    testing::RunFixture f;
+    f.graph = testing::defaultGraph();
+    const std::string from = "aten.sum.default", to = "aten.frobnicate.default";
+    f.graph.replace(f.graph.find(from), from.size(), to);
+    const QString ref = mDir.filePath(QStringLiteral("unsupported-reference.h5"));
+    const QString cand = mDir.filePath(QStringLiteral("unsupported-candidate.h5"));
+    testing::writeRunFile(ref.toStdString(), f);
+    testing::writeRunFile(cand.toStdString(), f);
+    MainWindow w;
+    w.show();
+    QVERIFY(w.openPair(ref, cand));
+    QVERIFY2(w.errorText().contains(QStringLiteral("no step can be bounded")),
+             qPrintable(w.errorText()));
+    QVERIFY2(w.errorText().contains(QStringLiteral("unsupported op: aten.frobnicate.default "
+                                                   "(node sum_1)")),
+             qPrintable(w.errorText()));
+    // A supported program gets no such warning.
+    MainWindow ok;
+    ok.show();
+    QVERIFY(ok.openPair(sample("gradaccum-fixed", "reference"),
+                        sample("gradaccum-fixed", "candidate")));
+    QVERIFY2(!ok.errorText().contains(QStringLiteral("no step can be bounded")),
+             qPrintable(ok.errorText()));
   }
 
   void badFileShowsTheReadersMessage() {

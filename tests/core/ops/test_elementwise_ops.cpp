@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <functional>
+#include <map>
 #include <random>
 
 using namespace lossbound;
@@ -407,6 +408,97 @@ class TestElementwiseOps : public QObject {
     c.inputs = {Tensor::point({3}, DType::Int64, {0, 5, -1})};
     std::mt19937_64 r2(1);
     QCOMPARE(checkEnclosure(c, 5, r2).escapes, 0);
+  }
+
+  void binaryLogicalOps() {
+    // Truth tables, with broadcasting ({4} against {2,1} is {2,4}) and a float operand for the
+    // logical forms (nonzero is true).
+    const Tensor x = Tensor::point({4}, DType::Bool, {0, 1, 0, 1});
+    const Tensor xf = Tensor::point({4}, DType::Float32, {0, 2.5, 0, -1});
+    const Tensor y = Tensor::point({2, 1}, DType::Bool, {0, 1});
+    const std::map<std::string, std::vector<double>> expected = {{"and", {0, 0, 0, 0, 0, 1, 0, 1}},
+                                                                 {"or", {0, 1, 0, 1, 1, 1, 1, 1}},
+                                                                 {"xor", {0, 1, 0, 1, 1, 0, 1, 0}}};
+    for (const auto& [name, want] : expected) {
+      for (const std::string& op :
+           {"aten.logical_" + name + ".default", "aten.bitwise_" + name + ".Tensor"}) {
+        const bool logical = op.find("logical") != std::string::npos;
+        OpCase c;
+        c.op = op;
+        c.args = {in(0), in(1)};
+        c.outDtypes = {DType::Bool};
+        c.inputs = {logical ? xf : x, y};
+        const std::vector<Tensor> out = intervalOutputs(c);
+        QCOMPARE(out.size(), std::size_t{1});
+        QCOMPARE(out[0].shape(), (Shape{2, 4}));
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          QCOMPARE(out[0].lo()[i], want[i]);
+          QCOMPARE(out[0].hi()[i], want[i]);
+        }
+      }
+    }
+    // Integer bits: x & 10, x | 10, x ^ 10 (a Scalar operand), two's complement for -1.
+    const Tensor xi = Tensor::point({3}, DType::Int64, {12, 5, -1});
+    const std::map<std::string, std::vector<double>> bits = {
+        {"and", {8, 0, 10}}, {"or", {14, 15, -1}}, {"xor", {6, 15, -11}}};
+    for (const auto& [name, want] : bits) {
+      OpCase c;
+      c.op = "aten.bitwise_" + name + ".Scalar";
+      c.args = {in(0), integer(10)};
+      c.outDtypes = {DType::Int64};
+      c.inputs = {xi};
+      const std::vector<Tensor> out = intervalOutputs(c);
+      for (std::size_t i = 0; i < want.size(); ++i) QCOMPARE(out[0].lo()[i], want[i]);
+    }
+    // An unknown operand ([0, 1]) is decided by the other one only for false AND x, true OR x.
+    const Tensor unknown = Tensor::interval({2}, DType::Bool, {0, 0}, {1, 1});
+    const Tensor fixed = Tensor::point({2}, DType::Bool, {0, 1});
+    const std::map<std::string, std::pair<Interval, Interval>> decided = {
+        {"and", {{0, 0}, {0, 1}}}, {"or", {{0, 1}, {1, 1}}}, {"xor", {{0, 1}, {0, 1}}}};
+    for (const auto& [name, want] : decided) {
+      OpCase c;
+      c.op = "aten.logical_" + name + ".default";
+      c.args = {in(0), in(1)};
+      c.outDtypes = {DType::Bool};
+      c.inputs = {unknown, fixed};
+      const Tensor out = intervalOutputs(c)[0];
+      QCOMPARE(out.lo()[0], want.first.lo);
+      QCOMPARE(out.hi()[0], want.first.hi);
+      QCOMPARE(out.lo()[1], want.second.lo);
+      QCOMPARE(out.hi()[1], want.second.hi);
+    }
+    // Randomized: no escape for bool operands with unknown elements.
+    std::mt19937_64 rng(17);
+    for (const char* name : {"and", "or", "xor"}) {
+      for (const std::string& op : {std::string("aten.logical_") + name + ".default",
+                                    std::string("aten.bitwise_") + name + ".Tensor"}) {
+        for (int k = 0; k < 40; ++k) {
+          OpCase c;
+          c.op = op;
+          c.args = {in(0), in(1)};
+          c.outDtypes = {DType::Bool};
+          const Shape s = randomShape(2, rng);
+          c.inputs = {makeInput(s, DType::Bool, Domain::Bool, Format::Fp32, k % 2, rng),
+                      makeInput(broadcastableTo(s, rng), DType::Bool, Domain::Bool, Format::Fp32,
+                                k % 3 == 0, rng)};
+          const EnclosureReport r = checkEnclosure(c, 25, rng);
+          QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        }
+      }
+    }
+    // Refused: bitwise ops of floats, and integer operands that are not exact.
+    OpCase f;
+    f.op = "aten.bitwise_and.Tensor";
+    f.args = {in(0), in(1)};
+    f.outDtypes = {DType::Float32};
+    f.inputs = {xf, xf};
+    QVERIFY_THROWS_EXCEPTION(OpError, intervalOutputs(f));
+    OpCase w;
+    w.op = "aten.bitwise_or.Tensor";
+    w.args = {in(0), in(1)};
+    w.outDtypes = {DType::Int64};
+    w.inputs = {Tensor::interval({1}, DType::Int64, {1}, {3}), xi};
+    QVERIFY_THROWS_EXCEPTION(OpError, intervalOutputs(w));
   }
 
   void scalarDivisionMayUseTheReciprocal() {
