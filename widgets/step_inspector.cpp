@@ -74,8 +74,7 @@ StepInspector::StepInspector(QWidget* parent) : QWidget(parent) {
   mOutputs = new QCustomPlot(split);
   mOutputs->setObjectName(QStringLiteral("outputs"));
   mOutputs->setMinimumHeight(150);
-  mOutputs->xAxis->setLabel(
-      tr("per-output margin |Δ| / (half-width sum), log; > 1: disjoint envelopes"));
+  mOutputs->xAxis->setLabel(tr("output margin (log): > 1 = disjoint envelopes"));
   mOutputs->yAxis->setRangeReversed(true);  // rank 1 on top
   mOutputs->yAxis->grid()->setVisible(false);
   mOutputs->yAxis->setTickLabelFont(small);
@@ -246,6 +245,8 @@ void StepInspector::showOutputs(const std::vector<StepResult>& perMethod) {
   if (!r) return;
   std::vector<OutputComparison> outputs = r->outputs;  // ranked: disjoint first, worst margin
   if (outputs.size() > std::size_t(kTopOutputs)) outputs.resize(std::size_t(kTopOutputs));
+  // One readable label row per output.
+  mOutputs->setMinimumHeight(std::max(150, 13 * int(outputs.size()) + 60));
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   QVector<double> keys, flagged, clear;
   double maxT = MarginPlot::signedLog(2);

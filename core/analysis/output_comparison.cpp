@@ -109,9 +109,9 @@ TensorMap ensembleHull(const Program& p, const TensorMap& inputs, Backend& backe
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> hull;
   TensorMap first;
   for (int i = 0; i < std::max(1, opt.ensembleSize); ++i) {
-    const TensorMap run = evaluateAll(p, inputs, backend, names, EvalDomain::Random, precision,
-                                      mix(opt.seed ^ salt ^ static_cast<std::uint64_t>(i)),
-                                      opt.cancel);
+    const TensorMap run =
+        evaluateAll(p, inputs, backend, names, EvalDomain::Random, precision,
+                    mix(opt.seed ^ salt ^ static_cast<std::uint64_t>(i)), opt.cancel);
     for (const auto& [name, t] : run) {
       auto& [lo, hi] = hull[name];
       const auto v = t.values();
@@ -130,8 +130,8 @@ TensorMap ensembleHull(const Program& p, const TensorMap& inputs, Backend& backe
   TensorMap out;
   for (auto& [name, lh] : hull) {
     const Tensor& t = first.at(name);
-    out.emplace(name, Tensor::interval(t.shape(), t.dtype(), std::move(lh.first),
-                                       std::move(lh.second)));
+    out.emplace(name,
+                Tensor::interval(t.shape(), t.dtype(), std::move(lh.first), std::move(lh.second)));
   }
   return out;
 }
@@ -140,9 +140,8 @@ void addBaselines(const Tensor& candidate64, const Tensor& candidateRounded,
                   const Tensor& referenceRounded, const PrecisionModel& precision,
                   OutputComparison& out) {
   const AllcloseOutcome a = allcloseCheck(candidate64.values(), referenceRounded.values());
-  const RmseOutcome q =
-      rmseCheck(referenceRounded.values(), candidateRounded.values(), candidate64.values(),
-                precision.storageFor(candidate64.dtype()));
+  const RmseOutcome q = rmseCheck(referenceRounded.values(), candidateRounded.values(),
+                                  candidate64.values(), precision.storageFor(candidate64.dtype()));
   out.baselinesComputed = true;
   out.allclosePass = a.pass;
   out.allcloseRatio = a.worstRatio;
@@ -260,8 +259,7 @@ std::vector<OutputComparison> compareOutputs(const Program& candidate,
         out.difference = l1DistanceLowerBound(vc, vr);
         const double sum = add_up(out.candidateHalfWidth, out.referenceHalfWidth);
         out.disjoint = out.difference > sum;
-        out.worstMargin =
-            sum > 0 ? out.difference / sum : (out.difference > 0 ? kInfinity : 0.0);
+        out.worstMargin = sum > 0 ? out.difference / sum : (out.difference > 0 ? kInfinity : 0.0);
         if (std::isnan(out.worstMargin)) out.worstMargin = 0;
         result.push_back(std::move(out));
       }
