@@ -70,7 +70,8 @@ constexpr const char* kUsage =
     "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
     "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
     "[--backend auto|cpu|cuda] [--start-node NAME] [--shard I/N] [--mpi] "
-    "[--stop-at-first-exit] [--csv F] [--json F] [--png F] [--no-cache]\n";
+    "[--stop-at-first-exit] [--csv F] [--json F] [--png F] [--outputs loss|all] "
+    "[--outputs-csv F] [--no-cache]\n";
 
 /// Parses the arguments into `req`; returns the exit code when the command ends here (usage
 /// error: 2 with the message on `err`; --help: 0), nothing when it goes on.
@@ -133,10 +134,19 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
                                 QStringLiteral("F"));
   const QCommandLineOption png(QStringLiteral("png"), QStringLiteral("Render the plots as PNG."),
                                QStringLiteral("F"));
+  const QCommandLineOption outputs(
+      QStringLiteral("outputs"),
+      QStringLiteral("loss: bound the loss only (default); all: also compare every program "
+                     "output of both programs at the reference state (docs/output-envelopes.md)."),
+      QStringLiteral("loss|all"), QStringLiteral("loss"));
+  const QCommandLineOption outputsCsvOption(
+      QStringLiteral("outputs-csv"),
+      QStringLiteral("With --outputs all: write one row per step and output as CSV."),
+      QStringLiteral("F"));
   const QCommandLineOption noCache(QStringLiteral("no-cache"),
                                    QStringLiteral("Neither read nor write the results cache."));
   p.addOptions({ref, cand, steps, method, confidence, ensemble, precision, backend, startNode,
-                shard, mpi, stop, csv, json, png, noCache});
+                shard, mpi, stop, csv, json, png, outputs, outputsCsvOption, noCache});
 
   QStringList argv = args;
   argv.prepend(QStringLiteral("lossbound-cli analyze"));
@@ -190,6 +200,13 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
                        .arg(prec));
     settings.precision = *f;
   }
+  if (p.value(outputs) == QLatin1String("all"))
+    settings.outputs = OutputScope::All;
+  else if (p.value(outputs) != QLatin1String("loss"))
+    return usage(
+        QStringLiteral("--outputs: expected loss or all, found '%1'").arg(p.value(outputs)));
+  if (p.isSet(outputsCsvOption) && settings.outputs != OutputScope::All)
+    return usage(QStringLiteral("--outputs-csv: needs --outputs all"));
   settings.backend = p.value(backend).toStdString();
   if (settings.backend != "auto" && settings.backend != "cpu" && settings.backend != "cuda")
     return usage(
@@ -218,7 +235,7 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
         QStringLiteral("--stop-at-first-exit: not with --shard (a shard cannot know "
                        "whether the other shards' earlier steps are done; use it "
                        "alone or with --mpi)"));
-  req.outputs = {p.value(csv), p.value(json), p.value(png)};
+  req.outputs = {p.value(csv), p.value(json), p.value(png), p.value(outputsCsvOption)};
   if (p.isSet(png) && !havePngExporter())
     return usage(
         QStringLiteral("--png: this build has no plot renderer (expected the widgets "

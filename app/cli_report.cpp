@@ -38,6 +38,29 @@ QString marginText(const StepResult& r) {
   return QString::asprintf("%+.3g", r.margin);
 }
 
+// With --outputs all: per step, how many outputs have disjoint envelopes and the top ones.
+void printOutputSummary(const AnalysisReport& report, QTextStream& out) {
+  if (report.settings.outputs != OutputScope::All) return;
+  int flaggedSteps = 0;
+  double seconds = 0;
+  for (const StepResult& r : report.steps) {
+    seconds += r.outputSeconds;
+    if (r.outputs.empty()) continue;
+    int disjoint = 0;
+    for (const OutputComparison& c : r.outputs) disjoint += c.disjoint;
+    flaggedSteps += disjoint > 0;
+    out << QString::asprintf("outputs at step %lld: %d of %d disjoint", (long long)r.step, disjoint,
+                             int(r.outputs.size()));
+    for (std::size_t k = 0; k < r.outputs.size() && k < 3; ++k)
+      out << (k ? ", " : "; worst: ") << qs(r.outputs[k].name) << " "
+          << QString::asprintf("%.3g", r.outputs[k].worstMargin);
+    out << "\n";
+  }
+  out << "outputs: " << flaggedSteps << " of " << report.steps.size()
+      << " step(s) with an output whose envelopes are disjoint ("
+      << QString::asprintf("%.1f", seconds) << " s on outputs)\n";
+}
+
 }  // namespace
 
 void setPngExporter(PngExporter exporter) { pngExporter() = std::move(exporter); }
@@ -107,6 +130,7 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
   } else {
     out << "first exit: none\n";
   }
+  printOutputSummary(report, out);
   for (const NotBoundedReason& r : overall.notBoundedReasons)
     out << "not bounded at " << r.steps.size() << " step(s) (first: " << r.steps.front()
         << "): " << qs(r.reason) << "\n";
@@ -118,6 +142,12 @@ bool writeReportOutputs(const AnalysisReport& report, const ReportOutputs& outpu
   if (!outputs.csv.isEmpty() &&
       !writeAtomically(outputs.csv, QByteArray::fromStdString(stepsCsv(report.steps)), &error)) {
     err << command << ": --csv: " << error << "\n";
+    return false;
+  }
+  if (!outputs.outputsCsv.isEmpty() &&
+      !writeAtomically(outputs.outputsCsv, QByteArray::fromStdString(outputsCsv(report.steps)),
+                       &error)) {
+    err << command << ": --outputs-csv: " << error << "\n";
     return false;
   }
   if (!outputs.json.isEmpty() &&

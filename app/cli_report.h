@@ -25,6 +25,7 @@ bool havePngExporter();
 /// The files a command writes a report to ("" = not asked for).
 struct ReportOutputs {
   QString csv, json, png;
+  QString outputsCsv;  ///< per step and program output (analyze --outputs all)
 };
 
 /// Prints the summary of `report` (settings, one line per step, notes, verdict, first exit, the

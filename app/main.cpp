@@ -3,6 +3,7 @@
 #include "app/main_window.h"
 #include "app/session_controller.h"
 #include "core/analysis/analysis_types.h"
+#include "widgets/workbench_view.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -26,8 +27,19 @@ int main(int argc, char** argv) {
       QStringLiteral("screenshot"),
       QStringLiteral("Render the window to <file> (PNG) when ready, then exit."),
       QStringLiteral("file"));
+  const QCommandLineOption outputs(
+      QStringLiteral("outputs"),
+      QStringLiteral("With --analyze: loss (the remembered default) or all (compare every "
+                     "output)."),
+      QStringLiteral("loss|all"));
+  const QCommandLineOption inspect(
+      QStringLiteral("inspect"),
+      QStringLiteral("Show this step in the step inspector once analysed (with --screenshot)."),
+      QStringLiteral("step"));
   parser.addOption(analyze);
   parser.addOption(screenshot);
+  parser.addOption(outputs);
+  parser.addOption(inspect);
   parser.addPositionalArgument(QStringLiteral("reference"),
                                QStringLiteral("Reference run file (or an analysis report)."),
                                QStringLiteral("[REFERENCE.h5"));
@@ -73,14 +85,22 @@ int main(int argc, char** argv) {
     auto* controller = window.controller();
     if (headless) {
       QObject::connect(controller, &lossbound::app::SessionController::analysisFinished, &window,
-                       [&](const lossbound::AnalysisReport&) { shoot(); });
+                       [&](const lossbound::AnalysisReport&) {
+                         if (parser.isSet(inspect))
+                           window.workbench()->inspectStep(parser.value(inspect).toLongLong());
+                         shoot();
+                       });
       QObject::connect(controller, &lossbound::app::SessionController::analysisFailed, &window,
                        [&](const QString&) {
                          exitCode = 2;
                          shoot();
                        });
     }
-    if (!window.analyzeAll())
+    std::optional<lossbound::OutputScope> scope;
+    if (parser.isSet(outputs))
+      scope = parser.value(outputs) == QLatin1String("all") ? lossbound::OutputScope::All
+                                                            : lossbound::OutputScope::Loss;
+    if (!window.analyzeAll(scope))
       exitCode = 2;
     else if (headless)
       return QApplication::exec();

@@ -257,8 +257,10 @@ bool MainWindow::openPair(const QString& reference, const QString& candidate, bo
 
 bool MainWindow::openReport(const QString& path) { return mController->openReport(path); }
 
-bool MainWindow::analyzeAll() {
-  return mController->startAnalysis(mController->analysableSteps(), widgets::rememberedSettings());
+bool MainWindow::analyzeAll(std::optional<OutputScope> outputs) {
+  AnalysisSettings settings = widgets::rememberedSettings();
+  if (outputs) settings.outputs = *outputs;
+  return mController->startAnalysis(mController->analysableSteps(), settings);
 }
 
 QString MainWindow::errorText() const {

@@ -9,6 +9,7 @@
 #include <QMainWindow>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 class QLabel;
@@ -39,9 +40,9 @@ class MainWindow : public QMainWindow {
   /// Opens an analysis report (JSON, e.g. merged from a cluster run); the window says whether
   /// the curves come from its run files or are its analysed steps only. Returns success.
   bool openReport(const QString& path);
-  /// Analyses every analysable step with the remembered settings; returns false if it could not
-  /// start (the reason is shown in the window).
-  bool analyzeAll();
+  /// Analyses every analysable step with the remembered settings (the output scope replaced by
+  /// `outputs` when given); returns false if it could not start (the reason is shown).
+  bool analyzeAll(std::optional<OutputScope> outputs = std::nullopt);
   /// Returns the controller (for headless use).
   SessionController* controller() const { return mController; }
   /// Returns the workbench.

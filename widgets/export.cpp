@@ -3,6 +3,7 @@
 #include "core/analysis/qt_text.h"
 #include "core/analysis/report_csv.h"
 #include "widgets/about_box.h"
+#include "widgets/difference_plot.h"
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
 #include "widgets/plot_panel.h"
@@ -228,18 +229,25 @@ QString exportAnalysisPng(const SessionData& session, const AnalysisReport& repo
   const std::optional<std::int64_t> exit = summarizeReport(report).firstExit;
   LossPlot loss;
   MarginPlot margin;
-  const int marginHeight = size.height() / 4;
-  loss.resize(size.width(), size.height() - marginHeight);
+  DifferencePlot difference;
+  const int marginHeight = size.height() / 5, differenceHeight = size.height() / 4;
+  const int lossHeight = size.height() - marginHeight - differenceHeight;
+  loss.resize(size.width(), lossHeight);
   margin.resize(size.width(), marginHeight);
+  difference.resize(size.width(), differenceHeight);
   loss.setSession(data);
   loss.setResults(report.steps, exit);
   margin.setResults(report.steps, exit);
+  difference.setResults(report.steps, exit);
+  difference.setSymLog(true);  // a bug's differences span decades; the band stays readable
   const auto [lo, hi] = loss.xRange();
   margin.setXRange(lo, hi);
+  difference.setXRange(lo, hi);
   // Lay the (never shown) widgets out so that their plots take the requested sizes.
-  loss.customPlot()->resize(size.width(), size.height() - marginHeight);
+  loss.customPlot()->resize(size.width(), lossHeight);
   margin.customPlot()->resize(size.width(), marginHeight);
-  return exportPlotsPng({&loss, &margin}, path, scale);
+  difference.customPlot()->resize(size.width(), differenceHeight);
+  return exportPlotsPng({&loss, &margin, &difference}, path, scale);
 }
 
 }  // namespace lossbound::widgets

@@ -50,10 +50,11 @@ QString exportStepTableCsv(const std::vector<StepResult>& steps, const QString& 
 QString exportReportPdf(const QList<PlotPanel*>& plots, const AnalysisReport& report,
                         const ReportContext& context, const QString& path);
 
-/// Renders the loss plot over the margin plot of `report` offscreen (needs a QApplication) and
-/// writes them as a PNG of `size` × `scale`. With an empty `session`, the curves are the losses
-/// at the analysed steps. For `lossbound-cli analyze --png`. Returns an error message or "".
+/// Renders the loss plot over the margin plot and the difference plot (sym-log) of `report`
+/// offscreen (needs a QApplication) and writes them as a PNG of `size` × `scale`. With an empty
+/// `session`, the curves are the losses at the analysed steps. For `lossbound-cli analyze --png`.
+/// Returns an error message or "".
 QString exportAnalysisPng(const SessionData& session, const AnalysisReport& report,
-                          const QString& path, QSize size = {1200, 700}, double scale = 1.0);
+                          const QString& path, QSize size = {1200, 860}, double scale = 1.0);
 
 }  // namespace lossbound::widgets

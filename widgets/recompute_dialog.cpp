@@ -4,6 +4,7 @@
 #include "core/interval/format_names.h"
 
 #include <QButtonGroup>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -49,6 +50,8 @@ AnalysisSettings rememberedSettings() {
   s.backend = settings.value(QStringLiteral("backend"), qs(s.backend)).toString().toStdString();
   if (s.method == EnvelopeMethod::Interval)
     s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
+  if (settings.value(QStringLiteral("outputs")).toString() == QLatin1String("all"))
+    s.outputs = OutputScope::All;
   return s;
 }
 
@@ -149,6 +152,12 @@ RecomputeDialog::RecomputeDialog(std::vector<std::int64_t> checkpointSteps,
   form->addRow(tr("Start node"), mStartNode);
   form->addRow(QString(), mStartCaveat);
   form->addRow(tr("Backend"), mBackend);
+  mAllOutputs = new QCheckBox(tr("Compare every output (gradients too)"), this);
+  mAllOutputs->setObjectName(QStringLiteral("allOutputs"));
+  mAllOutputs->setToolTip(
+      tr("Also evaluate both programs at the reference's state and compare every output, "
+         "gradients included, by the same method (about 4× the time on the samples)"));
+  form->addRow(QString(), mAllOutputs);
   layout->addLayout(form);
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
@@ -218,6 +227,7 @@ RecomputeRequest RecomputeDialog::request() const {
   s.backend = mBackend->currentData().toString().toStdString();
   if (s.method == EnvelopeMethod::Interval)
     s.startNode = mStartNode->currentText().trimmed().toStdString();
+  s.outputs = mAllOutputs->isChecked() ? OutputScope::All : OutputScope::Loss;
   return r;
 }
 
@@ -246,6 +256,7 @@ void RecomputeDialog::loadChoices() {
   mEnsemble->setValue(s.ensembleSize);
   mBackend->setCurrentIndex(std::max(mBackend->findData(qs(s.backend)), 0));
   mStartNode->setCurrentText(qs(s.startNode));
+  mAllOutputs->setChecked(s.outputs == OutputScope::All);
   QSettings settings;
   settings.beginGroup(kSettingsGroup);
   const QString choice = settings.value(QStringLiteral("steps"), QStringLiteral("all")).toString();
@@ -262,6 +273,8 @@ void RecomputeDialog::saveChoices() const {
   settings.setValue(QStringLiteral("ensembleSize"), mEnsemble->value());
   settings.setValue(QStringLiteral("backend"), mBackend->currentData().toString());
   settings.setValue(QStringLiteral("startNode"), mStartNode->currentText().trimmed());
+  settings.setValue(QStringLiteral("outputs"),
+                    mAllOutputs->isChecked() ? QStringLiteral("all") : QStringLiteral("loss"));
   settings.setValue(QStringLiteral("steps"), stepChoice() == StepChoice::Range
                                                  ? QStringLiteral("range")
                                                  : QStringLiteral("all"));

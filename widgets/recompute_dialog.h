@@ -11,6 +11,7 @@
 #include <vector>
 
 class QButtonGroup;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -76,6 +77,7 @@ class RecomputeDialog : public QDialog {
   QComboBox* mPrecision = nullptr;
   QDoubleSpinBox* mConfidence = nullptr;
   QSpinBox* mEnsemble = nullptr;
+  QCheckBox* mAllOutputs = nullptr;
   QComboBox* mBackend = nullptr;
   QComboBox* mStartNode = nullptr;
   QLabel* mStartCaveat = nullptr;

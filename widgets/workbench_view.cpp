@@ -1,6 +1,7 @@
 #include "widgets/workbench_view.h"
 
 #include "core/analysis/verdict.h"
+#include "widgets/difference_plot.h"
 #include "widgets/loss_plot.h"
 #include "widgets/margin_plot.h"
 #include "widgets/step_inspector.h"
@@ -26,6 +27,7 @@ WorkbenchView::WorkbenchView(QWidget* parent) : QWidget(parent) {
   auto* right = new QSplitter(Qt::Vertical, horizontal);
   mLossPlot = new LossPlot(left);
   mMarginPlot = new MarginPlot(left);
+  mDifferencePlot = new DifferencePlot(left);
   mTable = new StepTableView(left);
   auto* verdictScroll = new QScrollArea(right);
   verdictScroll->setWidgetResizable(true);
@@ -35,11 +37,13 @@ WorkbenchView::WorkbenchView(QWidget* parent) : QWidget(parent) {
   mInspector = new StepInspector(right);
   left->addWidget(mLossPlot);
   left->addWidget(mMarginPlot);
+  left->addWidget(mDifferencePlot);
   left->addWidget(mTable);
   left->setStretchFactor(0, 5);
   left->setStretchFactor(1, 2);
   left->setStretchFactor(2, 2);
-  left->setSizes({450, 170, 180});
+  left->setStretchFactor(3, 2);
+  left->setSizes({420, 150, 170, 160});
   right->addWidget(verdictScroll);
   right->addWidget(mInspector);
   right->setStretchFactor(0, 1);
@@ -53,11 +57,13 @@ WorkbenchView::WorkbenchView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(horizontal);
   mSplitters = {horizontal, left, right};
 
-  // Same x axis: each plot follows the other (setXRange ignores an unchanged range, no loop).
-  connect(mLossPlot, &PlotPanel::xRangeChanged, mMarginPlot, &PlotPanel::setXRange);
-  connect(mMarginPlot, &PlotPanel::xRangeChanged, mLossPlot, &PlotPanel::setXRange);
-  for (PlotPanel* p : {static_cast<PlotPanel*>(mLossPlot), static_cast<PlotPanel*>(mMarginPlot)})
-    connect(p, &PlotPanel::stepClicked, this, [this](qint64 s) { inspectStep(s); });
+  // Same x axis: each plot follows the others (setXRange ignores an unchanged range, no loop).
+  const QList<PlotPanel*> panels = plots();
+  for (PlotPanel* from : panels) {
+    for (PlotPanel* to : panels)
+      if (to != from) connect(from, &PlotPanel::xRangeChanged, to, &PlotPanel::setXRange);
+    connect(from, &PlotPanel::stepClicked, this, [this](qint64 s) { inspectStep(s); });
+  }
   connect(mTable, &StepTableView::selectedStepsChanged, this, &WorkbenchView::selectedStepsChanged);
   connect(mTable, &StepTableView::currentStepChanged, this, [this](qint64 step) {
     if (mInspected == step) return;
@@ -82,6 +88,7 @@ void WorkbenchView::setSession(const SessionData& session, const AnalysisReport&
   setReport(report);
   const auto [lo, hi] = mLossPlot->xRange();
   mMarginPlot->setXRange(lo, hi);
+  mDifferencePlot->setXRange(lo, hi);
 }
 
 void WorkbenchView::setReport(const AnalysisReport& report) {
@@ -182,11 +189,12 @@ void WorkbenchView::inspectStep(std::int64_t step) {
   }
 }
 
-QList<PlotPanel*> WorkbenchView::plots() const { return {mLossPlot, mMarginPlot}; }
+QList<PlotPanel*> WorkbenchView::plots() const { return {mLossPlot, mMarginPlot, mDifferencePlot}; }
 
 void WorkbenchView::refreshResults() {
   mLossPlot->setResults(mReport.steps, mReport.firstExit);
   mMarginPlot->setResults(mReport.steps, mReport.firstExit);
+  mDifferencePlot->setResults(mReport.steps, mReport.firstExit);
   mVerdict->setReport(mReport, mPending);
   mVerdict->setNotice(mNotice);
 }
@@ -210,7 +218,7 @@ void WorkbenchView::refreshInspector() {
 QByteArray WorkbenchView::saveState() const {
   QByteArray out;
   QDataStream stream(&out, QIODevice::WriteOnly);
-  stream << qint32(1);
+  stream << qint32(2);  // 2: the left splitter holds the difference plot too
   for (QSplitter* s : mSplitters) stream << s->saveState();
   return out;
 }
@@ -219,7 +227,7 @@ bool WorkbenchView::restoreState(const QByteArray& state) {
   QDataStream stream(state);
   qint32 version = 0;
   stream >> version;
-  if (version != 1) return false;
+  if (version != 2) return false;
   for (QSplitter* s : mSplitters) {
     QByteArray part;
     stream >> part;

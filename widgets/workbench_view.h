@@ -22,6 +22,7 @@ class QSplitter;
 namespace lossbound::widgets {
 
 class LossPlot;
+class DifferencePlot;
 class MarginPlot;
 class PlotPanel;
 class StepInspector;
@@ -73,6 +74,8 @@ class WorkbenchView : public QWidget {
   LossPlot* lossPlot() const { return mLossPlot; }
   /// Returns the margin plot.
   MarginPlot* marginPlot() const { return mMarginPlot; }
+  /// Returns the difference plot.
+  DifferencePlot* differencePlot() const { return mDifferencePlot; }
   /// Returns the step table.
   StepTableView* stepTable() const { return mTable; }
   /// Returns the verdict panel.
@@ -108,6 +111,7 @@ class WorkbenchView : public QWidget {
 
   LossPlot* mLossPlot = nullptr;
   MarginPlot* mMarginPlot = nullptr;
+  DifferencePlot* mDifferencePlot = nullptr;
   StepTableView* mTable = nullptr;
   VerdictPanel* mVerdict = nullptr;
   StepInspector* mInspector = nullptr;

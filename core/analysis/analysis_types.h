@@ -41,6 +41,9 @@ struct BudgetShare {
   double share = 0;  ///< bound / total, in [0, 1]
 };
 
+/// Which outputs an analysis bounds.
+enum class OutputScope { Loss, All };
+
 /// The settings that produced a result; the cache is keyed by them.
 struct AnalysisSettings {
   EnvelopeMethod method = EnvelopeMethod::FirstOrder;
@@ -50,6 +53,43 @@ struct AnalysisSettings {
   std::string startNode;            ///< interval method: start bounds here ("" = at the inputs)
   std::string backend = "auto";     ///< "auto", "cpu" or "cuda"
   std::uint64_t seed = 0x5eed;      ///< ensemble randomization
+  OutputScope outputs = OutputScope::Loss;  ///< All: also compare every program output
+};
+
+/// What allclose and the fp64-RMSE rule say about the loss at one step (docs/baselines.md): the
+/// value under test is the reference's logged loss, as for the envelope verdict; the candidate
+/// program replayed at the reference's state gives the fp64 value and one rounded execution.
+struct LossBaselines {
+  bool computed = false;      ///< false: not computed (step not bounded, or replay failed)
+  double fp64 = 0;            ///< the candidate program in binary64 at the reference's state
+  double rounded = 0;         ///< one execution of it in its modelled precision, random order
+  bool allclosePass = true;   ///< allclose(fp64, referenceLoss), rtol 1e-5, atol 1e-8
+  double allcloseRatio = 0;   ///< |fp64 − referenceLoss| / (atol + rtol·|referenceLoss|)
+  bool rmsePass = true;       ///< |referenceLoss − fp64| <= m·|rounded − fp64| + tol/10
+  double rmseError = 0;       ///< |referenceLoss − fp64|
+  double rmseAllowance = 0;   ///< m·|rounded − fp64| + tol/10 (tol = 1e-4)
+  double rmseMultiplier = 2;  ///< m: 3 for an fp16/bf16 loss, else 2
+};
+
+/// How one program output compares between the candidate and the reference program, both
+/// evaluated at the reference's state (core/analysis/output_comparison.h).
+struct OutputComparison {
+  std::string name;           ///< program output, e.g. "grad:h.0.attn.c_attn.weight"
+  std::int64_t elements = 0;  ///< its number of elements
+  bool elementwise = false;   ///< envelopes per element (interval, ensemble), else a functional
+  bool disjoint = false;      ///< the two envelopes are disjoint: this output differs
+  std::int64_t disjointElements = -1;  ///< elementwise: elements with disjoint envelopes; else -1
+  double worstMargin =
+      0;  ///< |centre difference| / (sum of half-widths), worst element; > 1 disjoint
+  double difference = 0;  ///< functional: ‖ŷ_c − ŷ_r‖₁ (lower bound); elementwise: max |Δcentre|
+  double candidateHalfWidth = 0;  ///< functional: B_c; elementwise: at the worst element
+  double referenceHalfWidth = 0;  ///< functional: B_r; elementwise: at the worst element
+  bool baselinesComputed = false;
+  bool allclosePass = true;  ///< allclose(candidate fp64, reference rounded)
+  double allcloseRatio = 0;
+  bool rmsePass = true;  ///< RMSE(ref rounded, cand fp64) <= m·RMSE(cand rounded, cand fp64) + 1e-5
+  double rmseError = 0;
+  double rmseAllowance = 0;
 };
 
 /// The outcome at one analysed step.
@@ -68,7 +108,10 @@ struct StepResult {
   std::vector<BudgetShare> budget;  ///< top ops by share of the bound (first-order terms)
   double seconds = 0;               ///< compute time of this step
   double pointLoss = 0;  ///< binary64 point replay of the candidate program on the reference state
-  bool fromCache = false;  ///< read from the results cache instead of computed
+  bool fromCache = false;                 ///< read from the results cache instead of computed
+  LossBaselines baselines;                ///< allclose and the fp64-RMSE rule on the loss
+  std::vector<OutputComparison> outputs;  ///< --outputs all: every output, ranked (else empty)
+  double outputSeconds = 0;               ///< time spent on `outputs`
 };
 
 /// The run file a report's run was read from, as the analysis saw it.

@@ -134,6 +134,7 @@ QJsonObject settingsToJson(const AnalysisSettings& s) {
   o[QStringLiteral("backend")] = qs(s.backend);
   // 64-bit seeds do not fit a JSON double: written as a decimal string.
   o[QStringLiteral("seed")] = QString::number(s.seed);
+  if (s.outputs == OutputScope::All) o[QStringLiteral("outputs")] = QStringLiteral("all");
   return o;
 }
 
@@ -156,7 +157,58 @@ AnalysisSettings settingsFromJson(const QJsonObject& o) {
   bool ok = false;
   s.seed = o.value(QStringLiteral("seed")).toString().toULongLong(&ok);
   if (!ok) bad("seed", "a decimal string", o.value("seed"));
+  const QJsonValue outputs = o.value(QStringLiteral("outputs"));
+  if (outputs == QJsonValue(QStringLiteral("all")))
+    s.outputs = OutputScope::All;
+  else if (!outputs.isUndefined() && outputs != QJsonValue(QStringLiteral("loss")))
+    bad("outputs", "\"loss\" or \"all\"", outputs);
   return s;
+}
+
+QJsonObject outputToJson(const OutputComparison& c) {
+  QJsonObject o;
+  o[QStringLiteral("output")] = qs(c.name);
+  o[QStringLiteral("elements")] = static_cast<double>(c.elements);
+  o[QStringLiteral("elementwise")] = c.elementwise;
+  o[QStringLiteral("disjoint")] = c.disjoint;
+  o[QStringLiteral("disjoint_elements")] = static_cast<double>(c.disjointElements);
+  o[QStringLiteral("worst_margin")] = numberToJson(c.worstMargin);
+  o[QStringLiteral("difference")] = numberToJson(c.difference);
+  o[QStringLiteral("candidate_half_width")] = numberToJson(c.candidateHalfWidth);
+  o[QStringLiteral("reference_half_width")] = numberToJson(c.referenceHalfWidth);
+  if (c.baselinesComputed) {
+    o[QStringLiteral("allclose")] = c.allclosePass;
+    o[QStringLiteral("allclose_ratio")] = numberToJson(c.allcloseRatio);
+    o[QStringLiteral("fp64_rmse")] = c.rmsePass;
+    o[QStringLiteral("fp64_rmse_error")] = numberToJson(c.rmseError);
+    o[QStringLiteral("fp64_rmse_allowance")] = numberToJson(c.rmseAllowance);
+  }
+  return o;
+}
+
+OutputComparison outputFromJson(const QJsonObject& o) {
+  OutputComparison c;
+  c.name = stringField(o, "output");
+  c.elements = intField(o, "elements");
+  c.elementwise = boolField(o, "elementwise");
+  c.disjoint = boolField(o, "disjoint");
+  c.disjointElements = intField(o, "disjoint_elements");
+  c.worstMargin = numberFromJson(o.value(QStringLiteral("worst_margin")), "worst_margin");
+  c.difference = numberFromJson(o.value(QStringLiteral("difference")), "difference");
+  c.candidateHalfWidth =
+      numberFromJson(o.value(QStringLiteral("candidate_half_width")), "candidate_half_width");
+  c.referenceHalfWidth =
+      numberFromJson(o.value(QStringLiteral("reference_half_width")), "reference_half_width");
+  if (o.contains(QStringLiteral("allclose"))) {
+    c.baselinesComputed = true;
+    c.allclosePass = boolField(o, "allclose");
+    c.allcloseRatio = numberFromJson(o.value(QStringLiteral("allclose_ratio")), "allclose_ratio");
+    c.rmsePass = boolField(o, "fp64_rmse");
+    c.rmseError = numberFromJson(o.value(QStringLiteral("fp64_rmse_error")), "fp64_rmse_error");
+    c.rmseAllowance =
+        numberFromJson(o.value(QStringLiteral("fp64_rmse_allowance")), "fp64_rmse_allowance");
+  }
+  return c;
 }
 
 QJsonObject stepToJson(const StepResult& r) {
@@ -187,6 +239,25 @@ QJsonObject stepToJson(const StepResult& r) {
     budget.append(e);
   }
   o[QStringLiteral("budget")] = budget;
+  if (r.baselines.computed) {
+    const LossBaselines& b = r.baselines;
+    QJsonObject e;
+    e[QStringLiteral("fp64_loss")] = numberToJson(b.fp64);
+    e[QStringLiteral("rounded_loss")] = numberToJson(b.rounded);
+    e[QStringLiteral("allclose")] = b.allclosePass;
+    e[QStringLiteral("allclose_ratio")] = numberToJson(b.allcloseRatio);
+    e[QStringLiteral("fp64_rmse")] = b.rmsePass;
+    e[QStringLiteral("fp64_rmse_error")] = numberToJson(b.rmseError);
+    e[QStringLiteral("fp64_rmse_allowance")] = numberToJson(b.rmseAllowance);
+    e[QStringLiteral("fp64_rmse_multiplier")] = numberToJson(b.rmseMultiplier);
+    o[QStringLiteral("baselines")] = e;
+  }
+  if (!r.outputs.empty()) {
+    QJsonArray outputs;
+    for (const OutputComparison& c : r.outputs) outputs.append(outputToJson(c));
+    o[QStringLiteral("outputs")] = outputs;
+    o[QStringLiteral("output_seconds")] = r.outputSeconds;
+  }
   return o;
 }
 
@@ -222,6 +293,34 @@ StepResult stepFromJson(const QJsonObject& o) {
     r.budget.push_back({stringField(e, "node"), stringField(e, "op"),
                         numberFromJson(e.value(QStringLiteral("bound")), "budget.bound"),
                         numberFromJson(e.value(QStringLiteral("share")), "budget.share")});
+  }
+  // Absent in results written before the baselines existed: left as not computed.
+  const QJsonValue baselines = o.value(QStringLiteral("baselines"));
+  if (baselines.isObject()) {
+    const QJsonObject e = baselines.toObject();
+    LossBaselines& b = r.baselines;
+    b.computed = true;
+    b.fp64 = numberFromJson(e.value(QStringLiteral("fp64_loss")), "baselines.fp64_loss");
+    b.rounded = numberFromJson(e.value(QStringLiteral("rounded_loss")), "baselines.rounded_loss");
+    b.allclosePass = boolField(e, "allclose");
+    b.allcloseRatio =
+        numberFromJson(e.value(QStringLiteral("allclose_ratio")), "baselines.allclose_ratio");
+    b.rmsePass = boolField(e, "fp64_rmse");
+    b.rmseError =
+        numberFromJson(e.value(QStringLiteral("fp64_rmse_error")), "baselines.fp64_rmse_error");
+    b.rmseAllowance = numberFromJson(e.value(QStringLiteral("fp64_rmse_allowance")),
+                                     "baselines.fp64_rmse_allowance");
+    b.rmseMultiplier = numberFromJson(e.value(QStringLiteral("fp64_rmse_multiplier")),
+                                      "baselines.fp64_rmse_multiplier");
+  } else if (!baselines.isUndefined()) {
+    bad("baselines", "an object", baselines);
+  }
+  const QJsonValue outputs = o.value(QStringLiteral("outputs"));
+  if (outputs.isArray()) {
+    for (const QJsonValue& v : outputs.toArray()) r.outputs.push_back(outputFromJson(v.toObject()));
+    r.outputSeconds = numberFromJson(o.value(QStringLiteral("output_seconds")), "output_seconds");
+  } else if (!outputs.isUndefined()) {
+    bad("outputs", "an array", outputs);
   }
   return r;
 }

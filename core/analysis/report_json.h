@@ -24,6 +24,10 @@ QJsonObject settingsToJson(const AnalysisSettings& s);
 /// field, what was expected and what was found.
 AnalysisSettings settingsFromJson(const QJsonObject& o);
 
+/// Returns one output comparison as a JSON object (one row of --outputs all).
+QJsonObject outputToJson(const OutputComparison& c);
+/// Returns the comparison read from outputToJson(); throws std::invalid_argument on a bad field.
+OutputComparison outputFromJson(const QJsonObject& o);
 /// Returns one step result as a JSON object (verdict and method by name).
 QJsonObject stepToJson(const StepResult& r);
 /// Returns the step read from stepToJson(); throws std::invalid_argument on a bad field.

@@ -1,5 +1,7 @@
 #include "core/analysis/step_job.h"
 
+#include "core/analysis/baselines.h"
+#include "core/analysis/output_comparison.h"
 #include "core/analysis/verdict.h"
 #include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
@@ -19,6 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 std::string fmt(double v) { return numberText(v, 9); }
 
+std::uint64_t splitSeed(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 void appendSentence(std::string& note, const std::string& sentence) {
   if (sentence.empty()) return;
   note += (note.empty() ? "" : " ") + sentence;
@@ -27,6 +36,86 @@ void appendSentence(std::string& note, const std::string& sentence) {
 std::uint64_t stepSeed(std::uint64_t seed, std::int64_t step, StepPart part) {
   return seed ^ (static_cast<std::uint64_t>(step) * 0x9e3779b97f4a7c15ull) ^
          (part == StepPart::Self ? 0x5e1full : 0);
+}
+
+// The values the baselines need (docs/baselines.md): the candidate program's binary64 loss (the
+// first-order centre when there is one, else a point evaluation) and one execution in the
+// modelled precision with a random reduction order. A failure leaves the verdict alone.
+void replayBaselines(const StepJobContext& ctx, const Program& program, const TensorMap& inputs,
+                     Backend& backend, std::uint64_t seed, PartResult& pr) {
+  try {
+    EvalOptions eval;
+    eval.precision = ctx.precision;
+    eval.cancel = ctx.cancel;
+    if (std::isnan(pr.env.point)) {
+      eval.domain = EvalDomain::Point;
+      pr.fp64Loss = lossValue(evaluate(program, inputs, backend, eval)).lo;
+    } else {
+      pr.fp64Loss = pr.env.point;
+    }
+    eval.domain = EvalDomain::Random;
+    eval.seed = splitSeed(seed);
+    const EvalResult rounded = evaluate(program, inputs, backend, eval);
+    pr.roundedLoss = lossValue(rounded).lo;
+    pr.lossFormat = ctx.precision.storageFor(rounded.outputs.at("loss").dtype());
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    pr.baselineError = e.what();
+  }
+}
+
+// Every output of both programs at the reference's state (docs/output-envelopes.md). A failure
+// is reported in the step's note and leaves the loss verdict alone.
+void replayOutputs(const StepJobContext& ctx, std::int64_t step, const Program& candidate,
+                   const TensorMap& candidateInputs, Backend& backend, std::uint64_t seed,
+                   PartResult& pr) {
+  const auto t0 = Clock::now();
+  try {
+    const auto reference = ctx.reference.programAt(step);
+    const TensorMap referenceInputs =
+        adaptInputs(*reference, ctx.reference.inputsAt(step), nullptr);
+    OutputComparisonOptions o;
+    o.method = ctx.settings.method;
+    o.candidatePrecision = ctx.precision;
+    o.referencePrecision = ctx.reference.recordedPrecision();
+    o.referencePrecision.override = ctx.settings.precision;
+    o.lambda = ctx.lambda;
+    o.ensembleSize = ctx.settings.ensembleSize;
+    o.seed = splitSeed(seed ^ 0x07u);
+    o.cancel = ctx.cancel;
+    pr.outputs = compareOutputs(candidate, candidateInputs, *reference, referenceInputs, backend, o,
+                                &pr.outputNote);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    pr.outputError = e.what();
+  }
+  pr.outputSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void fillBaselines(StepResult& r, const PartResult& m) {
+  LossBaselines& b = r.baselines;
+  if (!m.baselineError.empty() || std::isnan(m.fp64Loss)) {
+    if (!m.baselineError.empty())
+      appendSentence(r.note, "Baselines not computed: " + m.baselineError);
+    return;
+  }
+  b.computed = true;
+  b.fp64 = m.fp64Loss;
+  b.rounded = m.roundedLoss;
+  const double ref = r.referenceLoss;
+  const AllcloseOutcome a = allcloseCheck({&b.fp64, 1}, {&ref, 1});
+  b.allclosePass = a.pass;
+  b.allcloseRatio = a.worstRatio;
+  // The value under test is the reference's logged loss (as for the envelope); fp64 and the
+  // rounded execution come from one program, the candidate's, as both come from eager mode in
+  // torch._dynamo.utils.same.
+  const RmseOutcome q = rmseCheck({&ref, 1}, {&b.rounded, 1}, {&b.fp64, 1}, m.lossFormat);
+  b.rmsePass = q.pass;
+  b.rmseError = q.error;
+  b.rmseAllowance = q.allowance;
+  b.rmseMultiplier = q.multiplier;
 }
 
 }  // namespace
@@ -82,6 +171,9 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
     ro.startNode = settings.startNode;
     ro.cancel = ctx.cancel;
     pr.env = replayEnvelope(*program, inputs, backend, ro);
+    if (part == StepPart::Main) replayBaselines(ctx, *program, inputs, backend, ro.seed, pr);
+    if (part == StepPart::Main && settings.outputs == OutputScope::All)
+      replayOutputs(ctx, step, *program, inputs, backend, ro.seed, pr);
     // A non-rigorous exit: is it also outside the rigorous interval from the inputs?
     const auto refLoss = ctx.reference.loggedLoss(step);
     if (part == StepPart::Main && !ctx.rigorous && refLoss &&
@@ -148,6 +240,12 @@ StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const Part
     if (!settings.startNode.empty())
       appendSentence(note, "Upstream of node '" + settings.startNode + "' rounding is ignored.");
     r.note = note;
+    fillBaselines(r, m);
+    r.outputs = m.outputs;
+    r.outputSeconds = m.outputSeconds;
+    appendSentence(r.note, m.outputNote);
+    if (!m.outputError.empty())
+      appendSentence(r.note, "Per-output comparison failed: " + m.outputError);
   }
   // Name the checkpoint tensors that make an envelope unbounded, whatever the verdict.
   for (const auto& [part, whose] : {std::pair{&m, "reference"}, std::pair{&s, "candidate"}})

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace lossbound {
@@ -43,6 +44,17 @@ struct PartResult {
   double seconds = 0;
   bool confirmed = false;  ///< Main only: the rigorous interval was computed because it exited
   Interval rigorous{};
+  /// Main only, for the baselines: the candidate program's binary64 loss (NaN when not computed),
+  /// one execution in its modelled precision, and the format that loss is stored in.
+  double fp64Loss = std::numeric_limits<double>::quiet_NaN();
+  double roundedLoss = std::numeric_limits<double>::quiet_NaN();
+  Format lossFormat = Format::Fp32;
+  std::string baselineError;  ///< why the baselines could not be computed ("" if they were)
+  /// Main only, with --outputs all: every output of both programs compared (ranked), a note on
+  /// what was not compared, why the comparison failed ("" if it did not), and its time.
+  std::vector<OutputComparison> outputs;
+  std::string outputNote, outputError;
+  double outputSeconds = 0;
 };
 
 /// Replays `part` of `step` on `backend`; never throws (errors and cancellation are recorded in

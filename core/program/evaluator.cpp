@@ -433,3 +433,166 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
 }
 
 }  // namespace lossbound
+
+namespace lossbound {
+
+// The kept forward state: the schedule with every value, the rules, and the local bounds of each
+// node computed on first use (modelled precision and binary64) and then shared by every reverse
+// pass.
+struct LinearizedProgram::State {
+  State(const Program& p, const std::vector<std::string>& outputs, const EvalOptions& o, Backend& b)
+      : program(p), schedule(p, outputs), options(o), backend(b) {
+    binary64 = o.precision;
+    binary64.override = Format::Fp64;
+  }
+  const Program& program;
+  Schedule schedule;
+  EvalOptions options;
+  Backend& backend;
+  PrecisionModel binary64;
+  std::vector<const OpRule*> rules;
+  std::vector<std::optional<std::vector<Tensor>>> local, local64;  // by node index
+  std::vector<std::string> names;
+  std::size_t forward = 0;
+};
+
+namespace {
+
+std::vector<std::string> allOutputs(const Program& program, const std::vector<std::string>& asked) {
+  if (!asked.empty()) return asked;
+  std::vector<std::string> names;
+  for (const OutputSpec& o : program.outputs) names.push_back(o.name);
+  return names;
+}
+
+}  // namespace
+
+LinearizedProgram::LinearizedProgram(const Program& program, const TensorMap& inputs,
+                                     Backend& backend, const EvalOptions& options)
+    : mState(std::make_unique<State>(program, allOutputs(program, options.outputs), options,
+                                     backend)) {
+  State& st = *mState;
+  st.names = st.schedule.outputNames();
+  st.rules = rulesFor(program, st.schedule.order());
+  st.schedule.setInputs(inputs);
+  st.local.resize(program.nodes.size());
+  st.local64.resize(program.nodes.size());
+  OpContext ctx{st.options.precision, backend, nullptr};
+  for (std::size_t i : st.schedule.order()) {
+    checkCancel(options);
+    const Node& node = program.nodes[i];
+    std::vector<Tensor> results = guarded(node, "evaluation", [&] {
+      const OpArgs args(node,
+                        [&](const ValueRef& r) -> const Tensor& { return st.schedule.lookup(r); });
+      return st.rules[i]->point(args, ctx);
+    });
+    checkResults(node, results, "point");
+    st.schedule.values(st.schedule.nodeSlot(i)) = std::move(results);
+  }
+  st.forward = st.schedule.order().size();
+}
+
+LinearizedProgram::~LinearizedProgram() = default;
+
+const std::vector<std::string>& LinearizedProgram::outputNames() const { return mState->names; }
+
+std::size_t LinearizedProgram::nodesEvaluated() const { return mState->forward; }
+
+const Tensor& LinearizedProgram::output(const std::string& name) const {
+  const State& st = *mState;
+  for (std::size_t k = 0; k < st.names.size(); ++k)
+    if (st.names[k] == name) return st.schedule.lookup(st.schedule.outputRefs()[k]);
+  throw EvaluationError("output '" + name + "' was not evaluated");
+}
+
+FunctionalBound LinearizedProgram::functional(const std::string& name, const Tensor& weights) {
+  State& st = *mState;
+  const Program& program = st.program;
+  std::size_t k = 0;
+  while (k < st.names.size() && st.names[k] != name) ++k;
+  if (k == st.names.size()) throw EvaluationError("output '" + name + "' was not evaluated");
+  const ValueRef ref = st.schedule.outputRefs()[k];
+  const Tensor& y = st.schedule.lookup(ref);
+  if (weights.shape() != y.shape())
+    throw EvaluationError("functional of output '" + name + "': weights of shape " +
+                          shapeString(weights.shape()) + ", the output has shape " +
+                          shapeString(y.shape()));
+  FunctionalBound out;
+  {
+    const auto v = y.values();
+    const auto w = weights.values();
+    for (std::size_t e = 0; e < v.size(); ++e) out.value += w[e] * v[e];
+  }
+  OpContext ctx{st.options.precision, st.backend, nullptr};
+  OpContext ctx64{st.binary64, st.backend, nullptr};
+  std::vector<std::vector<std::optional<Tensor>>> adjoint(st.schedule.nodeSlot(0) +
+                                                          program.nodes.size());
+  {
+    auto& a = adjoint[st.schedule.slotOf(ref.name)];
+    a.resize(static_cast<std::size_t>(ref.index) + 1);
+    a[static_cast<std::size_t>(ref.index)] = weights.withDtype(y.dtype());
+  }
+  for (auto it = st.schedule.order().rbegin(); it != st.schedule.order().rend(); ++it) {
+    checkCancel(st.options);
+    const std::size_t i = *it;
+    const Node& node = program.nodes[i];
+    const std::size_t slot = st.schedule.nodeSlot(i);
+    const std::vector<Tensor>& outputs = st.schedule.values(slot);
+    std::vector<std::optional<Tensor>>& outAdj = adjoint[slot];
+    outAdj.resize(outputs.size());
+    if (std::none_of(outAdj.begin(), outAdj.end(), [](const auto& g) { return g.has_value(); }))
+      continue;
+    const OpArgs args(node,
+                      [&](const ValueRef& r) -> const Tensor& { return st.schedule.lookup(r); });
+    // Local bounds: computed once per node, then reused by every functional.
+    for (auto [cache, c] : {std::pair{&st.local, &ctx}, std::pair{&st.local64, &ctx64}}) {
+      if ((*cache)[i]) continue;
+      std::vector<Tensor> local =
+          guarded(node, "local error", [&] { return st.rules[i]->localError(args, outputs, *c); });
+      checkResults(node, local, "localError", false);
+      (*cache)[i] = std::move(local);
+    }
+    double unusedSquares = 0.0;
+    addWeightedBounds(node, outAdj, *st.local[i], out.bound, out.sumSquares);
+    addWeightedBounds(node, outAdj, *st.local64[i], out.pointBound, unusedSquares);
+
+    std::vector<Tensor> outGrads;
+    outGrads.reserve(outputs.size());
+    for (std::size_t q = 0; q < outputs.size(); ++q)
+      outGrads.push_back(outAdj[q] ? *outAdj[q]
+                                   : Tensor::full(outputs[q].shape(), outputs[q].dtype(), 0.0));
+    const std::vector<std::optional<Tensor>> grads =
+        guarded(node, "vjp", [&] { return st.rules[i]->vjp(args, outputs, outGrads, ctx); });
+    const auto& refs = args.tensorRefs();
+    if (grads.size() != refs.size())
+      throw EvaluationError(nodeLabel(node) + ": the vjp rule returned " +
+                                std::to_string(grads.size()) + " gradients for " +
+                                std::to_string(refs.size()) + " tensor inputs",
+                            node.name, node.op);
+    for (std::size_t j = 0; j < refs.size(); ++j) {
+      if (!grads[j]) continue;
+      const Tensor& value = *args.tensorInputs()[j];
+      if (!isFloating(value.dtype())) continue;
+      if (grads[j]->shape() != value.shape())
+        throw EvaluationError(nodeLabel(node) + ": the vjp rule returned a gradient of shape " +
+                                  shapeString(grads[j]->shape()) + " for input " +
+                                  refString(refs[j]) + " of shape " + shapeString(value.shape()),
+                              node.name, node.op);
+      auto& target = adjoint[st.schedule.slotOf(refs[j].name)];
+      if (target.size() <= static_cast<std::size_t>(refs[j].index))
+        target.resize(static_cast<std::size_t>(refs[j].index) + 1);
+      std::optional<Tensor>& acc = target[static_cast<std::size_t>(refs[j].index)];
+      if (!acc) {
+        acc = grads[j]->midpoint();
+      } else {
+        auto dst = acc->mutableLo();
+        const auto src = grads[j]->values();
+        for (std::size_t e = 0; e < dst.size(); ++e) dst[e] += src[e];
+      }
+    }
+    std::vector<std::optional<Tensor>>().swap(outAdj);
+  }
+  return out;
+}
+
+}  // namespace lossbound

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -120,5 +121,43 @@ EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& ba
 /// Throws EvaluationError (also for an op without vjp/localError support) or Cancelled.
 FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inputs,
                                     Backend& backend, const EvalOptions& options = {});
+
+/// The first-order bound of one linear functional φ(y) = Σ_e w_e·y_e of a program output.
+struct FunctionalBound {
+  double value = 0;       ///< φ at the binary64 point values of the output
+  double bound = 0;       ///< Σ over nodes of Σ|g|·r (g = ∂φ/∂v, modelled precision)
+  double sumSquares = 0;  ///< Σ over nodes of Σ(g·r)²
+  double pointBound = 0;  ///< the same adjoints with binary64 local errors (the point's own error)
+};
+
+/// A program evaluated once in point arithmetic, every value kept, so that first-order bounds of
+/// many linear functionals of its outputs cost one reverse pass each (the forward pass and every
+/// node's local rounding bounds are shared). Evaluates every node the requested outputs need,
+/// backward nodes included (their vjp rules give the second-order adjoints).
+class LinearizedProgram {
+ public:
+  /// Runs the forward pass of `options.outputs` (empty: every program output) in point arithmetic
+  /// with the local errors under options.precision; throws EvaluationError or Cancelled.
+  LinearizedProgram(const Program& program, const TensorMap& inputs, Backend& backend,
+                    const EvalOptions& options);
+  ~LinearizedProgram();
+  LinearizedProgram(const LinearizedProgram&) = delete;
+  LinearizedProgram& operator=(const LinearizedProgram&) = delete;
+
+  /// Returns the names of the evaluated outputs, in program order.
+  const std::vector<std::string>& outputNames() const;
+  /// Returns the binary64 point value of output `name`; throws EvaluationError for an unknown one.
+  const Tensor& output(const std::string& name) const;
+  /// Returns the first-order bound of Σ_e weights_e·output_e (weights: a point tensor of the
+  /// output's shape) by one reverse pass; throws EvaluationError (shape mismatch, missing vjp or
+  /// localError support) or Cancelled.
+  FunctionalBound functional(const std::string& name, const Tensor& weights);
+  /// Returns the forward nodes run.
+  std::size_t nodesEvaluated() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> mState;
+};
 
 }  // namespace lossbound

@@ -109,9 +109,12 @@ class TestExport : public QObject {
     QCOMPARE(exportStepTableCsv(mReport.steps, path(QStringLiteral("steps.csv"))), QString());
     const QStringList lines =
         QString::fromUtf8(read(QStringLiteral("steps.csv"))).trimmed().split(QLatin1Char('\n'));
-    QCOMPARE(lines.front(),
-             QStringLiteral("step,reference_loss,candidate_loss,envelope_lo,envelope_hi,inside,"
-                            "verdict,method,margin,self_check,self_lo,self_hi,point_loss,note"));
+    QCOMPARE(
+        lines.front(),
+        QStringLiteral("step,reference_loss,candidate_loss,envelope_lo,envelope_hi,inside,"
+                       "verdict,method,margin,self_check,self_lo,self_hi,point_loss,note,allclose,"
+                       "allclose_ratio,fp64_rmse,fp64_rmse_error,fp64_rmse_allowance,"
+                       "fp64_loss,rounded_loss"));
     QCOMPARE(lines.front(), stepTableCsvHeader());
     QCOMPARE(lines.size(), int(mReport.steps.size()) + 1);
     const QStringList header = lines.front().split(QLatin1Char(','));

@@ -127,7 +127,23 @@ class TestPanels : public QObject {
     QVERIFY(inspector.budgetLabels().front().contains(QStringLiteral("13.3%")));
     QCOMPARE(inspector.methodRowCount(), 2);
     QCOMPARE(inspector.tensorRowCount(), 2);
+    QCOMPARE(inspector.baselineRowCount(), 0);  // no result carries baselines
+    fo.baselines.computed = true;
+    fo.baselines.allclosePass = true;
+    fo.baselines.rmsePass = false;
+    inspector.setStep(300, {prob, fo}, tensors);
+    QCOMPARE(inspector.baselineRowCount(), 2);
+    QCOMPARE(inspector.baselineSays(0), QStringLiteral("same"));
+    QCOMPARE(inspector.baselineSays(1), QStringLiteral("different"));
+    QCOMPARE(inspector.outputBarCount(), 0);
+    fo.outputs = {{"grad:w", 40, false, true, -1, 12.5, 1.0, 0.05, 0.03},
+                  {"loss", 1, false, false, -1, 0.2, 1e-9, 1e-8, 1e-8}};
+    inspector.setStep(300, {prob, fo}, tensors);
+    QCOMPARE(inspector.outputBarCount(), 2);
+    QVERIFY(inspector.outputLabels().front().startsWith(QStringLiteral("grad:w  (margin 12.5")));
     inspector.clear();
+    QCOMPARE(inspector.baselineRowCount(), 0);
+    QCOMPARE(inspector.outputBarCount(), 0);
     QCOMPARE(inspector.budgetBarCount(), 0);
     QCOMPARE(inspector.tensorRowCount(), 0);
   }

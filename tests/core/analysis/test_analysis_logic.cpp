@@ -1,6 +1,7 @@
 // Unit tests of the analysis decision rules on synthetic numbers: step selection, the Hoeffding λ,
 // the margin, the verdict tiers, the first exit, the budget attribution, the JSON form and the
 // results-cache keying.
+#include "core/analysis/baselines.h"
 #include "core/analysis/overall_verdict.h"
 #include "core/analysis/report_json.h"
 #include "core/analysis/result_cache.h"
@@ -261,6 +262,32 @@ class TestAnalysisLogic : public QObject {
     QCOMPARE(budgetShares(terms, 10).size(), std::size_t{4});  // the zero term is dropped
   }
 
+  // allclose as torch.allclose (|a − b| <= atol + rtol·|b|, NaN never close); the fp64-RMSE rule
+  // as torch._dynamo.utils.same (m = 3 for fp16/bf16, else 2; tol/10 added).
+  void baselines() {
+    const std::vector<double> b{1.0, -2.0, 0.0};
+    QVERIFY(allcloseCheck(std::vector<double>{1.0 + 9e-6, -2.0, 5e-9}, b).pass);
+    const AllcloseOutcome far = allcloseCheck(std::vector<double>{1.0 + 2.1e-5, -2.0, 0.0}, b);
+    QVERIFY(!far.pass);
+    QVERIFY(far.worstRatio > 2.0 && far.worstRatio < 2.2);
+    QVERIFY(!allcloseCheck(std::vector<double>{std::nan(""), -2.0, 0.0}, b).pass);
+    QVERIFY(allcloseCheck(std::vector<double>{kInf}, std::vector<double>{kInf}).pass);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, allcloseCheck(std::vector<double>{1.0}, b));
+
+    QCOMPARE(rmseMultiplier(Format::Fp32), 2.0);
+    QCOMPARE(rmseMultiplier(Format::Bf16), 3.0);
+    QCOMPARE(rmseMultiplier(Format::Fp16), 3.0);
+    const std::vector<double> fp64{1.0, 1.0}, ref{1.0 + 1e-3, 1.0 - 1e-3};
+    // RMSE(ref, fp64) = 1e-3: allowance 2e-3 + 1e-5 (fp32), 3e-3 + 1e-5 (bf16).
+    const std::vector<double> res{1.0029, 0.9971};  // RMSE 2.9e-3
+    const RmseOutcome fp32 = rmseCheck(res, ref, fp64, Format::Fp32);
+    QVERIFY(std::abs(fp32.allowance - 2.01e-3) < 1e-12);
+    QVERIFY(std::abs(fp32.error - 2.9e-3) < 1e-12);
+    QVERIFY(!fp32.pass);
+    QVERIFY(rmseCheck(res, ref, fp64, Format::Bf16).pass);
+    QVERIFY(!rmseCheck(std::vector<double>{std::nan(""), 1.0}, ref, fp64, Format::Fp32).pass);
+  }
+
   void jsonRoundTrip() {
     StepResult r;
     r.step = 12;
@@ -285,6 +312,16 @@ class TestAnalysisLogic : public QObject {
     QCOMPARE(back.note, r.note);
     QCOMPARE(back.budget.size(), std::size_t{1});
     QCOMPARE(back.budget[0].share, 0.75);
+    QVERIFY(!back.baselines.computed);  // absent: not computed
+    r.baselines.computed = true;
+    r.baselines.fp64 = 3.2;
+    r.baselines.rmsePass = false;
+    r.baselines.rmseAllowance = 1e-5;
+    const StepResult withBaselines = stepFromJson(stepToJson(r));
+    QVERIFY(withBaselines.baselines.computed);
+    QCOMPARE(withBaselines.baselines.fp64, 3.2);
+    QCOMPARE(withBaselines.baselines.rmsePass, false);
+    QCOMPARE(withBaselines.baselines.rmseAllowance, 1e-5);
 
     AnalysisSettings s;
     s.method = EnvelopeMethod::Ensemble;
