@@ -59,7 +59,7 @@ int runMerge(const QStringList& args, QTextStream& out, QTextStream& err) {
   printReportSummary(merged, QString::fromStdString(merged.referenceSource.path),
                      QString::fromStdString(merged.candidateSource.path), out);
   out.flush();
-  if (!writeReportOutputs(merged, {p.value(csv), p.value(json), p.value(png)},
+  if (!writeReportOutputs(merged, {p.value(csv), p.value(json), p.value(png), QString()},
                           QStringLiteral("lossbound-cli merge"), err))
     return kExitBadInput;
   return reportExitCode(merged);
