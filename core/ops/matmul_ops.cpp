@@ -8,6 +8,17 @@
 // storage format. Then |fl(A·B) - Ã·B̃| <= γ_k^acc |Ã|·|B̃| + k·η_acc (Higham 2002, eq. 3.5, any
 // order; Jeannerod–Rump 2013: k·u suffices) where Ã, B̃ are the rounded inputs.
 //
+// Probabilistic term (probabilisticLocalError; round to nearest, alpha = 1): the k products and
+// the additions of one element (terms = gemmTerms: k, +2 for a bias) are at most 2·terms
+// roundings; the products' bounds u|a_i b_i| have Σ(u|a_i b_i|)² <= (u·M)², M = (|A||B|)_ij +
+// |bias_ij|, and each of the <= terms − 1 additions rounds a partial sum of magnitude
+// <= M(1 + γ_terms), so the root-sum-square of the individual bounds is
+// <= u·sqrt(terms)·M·(1 + γ_terms) (√k where the worst case has γ_k ≈ k·u: the Higham–Mary 2019
+// model, "A New Approach to Probabilistic Rounding Error Analysis", SIAM J. Sci. Comput. 41,
+// applied to each rounding inside the product), in quadrature with the storage rounding, plus
+// the input rounding (tf32, possibly truncating: not mean-zero, kept linear) and k·η_acc;
+// never above the worst case. Truncating accumulation (biased) and alpha != 1 keep the worst case.
+//
 // baddbmm is bmm with a bias broadcast to [b, m, n]: its contract is addmm's, per batch.
 // The interval, random and local-error kernels live in gemm.h (midpoint–radius GEMM on the
 // Backend, Rump 1999); this file plans the (batched, broadcast) products and their adjoints.
@@ -108,8 +119,13 @@ class MatmulRule final : public OpRule {
                                          std::span<const Tensor> g, OpContext& ctx) const override;
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
                                  OpContext& ctx) const override;
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> outs,
+                                              OpContext& ctx) const override;
 
  private:
+  /// Returns |alpha|·(|A|·|B|) + |beta|·|bias| per output element (binary64 RN GEMM).
+  std::vector<double> magnitudes(const OpArgs& a, const MatmulPlan& p, OpContext& ctx) const;
+
   bool hasBias() const { return mKind == Kind::Addmm || mKind == Kind::Baddbmm; }
   std::size_t aIdx() const { return hasBias() ? 1 : 0; }
   std::size_t bIdx() const { return hasBias() ? 2 : 1; }
@@ -277,25 +293,58 @@ std::vector<std::optional<Tensor>> MatmulRule::vjp(const OpArgs& a, std::span<co
   return out;
 }
 
+std::vector<double> MatmulRule::magnitudes(const OpArgs& a, const MatmulPlan& p,
+                                           OpContext& ctx) const {
+  const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
+  const std::int64_t mn = p.m * p.n;
+  std::vector<double> mag(static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
+  for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
+    ctx.backend.gemm(x.values().data() + p.aOff[bi], y.values().data() + p.bOff[bi],
+                     mag.data() + static_cast<std::int64_t>(bi) * mn, p.m, p.k, p.n, true);
+  const auto b = bias(a, p);
+  const double al = std::fabs(alpha(a)), be = std::fabs(beta(a));
+  for (std::size_t i = 0; i < mag.size(); ++i) {
+    mag[i] = mul_up(al, mag[i]);
+    if (b) mag[i] = add_up(mag[i], mul_up(be, std::fabs(b->values()[i])));
+  }
+  return mag;
+}
+
 std::vector<Tensor> MatmulRule::localError(const OpArgs& a, std::span<const Tensor> outs,
                                            OpContext& ctx) const {
   const MatmulPlan p = plan(a);
   const GemmModel gm = gemmModel(a, ctx);
-  const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
-  const std::int64_t mn = p.m * p.n;
-  std::vector<double> absProd(
-      static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
-  for (std::size_t bi = 0; bi < p.aOff.size(); ++bi)
-    ctx.backend.gemm(x.values().data() + p.aOff[bi], y.values().data() + p.bOff[bi],
-                     absProd.data() + static_cast<std::int64_t>(bi) * mn, p.m, p.k, p.n, true);
-  const auto b = bias(a, p);
-  const double al = std::fabs(alpha(a)), be = std::fabs(beta(a));
-  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, b.has_value(), alpha(a)));
-  std::vector<double> out(absProd.size());
+  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)));
+  std::vector<double> out = magnitudes(a, p, ctx);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bound(out[i], outs[0].values()[i]);
+  return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
+}
+
+std::vector<Tensor> MatmulRule::probabilisticLocalError(const OpArgs& a,
+                                                        std::span<const Tensor> outs,
+                                                        OpContext& ctx) const {
+  const MatmulPlan p = plan(a);
+  const GemmModel gm = gemmModel(a, ctx);
+  const bool withBias = bias(a, p).has_value();
+  const std::int64_t terms = gemmTerms(p.k, withBias, alpha(a));
+  // Only where every rounding is a mean-zero round to nearest of a value bounded by M (alpha = 1:
+  // a scaled product's partial sums are not bounded by |alpha|·|A||B|).
+  const double gT = gammaUp(terms, gm.uAcc);
+  if (ctx.precision.truncatingAccumulation || alpha(a) != 1.0 || !(gT < 1.0)) return {};
+  const GemmLocalBound worst(gm, p.k, terms);
+  const double slack64 = add_up(1.0, gammaUp(p.k + 1, 0x1p-53));  // the RN |A||B| itself
+  const double rss = mul_up(mul_up(gm.uAcc, sqrt_up(static_cast<double>(terms))), add_up(1.0, gT));
+  const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);
+  const double inRel = mul_up(uIn, 2.0 + uIn);
+  const double eta = mul_up(static_cast<double>(p.k), smallestSubnormal(gm.acc));
+  std::vector<double> out = magnitudes(a, p, ctx);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    double mag = mul_up(al, absProd[i]);
-    if (b) mag = add_up(mag, mul_up(be, std::fabs(b->values()[i])));
-    out[i] = bound(mag, outs[0].values()[i]);
+    const double mag = mul_up(out[i], slack64), y = outs[0].values()[i];
+    const double sum = mul_up(rss, mag);
+    const double store = gm.acc == gm.out ? 0.0 : roundingError(y, gm.out, gm.out);
+    const double c = add_up(
+        add_up(sqrt_up(add_up(mul_up(sum, sum), mul_up(store, store))), mul_up(inRel, mag)), eta);
+    out[i] = std::fmin(c, worst(out[i], y));  // never above the worst case
   }
   return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
 }

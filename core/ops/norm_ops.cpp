@@ -40,6 +40,28 @@
 // Dependency: the centred values x_i − μ are enclosed as the linear combination
 // (1 − 1/n)x_i − Σ_{j≠i} x_j / n with exact coefficients (prefix/suffix sums), never as
 // X_i − M with M independent of X; the variance uses the centred enclosures.
+// Adjoint-weighted local error (adjointLocalError, exact inputs, point outputs y, μ, r): every
+// element of a row uses the same computed μ̂ and r̂, δμ = μ̂ − μ, δr = r̂ − r, |δμ| <= Δμ and
+// |δr| <= Δr the distances from the point statistics to the far ends of rowMoments' enclosures
+// (mean: μ ± meanError in c; rstd: every r̂ the candidate computes) — the moment bounds above,
+// reused, not re-derived. With z_j = (x_j − μ̂)·r̂·w_j + b_j (μ̂, r̂ given, exact arithmetic),
+// z_j − y_j = w_j[(x_j − μ)δr − r·δμ − δμ·δr] exactly, so for adjoints g
+//   |Σ g_j(ŷ_j − y_j)| <= Δr·|Σ g_j w_j (x_j − μ)| + (r·Δμ + Δμ·Δr)·|Σ g_j w_j| + Σ|g_j|·ε̄_j,
+// the signed sums enclosed in directed binary64, and ε̄_j >= |ŷ_j − z_j| the rounding of the
+// affine part given μ̂, r̂ (P = |x − μ̂|·r̂·|w| <= (|x − μ| + Δμ)·sup r̂·|w|, u = u_c):
+//   centred fl(fl(fl(x − μ̂)·r̂)·w) (or (x − μ̂)·fl(r̂·w)): 2 or 3 roundings, γ_3·P (γ_2 without
+//   w) (Higham 2002, Lemma 3.1);
+//   CPU fl(fl(x·r̂) + fl(−r̂·μ̂)) = ((x − μ̂)r̂ + η)(1 + β), |η| <= H = u(|x| + |μ̂|)r̂, so it is
+//   within H(1 + u) + u|x − μ̂|r̂ of (x − μ̂)r̂, and after ·w within
+//   |w|[(1 + u)²H + (2u + u²)|x − μ̂|r̂];
+//   the larger of the two, + 3η_c (underflow of the products), + u(P + |b| + E) for the bias
+//   add, + u_s(P + |b| + E) + η_s when the output is stored in a coarser format s, + γ_4^{64}
+//   (|x − μ|·r·|w| + |b|) for the binary64 point value y itself. The stored mean and rstd
+//   outputs add |g_μ|·|μ̃ − μ| and |g_r|·|r̃ − r| with their own (storage-rounded) enclosures
+//   (the triangle inequality: they need not be the μ̂, r̂ used for y). Probabilistic: the two
+//   shared terms are one rounding each per row, in quadrature across rows, with the per-element
+//   terms |g_j|·ε̄_j (every term is nonnegative and in the first-order sum, so the root of the
+//   sum of squares never exceeds it). Signed row sums instead of Σ|g_j|·r_j: ~√n tighter.
 // The forward interval rule is the LB_HD row body kernels::layerNormRow
 // (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
 // layerNormRows (the CUDA backend runs the same body on the device).
@@ -303,6 +325,94 @@ class LayerNormRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
     return localErrorVia(*this, a, o, ctx);
+  }
+
+  // The row statistics are shared by the whole row: weighed by the signed adjoint sums (file
+  // comment, "Adjoint-weighted local error"); nullopt (→ localError) when a row has no bound.
+  std::optional<AdjointLocalError> adjointLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                                     std::span<const Tensor> g,
+                                                     OpContext& ctx) const override {
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    if (s.n == 0 || o.size() < 3 || g.size() < 3) return std::nullopt;
+    const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+    const Format so = outFormat(a, ctx, 0), sm = outFormat(a, ctx, 1), sr = outFormat(a, ctx, 2);
+    const kernels::RowMomentsModel model{c, epsArg(a, 4), modelUlps(LibmFn::Rsqrt, c),
+                                         Format::Fp64};
+    const double u = unitRoundoff(c), etaC = smallestSubnormal(c);
+    const double uS = unitRoundoff(so) > u ? unitRoundoff(so) : 0.0;
+    const double etaS = uS > 0.0 ? smallestSubnormal(so) : 0.0;
+    const double gk = gammaUp(w ? 3 : 2, u);  // centred form: 2 or 3 roundings
+    const double onePlusU2 = mul_up(add_up(1.0, u), add_up(1.0, u));
+    const double twoUu = add_up(2.0 * u, mul_up(u, u));
+    const double g64 = gammaUp(4, 0x1p-53);  // the binary64 point evaluation of y (≤ 4 ops)
+    const auto xv = x.values();
+    const auto g0 = g[0].values(), g1 = g[1].values(), g2 = g[2].values();
+    const auto y1 = o[1].values(), y2 = o[2].values();
+    std::vector<double> clo(static_cast<std::size_t>(s.n)), chi(clo.size());
+    AdjointLocalError res;
+    // Distance from a point value to the far end of an enclosure (|v̂ − v| for every v̂ in it).
+    auto far = [](Interval e, double v) { return std::fmax(sub_up(e.hi, v), sub_up(v, e.lo)); };
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      const std::int64_t off = r * s.n;
+      const double* xr = xv.data() + off;
+      const kernels::RowMoments mo =
+          kernels::rowMoments(xr, xr, s.n, model, clo.data(), chi.data());
+      const auto ri = static_cast<std::size_t>(r);
+      const double muPt = y1[ri], rPt = y2[ri];
+      if (!mo.bounded || !std::isfinite(muPt) || !std::isfinite(rPt)) return std::nullopt;
+      // Shared: δμ = μ̂ − μ, δr = r̂ − r against the point statistics (the mean enclosure is
+      // μ ± meanError in c, RowMoments; the rstd enclosure is every r̂ the candidate computes).
+      const double dMu = far(mo.mean, muPt), dR = far(mo.rstd, rPt);
+      const double rHat = mag(mo.rstd), muHat = mag(mo.mean);
+      if (!std::isfinite(dMu) || !std::isfinite(dR) || !std::isfinite(rHat)) return std::nullopt;
+      Interval s1{0.0, 0.0}, s2{0.0, 0.0};  // Σ g w (x − μ), Σ g w, enclosed
+      double perElement = 0.0, perSquares = 0.0;
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const auto jj = static_cast<std::size_t>(j), i = static_cast<std::size_t>(off + j);
+        const double gj = g0[i];
+        if (gj == 0.0) continue;
+        const double wj = w ? w->values()[jj] : 1.0, aw = std::fabs(wj);
+        const double bj = b ? std::fabs(b->values()[jj]) : 0.0;
+        const Interval dj{sub_down(xr[j], muPt), sub_up(xr[j], muPt)};  // x − μ exactly
+        const Interval gw = lossbound::mul(Interval{gj, gj}, Interval{wj, wj});
+        s1 = lossbound::add(s1, lossbound::mul(gw, dj));
+        s2 = lossbound::add(s2, gw);
+        // ε̄_j: the affine part given μ̂ and r̂, |x − μ̂| ≤ |x − μ| + δμ.
+        const double dHat = mul_up(add_up(mag(dj), dMu), rHat);  // |x − μ̂|·r̂
+        const double p = mul_up(dHat, aw);
+        const double centred = mul_up(gk, p);
+        const double h = mul_up(u, mul_up(add_up(std::fabs(xr[j]), muHat), rHat));
+        const double cpu = w ? mul_up(aw, add_up(mul_up(onePlusU2, h), mul_up(twoUu, dHat)))
+                             : add_up(mul_up(add_up(1.0, u), h), mul_up(u, dHat));
+        double e = std::fmax(centred, cpu);
+        e = add_up(e, 3.0 * etaC);  // underflow of the ≤ 3 products
+        if (b) e = add_up(e, mul_up(u, add_up(add_up(p, bj), e)));
+        if (uS > 0.0) e = add_up(e, add_up(mul_up(uS, add_up(add_up(p, bj), e)), etaS));
+        // The point value's own binary64 rounding (y = ((x − μ)·r)·w + b in 4 operations).
+        const double pPt = mul_up(mul_up(mag(dj), rPt), aw);
+        e = add_up(e, add_up(mul_up(g64, add_up(pPt, bj)), 4.0 * 0x1p-1074));
+        const double t = mul_up(std::fabs(gj), e);
+        perElement = add_up(perElement, t);
+        perSquares = add_up(perSquares, mul_up(t, t));
+      }
+      // Δy_j = w_j[(x_j − μ)·δr − r·δμ − δμ·δr] + ε_j, so |Σ g Δy| ≤ δr|Σ g w (x − μ)| +
+      // (r δμ + δμ δr)|Σ g w| + Σ|g| ε̄_j; the shared terms are one rounding each per row.
+      const double sh1 = mul_up(dR, mag(s1));
+      const double sh2 = mul_up(add_up(mul_up(dMu, rPt), mul_up(dMu, dR)), mag(s2));
+      // The stored mean and rstd outputs: their own errors, not assumed to be the ones used.
+      const double tm =
+          g1[ri] == 0.0 ? 0.0 : mul_up(std::fabs(g1[ri]), far(roundOutward(mo.mean, sm), muPt));
+      const double tr =
+          g2[ri] == 0.0 ? 0.0 : mul_up(std::fabs(g2[ri]), far(roundOutward(mo.rstd, sr), rPt));
+      res.bound = add_up(res.bound, add_up(add_up(add_up(sh1, sh2), perElement), add_up(tm, tr)));
+      res.sumSquares = add_up(res.sumSquares,
+                              add_up(add_up(add_up(mul_up(sh1, sh1), mul_up(sh2, sh2)), perSquares),
+                                     add_up(mul_up(tm, tm), mul_up(tr, tr))));
+    }
+    return res;
   }
 };
 

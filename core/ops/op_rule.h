@@ -123,6 +123,12 @@ struct OpContext {
   std::mt19937_64* rng = nullptr;  // set in the randomized domain only
 };
 
+/// One node's rounding error weighted by the adjoints of its outputs (OpRule::adjointLocalError).
+struct AdjointLocalError {
+  double bound = 0;       ///< ≥ |Σ_k ⟨g_k, ŷ_k − y_k⟩|: the node's first-order term
+  double sumSquares = 0;  ///< Σ of squared independent terms (probabilistic), sqrt ≤ bound
+};
+
 /// The rules of one op in every domain.
 class OpRule {
  public:
@@ -161,6 +167,16 @@ class OpRule {
                                                       std::span<const Tensor> /*outputs*/,
                                                       OpContext& /*ctx*/) const {
     return {};
+  }
+
+  /// Optionally bounds |Σ_k ⟨g_k, ŷ_k − y_k⟩| (g_k = outGrads, y_k the point outputs, ŷ_k any
+  /// output of the candidate, exact inputs) and gives the probabilistic sum of squares, for ops
+  /// whose roundings are shared by many outputs; nullopt (the default): localError is used.
+  virtual std::optional<AdjointLocalError> adjointLocalError(const OpArgs& /*args*/,
+                                                             std::span<const Tensor> /*outputs*/,
+                                                             std::span<const Tensor> /*outGrads*/,
+                                                             OpContext& /*ctx*/) const {
+    return std::nullopt;
   }
 };
 

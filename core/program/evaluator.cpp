@@ -230,6 +230,36 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
   }
 }
 
+// Returns one adjoint per output of a node: its adjoint, or zeros where it has none.
+std::vector<Tensor> outGradsOf(const std::vector<Tensor>& outputs,
+                               const std::vector<std::optional<Tensor>>& outAdj) {
+  std::vector<Tensor> outGrads;
+  outGrads.reserve(outputs.size());
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    outGrads.push_back(outAdj[k] ? *outAdj[k]
+                                 : Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
+  return outGrads;
+}
+
+// Returns the rule's adjoint-weighted local error of a node under `ctx`, if it has one; an
+// unknown (NaN) term counts as unbounded, a negative one is a rule bug.
+std::optional<AdjointLocalError> adjointTerm(const Node& node, const OpRule& rule,
+                                             const OpArgs& args, const std::vector<Tensor>& outputs,
+                                             const std::vector<Tensor>& outGrads, OpContext& ctx) {
+  std::optional<AdjointLocalError> t = guarded(node, "adjoint local error", [&] {
+    return rule.adjointLocalError(args, outputs, outGrads, ctx);
+  });
+  if (!t) return t;
+  if (std::isnan(t->bound)) t->bound = HUGE_VAL;
+  if (std::isnan(t->sumSquares)) t->sumSquares = HUGE_VAL;
+  if (t->bound < 0 || t->sumSquares < 0)
+    throw EvaluationError(nodeLabel(node) + ": the adjoint local error is negative (bound " +
+                              std::to_string(t->bound) + ", sum of squares " +
+                              std::to_string(t->sumSquares) + "), expected >= 0",
+                          node.name, node.op);
+  return t;
+}
+
 }  // namespace
 
 std::vector<std::size_t> neededNodes(const Program& program,
@@ -357,9 +387,21 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       // binary64 point evaluation's own rounding, to first order: the same adjoints with the
       // local bounds of an fp64 execution (it is one: every point rule computes in binary64 or
       // wider).
+      // Rules whose roundings are shared by many outputs (a layer norm's row statistics) weigh
+      // them by the adjoints themselves (OpRule::adjointLocalError), in both contexts.
       NodeBudget b{node.name, node.op, 0.0, 0.0};
       double unusedSquares = 0.0;
+      const std::vector<Tensor> outGrads = outGradsOf(outputs, outAdj);
       for (OpContext* c : {&ctx, &ctx64}) {
+        if (const auto t = adjointTerm(node, *rules[i], args, outputs, outGrads, *c)) {
+          if (c == &ctx) {
+            b.bound += t->bound;
+            b.sumSquares += t->sumSquares;
+          } else {
+            out.pointBound += t->bound;
+          }
+          continue;
+        }
         const std::vector<Tensor> local =
             guarded(node, "local error", [&] { return rules[i]->localError(args, outputs, *c); });
         checkResults(node, local, "localError", false);
@@ -385,11 +427,6 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       budgets.push_back(std::move(b));
 
       // Propagate: one vjp call, gradients accumulated into the inputs' adjoints.
-      std::vector<Tensor> outGrads;
-      outGrads.reserve(outputs.size());
-      for (std::size_t k = 0; k < outputs.size(); ++k)
-        outGrads.push_back(outAdj[k] ? *outAdj[k]
-                                     : Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
       const std::vector<std::optional<Tensor>> grads =
           guarded(node, "vjp", [&] { return rules[i]->vjp(args, outputs, outGrads, ctx); });
       const auto& refs = args.tensorRefs();
@@ -544,23 +581,27 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
       continue;
     const OpArgs args(node,
                       [&](const ValueRef& r) -> const Tensor& { return st.schedule.lookup(r); });
-    // Local bounds: computed once per node, then reused by every functional.
+    // Local bounds: computed once per node, then reused by every functional; a rule with an
+    // adjoint-weighted local error depends on this functional's adjoints: never cached.
+    const std::vector<Tensor> outGrads = outGradsOf(outputs, outAdj);
     for (auto [cache, c] : {std::pair{&st.local, &ctx}, std::pair{&st.local64, &ctx64}}) {
-      if ((*cache)[i]) continue;
-      std::vector<Tensor> local =
-          guarded(node, "local error", [&] { return st.rules[i]->localError(args, outputs, *c); });
-      checkResults(node, local, "localError", false);
-      (*cache)[i] = std::move(local);
+      double& sum = c == &ctx ? out.bound : out.pointBound;
+      double unusedSquares = 0.0;
+      double& squares = c == &ctx ? out.sumSquares : unusedSquares;
+      if (const auto t = adjointTerm(node, *st.rules[i], args, outputs, outGrads, *c)) {
+        sum += t->bound;
+        squares += t->sumSquares;
+        continue;
+      }
+      if (!(*cache)[i]) {
+        std::vector<Tensor> local = guarded(
+            node, "local error", [&] { return st.rules[i]->localError(args, outputs, *c); });
+        checkResults(node, local, "localError", false);
+        (*cache)[i] = std::move(local);
+      }
+      addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
     }
-    double unusedSquares = 0.0;
-    addWeightedBounds(node, outAdj, *st.local[i], out.bound, out.sumSquares);
-    addWeightedBounds(node, outAdj, *st.local64[i], out.pointBound, unusedSquares);
 
-    std::vector<Tensor> outGrads;
-    outGrads.reserve(outputs.size());
-    for (std::size_t q = 0; q < outputs.size(); ++q)
-      outGrads.push_back(outAdj[q] ? *outAdj[q]
-                                   : Tensor::full(outputs[q].shape(), outputs[q].dtype(), 0.0));
     const std::vector<std::optional<Tensor>> grads =
         guarded(node, "vjp", [&] { return st.rules[i]->vjp(args, outputs, outGrads, ctx); });
     const auto& refs = args.tensorRefs();

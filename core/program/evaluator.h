@@ -16,7 +16,10 @@
 // the local rounding bound r_k from localError(); per node it reports Σ|g_k|·r_k (the budget
 // attribution term of ARCHITECTURE §1) and Σ(g_k·c_k)² (for the probabilistic method), where c_k
 // is the rule's probabilisticLocalError (the root-sum-square of the roundings inside a reduction)
-// when it has one, else r_k.
+// when it has one, else r_k. A rule with an adjointLocalError (roundings shared by many outputs:
+// a layer norm's row statistics) gives both terms of its node itself from the adjoints, in both
+// reverse passes and for both the modelled precision and the binary64 pointBound; the functional
+// pass caches only localError (the hook depends on each functional's adjoints).
 //
 // Cancellation is cooperative: the flag is checked before every op (forward and reverse) and a
 // set flag throws Cancelled. Progress is reported after every op as (done, total).

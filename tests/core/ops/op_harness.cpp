@@ -456,6 +456,77 @@ LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& r
   return rep;
 }
 
+AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19937_64& rng) {
+  const OpRule& rule = ruleFor(c.op);
+  AdjointErrorReport rep;
+  OpContext ctx{c.precision, backend(), &rng};
+  std::vector<Tensor> ins;
+  for (const Tensor& t : c.inputs) {
+    const Tensor m = t.midpoint();
+    const Format f = storageFormat(m.dtype()).value_or(Format::Fp64);
+    std::vector<double> v(m.values().begin(), m.values().end());
+    for (double& x : v) x = roundNearestIn(x, f);
+    ins.push_back(Tensor::point(m.shape(), m.dtype(), std::move(v)));
+  }
+  Bound b(c, ins);
+  const auto out = rule.point(b.args(), ctx);
+  b.setShapes(out);
+  // The four adjoints, on every floating output (the one-element adjoint on output 0 only).
+  std::vector<std::vector<Tensor>> adjoints(4);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const auto y = out[k].values();
+    std::vector<double> signs(y.size()), ones(y.size(), 1.0), prop(y.size()), one(y.size(), 0.0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      signs[i] = ((rng() & 1) ? 1.0 : -1.0) * std::ldexp(1.0, static_cast<int>(rng() % 5) - 2);
+      prop[i] = std::isfinite(y[i]) ? y[i] : 0.0;
+    }
+    if (k == 0 && !y.empty()) one[rng() % y.size()] = 1.0;
+    const Shape& s = out[k].shape();
+    adjoints[0].push_back(Tensor::point(s, out[k].dtype(), signs));
+    adjoints[1].push_back(Tensor::point(s, out[k].dtype(), ones));
+    adjoints[2].push_back(Tensor::point(s, out[k].dtype(), prop));
+    adjoints[3].push_back(Tensor::point(s, out[k].dtype(), one));
+  }
+  std::vector<AdjointLocalError> bounds;
+  for (const auto& g : adjoints) {
+    const auto t = rule.adjointLocalError(b.args(), out, g, ctx);
+    if (!t) return rep;
+    bounds.push_back(*t);
+    if (!(std::sqrt(t->sumSquares) <= t->bound * (1.0 + 1e-12))) ++rep.probabilisticAbove;
+  }
+  rep.hooked = true;
+  for (int t = 0; t < trials; ++t) {
+    const auto r = rule.random(b.args(), ctx);
+    ++rep.trials;
+    for (std::size_t a = 0; a < adjoints.size(); ++a) {
+      long double dot = 0.0L;
+      for (std::size_t k = 0; k < out.size() && k < r.size(); ++k)
+        for (std::int64_t i = 0; i < out[k].numel(); ++i) {
+          const auto ui = static_cast<std::size_t>(i);
+          const double y = out[k].values()[ui], v = r[k].values()[ui];
+          const double g = adjoints[a][k].values()[ui];
+          if (g == 0.0 || !std::isfinite(y) || !std::isfinite(v)) continue;
+          dot += static_cast<long double>(g) * (static_cast<long double>(v) - y);
+        }
+      const double d = std::fabs(static_cast<double>(dot)), bound = bounds[a].bound;
+      ++rep.checks;
+      if (bound > 0) rep.maxRatio = std::max(rep.maxRatio, d / bound);
+      if (!(d <= bound * (1.0 + 1e-6))) {
+        ++rep.violations;
+        if (rep.first.empty()) {
+          std::ostringstream s;
+          s.precision(17);
+          s << c.op << ": |Σ<g, random - point>| = " << d << " > adjointLocalError " << bound
+            << " for adjoint " << a << " (0 signs, 1 ones, 2 ∝ y, 3 one element);"
+            << inputsString(ins);
+          rep.first = s.str();
+        }
+      }
+    }
+  }
+  return rep;
+}
+
 double wideValue(std::mt19937_64& rng, double spread) {
   std::uniform_real_distribution<double> e(-spread, spread), m(1.0, 2.0);
   const double v = std::ldexp(m(rng), static_cast<int>(std::floor(e(rng))));

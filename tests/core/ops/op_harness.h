@@ -89,6 +89,21 @@ struct LocalErrorReport {
 /// binary64 point evaluation itself has an error of the same bound: then 2·localError).
 LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& rng);
 
+/// The result of an adjoint-weighted local-error check.
+struct AdjointErrorReport {
+  bool hooked = false;         ///< the rule has an adjointLocalError for this case
+  int trials = 0;              ///< random executions run (each checked against every adjoint)
+  int checks = 0;              ///< (execution, adjoint) pairs checked
+  int violations = 0;          ///< pairs with |Σ⟨g, ŷ − y⟩| above the bound
+  int probabilisticAbove = 0;  ///< adjoints whose sqrt(sumSquares) exceeds the bound
+  std::string first;           ///< description of the first violation
+  double maxRatio = 0.0;       ///< max |Σ⟨g, ŷ − y⟩| / bound
+};
+/// For exact point inputs and four adjoints (random signs, all ones, g ∝ y, one element of
+/// output 0), checks |Σ_k ⟨g_k, ŷ_k − y_k⟩| <= adjointLocalError's bound·(1 + 1e-6) for `trials`
+/// random executions ŷ and the point outputs y, and sqrt(sumSquares) <= bound.
+AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19937_64& rng);
+
 /// Returns a random value with a wide dynamic range: sign · 2^U(-spread, spread) · U(1, 2).
 double wideValue(std::mt19937_64& rng, double spread = 20.0);
 /// Returns a point tensor of random values (wide range for floats, rounded to nearest in the

@@ -109,6 +109,31 @@ OpCase backwardCase(Format f, bool iv, std::mt19937_64& rng) {
   return c;
 }
 
+/// A forward case with rows of n elements for the adjoint-weighted check: `kind` 0 standard
+/// normal, 1 a large mean against a small spread (cancellation), 2 wide dynamic range, 3 the
+/// random lnValues mix; weight and bias each present or None.
+OpCase adjointCase(Format f, std::int64_t n, int kind, std::mt19937_64& rng) {
+  OpCase c;
+  c.op = "aten.native_layer_norm.default";
+  c.precision = modelFor(std::nullopt);
+  const DType t = dtypeFor(f);
+  const Shape xs{1 + static_cast<std::int64_t>(rng() % 3), n};
+  if (kind == 0) c.inputs = {uniform(xs, t, false, rng, 1.0)};
+  if (kind == 1) c.inputs = {uniform(xs, t, false, rng, f == Format::Fp16 ? 0.1 : 0.01, 100.0)};
+  if (kind == 2) c.inputs = {values(xs, t, false, rng, f == Format::Fp16 ? 4.0 : 8.0)};
+  if (kind == 3) c.inputs = {lnValues(xs, t, false, rng, f)};
+  c.args = {in(0), ints({n})};
+  const bool w = rng() % 3 != 0, b = rng() % 3 != 0;
+  int k = 1;
+  if (w) c.inputs.push_back(uniform({n}, t, false, rng, 1.0, 1.0));
+  c.args.push_back(w ? in(k++) : none());
+  if (b) c.inputs.push_back(uniform({n}, t, false, rng, 0.5));
+  c.args.push_back(b ? in(k++) : none());
+  c.args.push_back(num(1e-5));
+  c.outDtypes = {t, t, t};
+  return c;
+}
+
 CaseMaker moderate(CaseMaker m) {
   return [m](Format f, bool iv, std::mt19937_64& rng) {
     OpCase c = m(f, iv, rng);
@@ -277,6 +302,46 @@ class TestNormOps : public QObject {
   void layerNormBackward() {
     checkAllFormats("native_layer_norm_backward", backwardCase);
     checkVjpCases("native_layer_norm_backward", moderate(backwardCase));
+  }
+  void adjointLocalErrorBoundsSignedSums() {
+    // The oracle of adjointLocalError: for exact inputs, four adjoints (random signs, ones,
+    // ∝ y, one element) and 200 random executions per case (two-pass, Welford and pairwise
+    // moments, both rstd variants, the centred and the CPU affine forms),
+    // |Σ<g, ŷ − y>| <= the bound, and sqrt(sumSquares) <= the bound; rows of 1 to 768 elements,
+    // with cancellation (a large mean against a small spread) and wide dynamic ranges.
+    std::mt19937_64 rng(14);
+    for (Format f : kFormats) {
+      double maxRatio = 0.0;
+      int checks = 0, hooked = 0;
+      for (std::int64_t n : {1, 2, 3, 33, 100, 512, 768})
+        for (int kind = 0; kind < 4; ++kind) {
+          const OpCase c = adjointCase(f, n, kind, rng);
+          const AdjointErrorReport rep = checkAdjointLocalError(c, 200, rng);
+          if (!rep.hooked) {
+            // Only where the moments have no bound (the rstd enclosure is unbounded: heavy
+            // cancellation in a long row): the local error is then infinite too.
+            const std::vector<Tensor> le = localErrorOutputs(c);
+            const auto r = le.at(2).values();
+            QVERIFY2(std::any_of(r.begin(), r.end(), [](double v) { return !std::isfinite(v); }),
+                     qPrintable(QStringLiteral("%1 n=%2 kind %3: no adjoint bound")
+                                    .arg(formatName(f))
+                                    .arg(n)
+                                    .arg(kind)));
+            continue;
+          }
+          ++hooked;
+          QVERIFY2(rep.violations == 0, rep.first.c_str());
+          QCOMPARE(rep.probabilisticAbove, 0);
+          maxRatio = std::max(maxRatio, rep.maxRatio);
+          checks += rep.checks;
+        }
+      std::printf(
+          "native_layer_norm %s: adjoint bound, max |Σ<g, ŷ − y>| / bound = %.3g over %d "
+          "checks (%d of 28 cases bounded)\n",
+          std::string(formatName(f)).c_str(), maxRatio, checks, hooked);
+      QVERIFY(hooked >= 24);
+      QCOMPARE(checks, hooked * 200 * 4);
+    }
   }
   void intervalRuleIsTheRowBody() {
     // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow
