@@ -4,6 +4,7 @@
 // dims, wide value ranges, underflow and overflow; adjoints against finite differences.
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
@@ -205,6 +206,55 @@ class TestMatmulOps : public QObject {
           const LocalErrorReport r = checkLocalError(c, 10, rng);
           QVERIFY2(r.violations == 0, r.first.c_str());
         }
+  }
+
+  void probabilisticLocalErrorIsTheRootSumSquare() {
+    // probabilisticLocalError: never above localError, at least the last rounding of the sum
+    // (u_acc·|y|), empty for alpha != 1; for a long fp32 dot product of positive terms it is
+    // √k·u·Σ|ab| against the worst case's γ_k·Σ|ab| (Higham–Mary 2019).
+    std::mt19937_64 rng(22);
+    int given = 0;
+    for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.baddbmm.default",
+                           "aten.bmm.default", "aten.mv.default", "aten.matmul.default"})
+      for (Format f : kFormats)
+        for (int t = 0; t < 20; ++t) {
+          const OpCase c = makeCase(op, f, rng, false);
+          const RuleCall call(c);
+          const std::vector<Tensor> pr = call.probabilisticLocalError();
+          const auto al = c.kwargs.find("alpha");
+          if (al != c.kwargs.end() && al->second.floatValue != 1.0) {
+            QVERIFY(pr.empty());
+            continue;
+          }
+          QCOMPARE(pr.size(), std::size_t{1});
+          ++given;
+          const std::vector<Tensor> le = call.localError();
+          const double uAcc = unitRoundoff(f == Format::Fp64 ? Format::Fp64 : Format::Fp32);
+          for (std::int64_t i = 0; i < pr[0].numel(); ++i) {
+            const double p = pr[0].at(i).hi, r = le[0].at(i).hi;
+            const double y = std::fabs(call.point()[0].at(i).hi);
+            QVERIFY2(p <= r, qPrintable(QStringLiteral("%1: %2 > %3").arg(op).arg(p).arg(r)));
+            if (std::isfinite(y) && r > 0 && f != Format::Tf32)
+              QVERIFY2(
+                  p >= uAcc * y * (1 - 1e-6) || p == r,
+                  qPrintable(QStringLiteral("%1: %2 < u|y| = %3").arg(op).arg(p).arg(uAcc * y)));
+          }
+        }
+    QVERIFY(given > 300);
+    // A dot product of 4096 positive fp32 terms: √4096 = 64 times below γ_4096.
+    const std::int64_t k = 4096;
+    OpCase c;
+    c.op = "aten.mm.default";
+    c.precision = modelFor(Format::Fp32);
+    c.outDtypes = {DType::Float32};
+    c.inputs = {Tensor::full({1, k}, DType::Float32, 0.75),
+                Tensor::full({k, 1}, DType::Float32, 1.5)};
+    c.args = {in(0), in(1)};
+    const RuleCall call(c);
+    const double p = call.probabilisticLocalError()[0].at(0).hi, r = call.localError()[0].at(0).hi;
+    const double m = 0.75 * 1.5 * static_cast<double>(k), u = 0x1p-24;
+    QVERIFY(p >= 64.0 * u * m && p <= 64.0 * u * m * 1.01);
+    QVERIFY(r >= 4096.0 * u * m);
   }
 
   void baddbmmMatchesNaiveLoop() {
