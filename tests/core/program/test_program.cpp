@@ -5,6 +5,8 @@
 
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
+#include "core/ops/op_rule.h"
+#include "core/ops/registry.h"
 #include "core/program/evaluator.h"
 #include "core/program/op_coverage.h"
 
@@ -12,6 +14,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <random>
 
 using namespace lossbound;
 
@@ -278,6 +281,72 @@ void TestProgram::firstOrderAdjointsAndBudget() {
   QCOMPARE(r.sumSquares, squares);
   // The bound must cover the actual fp32 rounding of the loss, here |fl32(sum) - sum|.
   QVERIFY(std::fabs(static_cast<double>(static_cast<float>(kLoss)) - kLoss) <= r.bound);
+}
+
+void TestProgram::adjointLocalErrorInBothReversePasses() {
+  // loss = sum(layer_norm(x)·y): the layer norm's term comes from its adjointLocalError (signed
+  // row sums), below Σ|g|·localError, the same in evaluateFirstOrder and in the functional
+  // pass (which must not cache it), and it tracks the functional's adjoints.
+  const char* json =
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4, 64], "dtype": "float32"},
+             {"name": "batch:y", "shape": [4, 64], "dtype": "float32"},
+             {"name": "param:w", "shape": [64], "dtype": "float32"},
+             {"name": "param:b", "shape": [64], "dtype": "float32"}],
+  "nodes": [
+    {"name": "ln", "op": "aten.native_layer_norm.default",
+     "args": [{"ref": "batch:x"}, [64], {"ref": "param:w"}, {"ref": "param:b"}, 1e-05], "kwargs": {},
+     "outputs": [{"shape": [4, 64], "dtype": "float32"}, {"shape": [4, 1], "dtype": "float32"},
+                 {"shape": [4, 1], "dtype": "float32"}]},
+    {"name": "mul", "op": "aten.mul.Tensor", "args": [{"ref": "ln"}, {"ref": "batch:y"}], "kwargs": {},
+     "outputs": [{"shape": [4, 64], "dtype": "float32"}]},
+    {"name": "sum_1", "op": "aten.sum.default", "args": [{"ref": "mul"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "sum_1"}}, {"name": "ln", "ref": {"ref": "ln"}}]})";
+  const Program p = parseProgram(json);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> un(-1.0, 1.0);
+  auto tensor = [&](Shape s, double off) {
+    std::vector<double> v(static_cast<std::size_t>(numel(s)));
+    for (double& e : v) e = static_cast<double>(static_cast<float>(off + un(rng)));
+    return Tensor::point(s, DType::Float32, v);
+  };
+  const TensorMap in{{"batch:x", tensor({4, 64}, 3.0)},
+                     {"batch:y", tensor({4, 64}, 0.0)},
+                     {"param:w", tensor({64}, 1.0)},
+                     {"param:b", tensor({64}, 0.0)}};
+  const auto backend = createCpuBackend();
+  EvalOptions o;
+  o.precision.override = Format::Fp32;
+  const FirstOrderResult r = evaluateFirstOrder(p, in, *backend, o);
+  QCOMPARE(r.nodes.size(), std::size_t{3});
+  const NodeBudget& ln = r.nodes[0];
+  QCOMPARE(ln.node, std::string("ln"));
+  QVERIFY(ln.bound > 0 && std::isfinite(ln.bound));
+  QVERIFY(ln.sumSquares <= ln.bound * ln.bound);
+  // The fallback Σ|g|·r with g = y (∂loss/∂ln) and the rule's localError.
+  const OpRule* rule = opRegistry().find("aten.native_layer_norm.default");
+  QVERIFY(rule);
+  const OpArgs args(p.nodes[0],
+                    [&](const ValueRef& ref) -> const Tensor& { return in.at(ref.name); });
+  OpContext ctx{o.precision, *backend, nullptr};
+  const std::vector<Tensor> outs = rule->point(args, ctx);
+  const std::vector<Tensor> le = rule->localError(args, outs, ctx);
+  double fallback = 0.0;
+  for (std::int64_t i = 0; i < outs[0].numel(); ++i)
+    fallback += std::fabs(in.at("batch:y").at(i).lo) * le[0].at(i).hi;
+  QVERIFY2(ln.bound < fallback, qPrintable(QStringLiteral("%1 >= %2").arg(ln.bound).arg(fallback)));
+  // The functional pass: the loss's functional gives the same terms; a second functional (of
+  // the layer norm's output, adjoint y) gives the layer norm's own term again (not a cached one).
+  LinearizedProgram lp(p, in, *backend, o);
+  const FunctionalBound f = lp.functional("loss", Tensor::full({}, DType::Float32, 1.0));
+  QCOMPARE(f.bound, r.bound);
+  QCOMPARE(f.pointBound, r.pointBound);
+  const FunctionalBound f1 = lp.functional("ln", in.at("batch:y"));
+  QCOMPARE(f1.bound, ln.bound);
+  const FunctionalBound f2 = lp.functional("ln", Tensor::full({4, 64}, DType::Float32, 1.0));
+  QVERIFY(f2.bound != f1.bound && f2.bound > 0);
+  QVERIFY(r.pointBound > 0 && r.pointBound < 1e-6 * r.bound);
 }
 
 QTEST_GUILESS_MAIN(TestProgram)

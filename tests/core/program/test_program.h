@@ -17,4 +17,5 @@ class TestProgram : public QObject {
   void cancellation();
   void intervalDomainAndStartNode();
   void firstOrderAdjointsAndBudget();
+  void adjointLocalErrorInBothReversePasses();
 };
