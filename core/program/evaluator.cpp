@@ -489,6 +489,7 @@ struct LinearizedProgram::State {
   PrecisionModel binary64;
   std::vector<const OpRule*> rules;
   std::vector<std::optional<std::vector<Tensor>>> local, local64;  // by node index
+  std::vector<std::optional<std::vector<Tensor>>> spread;  // probabilisticLocalError, by node
   std::vector<std::string> names;
   std::size_t forward = 0;
 };
@@ -514,6 +515,7 @@ LinearizedProgram::LinearizedProgram(const Program& program, const TensorMap& in
   st.schedule.setInputs(inputs);
   st.local.resize(program.nodes.size());
   st.local64.resize(program.nodes.size());
+  st.spread.resize(program.nodes.size());
   OpContext ctx{st.options.precision, backend, nullptr};
   for (std::size_t i : st.schedule.order()) {
     checkCancel(options);
@@ -599,7 +601,26 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
         checkResults(node, local, "localError", false);
         (*cache)[i] = std::move(local);
       }
-      addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
+      if (c != &ctx) {
+        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
+        continue;
+      }
+      // As in evaluateFirstOrder: the probabilistic term from the rule's root-sum-square of its
+      // roundings where it has one (empty: r_k).
+      if (!st.spread[i]) {
+        std::vector<Tensor> spread = guarded(node, "probabilistic local error", [&] {
+          return st.rules[i]->probabilisticLocalError(args, outputs, *c);
+        });
+        if (!spread.empty()) checkResults(node, spread, "probabilisticLocalError", false);
+        st.spread[i] = std::move(spread);
+      }
+      if (st.spread[i]->empty()) {
+        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
+      } else {
+        double unusedSum = 0.0;
+        addWeightedBounds(node, outAdj, *(*cache)[i], sum, unusedSquares);
+        addWeightedBounds(node, outAdj, *st.spread[i], unusedSum, squares);
+      }
     }
 
     const std::vector<std::optional<Tensor>> grads =

@@ -129,7 +129,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
 struct FunctionalBound {
   double value = 0;       ///< φ at the binary64 point values of the output
   double bound = 0;       ///< Σ over nodes of Σ|g|·r (g = ∂φ/∂v, modelled precision)
-  double sumSquares = 0;  ///< Σ over nodes of Σ(g·r)²
+  double sumSquares = 0;  ///< Σ over nodes of Σ(g·c)² (c as in evaluateFirstOrder)
   double pointBound = 0;  ///< the same adjoints with binary64 local errors (the point's own error)
 };
 

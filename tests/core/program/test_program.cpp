@@ -342,11 +342,32 @@ void TestProgram::adjointLocalErrorInBothReversePasses() {
   const FunctionalBound f = lp.functional("loss", Tensor::full({}, DType::Float32, 1.0));
   QCOMPARE(f.bound, r.bound);
   QCOMPARE(f.pointBound, r.pointBound);
+  QCOMPARE(f.sumSquares, r.sumSquares);
   const FunctionalBound f1 = lp.functional("ln", in.at("batch:y"));
   QCOMPARE(f1.bound, ln.bound);
   const FunctionalBound f2 = lp.functional("ln", Tensor::full({4, 64}, DType::Float32, 1.0));
   QVERIFY(f2.bound != f1.bound && f2.bound > 0);
   QVERIFY(r.pointBound > 0 && r.pointBound < 1e-6 * r.bound);
+
+  // A GEMM's probabilisticLocalError (√k) in both passes: loss = sum(mm(x, wᵀ-shaped y)).
+  const char* mmJson =
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4, 64], "dtype": "float32"},
+             {"name": "param:m", "shape": [64, 4], "dtype": "float32"}],
+  "nodes": [
+    {"name": "mm", "op": "aten.mm.default", "args": [{"ref": "batch:x"}, {"ref": "param:m"}], "kwargs": {},
+     "outputs": [{"shape": [4, 4], "dtype": "float32"}]},
+    {"name": "sum_1", "op": "aten.sum.default", "args": [{"ref": "mm"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "sum_1"}}]})";
+  const Program pm = parseProgram(mmJson);
+  const TensorMap inm{{"batch:x", in.at("batch:x")}, {"param:m", tensor({64, 4}, 0.5)}};
+  const FirstOrderResult rm = evaluateFirstOrder(pm, inm, *backend, o);
+  LinearizedProgram lpm(pm, inm, *backend, o);
+  const FunctionalBound fm = lpm.functional("loss", Tensor::full({}, DType::Float32, 1.0));
+  QCOMPARE(fm.bound, rm.bound);
+  QCOMPARE(fm.sumSquares, rm.sumSquares);
+  QVERIFY(rm.nodes[0].sumSquares < 0.1 * rm.nodes[0].bound * rm.nodes[0].bound);
 }
 
 QTEST_GUILESS_MAIN(TestProgram)
