@@ -176,7 +176,13 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
   const double bW =
       add_up(bInc, mul_up(gammaUp(static_cast<double>(2 * n), u), add_up(sHi, 2.0 * bInc)));
   const double bS = add_up(bTp < bW ? bW : bTp, mul_up(nd, eta));  // std::max(bTp, bW)
+  // Every modelled algorithm computes ŝ >= 0: the two-pass sum adds rounded squares, the pairwise
+  // combination adds rounded δ²·n_a·n_b/n, and the element update s += δ·(x − m_new) has
+  // δ·(x − m_new) >= 0 (for k >= 2 elements m_new = fl(m + fl(δ/k)) lies between m and x, and
+  // rounding to nearest is monotone), so the enclosure is cut at 0. This keeps var + eps >= eps
+  // and rstd finite for rows whose interval spread exceeds their deviation bound.
   Interval m2{sub_down(sLo, bS), add_up(sHi, bS)};
+  if (m2.lo < 0.0) m2.lo = 0.0;
   if (stored) m2 = roundOutward(m2, m.statStorage);
   // var = fl(ŝ / n) (≤ 2 roundings), + eps (eps rounded to c), rstd in two variants.
   const Interval f2{mul_down(sub_down(1.0, u), sub_down(1.0, u)),

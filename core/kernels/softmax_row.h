@@ -80,6 +80,28 @@ LB_HD inline double divDownSafe(double a, double b) {
 
 }  // namespace softmax_detail
 
+/// Encloses one log-softmax output y_i = fl(fl(x_i − m) − L) or fl(x_i − fl(m + L)), L = log_c(S)
+/// with S in [sLo, sHi], directly from d_i = x_i − m (r = u·|d_i| its rounding; d_i <= 0 with the
+/// max shift) without the dependency between x_i and S: wide, but finite wherever S > 0 is
+/// bounded away from 0, which the dependency-aware bound is not when exp underflows across a
+/// wide row. The entire line when sLo <= 0.
+LB_HD inline Interval logSoftmaxDirect(double xlo, double xhi, Interval shift, bool noShift,
+                                       double sLo, double sHi, double r, const SoftmaxModel& m) {
+  const double inf = interval_detail::inf();
+  if (!(sLo > 0.0)) return Interval{-inf, inf};
+  const Interval logS = lossbound::log(Interval{sLo, sHi});
+  const double relLog = mul_up(mul_up(2.0 * m.kLog, m.u), 1.0 + 0x1p-10);
+  const double eLog =
+      add_up(mul_up(relLog, magnitude(logS)), mul_up(static_cast<double>(m.kLog), m.eta));
+  const Interval l{sub_down(logS.lo, eLog), add_up(logS.hi, eLog)};  // the computed L
+  double dLo = sub_down(sub_down(xlo, shift.hi), r);
+  double dHi = add_up(sub_up(xhi, shift.lo), r);
+  if (!noShift) dHi = dHi < 0.0 ? dHi : 0.0;  // x_i <= m, and rounding is monotone
+  const double eMl = mul_up(m.u, add_up(magnitude(shift), magnitude(l)));  // fl(m + L) variant
+  const Interval base{sub_down(sub_down(dLo, l.hi), eMl), add_up(sub_up(dHi, l.lo), eMl)};
+  return lossbound::mul(base, Interval{sub_down(1.0, m.u), add_up(1.0, m.u)});
+}
+
 /// Encloses softmax (log == false) or log-softmax of one row x[0..n) under model m into y.
 /// Entries that are exactly −inf (a causal or padding mask) are taken out of the row:
 /// fl(−inf − m) = −inf and exp(−inf) = 0 exactly in IEEE 754 (§9.2 special cases), and adding an
@@ -157,8 +179,8 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
 
   // Log-softmax only: an enclosure of S itself, for the error of log_c(S) and of m + L.
   double eLogCommon = 0.0;
+  double sLo = 0.0, sHi = 0.0;
   if (log) {
-    double sLo = 0.0, sHi = 0.0;
     for (std::int64_t j = 0; j < n; ++j) {
       if (isMasked(xlo[j], xhi[j])) continue;
       const double r = magd[j];
@@ -171,6 +193,17 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     }
     sLo = mul_down(sLo, tLo);
     sHi = mul_up(sHi, tHi);
+    // With the max shift, S is at least the max entry's exp(x_max − m) = exp(0), an exp result
+    // within the model's error of 1: a sum of non-negative terms never falls below one of them
+    // under monotone rounding. Without it, rows wider than the exponent range left sLo = 0.
+    // Likewise every term is exp(d_j) with d_j <= 0, within the model's error of at most 1, so
+    // S <= k·((1 + β) + η_exp) accumulated, where exp(x_j.hi − m.lo) overflowed.
+    if (!noShift) {
+      sLo = maxOf(sLo, sub_down(sub_down(1.0, m.beta), m.etaExp));
+      const double cap =
+          mul_up(mul_up(static_cast<double>(k), add_up(add_up(1.0, m.beta), m.etaExp)), tHi);
+      sHi = sHi < cap ? sHi : cap;
+    }
     const double ls = sLo > 0.0 ? magnitude(lossbound::log(Interval{sLo, sHi})) : inf;  // |log S|
     const double relLog = mul_up(mul_up(2.0 * m.kLog, m.u), 1.0 + 0x1p-10);
     const double etaLog = mul_up(static_cast<double>(m.kLog), m.eta);
@@ -251,6 +284,7 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
       const double e = add_up(eLogCommon, r);  // + |α_i d_i| of the fl(x_i − fl(m + L)) variant
       const Interval base{sub_down(-lz.hi, e), add_up(-lz.lo, e)};
       r2 = lossbound::mul(base, Interval{sub_down(1.0, m.u), add_up(1.0, m.u)});
+      r2 = intersect(r2, logSoftmaxDirect(xlo[i], xhi[i], shift, noShift, sLo, sHi, r, m));
     }
     const Interval y = roundOutward(r2, m.s);
     ylo[i] = y.lo;

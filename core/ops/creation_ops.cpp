@@ -9,6 +9,7 @@
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -143,7 +144,22 @@ class CreateRule final : public OpRule {
       for (double& x : v) x = toDtype(x, t);
       return std::vector<Tensor>{Tensor::point(shape, t, v).toInterval()};
     }
-    return std::vector<Tensor>{roundOutwardTensor(Tensor::point(shape, t, v), outFormat(a, ctx))};
+    // RO_F has an infinite endpoint in two cases where the stored value is known better: v = ±inf
+    // (a causal mask, full(−inf)) is stored exactly, and a finite v just past the format's largest
+    // value (finfo.min written with fewer digits) has RN_F(v) = ∓max, finite, so [v, RN_F(v)]
+    // holds both. Left as [−inf, −max], such a mask made every softmax row it masks unbounded.
+    const Format fo = outFormat(a, ctx);
+    Tensor out = roundOutwardTensor(Tensor::point(shape, t, v), fo);
+    auto lo = out.mutableLo();
+    auto hi = out.mutableHi();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (std::isfinite(lo[i]) && std::isfinite(hi[i])) continue;
+      const double rn = std::isfinite(v[i]) ? roundNearest(v[i], fo) : v[i];
+      if (std::isfinite(v[i]) && !std::isfinite(rn)) continue;
+      lo[i] = std::min(v[i], rn);
+      hi[i] = std::max(v[i], rn);
+    }
+    return std::vector<Tensor>{std::move(out)};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

@@ -32,6 +32,10 @@
 //      unit-range data have no finite rstd bound: bench/bench_norm.cpp).
 //  The enclosure uses E = max(E_tp, E_w) and the larger |ŝ − S| bound, so both families (and
 //  any mix of their orders) are enclosed.
+//  Every one of these algorithms computes ŝ >= 0 (sums of rounded non-negative squares or
+//  increments; the element update's δ·(x − m_new) >= 0 since m_new lies between m and x), so the
+//  enclosure of ŝ is cut at 0: rstd <= 1/sqrt(eps) stays finite for rows whose enclosures are
+//  wider than their spread.
 //  Then var = fl(ŝ/n) (≤ 2 roundings, clamped at 0 or not), rstd = 1/sqrt(fl(var + eps)) as
 //  two correctly rounded steps or a libm rsqrt (modelUlps(Rsqrt, c)), eps rounded to c;
 //  out = ((x − μ̂)·rstd)·w + b (CUDA; also the bracketing (x − μ̂)·(rstd·w)) or the PyTorch CPU

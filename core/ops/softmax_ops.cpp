@@ -31,6 +31,10 @@
 // mask such as finfo.min added to a logit, as Hugging Face eager attention does), the ratio form
 // gives only y_i <= 1; softmax then also takes y_i <= e_i^hi / S^lo (e_i^hi at the smallest shift,
 // S^lo at the largest, with the absolute error of exp), which is tiny for such entries.
+// Where the row's enclosures are wider than the exponent range (deep interval programs), the ratio
+// form overflows; log-softmax is then also enclosed directly, y_i = fl(d_i − L) with d_i <= 0 and
+// L = log_c(S), S in [1 − β − η, k(1 + β + η)]·(1 ± γ_{k−1}) (the max entry's term is exp(0);
+// every term is exp of a non-positive number), and the two enclosures are intersected.
 // Online (flash-style) rescaling is not in the model. The enclosure of one row is the LB_HD body
 // kernels::softmaxRow (core/kernels/softmax_row.h), which a Backend may run itself
 // (Backend::softmaxRows; the CUDA backend does).

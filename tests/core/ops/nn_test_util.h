@@ -131,4 +131,29 @@ inline Tensor uniform(const Shape& s, DType t, bool asInterval, std::mt19937_64&
   return Tensor::interval(s, t, lo, hi);
 }
 
+/// Returns an interval tensor whose midpoints are uniform in [center − spread, center + spread]
+/// and whose radius is `radius` everywhere (rounded outward to dtype t): enclosures wider than
+/// the values' own spread, as deep interval programs produce them.
+inline Tensor wideIntervals(const Shape& s, DType t, std::mt19937_64& rng, double spread,
+                            double radius, double center = 0.0) {
+  std::uniform_real_distribution<double> u(-spread, spread);
+  const Format f = storageFormat(t).value_or(Format::Fp64);
+  std::vector<double> lo(static_cast<std::size_t>(numel(s))), hi(lo.size());
+  for (std::size_t i = 0; i < lo.size(); ++i) {
+    const double m = center + u(rng);
+    const Interval x = roundOutward(Interval{m - radius, m + radius}, f);
+    lo[i] = x.lo;
+    hi[i] = x.hi;
+  }
+  return Tensor::interval(s, t, lo, hi);
+}
+
+/// Returns true when every endpoint of every floating output is finite.
+inline bool allFinite(const std::vector<Tensor>& outs) {
+  for (const Tensor& t : outs)
+    for (std::size_t e = 0; e < t.lo().size(); ++e)
+      if (!std::isfinite(t.lo()[e]) || !std::isfinite(t.hi()[e])) return false;
+  return true;
+}
+
 }  // namespace lossbound::test::nn

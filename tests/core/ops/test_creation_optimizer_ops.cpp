@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <random>
 
 using namespace lossbound;
@@ -125,6 +126,30 @@ class TestCreationOptimizerOps : public QObject {
       QCOMPARE(out[0].hi()[i], 0.0);
     }
     QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
+  }
+
+  void maskConstantsStayExactOrFinite() {
+    // full(−inf) (a causal mask) is stored exactly: [−inf, −inf], not [−inf, −max], which made
+    // every softmax row it masks unbounded; full(−3.4028235e38), finfo(float32).min written with
+    // 8 digits, is just past −max but rounds to it: a finite enclosure holding v and RN(v).
+    std::mt19937_64 rng(9);
+    for (const double v : {-HUGE_VAL, HUGE_VAL, -3.4028235e38, 3.4028235e38}) {
+      OpCase c;
+      c.op = "aten.full.default";
+      c.args = {ints({2, 2}), num(v)};
+      c.outDtypes = {DType::Float32};
+      const Tensor out = intervalOutputs(c).at(0);
+      for (std::size_t i = 0; i < 4; ++i) {
+        if (std::isinf(v)) {
+          QCOMPARE(out.lo()[i], v);
+          QCOMPARE(out.hi()[i], v);
+        } else {
+          QVERIFY(std::isfinite(out.lo()[i]) && std::isfinite(out.hi()[i]));
+          QVERIFY(out.lo()[i] <= v && v <= out.hi()[i]);
+        }
+      }
+      QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
+    }
   }
 
   void updatesEncloseEveryFormat() {

@@ -342,6 +342,27 @@ class TestNormOps : public QObject {
       QVERIFY(hooked >= 24);
       QCOMPARE(checks, hooked * 200 * 4);
     }
+  /// Rows whose enclosures are wider than their spread, as deep interval programs feed a layer
+  /// norm: the variance's enclosure reaches 0, but every modelled algorithm computes a
+  /// non-negative sum of squared deviations, so rstd stays below about 1/sqrt(eps) and every
+  /// output is finite (it was entire before); no randomized execution escapes.
+  void wideRowsGiveFiniteBounds() {
+    std::mt19937_64 rng(41);
+    for (Format f : kFormats)
+      for (std::int64_t n : {1, 2, 7, 64, 512}) {
+        OpCase c;
+        c.op = "aten.native_layer_norm.default";
+        c.precision = modelFor(std::nullopt);
+        const DType t = dtypeFor(f);
+        c.inputs = {wideIntervals({3, n}, t, rng, 0.01, 1.0, 3.0),
+                    uniform({n}, t, false, rng, 1.0, 1.0), uniform({n}, t, false, rng, 0.5)};
+        c.args = {in(0), ints({n}), in(1), in(2), num(1e-5)};
+        c.outDtypes = {t, t, t};
+        const std::string where = std::string(formatName(f)) + " n=" + std::to_string(n);
+        QVERIFY2(allFinite(intervalOutputs(c)), where.c_str());
+        const EnclosureReport r = checkEnclosure(c, 100, rng);
+        QVERIFY2(r.escapes == 0, (where + ": " + r.firstEscape).c_str());
+      }
   }
   void intervalRuleIsTheRowBody() {
     // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow

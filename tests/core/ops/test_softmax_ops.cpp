@@ -299,6 +299,29 @@ class TestSoftmaxOps : public QObject {
       }
     }
   }
+  /// Rows whose enclosures are far wider than the exponent range (radius 1e4, or 1e3 in fp16):
+  /// every exp(x_j − m) bound underflows or overflows, yet with the max shift S lies in
+  /// [1 − β, k(1 + β)] and log-softmax stays finite (it was entire before); softmax stays in
+  /// [0, 1]; no randomized execution escapes.
+  void wideRowsGiveFiniteBounds() {
+    std::mt19937_64 rng(43);
+    for (const char* op : {"aten._log_softmax.default", "aten._softmax.default"})
+      for (Format f : kFormats)
+        for (std::int64_t n : {1, 2, 7, 64, 256}) {
+          OpCase c;
+          c.op = op;
+          c.precision = modelFor(std::nullopt);
+          const DType t = dtypeFor(f);
+          c.inputs = {wideIntervals({2, n}, t, rng, 2.0, f == Format::Fp16 ? 1e3 : 1e4)};
+          c.args = {in(0), integer(1), flag(false)};
+          c.outDtypes = {t};
+          const std::string where =
+              std::string(op) + " " + std::string(formatName(f)) + " n=" + std::to_string(n);
+          QVERIFY2(allFinite(intervalOutputs(c)), where.c_str());
+          const EnclosureReport r = checkEnclosure(c, 100, rng);
+          QVERIFY2(r.escapes == 0, (where + ": " + r.firstEscape).c_str());
+        }
+  }
   void softmaxBackwardData() {
     const auto m = backwardData("aten._softmax_backward_data.default", false);
     checkAllFormats("_softmax_backward_data", m);
