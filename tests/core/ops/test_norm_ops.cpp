@@ -342,88 +342,87 @@ class TestNormOps : public QObject {
       QVERIFY(hooked >= 24);
       QCOMPARE(checks, hooked * 200 * 4);
     }
-    /// Rows whose enclosures are wider than their spread, as deep interval programs feed a layer
-    /// norm: the variance's enclosure reaches 0, but every modelled algorithm computes a
-    /// non-negative sum of squared deviations, so rstd stays below about 1/sqrt(eps) and every
-    /// output is finite (it was entire before); no randomized execution escapes.
-    void wideRowsGiveFiniteBounds() {
-      std::mt19937_64 rng(41);
-      for (Format f : kFormats)
-        for (std::int64_t n : {1, 2, 7, 64, 512}) {
-          OpCase c;
-          c.op = "aten.native_layer_norm.default";
-          c.precision = modelFor(std::nullopt);
-          const DType t = dtypeFor(f);
-          c.inputs = {wideIntervals({3, n}, t, rng, 0.01, 1.0, 3.0),
-                      uniform({n}, t, false, rng, 1.0, 1.0), uniform({n}, t, false, rng, 0.5)};
-          c.args = {in(0), ints({n}), in(1), in(2), num(1e-5)};
-          c.outDtypes = {t, t, t};
-          const std::string where = std::string(formatName(f)) + " n=" + std::to_string(n);
-          QVERIFY2(allFinite(intervalOutputs(c)), where.c_str());
-          const EnclosureReport r = checkEnclosure(c, 100, rng);
-          QVERIFY2(r.escapes == 0, (where + ": " + r.firstEscape).c_str());
-        }
-    }
-    void intervalRuleIsTheRowBody() {
-      // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow
-      // called directly with the model the rule should build (compute format, storage, eps, rsqrt
-      // ulps), bit for bit: the random cases of layerNorm() and rows of 1..4096 elements with
-      // special values, every weight/bias combination, point and interval weights.
-      std::unique_ptr<Backend> cpu = createCpuBackend();
-      std::mt19937_64 rng(7);
-      int compared = 0;
-      for (Format f : kFormats) {
-        std::vector<OpCase> cases;
-        for (int i = 0; i < 300; ++i) cases.push_back(forwardCase(f, i % 2 == 0, rng));
-        for (std::int64_t n : {1, 2, 7, 768, 4096})
-          for (int kind = 0; kind < 6; ++kind)
-            cases.push_back(specialForwardCase(f, n, kind, static_cast<int>(rng() % 8), rng));
-        for (const OpCase& c : cases) {
-          const std::string d = compareWithBody(c, BoundCase(c).interval(*cpu));
-          QVERIFY2(d.empty(),
-                   qPrintable(
-                       QStringLiteral("%1: %2").arg(formatName(f)).arg(QString::fromStdString(d))));
-          ++compared;
-        }
+  }
+  /// Rows whose enclosures are wider than their spread, as deep interval programs feed a layer
+  /// norm: the variance's enclosure reaches 0, but every modelled algorithm computes a
+  /// non-negative sum of squared deviations, so rstd stays below about 1/sqrt(eps) and every
+  /// output is finite (it was entire before); no randomized execution escapes.
+  void wideRowsGiveFiniteBounds() {
+    std::mt19937_64 rng(41);
+    for (Format f : kFormats)
+      for (std::int64_t n : {1, 2, 7, 64, 512}) {
+        OpCase c;
+        c.op = "aten.native_layer_norm.default";
+        c.precision = modelFor(std::nullopt);
+        const DType t = dtypeFor(f);
+        c.inputs = {wideIntervals({3, n}, t, rng, 0.01, 1.0, 3.0),
+                    uniform({n}, t, false, rng, 1.0, 1.0), uniform({n}, t, false, rng, 0.5)};
+        c.args = {in(0), ints({n}), in(1), in(2), num(1e-5)};
+        c.outDtypes = {t, t, t};
+        const std::string where = std::string(formatName(f)) + " n=" + std::to_string(n);
+        QVERIFY2(allFinite(intervalOutputs(c)), where.c_str());
+        const EnclosureReport r = checkEnclosure(c, 100, rng);
+        QVERIFY2(r.escapes == 0, (where + ": " + r.firstEscape).c_str());
       }
-      QVERIFY(compared > 1000);
-    }
-    void intervalRuleUsesTheBackendHook() {
-      // A backend that offers layerNormRows: the rule calls it once with the whole tensor and the
-      // model, and returns what it wrote (no host recomputation).
-      std::mt19937_64 rng(8);
-      for (int wb : {0, 1, 2, 3}) {
-        const OpCase c = specialForwardCase(Format::Bf16, 7, 0, wb, rng);
-        HookBackend hook;
-        const std::vector<Tensor> out = BoundCase(c).interval(hook);
-        QCOMPARE(hook.calls, 1);
-        QCOMPARE(hook.lastRows, std::int64_t{2});
-        QCOMPARE(hook.lastCols, std::int64_t{7});
-        QCOMPARE(hook.hadWeight, (wb & 1) != 0);
-        QCOMPARE(hook.hadBias, (wb & 2) != 0);
-        QVERIFY(hook.lastX.lo == c.inputs[0].lo().data() &&
-                hook.lastX.hi == c.inputs[0].hi().data());
-        QVERIFY(hook.lastModel.compute == Format::Fp32 &&
-                hook.lastModel.outStorage == Format::Bf16 &&
-                hook.lastModel.meanStorage == Format::Bf16 &&
-                hook.lastModel.rstdStorage == Format::Bf16);
-        QCOMPARE(hook.lastModel.eps, 1e-5);
-        QCOMPARE(hook.lastModel.rsqrtUlps, ops::modelUlps(ops::LibmFn::Rsqrt, Format::Fp32));
-        for (std::int64_t i = 0; i < 14; ++i) {
-          QCOMPARE(out[0].at(i).lo, static_cast<double>(i));
-          QCOMPARE(out[0].at(i).hi, static_cast<double>(i) + 0.5);
-        }
-        QCOMPARE(out[1].at(1).lo, -1.0);
-        QCOMPARE(out[2].at(1).hi, 3.0);
+  }
+  void intervalRuleIsTheRowBody() {
+    // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow
+    // called directly with the model the rule should build (compute format, storage, eps, rsqrt
+    // ulps), bit for bit: the random cases of layerNorm() and rows of 1..4096 elements with
+    // special values, every weight/bias combination, point and interval weights.
+    std::unique_ptr<Backend> cpu = createCpuBackend();
+    std::mt19937_64 rng(7);
+    int compared = 0;
+    for (Format f : kFormats) {
+      std::vector<OpCase> cases;
+      for (int i = 0; i < 300; ++i) cases.push_back(forwardCase(f, i % 2 == 0, rng));
+      for (std::int64_t n : {1, 2, 7, 768, 4096})
+        for (int kind = 0; kind < 6; ++kind)
+          cases.push_back(specialForwardCase(f, n, kind, static_cast<int>(rng() % 8), rng));
+      for (const OpCase& c : cases) {
+        const std::string d = compareWithBody(c, BoundCase(c).interval(*cpu));
+        QVERIFY2(
+            d.empty(),
+            qPrintable(QStringLiteral("%1: %2").arg(formatName(f)).arg(QString::fromStdString(d))));
+        ++compared;
       }
     }
-    void badNormalizedShapeIsAnError() {
-      std::mt19937_64 rng(4);
-      OpCase c = forwardCase(Format::Fp32, false, rng);
-      c.args[1] = ints({7, 7, 7, 7, 7});
-      QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+    QVERIFY(compared > 1000);
+  }
+  void intervalRuleUsesTheBackendHook() {
+    // A backend that offers layerNormRows: the rule calls it once with the whole tensor and the
+    // model, and returns what it wrote (no host recomputation).
+    std::mt19937_64 rng(8);
+    for (int wb : {0, 1, 2, 3}) {
+      const OpCase c = specialForwardCase(Format::Bf16, 7, 0, wb, rng);
+      HookBackend hook;
+      const std::vector<Tensor> out = BoundCase(c).interval(hook);
+      QCOMPARE(hook.calls, 1);
+      QCOMPARE(hook.lastRows, std::int64_t{2});
+      QCOMPARE(hook.lastCols, std::int64_t{7});
+      QCOMPARE(hook.hadWeight, (wb & 1) != 0);
+      QCOMPARE(hook.hadBias, (wb & 2) != 0);
+      QVERIFY(hook.lastX.lo == c.inputs[0].lo().data() && hook.lastX.hi == c.inputs[0].hi().data());
+      QVERIFY(hook.lastModel.compute == Format::Fp32 && hook.lastModel.outStorage == Format::Bf16 &&
+              hook.lastModel.meanStorage == Format::Bf16 &&
+              hook.lastModel.rstdStorage == Format::Bf16);
+      QCOMPARE(hook.lastModel.eps, 1e-5);
+      QCOMPARE(hook.lastModel.rsqrtUlps, ops::modelUlps(ops::LibmFn::Rsqrt, Format::Fp32));
+      for (std::int64_t i = 0; i < 14; ++i) {
+        QCOMPARE(out[0].at(i).lo, static_cast<double>(i));
+        QCOMPARE(out[0].at(i).hi, static_cast<double>(i) + 0.5);
+      }
+      QCOMPARE(out[1].at(1).lo, -1.0);
+      QCOMPARE(out[2].at(1).hi, 3.0);
     }
-  };
+  }
+  void badNormalizedShapeIsAnError() {
+    std::mt19937_64 rng(4);
+    OpCase c = forwardCase(Format::Fp32, false, rng);
+    c.args[1] = ints({7, 7, 7, 7, 7});
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(c, 1, rng));
+  }
+};
 
-  QTEST_GUILESS_MAIN(TestNormOps)
+QTEST_GUILESS_MAIN(TestNormOps)
 #include "test_norm_ops.moc"
