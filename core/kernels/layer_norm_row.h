@@ -169,8 +169,17 @@ LB_HD inline RowMoments rowMoments(const double* xlo, const double* xhi, std::in
   const double g6 = gammaUp(6.0, u);
   const double c0 = div_up(add_up(mul_up(g3, wr), mul_up(uP, a)), den);
   const double z = mul_up(c0, 0.5 * mul_up(nd - 1.0, nd + 2.0));
-  double bInc =
-      add_up(mul_up(g6, sHi), mul_up(add_up(1.0, g6), mul_up(add_up(2.0 * wr, 2.0 * e), z)));
+  // The same increments by Cauchy–Schwarz: Σ w·|e|·(2|D| + |e|) <= 2·sqrt(Σ w e²)·sqrt(Σ w D²)
+  // + Σ w e², with Σ_nodes w·D² = S (the exact pairwise identity, Chan–Golub–LeVeque 1983) and
+  // |e| <= E(n_a) + E(n_b) <= c0·(m + 2)/2 at a node of m = n_a + n_b leaves, so
+  // Σ w e² <= (c0²/4)·Σ n_a n_b (m + 2)²/m <= Q = c0²·(n + 2)²(n − 1)/8 ((m + 2)²/m grows for
+  // m >= 2, Σ n_a n_b = n(n − 1)/2). |D| <= W made the first form ~W/σ times larger (and its
+  // relative error of S grew with (W/σ)²); the smaller of the two is used.
+  const double q =
+      mul_up(mul_up(c0, c0), div_up(mul_up(mul_up(nd + 2.0, nd + 2.0), nd - 1.0), 8.0));
+  const double viaRange = mul_up(add_up(2.0 * wr, 2.0 * e), z);
+  const double viaS = add_up(mul_up(2.0, mul_up(sqrt_up(q), sqrt_up(sHi))), q);
+  double bInc = add_up(mul_up(g6, sHi), mul_up(add_up(1.0, g6), viaS < viaRange ? viaS : viaRange));
   bInc = add_up(bInc, mul_up(nd - 1.0, mul_up(2.0 * uP, mul_up(wp, add_up(a, e)))));
   bInc = div_up(bInc, sub_down(1.0, g6));
   const double bW =

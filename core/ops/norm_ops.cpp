@@ -28,8 +28,10 @@
 //        B_inc = [γ_6 S + (1 + γ_6)(2W + 2E)·Z + (n−1)·2u'W'(A + E)] / (1 − γ_6),
 //        |ŝ − S| ≤ B_inc + γ_{2n}(S + 2B_inc)
 //      (the earlier Σ w ≤ (n/2)⌈log2 n⌉ + n with the root error E at every node was ⌈log2 n⌉+2
-//      times larger; the bound is still quadratic in n, so fp32 rows beyond ~10^4 elements of
-//      unit-range data have no finite rstd bound: bench/bench_norm.cpp).
+//      times larger). By Cauchy–Schwarz the first term is also at most
+//      (1 + γ_6)·(2·sqrt(Q)·sqrt(S) + Q), Q = c0²(n + 2)²(n − 1)/8 >= Σ_nodes w·e² (Σ w·D² = S),
+//      which replaces |D| <= W by the row's own spread: the smaller is used (rstd enclosures
+//      6–9× narrower for normal rows of 64–1024 elements, bench/bench_norm.cpp).
 //  The enclosure uses E = max(E_tp, E_w) and the larger |ŝ − S| bound, so both families (and
 //  any mix of their orders) are enclosed.
 //  Every one of these algorithms computes ŝ >= 0 (sums of rounded non-negative squares or
