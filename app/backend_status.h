@@ -23,7 +23,9 @@ struct BackendChoice {
   std::string description;  ///< "CUDA — <device>", "CPU", or "CPU — no CUDA device: <reason>"
 };
 
-/// Chooses the backend for `requested` ("auto", "cpu" or "cuda"): CUDA when asked for or when
+/// Chooses the backend for `requested` ("auto", "cpu", "cuda" or "host-device": the CPU with the
+/// interval method's device-resident replay on the host's counting device, a check of the
+/// orchestration where no GPU exists): CUDA when asked for or when
 /// "auto" and a CUDA backend can really be created (one is created to check, so a device that is
 /// present but unusable falls back with its reason); otherwise the CPU, saying why.
 BackendChoice chooseBackend(const std::string& requested);

@@ -69,7 +69,7 @@ constexpr const char* kUsage =
     "usage: lossbound-cli analyze --reference R.h5 --candidate C.h5 [--steps all|A:B|N,M] "
     "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
     "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
-    "[--backend auto|cpu|cuda] [--start-node NAME] [--shard I/N] [--mpi] "
+    "[--backend auto|cpu|cuda|host-device] [--start-node NAME] [--shard I/N] [--mpi] "
     "[--stop-at-first-exit] [--csv F] [--json F] [--png F] [--outputs loss|all] "
     "[--outputs-csv F] [--no-cache]\n";
 
@@ -107,8 +107,11 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
   const QCommandLineOption precision(QStringLiteral("precision"),
                                      QStringLiteral("recorded, fp32, tf32, bf16 or fp16."),
                                      QStringLiteral("p"), QStringLiteral("recorded"));
-  const QCommandLineOption backend(QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda."),
-                                   QStringLiteral("b"), QStringLiteral("auto"));
+  const QCommandLineOption backend(
+      QStringLiteral("backend"),
+      QStringLiteral("auto, cpu, cuda or host-device (the interval method's device-resident replay "
+                     "on the host's counting device: a check, not a speed-up)."),
+      QStringLiteral("b"), QStringLiteral("auto"));
   const QCommandLineOption startNode(
       QStringLiteral("start-node"),
       QStringLiteral("Interval method: start the bounds at this trace node (ignores rounding "
@@ -208,9 +211,10 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
   if (p.isSet(outputsCsvOption) && settings.outputs != OutputScope::All)
     return usage(QStringLiteral("--outputs-csv: needs --outputs all"));
   settings.backend = p.value(backend).toStdString();
-  if (settings.backend != "auto" && settings.backend != "cpu" && settings.backend != "cuda")
-    return usage(
-        QStringLiteral("--backend: expected auto, cpu or cuda, found '%1'").arg(p.value(backend)));
+  if (settings.backend != "auto" && settings.backend != "cpu" && settings.backend != "cuda" &&
+      settings.backend != "host-device")
+    return usage(QStringLiteral("--backend: expected auto, cpu, cuda or host-device, found '%1'")
+                     .arg(p.value(backend)));
   if (p.isSet(startNode)) {
     settings.startNode = p.value(startNode).toStdString();
     if (settings.method != EnvelopeMethod::Interval)

@@ -12,6 +12,8 @@
 
 namespace lossbound {
 
+class Device;  // core/device.h
+
 namespace kernels {
 struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
@@ -39,6 +41,10 @@ class Backend {
 
   /// Returns the number of host threads this backend may use at once (its thread budget).
   virtual int threads() const { return 1; }
+
+  /// Returns the device on which the interval method keeps a replay's tensors between ops
+  /// (core/program/resident_replay.h), or nullptr: op by op through this backend's hooks.
+  virtual Device* residentDevice() { return nullptr; }
 
   // ---- Optional interval kernels ------------------------------------------------------------
   // A backend may take over the per-element and per-row work of some op rules (the CUDA backend

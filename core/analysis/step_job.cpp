@@ -171,6 +171,7 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
     ro.startNode = settings.startNode;
     ro.cancel = ctx.cancel;
     pr.env = replayEnvelope(*program, inputs, backend, ro);
+    for (const std::string& n : pr.env.notes) appendSentence(pr.note, n);
     if (part == StepPart::Main) replayBaselines(ctx, *program, inputs, backend, ro.seed, pr);
     if (part == StepPart::Main && settings.outputs == OutputScope::All)
       replayOutputs(ctx, step, *program, inputs, backend, ro.seed, pr);

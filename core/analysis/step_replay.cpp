@@ -1,10 +1,14 @@
 #include "core/analysis/step_replay.h"
 
+#include "core/backend.h"
+#include "core/device.h"
 #include "core/interval/rounding.h"
+#include "core/program/resident_replay.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <set>
 
 namespace lossbound {
@@ -68,7 +72,19 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
     case EnvelopeMethod::Interval: {
       eval.domain = EvalDomain::Interval;
       eval.startNode = options.startNode;
-      const Interval v = lossValue(evaluate(program, inputs, backend, eval));
+      Interval v;
+      if (Device* device = backend.residentDevice()) {
+        // One evaluator per replay: plans are rebuilt from the rules (cheap next to the replay),
+        // and nothing of one step's program outlives it on the device.
+        const std::unique_ptr<Backend> host = createCpuBackend(backend.threads());
+        ResidentEvaluator resident(program, *device, *host);
+        ResidentResult r = resident.evaluate(inputs, eval);
+        v = lossValue(r.result);
+        for (const std::string& m : r.stats.messages)
+          env.notes.push_back("Device-resident interval replay: " + m + ".");
+      } else {
+        v = lossValue(evaluate(program, inputs, backend, eval));
+      }
       env.lo = v.lo;
       env.hi = v.hi;
       env.point = kNan;

@@ -47,10 +47,13 @@ struct Envelope {
   double bound = 0;               ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
   double pointBound = 0;          ///< first-order bound of the binary64 point value's own rounding
   std::vector<NodeBudget> nodes;  ///< first-order terms per node (first-order, probabilistic)
+  std::vector<std::string> notes;  ///< user-facing notes (a device-resident replay's fallbacks)
 };
 
 /// Returns the envelope of `program`'s "loss" on `inputs`; throws EvaluationError (unsupported
-/// op, failing op) or Cancelled.
+/// op, failing op) or Cancelled. The interval method runs device-resident
+/// (core/program/resident_replay.h) when backend.residentDevice() gives a device, with a CPU
+/// backend for the nodes that stay on the host: the same bits, its fallbacks in Envelope::notes.
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options);
 

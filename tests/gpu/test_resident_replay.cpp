@@ -7,6 +7,7 @@
 #include "core/analysis/run_file_replay.h"
 #include "core/analysis/step_replay.h"
 #include "core/backend.h"
+#include "core/device_backend.h"
 #include "core/host_device.h"
 #include "core/ir/program_parser.h"
 #include "core/program/resident_replay.h"
@@ -175,6 +176,7 @@ class TestResidentReplay : public QObject {
   void devicePointersAreChecked();
   void valueDependentRulesStayOnTheHost();
   void cancellingFreesTheDevice();
+  void analysisIntervalRunsDeviceResident();
 };
 
 void TestResidentReplay::chainTransfersDoNotGrowWithOps() {
@@ -219,6 +221,41 @@ void TestResidentReplay::chainTransfersDoNotGrowWithOps() {
     }
     QCOMPARE(device.liveAllocations(), std::size_t{0});
     QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
+  }
+}
+
+void TestResidentReplay::analysisIntervalRunsDeviceResident() {
+  // What `lossbound-cli analyze --backend host-device --method interval` does per step: the
+  // replay goes through the backend's resident device (uploads, launches, every buffer freed)
+  // and gives the CPU's envelope bit for bit; with a memory cap the nodes that do not fit run on
+  // the host, the envelope is the same and the notes say which.
+  const std::string dir = std::string(LOSSBOUND_SOURCE_DIR) + "/samples/gradaccum-fixed/";
+  const auto reference = RunFileReplay::open(dir + "reference.h5");
+  const auto candidate = RunFileReplay::open(dir + "candidate.h5");
+  const auto program = candidate->programAt(0);
+  const TensorMap inputs = adaptInputs(*program, reference->inputsAt(0), nullptr);
+  ReplayOptions ro;
+  ro.method = EnvelopeMethod::Interval;
+  ro.precision = candidate->recordedPrecision();
+  const auto cpu = createCpuBackend(1);
+  const Envelope want = replayEnvelope(*program, inputs, *cpu, ro);
+  QVERIFY(std::isfinite(want.lo) && std::isfinite(want.hi));
+  for (const std::int64_t cap : {std::int64_t{0}, std::int64_t{64} << 10}) {
+    DeviceBackend backend(createCpuBackend(1), std::make_unique<HostDevice>(cap));
+    Device& device = *backend.residentDevice();
+    const Envelope got = replayEnvelope(*program, inputs, backend, ro);
+    QCOMPARE(std::memcmp(&got.lo, &want.lo, sizeof(double)), 0);
+    QCOMPARE(std::memcmp(&got.hi, &want.hi, sizeof(double)), 0);
+    QVERIFY(device.counters().uploads > 0);
+    QVERIFY(device.counters().launches > 0);
+    QCOMPARE(device.liveAllocations(), std::size_t{0});
+    if (cap == 0) {
+      QVERIFY(got.notes.empty());
+    } else {
+      QVERIFY(!got.notes.empty());
+      QVERIFY2(got.notes.front().find("the node ran on the host") != std::string::npos,
+               got.notes.front().c_str());
+    }
   }
 }
 

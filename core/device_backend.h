@@ -1,0 +1,90 @@
+#pragma once
+// A Backend paired with a Device: the GEMMs, loops and interval kernel hooks are those of the
+// wrapped backend, and residentDevice() gives the interval method the device on which a replay
+// keeps its tensors (core/program/resident_replay.h). `--backend cuda` pairs the CUDA backend
+// with gpu::CudaDevice; `--backend host-device` pairs the CPU backend with HostDevice
+// (core/host_device.h), which runs the device-resident orchestration on the host's counting
+// device: a check of residency, transfers and frees where no GPU exists, not a speed-up.
+
+#include "core/backend.h"
+#include "core/device.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace lossbound {
+
+class DeviceBackend final : public Backend {
+ public:
+  /// Pairs `inner` (its hooks and GEMMs) with `device` (the resident replay's memory).
+  DeviceBackend(std::unique_ptr<Backend> inner, std::unique_ptr<Device> device)
+      : mInner(std::move(inner)), mDevice(std::move(device)) {}
+
+  /// Returns the wrapped backend's name and the device's.
+  std::string name() const override {
+    return mInner->name() + "; interval replays device-resident on " + mDevice->name();
+  }
+  /// Delegates to the wrapped backend.
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute = false) override {
+    mInner->gemm(a, b, c, m, k, n, absolute);
+  }
+  /// Delegates to the wrapped backend.
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    mInner->parallelFor(n, body);
+  }
+  /// Returns the wrapped backend's thread budget.
+  int threads() const override { return mInner->threads(); }
+  /// Returns the paired device.
+  Device* residentDevice() override { return mDevice.get(); }
+  /// Returns whether the wrapped backend offers interval kernel hooks.
+  bool offersIntervalKernels() const override { return mInner->offersIntervalKernels(); }
+  /// Delegates to the wrapped backend.
+  bool unary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
+             kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override {
+    return mInner->unary(op, model, x, out, n);
+  }
+  /// Delegates to the wrapped backend.
+  bool binary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
+              kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
+              kernels::IntervalSpan out, std::int64_t n) override {
+    return mInner->binary(op, model, x, y, yCount, out, n);
+  }
+  /// Delegates to the wrapped backend.
+  bool rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
+              std::int64_t cols, const kernels::SumModel& model) override {
+    return mInner->rowSum(x, out, rows, cols, model);
+  }
+  /// Delegates to the wrapped backend.
+  bool softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
+                   kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) override {
+    return mInner->softmaxRows(model, log, x, out, rows, cols);
+  }
+  /// Delegates to the wrapped backend.
+  bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
+              kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) override {
+    return mInner->gather(x, xCount, offsets, fill, out, n);
+  }
+  /// Delegates to the wrapped backend.
+  bool intervalGemm(kernels::ConstIntervalSpan a, kernels::ConstIntervalSpan b,
+                    kernels::ConstIntervalSpan bias, std::int64_t m, std::int64_t k, std::int64_t n,
+                    Format in, const kernels::GemmFinish& finish,
+                    kernels::IntervalSpan out) override {
+    return mInner->intervalGemm(a, b, bias, m, k, n, in, finish, out);
+  }
+  /// Delegates to the wrapped backend.
+  bool layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
+                     kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                     kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                     kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
+    return mInner->layerNormRows(model, x, weight, bias, out, mean, rstd, rows, cols);
+  }
+
+ private:
+  std::unique_ptr<Backend> mInner;
+  std::unique_ptr<Device> mDevice;
+};
+
+}  // namespace lossbound

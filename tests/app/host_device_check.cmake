@@ -1,0 +1,23 @@
+cmake_minimum_required(VERSION 3.20)
+# `lossbound-cli analyze --backend host-device` (the interval method's device-resident replay on
+# the host's counting device, docs/gpu.md) against `--backend cpu`: the same CSV byte for byte.
+#   cmake -DCLI=lossbound-cli -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0,1 -DWORK=dir
+#         -P host_device_check.cmake
+file(MAKE_DIRECTORY ${WORK})
+foreach(backend cpu host-device)
+  execute_process(COMMAND ${CLI} analyze --reference ${REFERENCE} --candidate ${CANDIDATE}
+                          --steps ${STEPS} --no-cache --method interval --backend ${backend}
+                          --csv ${WORK}/${backend}.csv
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "--backend ${backend}: exit ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+  endif()
+  if(backend STREQUAL "host-device" AND NOT out MATCHES "device-resident on host device")
+    message(FATAL_ERROR "--backend host-device: the summary does not name the host device:\n${out}")
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/cpu.csv ${WORK}/host-device.csv
+                RESULT_VARIABLE same)
+if(NOT same EQUAL 0)
+  message(FATAL_ERROR "the CSV of --backend host-device differs from --backend cpu's")
+endif()
