@@ -411,10 +411,10 @@ VjpReport checkVjp(const OpCase& c, std::mt19937_64& rng, int directions, double
   return rep;
 }
 
-LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& rng) {
-  const OpRule& rule = ruleFor(c.op);
-  LocalErrorReport rep;
-  OpContext ctx{c.precision, backend(), &rng};
+namespace {
+
+/// Returns the case's inputs as exact points: each midpoint rounded to nearest in its dtype.
+std::vector<Tensor> exactInputs(const OpCase& c) {
   std::vector<Tensor> ins;
   for (const Tensor& t : c.inputs) {
     const Tensor m = t.midpoint();
@@ -423,6 +423,16 @@ LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& r
     for (double& x : v) x = roundNearestIn(x, f);
     ins.push_back(Tensor::point(m.shape(), m.dtype(), std::move(v)));
   }
+  return ins;
+}
+
+}  // namespace
+
+LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& rng) {
+  const OpRule& rule = ruleFor(c.op);
+  LocalErrorReport rep;
+  OpContext ctx{c.precision, backend(), &rng};
+  const std::vector<Tensor> ins = exactInputs(c);
   Bound b(c, ins);
   const auto out = rule.point(b.args(), ctx);
   b.setShapes(out);
@@ -460,14 +470,7 @@ AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19
   const OpRule& rule = ruleFor(c.op);
   AdjointErrorReport rep;
   OpContext ctx{c.precision, backend(), &rng};
-  std::vector<Tensor> ins;
-  for (const Tensor& t : c.inputs) {
-    const Tensor m = t.midpoint();
-    const Format f = storageFormat(m.dtype()).value_or(Format::Fp64);
-    std::vector<double> v(m.values().begin(), m.values().end());
-    for (double& x : v) x = roundNearestIn(x, f);
-    ins.push_back(Tensor::point(m.shape(), m.dtype(), std::move(v)));
-  }
+  const std::vector<Tensor> ins = exactInputs(c);
   Bound b(c, ins);
   const auto out = rule.point(b.args(), ctx);
   b.setShapes(out);
