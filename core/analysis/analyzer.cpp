@@ -6,6 +6,7 @@
 #include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/parallel/thread_pool.h"
+#include "core/program/resident_evaluators.h"
 #include "core/runfile/run_pair.h"
 
 #include <algorithm>
@@ -157,6 +158,11 @@ std::string runSteps(
     } catch (const std::exception& e) {
       backendError = std::string("no compute backend could be created: ") + e.what();
     }
+    // The interval replays keep their per-node plans across this worker's steps (declared after
+    // the backend: the evaluators free their device constants before the device goes).
+    std::unique_ptr<ResidentEvaluators> resident;
+    if (Device* device = backend ? backend->residentDevice() : nullptr)
+      resident = std::make_unique<ResidentEvaluators>(*device, innerThreads);
     {
       std::lock_guard lock(mutex);
       if (backend && backendName.empty()) backendName = backend->name();
@@ -172,7 +178,7 @@ std::string runSteps(
       const StepPart part = job % 2 == 0 ? StepPart::Main : StepPart::Self;
       PartResult pr;
       if (backend)
-        pr = runStepPart(ctx, todo[slot], part, *backend);
+        pr = runStepPart(ctx, todo[slot], part, *backend, resident.get());
       else
         pr.error = backendError;
       std::lock_guard lock(mutex);

@@ -6,6 +6,7 @@
 #include "core/interval/number_text.h"
 #include "core/ir/program_parser.h"
 #include "core/program/op_coverage.h"
+#include "core/program/resident_evaluators.h"
 
 #include <algorithm>
 #include <chrono>
@@ -147,7 +148,7 @@ std::string unsupportedLossOps(const Program& program) {
 }
 
 PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart part,
-                       Backend& backend) {
+                       Backend& backend, ResidentEvaluators* resident) {
   const AnalysisSettings& settings = ctx.settings;
   PartResult pr;
   const auto t0 = Clock::now();
@@ -170,6 +171,8 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
     ro.seed = stepSeed(settings.seed, step, part);
     ro.startNode = settings.startNode;
     ro.cancel = ctx.cancel;
+    // One evaluator per worker and program: its per-node plans serve every step of the program.
+    if (resident) ro.resident = &resident->of(program);
     pr.env = replayEnvelope(*program, inputs, backend, ro);
     for (const std::string& n : pr.env.notes) appendSentence(pr.note, n);
     if (part == StepPart::Main) replayBaselines(ctx, *program, inputs, backend, ro.seed, pr);
@@ -183,6 +186,7 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
       ri.method = EnvelopeMethod::Interval;
       ri.startNode.clear();
       const Envelope e = replayEnvelope(*program, inputs, backend, ri);
+      for (const std::string& n : e.notes) appendSentence(pr.note, "Rigorous confirmation: " + n);
       pr.confirmed = true;
       pr.rigorous = {e.lo, e.hi};
     }
@@ -227,6 +231,7 @@ StepResult assembleStep(const StepJobContext& ctx, std::int64_t step, const Part
     r.budget = budgetShares(terms);
     classifyStep(r, ctx.rigorous);
     std::string note = m.note;
+    for (const std::string& n : s.env.notes) appendSentence(note, "Self-check: " + n);
     appendSentence(note, r.note);
     if (r.verdict == StepVerdict::BugLikely && m.confirmed) {
       if (!insideEnvelope(r.referenceLoss, m.rigorous.lo, m.rigorous.hi)) {

@@ -19,6 +19,7 @@
 namespace lossbound {
 
 class Backend;
+class ResidentEvaluators;  // core/program/resident_evaluators.h
 
 /// The two replays of a step.
 enum class StepPart { Main, Self };
@@ -58,9 +59,10 @@ struct PartResult {
 };
 
 /// Replays `part` of `step` on `backend`; never throws (errors and cancellation are recorded in
-/// the result).
+/// the result). With `resident` (the worker's kept evaluators on backend.residentDevice()), the
+/// interval replays run device-resident through the evaluator of the step's program.
 PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart part,
-                       Backend& backend);
+                       Backend& backend, ResidentEvaluators* resident = nullptr);
 
 /// Returns the result of `step` from its two finished parts: logged losses, envelope, budget,
 /// verdict (with a non-rigorous exit confirmed against the rigorous interval) and notes.

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
 namespace lossbound {
 
@@ -25,6 +26,26 @@ std::uint64_t splitMix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+/// The user-facing sentences of a resident replay's fallbacks: the out-of-memory nodes in one
+/// sentence (the first message and how many), a replay that ran on the host from the start, and
+/// the non-finite rerun (resident_replay.cpp pushes it last).
+std::vector<std::string> residentNotes(const ResidentStats& stats) {
+  const std::string prefix = "Device-resident interval replay: ";
+  const std::vector<std::string>& m = stats.messages;
+  std::vector<std::string> notes;
+  const std::size_t others = m.size() - (stats.rerunOnHost && !m.empty() ? 1 : 0);
+  if (stats.outOfMemoryNodes > 0 && others > 0) {
+    notes.push_back(prefix + std::to_string(stats.outOfMemoryNodes) +
+                    (stats.outOfMemoryNodes == 1 ? " node" : " nodes") +
+                    " ran on the host for lack of device memory, with the same results (first: " +
+                    m.front() + ").");
+  } else {
+    for (std::size_t k = 0; k < others; ++k) notes.push_back(prefix + m[k] + ".");
+  }
+  if (stats.rerunOnHost && !m.empty()) notes.push_back(prefix + m.back() + ".");
+  return notes;
 }
 
 }  // namespace
@@ -73,15 +94,20 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
       eval.domain = EvalDomain::Interval;
       eval.startNode = options.startNode;
       Interval v;
-      if (Device* device = backend.residentDevice()) {
-        // One evaluator per replay: plans are rebuilt from the rules (cheap next to the replay),
-        // and nothing of one step's program outlives it on the device.
+      if (options.resident) {
+        if (&options.resident->program() != &program)
+          throw std::logic_error(
+              "replayEnvelope: the resident evaluator is bound to another program");
+        ResidentResult r = options.resident->evaluate(inputs, eval);
+        v = lossValue(r.result);
+        env.notes = residentNotes(r.stats);
+      } else if (Device* device = backend.residentDevice()) {
+        // No kept evaluator from the caller: one for this replay (its plans are recorded again).
         const std::unique_ptr<Backend> host = createCpuBackend(backend.threads());
         ResidentEvaluator resident(program, *device, *host);
         ResidentResult r = resident.evaluate(inputs, eval);
         v = lossValue(r.result);
-        for (const std::string& m : r.stats.messages)
-          env.notes.push_back("Device-resident interval replay: " + m + ".");
+        env.notes = residentNotes(r.stats);
       } else {
         v = lossValue(evaluate(program, inputs, backend, eval));
       }

@@ -21,6 +21,7 @@
 namespace lossbound {
 
 class Backend;
+class ResidentEvaluator;  // core/program/resident_replay.h
 
 /// Thrown when a checkpoint does not fit a program (missing input, shape or kind mismatch); the
 /// message names the input, what the program expects and what the checkpoint holds.
@@ -37,6 +38,10 @@ struct ReplayOptions {
   int ensembleSize = 32;        ///< ensemble: number of randomized executions
   std::uint64_t seed = 0x5eed;  ///< ensemble: base seed (member i uses a seed derived from it)
   std::string startNode;        ///< interval: start the bounds at this node
+  /// Interval: the caller's kept device-resident evaluator of this very program (from
+  /// ResidentEvaluators, core/program/resident_evaluators.h: plans kept across steps); null with a
+  /// backend that has a resident device: one evaluator made for this replay.
+  ResidentEvaluator* resident = nullptr;
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -52,8 +57,9 @@ struct Envelope {
 
 /// Returns the envelope of `program`'s "loss" on `inputs`; throws EvaluationError (unsupported
 /// op, failing op) or Cancelled. The interval method runs device-resident
-/// (core/program/resident_replay.h) when backend.residentDevice() gives a device, with a CPU
-/// backend for the nodes that stay on the host: the same bits, its fallbacks in Envelope::notes.
+/// (core/program/resident_replay.h) through options.resident, or when backend.residentDevice()
+/// gives a device, with a CPU backend for the nodes that stay on the host: the same bits, its
+/// out-of-memory fallbacks and non-finite rerun in Envelope::notes.
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options);
 

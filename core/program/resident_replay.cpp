@@ -691,6 +691,8 @@ ResidentEvaluator::ResidentEvaluator(const Program& program, Device& device, Bac
 
 ResidentEvaluator::~ResidentEvaluator() = default;
 
+const Program& ResidentEvaluator::program() const { return mImpl->program; }
+
 std::size_t ResidentEvaluator::plannedDeviceNodes() const {
   std::size_t n = 0;
   for (const auto& p : mImpl->plans)

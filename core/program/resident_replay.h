@@ -89,6 +89,9 @@ class ResidentEvaluator {
   /// evaluate() throws.
   ResidentResult evaluate(const TensorMap& inputs, const EvalOptions& options = {});
 
+  /// Returns the program this evaluator is bound to.
+  const Program& program() const;
+
   /// Returns the number of nodes that have a device plan (views and creation ops included), of
   /// those planned so far.
   std::size_t plannedDeviceNodes() const;

@@ -10,6 +10,7 @@
 #include "core/device_backend.h"
 #include "core/host_device.h"
 #include "core/ir/program_parser.h"
+#include "core/program/resident_evaluators.h"
 #include "core/program/resident_replay.h"
 
 #include <QTest>
@@ -177,6 +178,8 @@ class TestResidentReplay : public QObject {
   void valueDependentRulesStayOnTheHost();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
+  void analysisKeepsPlansAcrossSteps();
+  void analysisNotesANonFiniteRerun();
 };
 
 void TestResidentReplay::chainTransfersDoNotGrowWithOps() {
@@ -257,6 +260,84 @@ void TestResidentReplay::analysisIntervalRunsDeviceResident() {
                got.notes.front().c_str());
     }
   }
+}
+
+void TestResidentReplay::analysisKeepsPlansAcrossSteps() {
+  // What the Analyzer keeps per step worker (ResidentEvaluators): one evaluator per program, whose
+  // plans, recorded at step 0, serve step 1; the envelopes stay the CPU's bit for bit, the plans'
+  // device constants stay on the device until the evaluators go (a fresh evaluator uploads them
+  // again), and an evaluator of another program is refused.
+  const std::string dir = std::string(LOSSBOUND_SOURCE_DIR) + "/samples/gradaccum-fixed/";
+  const auto reference = RunFileReplay::open(dir + "reference.h5");
+  const auto candidate = RunFileReplay::open(dir + "candidate.h5");
+  ReplayOptions ro;
+  ro.method = EnvelopeMethod::Interval;
+  ro.precision = candidate->recordedPrecision();
+  const auto cpu = createCpuBackend(1);
+  DeviceBackend backend(createCpuBackend(1), std::make_unique<HostDevice>());
+  Device& device = *backend.residentDevice();
+  {
+    ResidentEvaluators kept(device, 1);
+    ResidentEvaluator* first = nullptr;
+    std::size_t planned = 0;
+    for (const std::int64_t step : {0, 1}) {
+      const auto program = candidate->programAt(step);
+      const TensorMap inputs = adaptInputs(*program, reference->inputsAt(step), nullptr);
+      const Envelope want = replayEnvelope(*program, inputs, *cpu, ro);
+      ReplayOptions rk = ro;
+      rk.resident = &kept.of(program);
+      if (!first) first = rk.resident;
+      QCOMPARE(rk.resident, first);  // the recording's two steps share one program
+      const Envelope got = replayEnvelope(*program, inputs, backend, rk);
+      QCOMPARE(std::memcmp(&got.lo, &want.lo, sizeof(double)), 0);
+      QCOMPARE(std::memcmp(&got.hi, &want.hi, sizeof(double)), 0);
+      QVERIFY(got.notes.empty());
+      QVERIFY(device.counters().launches > 0);
+      if (step == 0) planned = first->plannedDeviceNodes();
+      QVERIFY(planned > 0);
+      QCOMPARE(first->plannedDeviceNodes(), planned);
+      if (step == 0) continue;
+      // The kept plans' constants are already on the device: a replay with a fresh evaluator
+      // uploads them again (303 against 79 arrays when measured).
+      const std::int64_t keptUploads = device.counters().uploads;
+      const Envelope fresh = replayEnvelope(*program, inputs, backend, ro);
+      QCOMPARE(std::memcmp(&fresh.lo, &want.lo, sizeof(double)), 0);
+      QVERIFY2(keptUploads < device.counters().uploads,
+               qPrintable(QStringLiteral("%1 uploads with the kept evaluator, %2 with a fresh one")
+                              .arg(keptUploads)
+                              .arg(device.counters().uploads)));
+    }
+    QCOMPARE(kept.size(), std::size_t{1});
+    const Program other = chainProgram(2, 2, 3);
+    ReplayOptions wrong = ro;
+    wrong.resident = first;
+    bool refused = false;
+    try {
+      replayEnvelope(other, chainInputs(2, 3), backend, wrong);
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+    QVERIFY(refused);
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::analysisNotesANonFiniteRerun() {
+  // exp(200) overflows fp32 on the device: the replay is evaluated again on the host, the
+  // envelope is the CPU's and the note says why.
+  const Program p = chainProgram(4, 4, 9, true);
+  const TensorMap in = chainInputs(4, 9, true);
+  ReplayOptions ro;
+  ro.method = EnvelopeMethod::Interval;
+  const auto cpu = createCpuBackend(1);
+  const Envelope want = replayEnvelope(p, in, *cpu, ro);
+  DeviceBackend backend(createCpuBackend(1), std::make_unique<HostDevice>());
+  const Envelope got = replayEnvelope(p, in, backend, ro);
+  QCOMPARE(std::memcmp(&got.lo, &want.lo, sizeof(double)), 0);
+  QCOMPARE(std::memcmp(&got.hi, &want.hi, sizeof(double)), 0);
+  QCOMPARE(got.notes.size(), std::size_t{1});
+  QVERIFY2(got.notes.front().find("evaluated again on the host") != std::string::npos,
+           got.notes.front().c_str());
 }
 
 void TestResidentReplay::samplesAreBitIdentical() {

@@ -1,16 +1,21 @@
 // The Analyzer on small in-memory runs (a linear layer + log_softmax + nll_loss): verdicts from the
 // replay, the self-check, unsupported ops, missing log entries, mismatched pairs, dtype rounding
-// of the reference's inputs, progress, cancellation and the rigorous confirmation of exits.
+// of the reference's inputs, progress, cancellation, the rigorous confirmation of exits, and the
+// interval method device-resident on a backend with a Device (the host device, with a memory cap).
 #include "core/analysis/analyzer.h"
 #include "core/analysis/step_replay.h"
 #include "core/analysis/verdict.h"
 #include "core/backend.h"
+#include "core/device_backend.h"
+#include "core/host_device.h"
 #include "core/ir/program_parser.h"
 #include "core/program/op_coverage.h"
 
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -111,6 +116,44 @@ AnalyzerOptions opts() {
   o.useCache = false;
   return o;
 }
+
+/// What `--backend host-device` gives every step worker: the CPU backend with the host device
+/// (`capBytes` > 0: allocations beyond it fail).
+AnalyzerOptions hostDeviceOpts(std::int64_t capBytes) {
+  AnalyzerOptions o = opts();
+  o.backendFactory = [capBytes](int threads) -> std::unique_ptr<Backend> {
+    return std::make_unique<DeviceBackend>(createCpuBackend(threads),
+                                           std::make_unique<HostDevice>(capBytes));
+  };
+  return o;
+}
+
+/// A CPU backend with a host device that counts how often it is asked for its device: once per
+/// step worker when the worker keeps its evaluators, once per replay when it does not.
+class CountingDeviceBackend final : public Backend {
+ public:
+  explicit CountingDeviceBackend(std::atomic<int>& asks) : mAsks(asks) {}
+  std::string name() const override { return "counting host device"; }
+  void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
+            std::int64_t n, bool absolute) override {
+    mCpu->gemm(a, b, c, m, k, n, absolute);
+  }
+  void parallelFor(std::int64_t n,
+                   const std::function<void(std::int64_t, std::int64_t)>& body) override {
+    mCpu->parallelFor(n, body);
+  }
+  Device* residentDevice() override {
+    ++mAsks;
+    return &mDevice;
+  }
+
+ private:
+  std::atomic<int>& mAsks;
+  std::unique_ptr<Backend> mCpu = createCpuBackend(1);
+  HostDevice mDevice;
+};
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
 
 }  // namespace
 
@@ -284,6 +327,75 @@ class TestAnalyzerSynthetic : public QObject {
     for (double v : in.at("param:w").values())
       QCOMPARE(v, static_cast<double>(static_cast<float>(v)));
     QCOMPARE(in.at("param:w").dtype(), DType::Float32);
+  }
+
+  void deviceResident_sameEnvelopesAndFallbackNotes() {
+    // The interval method on a backend with a resident device: the CPU's envelopes and verdicts
+    // bit for bit; under a memory cap the nodes that do not fit run on the host and the step's
+    // note names the fallback for the main replay, the self-check and the rigorous confirmation
+    // of a first-order exit.
+    for (const double scale : {1.0, 1.01}) {
+      MemoryRun ref("ref", program(1.0)), cand("cand", program(scale));
+      fill(ref, 3);
+      fill(cand, 3);
+      AnalysisSettings s;
+      s.method = scale == 1.0 ? EnvelopeMethod::Interval : EnvelopeMethod::FirstOrder;
+      const AnalysisReport want = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+      for (const std::int64_t cap : {std::int64_t{0}, std::int64_t{1024}}) {
+        const AnalysisReport got =
+            Analyzer(hostDeviceOpts(cap)).analyse(ref, cand, StepSelection::all(), s);
+        QVERIFY2(got.backendDescription.find("device-resident on host device") != std::string::npos,
+                 got.backendDescription.c_str());
+        QCOMPARE(got.steps.size(), want.steps.size());
+        for (std::size_t k = 0; k < want.steps.size(); ++k) {
+          const StepResult &g = got.steps[k], &w = want.steps[k];
+          QVERIFY(sameBits(g.lo, w.lo) && sameBits(g.hi, w.hi));
+          QVERIFY(sameBits(g.selfLo, w.selfLo) && sameBits(g.selfHi, w.selfHi));
+          QCOMPARE(g.verdict, w.verdict);
+          if (cap == 0) {
+            QCOMPARE(g.note, w.note);
+            continue;
+          }
+          const std::string fallback = "ran on the host for lack of device memory";
+          if (s.method == EnvelopeMethod::Interval) {
+            QVERIFY2(g.note.find("Device-resident interval replay: ") != std::string::npos &&
+                         g.note.find(fallback) != std::string::npos,
+                     g.note.c_str());
+            QVERIFY2(
+                g.note.find("Self-check: Device-resident interval replay: ") != std::string::npos,
+                g.note.c_str());
+          } else {
+            QCOMPARE(g.verdict, StepVerdict::BugCertain);
+            QVERIFY2(g.note.find("Rigorous confirmation: Device-resident interval replay: ") !=
+                         std::string::npos,
+                     g.note.c_str());
+          }
+        }
+      }
+    }
+  }
+
+  void deviceResident_onePlanSetPerWorker() {
+    // Plans are kept across steps: a step worker asks its backend for the device once, not once
+    // per replay (6 interval replays here on one worker).
+    MemoryRun ref("ref", program(1.0)), cand("cand", program(1.0));
+    fill(ref, 3);
+    fill(cand, 3);
+    AnalysisSettings s;
+    s.method = EnvelopeMethod::Interval;
+    std::atomic<int> asks{0};
+    AnalyzerOptions o = opts();
+    o.workers = 1;
+    o.backendFactory = [&asks](int) -> std::unique_ptr<Backend> {
+      return std::make_unique<CountingDeviceBackend>(asks);
+    };
+    const AnalysisReport got = Analyzer(o).analyse(ref, cand, StepSelection::all(), s);
+    const AnalysisReport want = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+    QCOMPARE(got.steps.size(), std::size_t{3});
+    for (std::size_t k = 0; k < want.steps.size(); ++k)
+      QVERIFY(sameBits(got.steps[k].lo, want.steps[k].lo) &&
+              sameBits(got.steps[k].hi, want.steps[k].hi));
+    QCOMPARE(asks.load(), 1);
   }
 
   void ensembleAndCancellation() {
