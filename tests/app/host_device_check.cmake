@@ -2,14 +2,21 @@ cmake_minimum_required(VERSION 3.20)
 # `lossbound-cli analyze --backend host-device` (the interval method's device-resident replay on
 # the host's counting device, docs/gpu.md) against `--backend cpu`: the same CSV byte for byte.
 #   cmake -DCLI=lossbound-cli -DREFERENCE=R.h5 -DCANDIDATE=C.h5 -DSTEPS=0,1 -DWORK=dir
-#         -P host_device_check.cmake
+#         [-DSTART_NODE=node -DEXPECT_RC=3] -P host_device_check.cmake
 file(MAKE_DIRECTORY ${WORK})
+set(extra "")
+if(DEFINED START_NODE)
+  set(extra --start-node ${START_NODE})
+endif()
+if(NOT DEFINED EXPECT_RC)
+  set(EXPECT_RC 0)
+endif()
 foreach(backend cpu host-device)
   execute_process(COMMAND ${CLI} analyze --reference ${REFERENCE} --candidate ${CANDIDATE}
                           --steps ${STEPS} --no-cache --method interval --backend ${backend}
-                          --csv ${WORK}/${backend}.csv
+                          --csv ${WORK}/${backend}.csv ${extra}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-  if(NOT rc EQUAL 0)
+  if(NOT rc EQUAL EXPECT_RC)
     message(FATAL_ERROR "--backend ${backend}: exit ${rc}\nstdout:\n${out}\nstderr:\n${err}")
   endif()
   if(backend STREQUAL "host-device" AND NOT out MATCHES "device-resident on host device")
