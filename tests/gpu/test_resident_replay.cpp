@@ -320,6 +320,26 @@ void TestResidentReplay::analysisKeepsPlansAcrossSteps() {
     QVERIFY(refused);
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
+  // Past its limit the least recently used evaluator goes, with its device constants.
+  {
+    ResidentEvaluators one(device, 1, 1);
+    EvalOptions o;
+    o.domain = EvalDomain::Interval;
+    const auto a = std::make_shared<const Program>(chainProgram(2, 2, 3));
+    const auto b = std::make_shared<const Program>(chainProgram(3, 2, 3));
+    const EvalResult wantA = evaluate(*a, chainInputs(2, 3), *cpu, o);
+    std::vector<std::size_t> live;
+    for (int round = 0; round < 2; ++round) {
+      const ResidentResult ra = one.of(a).evaluate(chainInputs(2, 3), o);
+      QVERIFY(sameBits(ra.result.outputs.at("loss"), wantA.outputs.at("loss")));
+      one.of(b).evaluate(chainInputs(2, 3), o);
+      QCOMPARE(one.size(), std::size_t{1});
+      live.push_back(device.liveAllocations());
+    }
+    QVERIFY(live[0] > 0);        // b keeps its plan constants on the device
+    QCOMPARE(live[1], live[0]);  // and the evicted a took its own with it
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 void TestResidentReplay::analysisNotesANonFiniteRerun() {
