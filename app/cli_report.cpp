@@ -79,7 +79,7 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
         << QString::number(hoeffdingLambda(s.confidence), 'f', 3) << ")";
   if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
   if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
-  out << " - " << qs(methodGuarantee(s.method)) << "\n"
+  out << " - " << qs(settingsGuarantee(s)) << "\n"
       << "  precision: "
       << (s.precision ? qs(formatName(*s.precision)) : QStringLiteral("as recorded"))
       << "\n  backend:   " << qs(report.backendDescription) << "\n";

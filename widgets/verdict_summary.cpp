@@ -56,10 +56,7 @@ VerdictSummary summarize(const AnalysisReport& report) {
   out.verdict = overall.verdict;
   out.firstExit = overall.firstExit;
   out.methodText = QObject::tr("Method: %1").arg(qs(methodName(report.settings.method)));
-  out.guarantee = qs(methodGuarantee(report.settings.method));
-  if (report.settings.method == EnvelopeMethod::Interval && !report.settings.startNode.empty())
-    out.guarantee += QObject::tr(" Bounds start at node %1: rounding before it is ignored.")
-                         .arg(qs(report.settings.startNode));
+  out.guarantee = qs(settingsGuarantee(report.settings));
   out.settingsText = settingsSummary(report.settings);
 
   if (overall.verdict == OverallVerdict::NotAnalysed) {

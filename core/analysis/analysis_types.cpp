@@ -42,6 +42,14 @@ std::string_view methodGuarantee(EnvelopeMethod m) {
   return {};
 }
 
+std::string settingsGuarantee(const AnalysisSettings& settings) {
+  std::string out(methodGuarantee(settings.method));
+  if (settings.method == EnvelopeMethod::Interval && !settings.startNode.empty())
+    out += " Bounds start at node " + settings.startNode +
+           ": rounding before it is ignored, so the envelope is not rigorous.";
+  return out;
+}
+
 std::string_view verdictName(StepVerdict v) {
   switch (v) {
     case StepVerdict::Rounding:

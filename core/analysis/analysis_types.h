@@ -56,6 +56,10 @@ struct AnalysisSettings {
   OutputScope outputs = OutputScope::Loss;  ///< All: also compare every program output
 };
 
+/// Returns methodGuarantee(settings.method), followed for an interval method that starts at a
+/// node by the caveat that rounding before that node is ignored (so it is not rigorous).
+std::string settingsGuarantee(const AnalysisSettings& settings);
+
 /// What allclose and the fp64-RMSE rule say about the loss at one step (docs/baselines.md): the
 /// value under test is the reference's logged loss, as for the envelope verdict; the candidate
 /// program replayed at the reference's state gives the fp64 value and one rounded execution.

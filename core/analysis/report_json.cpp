@@ -332,7 +332,7 @@ QJsonObject reportToJson(const AnalysisReport& r) {
   o[QStringLiteral("reference")] = qs(r.referenceName);
   o[QStringLiteral("candidate")] = qs(r.candidateName);
   o[QStringLiteral("settings")] = settingsToJson(r.settings);
-  o[QStringLiteral("method_guarantee")] = qs(methodGuarantee(r.settings.method));
+  o[QStringLiteral("method_guarantee")] = qs(settingsGuarantee(r.settings));
   o[QStringLiteral("backend")] = qs(r.backendDescription);
   o[QStringLiteral("note")] = qs(r.note);
   o[QStringLiteral("cancelled")] = r.cancelled;
