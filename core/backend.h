@@ -96,13 +96,16 @@ class Backend {
     return false;
   }
 
-  /// out = what ops::intervalGemm (core/ops/gemm.h) writes for the m×k operand a and the k×n
-  /// operand b (a point operand has hi == lo: the rule's point tensor), bias m×n or lo == nullptr,
-  /// inputs rounded to `in`, finishing constants `finish` — bit for bit with the same RN GEMMs:
-  /// the split and finishing bodies of core/kernels/interval_gemm.h around three gemm calls.
+  /// out = what ops::intervalGemm (core/ops/gemm.h) writes, product by product of `batch`, for
+  /// the m×k operands in a and the k×n operands in b (a point operand has hi == lo: the rule's
+  /// point tensor), bias batch.count·m×n or lo == nullptr, inputs rounded to `in`, finishing
+  /// constants `finish` — bit for bit with the same RN GEMMs: the split and finishing bodies of
+  /// core/kernels/interval_gemm.h around three gemm calls per product (each product decides on
+  /// its own whether its operands are points, as the CPU rule does).
   virtual bool intervalGemm(kernels::ConstIntervalSpan /*a*/, kernels::ConstIntervalSpan /*b*/,
                             kernels::ConstIntervalSpan /*bias*/, std::int64_t /*m*/,
-                            std::int64_t /*k*/, std::int64_t /*n*/, Format /*in*/,
+                            std::int64_t /*k*/, std::int64_t /*n*/,
+                            const kernels::GemmBatch& /*batch*/, Format /*in*/,
                             const kernels::GemmFinish& /*finish*/, kernels::IntervalSpan /*out*/) {
     return false;
   }

@@ -83,11 +83,14 @@ void Device::copyOut(double* dst, const double* src, std::int64_t count) {
 }
 
 void Device::gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-                  std::int64_t n, bool absolute) {
-  check(a, m * k, "gemm A");
-  check(b, k * n, "gemm B");
-  check(c, m * n, "gemm C");
-  doGemm(a, b, c, m, k, n, absolute);
+                  std::int64_t n, bool absolute, const kernels::GemmBatch& batch) {
+  using kernels::GemmBatch;
+  if (batch.count < 1 || batch.aStride < 0 || batch.bStride < 0)
+    throw std::logic_error("gemm: a batch needs at least one product and nonnegative strides");
+  check(a, GemmBatch::extent(batch.count, batch.aStride, m * k), "gemm A");
+  check(b, GemmBatch::extent(batch.count, batch.bStride, k * n), "gemm B");
+  check(c, batch.count * m * n, "gemm C");
+  doGemm(a, b, c, m, k, n, absolute, batch);
   ++mCounters.gemms;
 }
 
@@ -157,27 +160,33 @@ void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const dou
 }
 
 void Device::gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
-                       double* mag, double* flags) {
-  check(x, count, "gemm operand");
-  check(mid, count, "gemm midpoints");
-  check(mag, count, "gemm magnitudes");
-  check(flags, 3, "gemm flags");
-  doGemmSplit(x, count, in, mid, mag, flags);
+                       double* mag, double* flags, std::int64_t slices) {
+  if (slices < 1) throw std::logic_error("gemmSplit: at least one slice");
+  check(x, count * slices, "gemm operand");
+  check(mid, count * slices, "gemm midpoints");
+  check(mag, count * slices, "gemm magnitudes");
+  check(flags, 3 * slices, "gemm flags");
+  doGemmSplit(x, count, in, mid, mag, flags, slices);
   ++mCounters.launches;
 }
 
 void Device::gemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
                         const double* flagsB, kernels::ConstIntervalSpan bias,
                         const kernels::GemmFinish& finish, kernels::IntervalSpan out,
-                        std::int64_t count) {
-  check(g1, count, "gemm g1");
-  check(g2, count, "gemm g2");
-  check(g4, count, "gemm g4");
-  check(flagsA, 3, "gemm flags");
-  check(flagsB, 3, "gemm flags");
-  if (bias.lo) check(bias, count, "gemm bias");
-  check(out, count, "gemm result");
-  doGemmFinish(g1, g2, g4, flagsA, flagsB, bias, finish, out, count);
+                        std::int64_t count, std::int64_t slices, std::int64_t flagsAStride,
+                        std::int64_t flagsBStride) {
+  if (slices < 1 || flagsAStride < 0 || flagsBStride < 0)
+    throw std::logic_error("gemmFinish: at least one slice and nonnegative flag strides");
+  const std::int64_t total = count * slices;
+  check(g1, total, "gemm g1");
+  check(g2, total, "gemm g2");
+  check(g4, total, "gemm g4");
+  check(flagsA, (slices - 1) * flagsAStride + 3, "gemm flags");
+  check(flagsB, (slices - 1) * flagsBStride + 3, "gemm flags");
+  if (bias.lo) check(bias, total, "gemm bias");
+  check(out, total, "gemm result");
+  doGemmFinish(g1, g2, g4, flagsA, flagsB, bias, finish, out, count, slices, flagsAStride,
+               flagsBStride);
   ++mCounters.launches;
 }
 

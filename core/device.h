@@ -76,9 +76,10 @@ class Device {
   void copyOut(double* dst, const double* src, std::int64_t count);
 
   /// C[m×n] = A[m×k]·B[k×n] (|A|·|B| with `absolute`) in binary64 round-to-nearest, row-major
-  /// device matrices (the contract of Backend::gemm).
+  /// device matrices (the contract of Backend::gemm), for each product of `batch` (C of product
+  /// i at i·m·n; cublasDgemmStridedBatched on the GPU).
   void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-            std::int64_t n, bool absolute);
+            std::int64_t n, bool absolute, const kernels::GemmBatch& batch = {});
 
   // ---- Kernel body launches: the contracts of the Backend hooks (core/backend.h), on device
   // memory. A NaN endpoint in a result (the bodies never give one; a device libm might) is stored
@@ -109,18 +110,23 @@ class Device {
   /// device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
   void gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n);
-  /// Splits an interval-GEMM operand of `count` elements (Backend::intervalGemm): flags[0..3) =
-  /// {not direct, not finite, some radius}; a point operand (x.hi == x.lo) whose values are all
-  /// finite and representable in `in` is used as it is (mid = x, mag = |x|), else per element
-  /// kernels::gemmSplit (mid, mag = |mid| + radius rounded up).
+  /// Splits `slices` consecutive interval-GEMM operands of `count` elements each
+  /// (Backend::intervalGemm): flags[3s..3s+3) = {not direct, not finite, some radius} of slice s;
+  /// a point slice (x.hi == x.lo) whose values are all finite and representable in `in` is used
+  /// as it is (mid = x, mag = |x|), else per element kernels::gemmSplit (mid, mag = |mid| +
+  /// radius rounded up).
   void gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
-                 double* mag, double* flags);
+                 double* mag, double* flags, std::int64_t slices = 1);
   /// out[u] = kernels::gemmFinishElement(g1[u], g2[u], g4[u], no radius in either operand, ...)
-  /// for u < count, or the entire line when an operand was not finite (the flags of gemmSplit);
-  /// bias: count elements or lo == nullptr.
+  /// for u < count·slices, or the entire line when an operand was not finite, reading the flags
+  /// of gemmSplit for slice s = u / count at flagsA + s·flagsAStride and flagsB + s·flagsBStride
+  /// (3 for an operand split per slice, 0 for one shared operand); bias: count·slices elements or
+  /// lo == nullptr.
   void gemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
                   const double* flagsB, kernels::ConstIntervalSpan bias,
-                  const kernels::GemmFinish& finish, kernels::IntervalSpan out, std::int64_t count);
+                  const kernels::GemmFinish& finish, kernels::IntervalSpan out, std::int64_t count,
+                  std::int64_t slices = 1, std::int64_t flagsAStride = 0,
+                  std::int64_t flagsBStride = 0);
   /// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (leaves it alone otherwise).
   void flagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag);
   /// Waits until every launch and copy issued so far has finished.
@@ -144,7 +150,7 @@ class Device {
   virtual void doCopyOut(double* dst, const double* src, std::int64_t count) = 0;
   /// See gemm.
   virtual void doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-                      std::int64_t n, bool absolute) = 0;
+                      std::int64_t n, bool absolute, const kernels::GemmBatch& batch) = 0;
   /// See unary.
   virtual void doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
                        kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) = 0;
@@ -173,12 +179,13 @@ class Device {
                         std::int64_t n) = 0;
   /// See gemmSplit.
   virtual void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
-                           double* mag, double* flags) = 0;
+                           double* mag, double* flags, std::int64_t slices) = 0;
   /// See gemmFinish.
   virtual void doGemmFinish(const double* g1, const double* g2, const double* g4,
                             const double* flagsA, const double* flagsB,
                             kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
-                            kernels::IntervalSpan out, std::int64_t count) = 0;
+                            kernels::IntervalSpan out, std::int64_t count, std::int64_t slices,
+                            std::int64_t flagsAStride, std::int64_t flagsBStride) = 0;
   /// See flagNonFinite.
   virtual void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) = 0;
   /// See synchronize.

@@ -70,9 +70,9 @@ class DeviceBackend final : public Backend {
   /// Delegates to the wrapped backend.
   bool intervalGemm(kernels::ConstIntervalSpan a, kernels::ConstIntervalSpan b,
                     kernels::ConstIntervalSpan bias, std::int64_t m, std::int64_t k, std::int64_t n,
-                    Format in, const kernels::GemmFinish& finish,
+                    const kernels::GemmBatch& batch, Format in, const kernels::GemmFinish& finish,
                     kernels::IntervalSpan out) override {
-    return mInner->intervalGemm(a, b, bias, m, k, n, in, finish, out);
+    return mInner->intervalGemm(a, b, bias, m, k, n, batch, in, finish, out);
   }
   /// Delegates to the wrapped backend.
   bool layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,

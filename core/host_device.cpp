@@ -54,8 +54,9 @@ void HostDevice::doCopyOut(double* dst, const double* src, std::int64_t count) {
 }
 
 void HostDevice::doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-                        std::int64_t n, bool absolute) {
-  mKernels.gemm(a, b, c, m, k, n, absolute);
+                        std::int64_t n, bool absolute, const kernels::GemmBatch& batch) {
+  for (std::int64_t i = 0; i < batch.count; ++i)
+    mKernels.gemm(a + i * batch.aStride, b + i * batch.bStride, c + i * m * n, m, k, n, absolute);
 }
 
 void HostDevice::doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
@@ -104,36 +105,42 @@ void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, con
 }
 
 void HostDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
-                             double* mid, double* mag, double* flags) {
-  flags[0] = flags[1] = flags[2] = 0.0;
-  if (x.lo != x.hi) flags[0] = 1.0;
-  for (std::int64_t i = 0; i < count && flags[0] == 0.0; ++i)
-    if (!kernels::isFiniteValue(x.lo[i]) || !kernels::gemmRepresentable(x.lo[i], in))
-      flags[0] = 1.0;
-  for (std::int64_t i = 0; i < count; ++i) {
-    if (flags[0] == 0.0) {
-      mid[i] = x.lo[i];
-      mag[i] = std::fabs(x.lo[i]);
-      continue;
+                             double* mid, double* mag, double* flags, std::int64_t slices) {
+  for (std::int64_t s = 0; s < slices; ++s) {
+    double* f = flags + 3 * s;
+    const std::int64_t o = s * count;
+    f[0] = f[1] = f[2] = 0.0;
+    if (x.lo != x.hi) f[0] = 1.0;
+    for (std::int64_t i = o; i < o + count && f[0] == 0.0; ++i)
+      if (!kernels::isFiniteValue(x.lo[i]) || !kernels::gemmRepresentable(x.lo[i], in)) f[0] = 1.0;
+    for (std::int64_t i = o; i < o + count; ++i) {
+      if (f[0] == 0.0) {
+        mid[i] = x.lo[i];
+        mag[i] = std::fabs(x.lo[i]);
+        continue;
+      }
+      double m = 0.0, r = 0.0;
+      if (!kernels::gemmSplit(x.lo[i], x.hi[i], in, &m, &r)) {
+        f[1] = 1.0;
+        m = r = 0.0;
+      }
+      mid[i] = m;
+      mag[i] = add_up(std::fabs(m), r);
+      if (r != 0.0) f[2] = 1.0;
     }
-    double m = 0.0, r = 0.0;
-    if (!kernels::gemmSplit(x.lo[i], x.hi[i], in, &m, &r)) {
-      flags[1] = 1.0;
-      m = r = 0.0;
-    }
-    mid[i] = m;
-    mag[i] = add_up(std::fabs(m), r);
-    if (r != 0.0) flags[2] = 1.0;
   }
 }
 
 void HostDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
                               const double* flagsA, const double* flagsB,
                               kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
-                              kernels::IntervalSpan out, std::int64_t count) {
-  const bool finite = flagsA[1] == 0.0 && flagsB[1] == 0.0;
-  const bool points = flagsA[2] == 0.0 && flagsB[2] == 0.0;
-  for (std::int64_t u = 0; u < count; ++u) {
+                              kernels::IntervalSpan out, std::int64_t count, std::int64_t slices,
+                              std::int64_t flagsAStride, std::int64_t flagsBStride) {
+  for (std::int64_t u = 0; u < count * slices; ++u) {
+    const double* fa = flagsA + (u / count) * flagsAStride;
+    const double* fb = flagsB + (u / count) * flagsBStride;
+    const bool finite = fa[1] == 0.0 && fb[1] == 0.0;
+    const bool points = fa[2] == 0.0 && fb[2] == 0.0;
     const Interval e =
         finite ? kernels::gemmFinishElement(
                      g1[u], g2[u], points ? 0.0 : g4[u], points, finish, bias.lo != nullptr,

@@ -102,31 +102,42 @@ class HostKernelBackend final : public Backend {
   }
 
   bool intervalGemm(ConstIntervalSpan a, ConstIntervalSpan b, ConstIntervalSpan bias,
-                    std::int64_t m, std::int64_t k, std::int64_t n, Format in,
-                    const GemmFinish& finish, IntervalSpan out) override {
+                    std::int64_t m, std::int64_t k, std::int64_t n, const GemmBatch& batch,
+                    Format in, const GemmFinish& finish, IntervalSpan out) override {
     ++gemmCalls;
-    // The composition of ops::intervalGemm on spans: split (the untouched values of a point
-    // operand whose values are all finite and representable in `in`), three GEMMs, finish.
-    std::vector<double> midA, magA, midB, magB;
-    bool anyRadius = false;
-    const bool finite = splitOperand(a, m * k, in, midA, magA, anyRadius) &&
-                        splitOperand(b, k * n, in, midB, magB, anyRadius);
-    if (!finite) {
-      for (std::int64_t i = 0; i < m * n; ++i) put(out, i, entireInterval());
-      return true;
+    // The composition of ops::intervalGemm on spans, product by product: split (the untouched
+    // values of a point operand whose values are all finite and representable in `in`), three
+    // GEMMs, finish.
+    const std::int64_t mn = m * n;
+    for (std::int64_t p = 0; p < batch.count; ++p) {
+      const auto at = [](ConstIntervalSpan s, std::int64_t o) {
+        return ConstIntervalSpan{s.lo + o, s.hi + o};
+      };
+      const ConstIntervalSpan ap = at(a, p * batch.aStride), bp = at(b, p * batch.bStride);
+      const IntervalSpan op{out.lo + p * mn, out.hi + p * mn};
+      std::vector<double> midA, magA, midB, magB;
+      bool anyRadius = false;
+      const bool finite = splitOperand(ap, m * k, in, midA, magA, anyRadius) &&
+                          splitOperand(bp, k * n, in, midB, magB, anyRadius);
+      if (!finite) {
+        for (std::int64_t i = 0; i < mn; ++i) put(op, i, entireInterval());
+        continue;
+      }
+      std::vector<double> g1(static_cast<std::size_t>(mn)), g2(g1.size()), g4;
+      mCpu->gemm(midA.data(), midB.data(), g1.data(), m, k, n, false);
+      mCpu->gemm(midA.data(), midB.data(), g2.data(), m, k, n, true);
+      if (anyRadius) {
+        g4.resize(g1.size());
+        mCpu->gemm(magA.data(), magB.data(), g4.data(), m, k, n, false);
+      }
+      for (std::int64_t i = 0; i < mn; ++i) {
+        const std::int64_t u = p * mn + i;
+        put(op, i,
+            gemmFinishElement(g1[i], g2[i], anyRadius ? g4[i] : 0.0, !anyRadius, finish,
+                              bias.lo != nullptr,
+                              bias.lo ? Interval{bias.lo[u], bias.hi[u]} : Interval{0.0, 0.0}));
+      }
     }
-    std::vector<double> g1(static_cast<std::size_t>(m * n)), g2(g1.size()), g4;
-    mCpu->gemm(midA.data(), midB.data(), g1.data(), m, k, n, false);
-    mCpu->gemm(midA.data(), midB.data(), g2.data(), m, k, n, true);
-    if (anyRadius) {
-      g4.resize(g1.size());
-      mCpu->gemm(magA.data(), magB.data(), g4.data(), m, k, n, false);
-    }
-    for (std::int64_t i = 0; i < m * n; ++i)
-      put(out, i,
-          gemmFinishElement(g1[i], g2[i], anyRadius ? g4[i] : 0.0, !anyRadius, finish,
-                            bias.lo != nullptr,
-                            bias.lo ? Interval{bias.lo[i], bias.hi[i]} : Interval{0.0, 0.0}));
     return true;
   }
 

@@ -78,31 +78,40 @@ void CudaDevice::doCopyOut(double* dst, const double* src, std::int64_t count) {
 }
 
 void CudaDevice::doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-                        std::int64_t n, bool absolute) {
+                        std::int64_t n, bool absolute, const kernels::GemmBatch& batch) {
   const int mi = cublasDim(m, "m"), ki = cublasDim(k, "k"), ni = cublasDim(n, "n");
+  const int count = cublasDim(batch.count, "batch");
   if (m == 0 || n == 0) return;
   const cudaStream_t s = mImpl->current();
   if (k == 0) {
-    LB_CUDA_CHECK(cudaMemsetAsync(c, 0, bytesOf(m * n), s));
+    LB_CUDA_CHECK(cudaMemsetAsync(c, 0, bytesOf(batch.count * m * n), s));
     return;
   }
+  const std::int64_t aCount = kernels::GemmBatch::extent(batch.count, batch.aStride, m * k);
+  const std::int64_t bCount = kernels::GemmBatch::extent(batch.count, batch.bStride, k * n);
   const double* pa = a;
   const double* pb = b;
   double* absA = nullptr;
   double* absB = nullptr;
   if (absolute) {  // |A|·|B| on copies: device operands are values of the replay, never changed
-    absA = allocate(m * k);
-    absB = allocate(k * n);
-    launchAbs(a, absA, m * k, s);
-    launchAbs(b, absB, k * n, s);
+    absA = allocate(aCount);
+    absB = allocate(bCount);
+    launchAbs(a, absA, aCount, s);
+    launchAbs(b, absB, bCount, s);
     pa = absA;
     pb = absB;
   }
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: operands swapped, no transposition flags (as
-  // CudaBackend::gemm).
+  // CudaBackend::gemm); a batch is one strided-batched call (a stride of 0 shares the operand).
   const double one = 1.0, zero = 0.0;
-  LB_CUBLAS_CHECK(cublasDgemm(mImpl->resources.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one,
-                              pb, ni, pa, ki, &zero, c, ni));
+  if (count == 1)
+    LB_CUBLAS_CHECK(cublasDgemm(mImpl->resources.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki,
+                                &one, pb, ni, pa, ki, &zero, c, ni));
+  else
+    LB_CUBLAS_CHECK(cublasDgemmStridedBatched(
+        mImpl->resources.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, pb, ni,
+        static_cast<long long>(batch.bStride), pa, ki, static_cast<long long>(batch.aStride), &zero,
+        c, ni, static_cast<long long>(m * n), count));
   if (absolute) {
     free(absA);
     free(absB);
@@ -159,16 +168,17 @@ void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
 }
 
 void CudaDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
-                             double* mid, double* mag, double* flags) {
-  launchGemmSplit(x.lo, x.hi, count, in, mid, mag, flags, mImpl->current());
+                             double* mid, double* mag, double* flags, std::int64_t slices) {
+  launchGemmSplit(x.lo, x.hi, count, slices, in, mid, mag, flags, mImpl->current());
 }
 
 void CudaDevice::doGemmFinish(const double* g1, const double* g2, const double* g4,
                               const double* flagsA, const double* flagsB,
                               kernels::ConstIntervalSpan bias, const kernels::GemmFinish& finish,
-                              kernels::IntervalSpan out, std::int64_t count) {
-  launchGemmFinish(g1, g2, g4, flagsA, flagsB, bias.lo, bias.hi, finish, out.lo, out.hi, count,
-                   mImpl->current());
+                              kernels::IntervalSpan out, std::int64_t count, std::int64_t slices,
+                              std::int64_t flagsAStride, std::int64_t flagsBStride) {
+  launchGemmFinish(g1, g2, g4, flagsA, flagsB, flagsAStride, flagsBStride, bias.lo, bias.hi, finish,
+                   out.lo, out.hi, count, slices, mImpl->current());
 }
 
 void CudaDevice::doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) {

@@ -32,7 +32,7 @@ class CudaDevice final : public Device {
   void doCopyIn(double* dst, const double* src, std::int64_t count) override;
   void doCopyOut(double* dst, const double* src, std::int64_t count) override;
   void doGemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k,
-              std::int64_t n, bool absolute) override;
+              std::int64_t n, bool absolute, const kernels::GemmBatch& batch) override;
   void doUnary(kernels::UnaryOp op, const kernels::ElementwiseModel& model,
                kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t n) override;
   void doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
@@ -51,11 +51,12 @@ class CudaDevice final : public Device {
                 kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
                 std::int64_t n) override;
   void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
-                   double* mag, double* flags) override;
+                   double* mag, double* flags, std::int64_t slices) override;
   void doGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
                     const double* flagsB, kernels::ConstIntervalSpan bias,
                     const kernels::GemmFinish& finish, kernels::IntervalSpan out,
-                    std::int64_t count) override;
+                    std::int64_t count, std::int64_t slices, std::int64_t flagsAStride,
+                    std::int64_t flagsBStride) override;
   void doFlagNonFinite(kernels::ConstIntervalSpan x, std::int64_t n, double* flag) override;
   void doSynchronize() override;
 

@@ -77,41 +77,46 @@ __global__ void gatherKernel(const double* xlo, const double* xhi, const double*
   }
 }
 
-__global__ void gemmFlagsKernel(const double* xlo, const double* xhi, std::int64_t n, Format in,
-                                double* flags) {
-  // flags were zeroed; any thread that finds a reason sets "not direct" (benign race: all
-  // writers store 1).
+__global__ void gemmFlagsKernel(const double* xlo, const double* xhi, std::int64_t n,
+                                std::int64_t slice, Format in, double* flags) {
+  // flags were zeroed; any thread that finds a reason sets "not direct" of its slice (benign
+  // race: all writers store 1).
   for (std::int64_t i = firstIndex(); i < n; i += strideOf())
-    if (xlo != xhi || !isFiniteValue(xlo[i]) || !gemmRepresentable(xlo[i], in)) flags[0] = 1.0;
+    if (xlo != xhi || !isFiniteValue(xlo[i]) || !gemmRepresentable(xlo[i], in))
+      flags[3 * (i / slice)] = 1.0;
 }
 
-__global__ void gemmSplitKernel(const double* xlo, const double* xhi, std::int64_t n, Format in,
-                                double* mid, double* mag, double* flags) {
-  const bool direct = flags[0] == 0.0;
+__global__ void gemmSplitKernel(const double* xlo, const double* xhi, std::int64_t n,
+                                std::int64_t slice, Format in, double* mid, double* mag,
+                                double* flags) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
-    if (direct) {
+    double* f = flags + 3 * (i / slice);
+    if (f[0] == 0.0) {
       mid[i] = xlo[i];
       mag[i] = ::fabs(xlo[i]);
       continue;
     }
     double m = 0.0, r = 0.0;
     if (!gemmSplit(xlo[i], xhi[i], in, &m, &r)) {
-      flags[1] = 1.0;
+      f[1] = 1.0;
       m = r = 0.0;
     }
     mid[i] = m;
     mag[i] = add_up(::fabs(m), r);
-    if (r != 0.0) flags[2] = 1.0;
+    if (r != 0.0) f[2] = 1.0;
   }
 }
 
 __global__ void gemmFinishKernel(const double* g1, const double* g2, const double* g4,
-                                 const double* flagsA, const double* flagsB, const double* blo,
-                                 const double* bhi, GemmFinish finish, double* olo, double* ohi,
-                                 std::int64_t n) {
-  const bool finite = flagsA[1] == 0.0 && flagsB[1] == 0.0;
-  const bool points = flagsA[2] == 0.0 && flagsB[2] == 0.0;
+                                 const double* flagsA, const double* flagsB, std::int64_t fas,
+                                 std::int64_t fbs, const double* blo, const double* bhi,
+                                 GemmFinish finish, double* olo, double* ohi, std::int64_t n,
+                                 std::int64_t slice) {
   for (std::int64_t u = firstIndex(); u < n; u += strideOf()) {
+    const double* fa = flagsA + (u / slice) * fas;
+    const double* fb = flagsB + (u / slice) * fbs;
+    const bool finite = fa[1] == 0.0 && fb[1] == 0.0;
+    const bool points = fa[2] == 0.0 && fb[2] == 0.0;
     const Interval e =
         finite
             ? gemmFinishElement(g1[u], g2[u], points ? 0.0 : g4[u], points, finish, blo != nullptr,
@@ -367,22 +372,26 @@ void launchGather(const double* xlo, const double* xhi, const double* offsets, c
   LB_CUDA_CHECK_LAUNCH(gatherKernel);
 }
 
-void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, Format in,
-                     double* mid, double* mag, double* flags, cudaStream_t stream) {
-  LB_CUDA_CHECK(cudaMemsetAsync(flags, 0, 3 * sizeof(double), stream));
-  if (count <= 0) return;
-  gemmFlagsKernel<<<gridFor(count), kBlock, 0, stream>>>(xlo, xhi, count, in, flags);
+void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, std::int64_t slices,
+                     Format in, double* mid, double* mag, double* flags, cudaStream_t stream) {
+  LB_CUDA_CHECK(
+      cudaMemsetAsync(flags, 0, static_cast<std::size_t>(3 * slices) * sizeof(double), stream));
+  const std::int64_t n = count * slices;
+  if (n <= 0) return;
+  gemmFlagsKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, n, count, in, flags);
   LB_CUDA_CHECK_LAUNCH(gemmFlagsKernel);
-  gemmSplitKernel<<<gridFor(count), kBlock, 0, stream>>>(xlo, xhi, count, in, mid, mag, flags);
+  gemmSplitKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, n, count, in, mid, mag, flags);
   LB_CUDA_CHECK_LAUNCH(gemmSplitKernel);
 }
 
 void launchGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
-                      const double* flagsB, const double* blo, const double* bhi, GemmFinish finish,
-                      double* olo, double* ohi, std::int64_t count, cudaStream_t stream) {
-  if (count <= 0) return;
-  gemmFinishKernel<<<gridFor(count), kBlock, 0, stream>>>(g1, g2, g4, flagsA, flagsB, blo, bhi,
-                                                          finish, olo, ohi, count);
+                      const double* flagsB, std::int64_t flagsAStride, std::int64_t flagsBStride,
+                      const double* blo, const double* bhi, GemmFinish finish, double* olo,
+                      double* ohi, std::int64_t count, std::int64_t slices, cudaStream_t stream) {
+  const std::int64_t n = count * slices;
+  if (n <= 0) return;
+  gemmFinishKernel<<<gridFor(n), kBlock, 0, stream>>>(
+      g1, g2, g4, flagsA, flagsB, flagsAStride, flagsBStride, blo, bhi, finish, olo, ohi, n, count);
   LB_CUDA_CHECK_LAUNCH(gemmFinishKernel);
 }
 

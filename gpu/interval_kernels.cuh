@@ -59,16 +59,18 @@ void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t st
 /// out.hi may be out.lo (a point gather: both writes store the same value).
 void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
                   const double* fhi, double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
-/// Device::gemmSplit: flags[0..3) = {not direct, not finite, some radius}; mid and mag of each
-/// element (kernels::gemmSplit unless the point operand is used as it is).
-void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, Format in,
-                     double* mid, double* mag, double* flags, cudaStream_t stream);
-/// Device::gemmFinish: kernels::gemmFinishElement per element, entire when a flag says an
-/// operand was not finite; blo == nullptr: no bias.
+/// Device::gemmSplit: per slice s of `count` elements, flags[3s..3s+3) = {not direct, not
+/// finite, some radius}; mid and mag of each element (kernels::gemmSplit unless the point slice
+/// is used as it is).
+void launchGemmSplit(const double* xlo, const double* xhi, std::int64_t count, std::int64_t slices,
+                     Format in, double* mid, double* mag, double* flags, cudaStream_t stream);
+/// Device::gemmFinish: kernels::gemmFinishElement per element, entire when a flag of its slice
+/// (u / count; flags at s·flagsAStride, s·flagsBStride) says an operand was not finite;
+/// blo == nullptr: no bias.
 void launchGemmFinish(const double* g1, const double* g2, const double* g4, const double* flagsA,
-                      const double* flagsB, const double* blo, const double* bhi,
-                      kernels::GemmFinish finish, double* olo, double* ohi, std::int64_t count,
-                      cudaStream_t stream);
+                      const double* flagsB, std::int64_t flagsAStride, std::int64_t flagsBStride,
+                      const double* blo, const double* bhi, kernels::GemmFinish finish, double* olo,
+                      double* ohi, std::int64_t count, std::int64_t slices, cudaStream_t stream);
 /// Sets flag[0] = 1 when an endpoint of x[0..n) is not finite (Device::flagNonFinite).
 void launchFlagNonFinite(const double* xlo, const double* xhi, std::int64_t n, double* flag,
                          cudaStream_t stream);

@@ -66,4 +66,19 @@ struct IntervalSpan {
   double* hi = nullptr;
 };
 
+/// A batch of `count` products of one shape m×k · k×n (bmm, baddbmm, a broadcast matmul): the
+/// operand A of product i starts at element i·aStride, B at i·bStride (a stride of 0: one operand
+/// shared by every product), the result and the bias at i·m·n.
+struct GemmBatch {
+  std::int64_t count = 1;
+  std::int64_t aStride = 0;
+  std::int64_t bStride = 0;
+
+  /// Returns the elements an operand of `slice` elements spans with `stride`.
+  static constexpr std::int64_t extent(std::int64_t count, std::int64_t stride,
+                                       std::int64_t slice) {
+    return count <= 0 ? 0 : (count - 1) * stride + slice;
+  }
+};
+
 }  // namespace lossbound::kernels

@@ -58,6 +58,25 @@ struct MatmulPlan {
   Shape aBatch, bBatch, outBatch;
 };
 
+/// Returns the plan's products as a GemmBatch when every operand offset is its index times one
+/// stride per side (0 or one whole matrix); else a batch of count 0 (not offered).
+kernels::GemmBatch evenBatch(const MatmulPlan& p) {
+  kernels::GemmBatch b;
+  b.count = static_cast<std::int64_t>(p.aOff.size());
+  if (b.count > 1) {
+    b.aStride = p.aOff[1] - p.aOff[0];
+    b.bStride = p.bOff[1] - p.bOff[0];
+  }
+  const bool strides =
+      (b.aStride == 0 || b.aStride == p.m * p.k) && (b.bStride == 0 || b.bStride == p.k * p.n);
+  for (std::int64_t i = 0; i < b.count && strides; ++i)
+    if (p.aOff[static_cast<std::size_t>(i)] != i * b.aStride ||
+        p.bOff[static_cast<std::size_t>(i)] != i * b.bStride)
+      return kernels::GemmBatch{0, 0, 0};
+  if (!strides) b.count = 0;
+  return b;
+}
+
 MatmulPlan planMatmul(const OpArgs& args, const Shape& as, const Shape& bs) {
   if (as.empty() || bs.empty()) args.fail("matmul operands must have at least one dimension");
   MatmulPlan p;
@@ -189,12 +208,16 @@ std::vector<Tensor> MatmulRule::interval(const OpArgs& a, OpContext& ctx) const 
   const std::int64_t mn = p.m * p.n;
   const auto total = static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size()));
   std::vector<double> lo(total), hi(total);
-  // One product of whole operands: offered to the backend's intervalGemm hook (the same split
-  // and finishing bodies, kernels/interval_gemm.h), the bias broadcast through the gather hook,
-  // so that a device-resident replay keeps the product on the device.
+  // Products at evenly spaced offsets of whole operands (one product, bmm, baddbmm, a matmul
+  // broadcast over one side): offered to the backend's intervalGemm hook (the same split and
+  // finishing bodies, kernels/interval_gemm.h), the bias broadcast through the gather hook, so
+  // that a device-resident replay keeps the products on the device.
   const bool withBias = hasBias() && beta(a) != 0.0;
-  bool offer = ctx.backend.offersIntervalKernels() && p.aOff.size() == 1 && p.aOff[0] == 0 &&
-               p.bOff[0] == 0 && x.numel() == p.m * p.k && y.numel() == p.k * p.n && total > 0;
+  const kernels::GemmBatch batch = evenBatch(p);
+  bool offer = ctx.backend.offersIntervalKernels() && batch.count > 0 &&
+               x.numel() == kernels::GemmBatch::extent(batch.count, batch.aStride, p.m * p.k) &&
+               y.numel() == kernels::GemmBatch::extent(batch.count, batch.bStride, p.k * p.n) &&
+               total > 0;
   if (offer && withBias) {
     const Shape& bs = a.tensor(0).shape();
     offer = bs.size() <= p.outShape.size();
@@ -222,7 +245,7 @@ std::vector<Tensor> MatmulRule::interval(const OpArgs& a, OpContext& ctx) const 
         b ? kernels::ConstIntervalSpan{b->lo().data(), b->hi().data()}
           : kernels::ConstIntervalSpan{};
     if (ctx.backend.intervalGemm({x.lo().data(), x.hi().data()}, {y.lo().data(), y.hi().data()}, bs,
-                                 p.m, p.k, p.n, gm.in, fin, {lo.data(), hi.data()}))
+                                 p.m, p.k, p.n, batch, gm.in, fin, {lo.data(), hi.data()}))
       return {Tensor::interval(p.outShape, a.outSpec().dtype, std::move(lo), std::move(hi))};
   }
   std::vector<Interval> biasIv;

@@ -74,6 +74,7 @@ struct Call {
   kernels::GemmFinish gf;
   Format gin = Format::Fp64;
   std::int64_t gm = 0, gk = 0, gn = 0;
+  kernels::GemmBatch gb;
   bool log = false;
   std::int64_t n = 0, yCount = 0, rows = 0, cols = 0;
   std::vector<Source> in;
@@ -139,6 +140,7 @@ bool samePlan(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
         !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
         x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
         x.in.size() != y.in.size())
@@ -259,8 +261,12 @@ class RecordingBackend final : public Backend {
   }
 
   bool intervalGemm(ConstIntervalSpan a, ConstIntervalSpan b, ConstIntervalSpan bias,
-                    std::int64_t m, std::int64_t k, std::int64_t n, Format in,
-                    const kernels::GemmFinish& finish, IntervalSpan out) override {
+                    std::int64_t m, std::int64_t k, std::int64_t n, const kernels::GemmBatch& batch,
+                    Format in, const kernels::GemmFinish& finish, IntervalSpan out) override {
+    // The device splits each operand once or per product: strides of 0 or one whole matrix.
+    if (batch.count < 1 || (batch.aStride != 0 && batch.aStride != m * k) ||
+        (batch.bStride != 0 && batch.bStride != k * n))
+      return false;
     Call c;
     c.kind = HookKind::IntervalGemm;
     c.gf = finish;
@@ -268,8 +274,12 @@ class RecordingBackend final : public Backend {
     c.gm = m;
     c.gk = k;
     c.gn = n;
-    c.in = {resolve(a, m * k), resolve(b, k * n), resolve(bias, m * n)};
-    return record(std::move(c), {{out, m * n}});
+    c.gb = batch;
+    using kernels::GemmBatch;
+    c.in = {resolve(a, GemmBatch::extent(batch.count, batch.aStride, m * k)),
+            resolve(b, GemmBatch::extent(batch.count, batch.bStride, k * n)),
+            resolve(bias, batch.count * m * n)};
+    return record(std::move(c), {{out, batch.count * m * n}});
   }
 
   /// Returns the marker value of element i of an output whose first marker is `base`: not
@@ -625,21 +635,26 @@ struct ResidentEvaluator::Impl {
           device.gather(in[0], c.cols, in[1].lo, in[2], out[0], c.n);
           break;
         case HookKind::IntervalGemm: {
-          // Split both operands, three RN GEMMs (g4 always: whether it is needed is known on
-          // the device only), finish; the temporaries go with this scope.
+          // Split both operands (once, or per product when the batch strides through them),
+          // three strided-batched RN GEMMs (g4 always: whether it is needed is known on the
+          // device only), finish with each product's own flags; the temporaries go with this
+          // scope.
           const std::int64_t mk = c.gm * c.gk, kn = c.gk * c.gn, mn = c.gm * c.gn;
-          const auto midA = deviceArray(device, mk), magA = deviceArray(device, mk);
-          const auto midB = deviceArray(device, kn), magB = deviceArray(device, kn);
-          const auto flags = deviceArray(device, 6);
-          const auto g1 = deviceArray(device, mn), g2 = deviceArray(device, mn),
-                     g4 = deviceArray(device, mn);
-          device.gemmSplit(in[0], mk, c.gin, midA.get(), magA.get(), flags.get());
-          device.gemmSplit(in[1], kn, c.gin, midB.get(), magB.get(), flags.get() + 3);
-          device.gemm(midA.get(), midB.get(), g1.get(), c.gm, c.gk, c.gn, false);
-          device.gemm(midA.get(), midB.get(), g2.get(), c.gm, c.gk, c.gn, true);
-          device.gemm(magA.get(), magB.get(), g4.get(), c.gm, c.gk, c.gn, false);
-          device.gemmFinish(g1.get(), g2.get(), g4.get(), flags.get(), flags.get() + 3, in[2], c.gf,
-                            out[0], mn);
+          const std::int64_t count = c.gb.count;
+          const std::int64_t sa = c.gb.aStride == 0 ? 1 : count, sb = c.gb.bStride == 0 ? 1 : count;
+          const auto midA = deviceArray(device, sa * mk), magA = deviceArray(device, sa * mk);
+          const auto midB = deviceArray(device, sb * kn), magB = deviceArray(device, sb * kn);
+          const auto flags = deviceArray(device, 3 * (sa + sb));
+          const auto g1 = deviceArray(device, count * mn), g2 = deviceArray(device, count * mn),
+                     g4 = deviceArray(device, count * mn);
+          double* flagsB = flags.get() + 3 * sa;
+          device.gemmSplit(in[0], mk, c.gin, midA.get(), magA.get(), flags.get(), sa);
+          device.gemmSplit(in[1], kn, c.gin, midB.get(), magB.get(), flagsB, sb);
+          device.gemm(midA.get(), midB.get(), g1.get(), c.gm, c.gk, c.gn, false, c.gb);
+          device.gemm(midA.get(), midB.get(), g2.get(), c.gm, c.gk, c.gn, true, c.gb);
+          device.gemm(magA.get(), magB.get(), g4.get(), c.gm, c.gk, c.gn, false, c.gb);
+          device.gemmFinish(g1.get(), g2.get(), g4.get(), flags.get(), flagsB, in[2], c.gf, out[0],
+                            mn, count, sa > 1 ? 3 : 0, sb > 1 ? 3 : 0);
           break;
         }
       }

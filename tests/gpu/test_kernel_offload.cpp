@@ -146,6 +146,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.expand.default", {ref("b"), intList({7, 33})}},
       {"aten.mm.default", {ref("x"), ref("w")}},
       {"aten.addmm.default", {ref("v"), ref("x"), ref("w")}, false, true, 2},
+      // Batched products: one offer for the whole batch (bmm, baddbmm with its bias gather, a
+      // matmul whose right operand is shared by every product of the batch).
+      {"aten.bmm.default", {ref("X3"), ref("W3")}},
+      {"aten.baddbmm.default", {ref("v"), ref("X3"), ref("W3")}, false, true, 2},
+      {"aten.matmul.default", {ref("X3"), ref("w")}},
   };
   std::mt19937_64 rng(20261123);
   const lossbound::PrecisionModel precision;
@@ -163,6 +168,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor col = randomOperand(rng, 7, 1, c.positive).withDtype(dtype);
       const Tensor w = randomOperand(rng, 33, 5, c.positive).withDtype(dtype);
       const Tensor v = randomOperand(rng, 1, 5, c.positive).reshaped({5}).withDtype(dtype);
+      const Tensor x3 =
+          randomOperand(rng, 3 * 7, 33, c.positive).reshaped({3, 7, 33}).withDtype(dtype);
+      const Tensor w3 =
+          randomOperand(rng, 3 * 33, 5, c.positive).reshaped({3, 33, 5}).withDtype(dtype);
       lossbound::Node node;
       node.name = "node0";
       node.op = c.op;
@@ -173,6 +182,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "b") return bias;
         if (r.name == "w") return w;
         if (r.name == "v") return v;
+        if (r.name == "X3") return x3;
+        if (r.name == "W3") return w3;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.

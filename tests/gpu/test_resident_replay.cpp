@@ -15,10 +15,12 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -176,6 +178,7 @@ class TestResidentReplay : public QObject {
   void nonFiniteDeviceOperandRerunsOnTheHost();
   void devicePointersAreChecked();
   void valueDependentRulesStayOnTheHost();
+  void batchedProductsRunOnTheDevice();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
   void analysisKeepsPlansAcrossSteps();
@@ -586,6 +589,93 @@ void TestResidentReplay::valueDependentRulesStayOnTheHost() {
   QVERIFY(sameBits(ref.outputs.at("mask"), r.result.outputs.at("mask")));
   QCOMPARE(r.stats.nodesOnDevice, std::size_t{1});
   QCOMPARE(r.stats.nodesOnHost, std::size_t{1});
+}
+
+void TestResidentReplay::batchedProductsRunOnTheDevice() {
+  // bmm, baddbmm and a matmul broadcast over B run as one batched interval GEMM on the device.
+  // Slice 0 of m = x·x is exact (small integers: no radius), slices 1 and 2 are not: each
+  // product must decide on its own whether its operands are points, as the CPU rule does (one
+  // decision for the whole batch would give slice 0 other bits).
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [3, 4, 8], "dtype": "float32"},
+             {"name": "param:w", "shape": [3, 8, 5], "dtype": "float32"},
+             {"name": "param:v", "shape": [8, 5], "dtype": "float32"},
+             {"name": "param:c", "shape": [5], "dtype": "float32"}],
+  "nodes": [
+    {"name": "m", "op": "aten.mul.Tensor", "args": [{"ref": "batch:x"}, {"ref": "batch:x"}],
+     "kwargs": {}, "outputs": [{"shape": [3, 4, 8], "dtype": "float32"}]},
+    {"name": "b", "op": "aten.bmm.default", "args": [{"ref": "m"}, {"ref": "param:w"}],
+     "kwargs": {}, "outputs": [{"shape": [3, 4, 5], "dtype": "float32"}]},
+    {"name": "ab", "op": "aten.baddbmm.default",
+     "args": [{"ref": "param:c"}, {"ref": "m"}, {"ref": "param:w"}], "kwargs": {},
+     "outputs": [{"shape": [3, 4, 5], "dtype": "float32"}]},
+    {"name": "mv", "op": "aten.matmul.default", "args": [{"ref": "m"}, {"ref": "param:v"}],
+     "kwargs": {}, "outputs": [{"shape": [3, 4, 5], "dtype": "float32"}]},
+    {"name": "s1", "op": "aten.add.Tensor", "args": [{"ref": "b"}, {"ref": "ab"}], "kwargs": {},
+     "outputs": [{"shape": [3, 4, 5], "dtype": "float32"}]},
+    {"name": "s2", "op": "aten.add.Tensor", "args": [{"ref": "s1"}, {"ref": "mv"}], "kwargs": {},
+     "outputs": [{"shape": [3, 4, 5], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "s2"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "out", "ref": {"ref": "s2"}},
+              {"name": "b", "ref": {"ref": "b"}}]})",
+      "batched");
+  std::mt19937_64 rng(19);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto values = [&](std::size_t n, bool integers) {
+    std::vector<double> v(n);
+    for (double& e : v)
+      e = integers ? std::round(8.0 * u(rng))
+                   : static_cast<double>(static_cast<float>(u(rng) * 3.0));
+    return v;
+  };
+  std::vector<double> x = values(96, false);
+  const std::vector<double> slice0 = values(32, true);
+  std::copy(slice0.begin(), slice0.end(), x.begin());
+  const TensorMap in{{"batch:x", Tensor::point({3, 4, 8}, DType::Float32, x)},
+                     {"param:w", Tensor::point({3, 8, 5}, DType::Float32, values(120, false))},
+                     {"param:v", Tensor::point({8, 5}, DType::Float32, values(40, false))},
+                     {"param:c", Tensor::point({5}, DType::Float32, values(5, false))}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = {"out", "b"};
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  // The premise: slice 0 of m is a point, the others are not.
+  {
+    EvalOptions om = o;
+    const Program pm = parseProgram(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [3, 4, 8], "dtype": "float32"}],
+  "nodes": [{"name": "m", "op": "aten.mul.Tensor", "args": [{"ref": "batch:x"}, {"ref": "batch:x"}],
+     "kwargs": {}, "outputs": [{"shape": [3, 4, 8], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "m"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "m", "ref": {"ref": "m"}}]})",
+                                    "m");
+    om.outputs = {"m"};
+    const Tensor m = evaluate(pm, {{"batch:x", in.at("batch:x")}}, *cpu, om).outputs.at("m");
+    bool exact0 = true, exactRest = true;
+    for (std::int64_t i = 0; i < 96; ++i)
+      (i < 32 ? exact0 : exactRest) &=
+          m.lo()[static_cast<std::size_t>(i)] == m.hi()[static_cast<std::size_t>(i)];
+    QVERIFY(exact0);
+    QVERIFY(!exactRest);
+  }
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    const ResidentResult r = ev.evaluate(in, o);
+    for (const char* name : {"out", "b"})
+      QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+    std::string hostOps;
+    for (const auto& [op, n] : r.stats.hostOps) hostOps += " " + op;
+    QVERIFY2(r.stats.nodesOnHost == 0, qPrintable(QString::fromStdString(hostOps)));
+    QCOMPARE(r.stats.nodesOnDevice, std::size_t{6});
+    QCOMPARE(r.stats.device.gemms, std::int64_t{9});  // three batched GEMMs per product
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 void TestResidentReplay::cancellingFreesTheDevice() {
