@@ -35,10 +35,12 @@
 // Convolutions are linear in each operand: there are no kinks.
 
 #include "core/backend.h"
+#include "core/kernels/interval_gemm.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/conv_lowering.h"
 #include "core/ops/families.h"
 #include "core/ops/gemm.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/registry.h"
 
 #include <array>
@@ -109,9 +111,71 @@ Tensor pointProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
   return Tensor::point(s, t, std::move(out));
 }
 
+/// Returns product p computed through the backend's hooks, or nothing when the backend declines:
+/// the operands gathered through their index maps (one gather per operand, per product or once
+/// when every product reads the same block, as the weight of a forward convolution), the bias
+/// rows likewise, then one batched intervalGemm offer. The products of p tile its result in
+/// order (conv_lowering.h), so the batch's results are the result; each product is split and
+/// finished on its own, so the bits are intervalGemm's below.
+std::optional<Tensor> offerProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
+                                   DType t, const GemmModel& gm, Backend& be) {
+  if (!be.offersIntervalKernels()) return std::nullopt;
+  const Shape s = convProductShape(g, p);
+  std::vector<GatheredGemm> qs;
+  forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) { qs.push_back(q); });
+  if (qs.empty()) return std::nullopt;
+  const GatheredGemm& q0 = qs.front();
+  const std::int64_t mn = q0.m * q0.n, count = static_cast<std::int64_t>(qs.size());
+  bool sameA = true, sameB = true;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const GatheredGemm& q = qs[static_cast<std::size_t>(i)];
+    if (q.m != q0.m || q.k != q0.k || q.n != q0.n || q.outOff != i * mn ||
+        (q.biasRow0 >= 0) != (q0.biasRow0 >= 0))
+      return std::nullopt;
+    sameA = sameA && q.aIdx == q0.aIdx;
+    sameB = sameB && q.bIdx == q0.bIdx;
+  }
+  if (count * mn != numel(s) || mn == 0) return std::nullopt;
+  auto gather = [&](ConvSource src, bool same, std::int64_t rows, std::int64_t cols,
+                    const std::vector<std::int64_t> GatheredGemm::*idx) {
+    std::vector<std::int64_t> all;
+    for (const GatheredGemm& q : qs) {
+      all.insert(all.end(), (q.*idx).begin(), (q.*idx).end());
+      if (same) break;
+    }
+    const Tensor& x = ts.of(src);
+    const std::int64_t slices = same ? 1 : count;
+    return offerGather(be, x, all, Shape{slices, rows, cols}, x.dtype(), Interval{0.0, 0.0});
+  };
+  const auto A = gather(q0.a, sameA, q0.m, q0.k, &GatheredGemm::aIdx);
+  const auto B = A ? gather(q0.b, sameB, q0.k, q0.n, &GatheredGemm::bIdx) : std::nullopt;
+  if (!B) return std::nullopt;
+  std::optional<Tensor> bias;
+  if (q0.biasRow0 >= 0) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count * mn));
+    for (std::int64_t i = 0; i < count; ++i)
+      for (std::int64_t e = 0; e < mn; ++e)
+        rows[static_cast<std::size_t>(i * mn + e)] =
+            qs[static_cast<std::size_t>(i)].biasRow0 + e / q0.n;
+    bias = offerGather(be, *ts.bias, rows, Shape{count * mn}, ts.bias->dtype(), Interval{0.0, 0.0});
+    if (!bias) return std::nullopt;
+  }
+  std::vector<double> lo(static_cast<std::size_t>(count * mn)), hi(lo.size());
+  const kernels::GemmBatch batch{count, sameA ? 0 : q0.m * q0.k, sameB ? 0 : q0.k * q0.n};
+  const kernels::GemmFinish fin = intervalGemmFinish(q0.k, gm, bias.has_value(), 1.0, 1.0);
+  const kernels::ConstIntervalSpan bs =
+      bias ? kernels::ConstIntervalSpan{bias->lo().data(), bias->hi().data()}
+           : kernels::ConstIntervalSpan{};
+  if (!be.intervalGemm({A->lo().data(), A->hi().data()}, {B->lo().data(), B->hi().data()}, bs, q0.m,
+                       q0.k, q0.n, batch, gm.in, fin, {lo.data(), hi.data()}))
+    return std::nullopt;
+  return Tensor::interval(s, t, std::move(lo), std::move(hi));
+}
+
 /// Encloses every result of product p the candidate can produce (gemm.h's interval GEMM).
 Tensor intervalProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, DType t,
                        const GemmModel& gm, Backend& be) {
+  if (auto r = offerProduct(g, p, ts, t, gm, be)) return std::move(*r);
   const Shape s = convProductShape(g, p);
   std::vector<double> lo(static_cast<std::size_t>(numel(s))), hi(lo.size());
   std::vector<Interval> bias;

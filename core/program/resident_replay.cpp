@@ -396,7 +396,8 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
     plan.reason = "a GEMM on host-computed operands";
     return plan;
   }
-  for (const Tensor& t : results) {
+  for (std::size_t slot = 0; slot < results.size(); ++slot) {
+    const Tensor& t = results[slot];
     ResultMap r;
     r.shape = t.shape();
     r.dtype = t.dtype();
@@ -425,8 +426,10 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
       }
     if (!mapped) {
       // Data the rule made itself. Two fillings cannot show every value dependence (ne(x, -100)
-      // is all true for both), so only a node without tensor operands may have such a result.
-      if (!args.empty()) {
+      // is all true for both), so only a node without tensor operands may have such a result,
+      // or an output the trace holds as None (a masked-off gradient: nothing reads it).
+      const bool unread = slot < node.outputs.size() && node.outputs[slot].none;
+      if (!args.empty() && !unread) {
         plan.reason = "a result computed on the host from the operands";
         return plan;
       }

@@ -86,6 +86,25 @@ lossbound::IrValue intList(std::vector<std::int64_t> values) {
   return v;
 }
 
+lossbound::IrValue boolList(std::vector<bool> values) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::List;
+  for (bool x : values) {
+    lossbound::IrValue b;
+    b.kind = lossbound::IrValue::Kind::Bool;
+    b.boolValue = x;
+    v.list.push_back(b);
+  }
+  return v;
+}
+
+lossbound::IrValue boolean(bool x) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::Bool;
+  v.boolValue = x;
+  return v;
+}
+
 bool sameBits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.numel() != b.numel()) return false;
   for (std::int64_t i = 0; i < a.numel(); ++i) {
@@ -151,6 +170,22 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.bmm.default", {ref("X3"), ref("W3")}},
       {"aten.baddbmm.default", {ref("v"), ref("X3"), ref("W3")}, false, true, 2},
       {"aten.matmul.default", {ref("X3"), ref("w")}},
+      // Convolutions through the same hooks: im2col and weight gathers (per group), the bias
+      // rows, one batched product per lowered product (forward: 3 gathers + 1 product; backward:
+      // grad_input, grad_weight, grad_bias, 3 calls each). Input [2, 4, 5, 5], weight
+      // [6, 2, 3, 3], two groups, stride 1, padding 1.
+      {"aten.convolution.default",
+       {ref("I4"), ref("K4"), ref("B6"), intList({1}), intList({1}), intList({1}), boolean(false),
+        intList({0}), integer(2)},
+       false,
+       true,
+       4},
+      {"aten.convolution_backward.default",
+       {ref("G4"), ref("I4"), ref("K4"), intList({6}), intList({1}), intList({1}), intList({1}),
+        boolean(false), intList({0}), integer(2), boolList({true, true, true})},
+       false,
+       true,
+       9},
   };
   std::mt19937_64 rng(20261123);
   const lossbound::PrecisionModel precision;
@@ -172,6 +207,13 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
           randomOperand(rng, 3 * 7, 33, c.positive).reshaped({3, 7, 33}).withDtype(dtype);
       const Tensor w3 =
           randomOperand(rng, 3 * 33, 5, c.positive).reshaped({3, 33, 5}).withDtype(dtype);
+      const Tensor i4 =
+          randomOperand(rng, 2 * 4 * 5, 5, c.positive).reshaped({2, 4, 5, 5}).withDtype(dtype);
+      const Tensor k4 =
+          randomOperand(rng, 6 * 2 * 3, 3, c.positive).reshaped({6, 2, 3, 3}).withDtype(dtype);
+      const Tensor b6 = randomOperand(rng, 1, 6, c.positive).reshaped({6}).withDtype(dtype);
+      const Tensor g4 =
+          randomOperand(rng, 2 * 6 * 5, 5, c.positive).reshaped({2, 6, 5, 5}).withDtype(dtype);
       lossbound::Node node;
       node.name = "node0";
       node.op = c.op;
@@ -184,6 +226,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "v") return v;
         if (r.name == "X3") return x3;
         if (r.name == "W3") return w3;
+        if (r.name == "I4") return i4;
+        if (r.name == "K4") return k4;
+        if (r.name == "B6") return b6;
+        if (r.name == "G4") return g4;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.
@@ -191,7 +237,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       node.outputs.push_back({x.shape(), dtype});  // shape fixed below
       {
         const lossbound::OpArgs args(node, lookup);
-        node.outputs[0].shape = rule->point(args, cpuCtx).at(0).shape();
+        const auto points = rule->point(args, cpuCtx);
+        node.outputs.resize(points.size(), node.outputs[0]);
+        for (std::size_t k = 0; k < points.size(); ++k) node.outputs[k].shape = points[k].shape();
       }
       const lossbound::OpArgs args(node, lookup);
       const auto calls = [&] {
@@ -211,7 +259,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
                           (c.offered ? QStringLiteral(": the rule did not offer its work")
                                      : QStringLiteral(": an unsupported broadcast was offered"))));
       QCOMPARE(a.size(), b.size());
-      QVERIFY2(sameBits(a[0], b[0]), qPrintable(where + QStringLiteral(": bits differ")));
+      for (std::size_t k = 0; k < a.size(); ++k)
+        QVERIFY2(sameBits(a[k], b[k]),
+                 qPrintable(where + QStringLiteral(": bits differ (output %1)").arg(k)));
       offered += c.offered ? 1 : 0;
     }
   }
