@@ -133,6 +133,7 @@ LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Mul:
       return lossbound::mul(x, y);
     case BinaryOp::Div:
+    case BinaryOp::DivRecip:  // the exact value; binaryBody adds the reciprocal variant
       return lossbound::div(x, y);
     case BinaryOp::Min:
       return lossbound::min(x, y);
@@ -172,7 +173,12 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
 /// Encloses every value the candidate can store for op(a, b), a in x, b in y.
 LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
                                  const ElementwiseModel& model) {
-  return storeResult(binaryExact(op, x, y), model);
+  const Interval r = storeResult(binaryExact(op, x, y), model);
+  if (op != BinaryOp::DivRecip) return r;
+  // x · RN_c(1/y), stored: the hull with the true quotient covers both ways of dividing (the
+  // arithmetic rule ArithRule, core/ops/elementwise_ops.cpp).
+  const Interval inv = roundOutward(lossbound::div(Interval{1.0, 1.0}, y), model.compute);
+  return hull(r, storeResult(lossbound::mul(x, inv), model));
 }
 
 /// Encloses every value of format f that storing a value of x with round-to-nearest gives.

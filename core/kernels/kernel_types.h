@@ -30,10 +30,11 @@ enum class UnaryOp : int {
 /// Number of UnaryOp values (for tests and tables).
 inline constexpr int kUnaryOpCount = 15;
 
-/// Elementwise operations with two interval operands.
-enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max };
+/// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
+/// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor).
+enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max, DivRecip };
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 6;
+inline constexpr int kBinaryOpCount = 7;
 
 /// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
 /// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of

@@ -119,11 +119,11 @@ class ArithRule final : public OpRule {
     const double alpha = alphaOf(a);
     const Interval al = integral ? lossbound::point(alpha) : scalarEnclosure(alpha, f);
     const bool recip = divisorIsScalar(oy) && !integral;
-    // Offered to the backend when the arithmetic is one binary body: alpha 1, true division
-    // without the reciprocal variant (tests/gpu/test_kernel_offload checks bit-identity).
-    if (const auto k = kernelOf(); k && !integral && alpha == 1.0 && !recip)
-      if (auto r = offerBinary(ctx.backend, *k, {f, f, 0}, x, y,
-                               broadcastAll(a, {x.shape(), y.shape()}), t))
+    // Offered to the backend when the arithmetic is one binary body: alpha 1, true division or
+    // its reciprocal variant (tests/gpu/test_kernel_offload checks bit-identity).
+    if (const auto k = kernelOf(); k && !integral && alpha == 1.0)
+      if (auto r = offerBinary(ctx.backend, recip ? kernels::BinaryOp::DivRecip : *k, {f, f, 0}, x,
+                               y, broadcastAll(a, {x.shape(), y.shape()}), t))
         return {std::move(*r)};
     return {mapInterval2(a, x, y, t, [&](Interval p, Interval q) -> Interval {
       switch (mOp) {

@@ -79,7 +79,8 @@ const char* unaryName(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 const char* binaryName(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "min", "max"};
+  static const char* names[] = {"add", "sub", "mul", "div", "min", "max", "div_recip"};
+  static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
 
@@ -132,6 +133,7 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Mul:
       return mul(x, y);
     case BinaryOp::Div:
+    case BinaryOp::DivRecip:  // the true quotient; binaryBodiesMatchCpuPath adds x · RN(1/y)
       return div(x, y);
     case BinaryOp::Min:
       return min(x, y);
@@ -483,7 +485,13 @@ void TestKernelBodies::binaryBodiesMatchCpuPath() {
         const Interval x = xs[i], y = ys[(i * 7919) % ys.size()];
         const ElementwiseModel model{compute, store, 0};
         const Interval gpu = lossbound::kernels::binaryBody(op, x, y, model);
-        const Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
+        Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
+        if (op == BinaryOp::DivRecip)  // or x times the reciprocal rounded to the compute format
+          cpu = lossbound::hull(
+              cpu, lossbound::roundOutward(
+                       lossbound::mul(x, lossbound::roundOutward(
+                                             lossbound::div(Interval{1.0, 1.0}, y), compute)),
+                       store));
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("%1(%2, %3) store %4: kernel body %5, CPU %6")
                                .arg(binaryName(op), show(x), show(y))
@@ -566,9 +574,10 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
       {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},
       {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max}};
-  // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own).
+  // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
+  // BinaryOp::DivRecip is aten.div.Tensor with a 0-d divisor, checked below).
   QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 1);
-  QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount);
+  QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 1);
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the
   // rules that refuse operands outside their domain (log, sqrt, ... of an empty result).
@@ -670,6 +679,45 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   QCOMPARE(missing, withoutCpuRule);
   QCOMPARE(compared.size(),
            static_cast<qsizetype>(unaryOps.size() + binaryOps.size()) - withoutCpuRule.size());
+  using lossbound::Tensor;
+  // aten.div.Tensor by a 0-d divisor: the rule's hull with x · RN(1/y) is BinaryOp::DivRecip.
+  {
+    const lossbound::OpRule* div = lossbound::opRegistry().find("aten.div.Tensor");
+    QVERIFY(div);
+    const Tensor& x = general.first;
+    int divisors = 0;
+    for (std::int64_t j = 0; j < general.second.numel(); j += 97, ++divisors) {
+      const Interval yv = general.second.at(j);
+      if (yv.lo == 0.0 && yv.hi == 0.0) continue;  // refused by the rule: the quotient is empty
+      const Tensor y = Tensor::interval({}, lossbound::DType::Float32, {yv.lo}, {yv.hi});
+      lossbound::Node node;
+      node.name = "node0";
+      node.op = "aten.div.Tensor";
+      node.args = {ref("x"), ref("y")};
+      node.outputs.push_back({x.shape(), lossbound::DType::Float32});
+      const lossbound::OpArgs args(node, [&](const lossbound::ValueRef& r) -> const Tensor& {
+        return r.name == "x" ? x : y;
+      });
+      std::vector<Tensor> out;
+      try {
+        out = div->interval(args, ctx);
+      } catch (const std::exception& e) {
+        QFAIL(qPrintable(QStringLiteral("div by 0-d %1: %2").arg(show(yv), e.what())));
+      }
+      for (std::int64_t i = 0; i < x.numel(); ++i) {
+        const Interval g = lossbound::kernels::binaryBody(
+            BinaryOp::DivRecip, x.at(i), yv, ElementwiseModel{Format::Fp32, Format::Fp32, 0});
+        if (!sameBits(g, out[0].at(i)))
+          QFAIL(qPrintable(QStringLiteral("div by 0-d %1, element %2 (x %3): kernel body %4, CPU "
+                                          "rule %5")
+                               .arg(show(yv))
+                               .arg(i)
+                               .arg(show(x.at(i)), show(g), show(out[0].at(i)))));
+      }
+    }
+    QVERIFY(divisors > 20);
+    compared << QStringLiteral("aten.div.Tensor (0-d divisor)");
+  }
   qInfo("bit-identical to the CPU rules: %s", qPrintable(compared.join(' ')));
 }
 

@@ -149,10 +149,12 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sub.Tensor", {ref("x"), ref("y")}},
       {"aten.mul.Tensor", {ref("x"), ref("y")}},
       {"aten.div.Tensor", {ref("x"), ref("y")}},
-      {"aten.mul.Tensor", {ref("x"), ref("s")}},  // a one-element tensor broadcast
-      {"aten.add.Tensor", {ref("x"), ref("b")}},  // a bias row [33] over [7, 33]
-      {"aten.add.Tensor", {ref("b"), ref("x")}},  // the same, swapped (add commutes)
-      {"aten.mul.Tensor", {ref("b"), ref("x")}},  // mul commutes too
+      {"aten.mul.Tensor", {ref("x"), ref("s")}},     // a one-element tensor broadcast
+      {"aten.div.Tensor", {ref("x"), ref("z")}},     // a 0-d divisor: the reciprocal variant too
+      {"aten.div.Scalar", {ref("x"), number(0.3)}},  // a Python scalar divisor likewise
+      {"aten.add.Tensor", {ref("x"), ref("b")}},     // a bias row [33] over [7, 33]
+      {"aten.add.Tensor", {ref("b"), ref("x")}},     // the same, swapped (add commutes)
+      {"aten.mul.Tensor", {ref("b"), ref("x")}},     // mul commutes too
       {"aten.div.Tensor", {ref("x"), ref("b")}},
       {"aten.sub.Tensor", {ref("b"), ref("x")}, false, false},  // no swap for sub
       {"aten.add.Tensor", {ref("x"), ref("c")}, false, false},  // a column [7, 1]: not leading
@@ -199,6 +201,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor x = randomOperand(rng, 7, 33, c.positive).withDtype(dtype);
       const Tensor y = randomOperand(rng, 7, 33, c.positive).withDtype(dtype);
       const Tensor s = randomOperand(rng, 1, 1, c.positive).withDtype(dtype);
+      const Tensor z = randomOperand(rng, 1, 1, c.positive).reshaped({}).withDtype(dtype);
       const Tensor bias = randomOperand(rng, 1, 33, c.positive).reshaped({33}).withDtype(dtype);
       const Tensor col = randomOperand(rng, 7, 1, c.positive).withDtype(dtype);
       const Tensor w = randomOperand(rng, 33, 5, c.positive).withDtype(dtype);
@@ -230,6 +233,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "K4") return k4;
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;
+        if (r.name == "z") return z;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.
