@@ -74,36 +74,27 @@ lossbound::IrValue integer(std::int64_t x) {
   return v;
 }
 
-lossbound::IrValue intList(std::vector<std::int64_t> values) {
-  lossbound::IrValue v;
-  v.kind = lossbound::IrValue::Kind::List;
-  for (std::int64_t x : values) {
-    lossbound::IrValue i;
-    i.kind = lossbound::IrValue::Kind::Int;
-    i.intValue = x;
-    v.list.push_back(i);
-  }
-  return v;
-}
-
-lossbound::IrValue boolList(std::vector<bool> values) {
-  lossbound::IrValue v;
-  v.kind = lossbound::IrValue::Kind::List;
-  for (bool x : values) {
-    lossbound::IrValue b;
-    b.kind = lossbound::IrValue::Kind::Bool;
-    b.boolValue = x;
-    v.list.push_back(b);
-  }
-  return v;
-}
-
 lossbound::IrValue boolean(bool x) {
   lossbound::IrValue v;
   v.kind = lossbound::IrValue::Kind::Bool;
   v.boolValue = x;
   return v;
 }
+
+/// Returns the IR list of make(x) for every x of values.
+template <typename T, typename Make>
+lossbound::IrValue listOf(const std::vector<T>& values, Make make) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::List;
+  for (const T& x : values) v.list.push_back(make(x));
+  return v;
+}
+
+lossbound::IrValue intList(const std::vector<std::int64_t>& values) {
+  return listOf(values, integer);
+}
+
+lossbound::IrValue boolList(const std::vector<bool>& values) { return listOf(values, boolean); }
 
 bool sameBits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.numel() != b.numel()) return false;
