@@ -17,6 +17,7 @@ class Device;  // core/device.h
 namespace kernels {
 struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
+struct BatchNormModel;  // core/kernels/batch_norm_row.h
 struct GemmFinish;      // core/kernels/interval_gemm.h
 }  // namespace kernels
 
@@ -115,6 +116,21 @@ class Backend {
                              kernels::ConstIntervalSpan /*x*/,
                              kernels::ConstIntervalSpan /*weight: lo == nullptr for None*/,
                              kernels::ConstIntervalSpan /*bias: lo == nullptr for None*/,
+                             kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
+                             kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
+                             std::int64_t /*cols*/) {
+    return false;
+  }
+
+  /// For each row r of x[rows×cols] (one channel of a batch norm, gathered):
+  /// kernels::batchNormRow with weight[r], bias[r], runningMean[r], runningVar[r] (read in eval
+  /// only) → out row r, mean[r], rstd[r].
+  virtual bool batchNormRows(const kernels::BatchNormModel& /*model*/,
+                             kernels::ConstIntervalSpan /*x*/,
+                             kernels::ConstIntervalSpan /*weight: rows, lo == nullptr for None*/,
+                             kernels::ConstIntervalSpan /*bias: rows, lo == nullptr for None*/,
+                             kernels::ConstIntervalSpan /*runningMean: rows, or lo == nullptr*/,
+                             kernels::ConstIntervalSpan /*runningVar: rows, or lo == nullptr*/,
                              kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
                              kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
                              std::int64_t /*cols*/) {

@@ -159,6 +159,24 @@ void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const dou
   ++mCounters.launches;
 }
 
+void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                           kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                           kernels::ConstIntervalSpan runningMean,
+                           kernels::ConstIntervalSpan runningVar, kernels::IntervalSpan out,
+                           kernels::IntervalSpan mean, kernels::IntervalSpan rstd,
+                           std::int64_t rows, std::int64_t cols) {
+  check(x, rows * cols, "batch-norm operand");
+  if (weight.lo) check(weight, rows, "batch-norm weight");
+  if (bias.lo) check(bias, rows, "batch-norm bias");
+  if (runningMean.lo) check(runningMean, rows, "batch-norm running mean");
+  if (runningVar.lo) check(runningVar, rows, "batch-norm running var");
+  check(out, rows * cols, "batch-norm result");
+  check(mean, rows, "batch-norm mean");
+  check(rstd, rows, "batch-norm rstd");
+  doBatchNormRows(model, x, weight, bias, runningMean, runningVar, out, mean, rstd, rows, cols);
+  ++mCounters.launches;
+}
+
 void Device::gemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
                        double* mag, double* flags, std::int64_t slices) {
   if (slices < 1) throw std::logic_error("gemmSplit: at least one slice");

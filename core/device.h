@@ -25,6 +25,7 @@ namespace lossbound {
 namespace kernels {
 struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
+struct BatchNormModel;  // core/kernels/batch_norm_row.h
 struct GemmFinish;      // core/kernels/interval_gemm.h
 }  // namespace kernels
 
@@ -105,6 +106,13 @@ class Device {
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                      kernels::IntervalSpan out, kernels::IntervalSpan mean,
                      kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols);
+  /// kernels::batchNormRow per row with weight[r], bias[r] (Backend::batchNormRows; lo ==
+  /// nullptr for None).
+  void batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                     kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                     kernels::ConstIntervalSpan runningMean, kernels::ConstIntervalSpan runningVar,
+                     kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                     kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols);
   /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[0], for i < n (Backend::gather; x
   /// has xCount elements, offsets are exact integers stored as doubles, fill is one element in
   /// device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
@@ -173,6 +181,13 @@ class Device {
                                kernels::IntervalSpan out, kernels::IntervalSpan mean,
                                kernels::IntervalSpan rstd, std::int64_t rows,
                                std::int64_t cols) = 0;
+  /// See batchNormRows.
+  virtual void doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                               kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                               kernels::ConstIntervalSpan runningMean,
+                               kernels::ConstIntervalSpan runningVar, kernels::IntervalSpan out,
+                               kernels::IntervalSpan mean, kernels::IntervalSpan rstd,
+                               std::int64_t rows, std::int64_t cols) = 0;
   /// See gather.
   virtual void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
                         kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,

@@ -75,6 +75,15 @@ class DeviceBackend final : public Backend {
     return mInner->intervalGemm(a, b, bias, m, k, n, batch, in, finish, out);
   }
   /// Delegates to the wrapped backend.
+  bool batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                     kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                     kernels::ConstIntervalSpan runningMean, kernels::ConstIntervalSpan runningVar,
+                     kernels::IntervalSpan out, kernels::IntervalSpan mean,
+                     kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
+    return mInner->batchNormRows(model, x, weight, bias, runningMean, runningVar, out, mean, rstd,
+                                 rows, cols);
+  }
+  /// Delegates to the wrapped backend.
   bool layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                      kernels::IntervalSpan out, kernels::IntervalSpan mean,

@@ -104,6 +104,19 @@ void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, con
   mKernels.gather(x, xCount, offsets, fill, out, n);
 }
 
+void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                                 kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                                 kernels::ConstIntervalSpan runningMean,
+                                 kernels::ConstIntervalSpan runningVar, kernels::IntervalSpan out,
+                                 kernels::IntervalSpan mean, kernels::IntervalSpan rstd,
+                                 std::int64_t rows, std::int64_t cols) {
+  mKernels.batchNormRows(model, x, weight, bias, runningMean, runningVar, out, mean, rstd, rows,
+                         cols);
+  nanToEntire(out, rows * cols);
+  nanToEntire(mean, rows);
+  nanToEntire(rstd, rows);
+}
+
 void HostDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
                              double* mid, double* mag, double* flags, std::int64_t slices) {
   for (std::int64_t s = 0; s < slices; ++s) {

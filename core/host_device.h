@@ -48,6 +48,12 @@ class HostDevice final : public Device {
                        kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                        kernels::IntervalSpan out, kernels::IntervalSpan mean,
                        kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override;
+  void doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                       kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                       kernels::ConstIntervalSpan runningMean,
+                       kernels::ConstIntervalSpan runningVar, kernels::IntervalSpan out,
+                       kernels::IntervalSpan mean, kernels::IntervalSpan rstd, std::int64_t rows,
+                       std::int64_t cols) override;
   void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
                 kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
                 std::int64_t n) override;

@@ -10,6 +10,7 @@
 // rules too; HostDevice (core/host_device.h) runs its launches through these methods.
 
 #include "core/backend.h"
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
@@ -83,6 +84,27 @@ class HostKernelBackend final : public Backend {
       Interval m, s;
       layerNormRow(x.lo + r * cols, x.hi + r * cols, cols, weight.lo, weight.hi, bias.lo, bias.hi,
                    model, out.lo + r * cols, out.hi + r * cols, &m, &s);
+      put(mean, r, m);
+      put(rstd, r, s);
+    }
+    return true;
+  }
+
+  bool batchNormRows(const BatchNormModel& model, ConstIntervalSpan x, ConstIntervalSpan weight,
+                     ConstIntervalSpan bias, ConstIntervalSpan runningMean,
+                     ConstIntervalSpan runningVar, IntervalSpan out, IntervalSpan mean,
+                     IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const Interval w = weight.lo ? Interval{weight.lo[r], weight.hi[r]} : Interval{};
+      const Interval b = bias.lo ? Interval{bias.lo[r], bias.hi[r]} : Interval{};
+      const Interval rm =
+          runningMean.lo ? Interval{runningMean.lo[r], runningMean.hi[r]} : Interval{};
+      const Interval rv = runningVar.lo ? Interval{runningVar.lo[r], runningVar.hi[r]} : Interval{};
+      Interval m, s;
+      batchNormRow(x.lo + r * cols, x.hi + r * cols, cols, weight.lo ? &w : nullptr,
+                   bias.lo ? &b : nullptr, rm, rv, model, out.lo + r * cols, out.hi + r * cols, &m,
+                   &s);
       put(mean, r, m);
       put(rstd, r, s);
     }

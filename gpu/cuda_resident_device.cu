@@ -167,6 +167,21 @@ void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
   launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, out.lo, out.hi, n, mImpl->current());
 }
 
+void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
+                                 kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
+                                 kernels::ConstIntervalSpan runningMean,
+                                 kernels::ConstIntervalSpan runningVar, kernels::IntervalSpan out,
+                                 kernels::IntervalSpan mean, kernels::IntervalSpan rstd,
+                                 std::int64_t rows, std::int64_t cols) {
+  const cudaStream_t s = mImpl->current();
+  launchBatchNormRows(model, x.lo, x.hi, weight.lo, weight.hi, bias.lo, bias.hi, runningMean.lo,
+                      runningMean.hi, runningVar.lo, runningVar.hi, out.lo, out.hi, mean.lo,
+                      mean.hi, rstd.lo, rstd.hi, rows, cols, s);
+  launchNanToEntire(out.lo, out.hi, rows * cols, s);
+  launchNanToEntire(mean.lo, mean.hi, rows, s);
+  launchNanToEntire(rstd.lo, rstd.hi, rows, s);
+}
+
 void CudaDevice::doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in,
                              double* mid, double* mag, double* flags, std::int64_t slices) {
   launchGemmSplit(x.lo, x.hi, count, slices, in, mid, mag, flags, mImpl->current());

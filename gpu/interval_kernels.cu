@@ -358,6 +358,45 @@ void launchLayerNormRows(const LayerNormModel& model, const double* xlo, const d
   LB_CUDA_CHECK_LAUNCH(layerNormRowsKernel);
 }
 
+// ---- Batch norm rows (one gathered channel per row) ------------------------------------------
+// One thread per row, as layer norm: the body's operations in the CPU rule's order, the same bits.
+namespace {
+__global__ void batchNormRowsKernel(BatchNormModel model, const double* xlo, const double* xhi,
+                                    const double* wlo, const double* whi, const double* blo,
+                                    const double* bhi, const double* rmlo, const double* rmhi,
+                                    const double* rvlo, const double* rvhi, double* olo,
+                                    double* ohi, double* mlo, double* mhi, double* rlo, double* rhi,
+                                    std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = firstIndex(); r < rows; r += strideOf()) {
+    const std::int64_t o = r * cols;
+    const Interval w = wlo ? Interval{wlo[r], whi[r]} : Interval{};
+    const Interval b = blo ? Interval{blo[r], bhi[r]} : Interval{};
+    const Interval rm = rmlo ? Interval{rmlo[r], rmhi[r]} : Interval{};
+    const Interval rv = rvlo ? Interval{rvlo[r], rvhi[r]} : Interval{};
+    Interval mean{}, rstd{};
+    batchNormRow(xlo + o, xhi + o, cols, wlo ? &w : nullptr, blo ? &b : nullptr, rm, rv, model,
+                 olo + o, ohi + o, &mean, &rstd);
+    mlo[r] = mean.lo;
+    mhi[r] = mean.hi;
+    rlo[r] = rstd.lo;
+    rhi[r] = rstd.hi;
+  }
+}
+}  // namespace
+
+void launchBatchNormRows(const BatchNormModel& model, const double* xlo, const double* xhi,
+                         const double* wlo, const double* whi, const double* blo, const double* bhi,
+                         const double* rmlo, const double* rmhi, const double* rvlo,
+                         const double* rvhi, double* olo, double* ohi, double* mlo, double* mhi,
+                         double* rlo, double* rhi, std::int64_t rows, std::int64_t cols,
+                         cudaStream_t stream) {
+  if (rows <= 0) return;
+  batchNormRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, xlo, xhi, wlo, whi, blo, bhi,
+                                                            rmlo, rmhi, rvlo, rvhi, olo, ohi, mlo,
+                                                            mhi, rlo, rhi, rows, cols);
+  LB_CUDA_CHECK_LAUNCH(batchNormRowsKernel);
+}
+
 void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   nanToEntireKernel<<<gridFor(n), kBlock, 0, stream>>>(olo, ohi, n);

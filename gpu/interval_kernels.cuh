@@ -4,6 +4,7 @@
 // with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
@@ -84,5 +85,15 @@ void launchLayerNormRows(const kernels::LayerNormModel& model, const double* xlo
                          const double* wlo, const double* whi, const double* blo, const double* bhi,
                          double* olo, double* ohi, double* mlo, double* mhi, double* rlo,
                          double* rhi, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+
+/// Per row r of x[rows×cols] (a gathered batch-norm channel): batchNormRow with weight[r],
+/// bias[r] and the running statistics rm[r], rv[r] → out[r·cols ..), mean[r], rstd[r] (one
+/// thread per row, as layer norm); wlo, blo, rmlo, rvlo may be nullptr (None).
+void launchBatchNormRows(const kernels::BatchNormModel& model, const double* xlo, const double* xhi,
+                         const double* wlo, const double* whi, const double* blo, const double* bhi,
+                         const double* rmlo, const double* rmhi, const double* rvlo,
+                         const double* rvhi, double* olo, double* ohi, double* mlo, double* mhi,
+                         double* rlo, double* rhi, std::int64_t rows, std::int64_t cols,
+                         cudaStream_t stream);
 
 }  // namespace lossbound::gpu

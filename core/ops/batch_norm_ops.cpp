@@ -67,12 +67,14 @@
 // rule on the exact point inputs (ops::norm::localErrorFromInterval).
 
 #include "core/backend.h"
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/channel_norm_support.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/random_arith.h"
@@ -81,7 +83,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace lossbound {
 
@@ -257,6 +261,51 @@ void bnForwardFormula(const D& d, const BnArgs& ba, bool statsOut,
 
 // ---------------------------------------------------------------------------------------------
 
+/// Returns a forward (out, save_mean, save_invstd) computed through the backend's hooks,
+/// or nothing when it declines: the channels gathered into rows through an index map,
+/// Backend::batchNormRows (kernels::batchNormRow per row, the body the host loop below runs), the
+/// rows gathered back into x's layout. The same bits as the host loop.
+std::optional<std::vector<Tensor>> offerRows(const OpArgs& a, const BnArgs& ba, const Shape& ss,
+                                             const kernels::BatchNormModel& bn, Backend& be) {
+  const BnLayout& l = ba.l;
+  const std::int64_t n = l.n(), rows = l.channels;
+  if (!be.offersIntervalKernels() || n == 0 || rows == 0 || (numel(ss) != rows && numel(ss) != 0) ||
+      (!ba.training && (!ba.rm || !ba.rv)))
+    return std::nullopt;
+  std::vector<std::int64_t> toRows(static_cast<std::size_t>(rows * n)),
+      back(static_cast<std::size_t>(rows * n));
+  for (std::int64_t ch = 0; ch < rows; ++ch)
+    for (std::int64_t k = 0; k < n; ++k) {
+      toRows[static_cast<std::size_t>(ch * n + k)] = l.at(ch, k);
+      back[static_cast<std::size_t>(l.at(ch, k))] = ch * n + k;
+    }
+  const auto x = offerGather(be, *ba.x, toRows, Shape{rows, n}, ba.x->dtype(), Interval{0.0, 0.0});
+  if (!x) return std::nullopt;
+  const auto r = static_cast<std::size_t>(rows);
+  std::vector<double> olo(r * static_cast<std::size_t>(n)), ohi(olo.size()), mlo(r), mhi(r), rlo(r),
+      rhi(r);
+  auto spanOf = [](const Tensor* t) {
+    return t ? kernels::ConstIntervalSpan{t->lo().data(), t->hi().data()}
+             : kernels::ConstIntervalSpan{};
+  };
+  if (!be.batchNormRows(bn, spanOf(&*x), spanOf(ba.w), spanOf(ba.b),
+                        ba.training ? kernels::ConstIntervalSpan{} : spanOf(ba.rm),
+                        ba.training ? kernels::ConstIntervalSpan{} : spanOf(ba.rv),
+                        {olo.data(), ohi.data()}, {mlo.data(), mhi.data()},
+                        {rlo.data(), rhi.data()}, rows, n))
+    return std::nullopt;
+  const Tensor outRows =
+      Tensor::interval(Shape{rows, n}, a.outSpec(0).dtype, std::move(olo), std::move(ohi));
+  auto out = offerGather(be, outRows, back, ba.x->shape(), a.outSpec(0).dtype, Interval{0.0, 0.0});
+  if (!out) return std::nullopt;
+  if (numel(ss) == 0)  // eval on PyTorch's CPU: save_mean and save_invstd are empty
+    return std::vector<Tensor>{std::move(*out), Tensor::interval(ss, a.outSpec(1).dtype, {}, {}),
+                               Tensor::interval(ss, a.outSpec(2).dtype, {}, {})};
+  return std::vector<Tensor>{
+      std::move(*out), Tensor::interval(ss, a.outSpec(1).dtype, std::move(mlo), std::move(mhi)),
+      Tensor::interval(ss, a.outSpec(2).dtype, std::move(rlo), std::move(rhi))};
+}
+
 class BatchNormForwardRule final : public OpRule {
  public:
   explicit BatchNormForwardRule(BnVariant v) : mVariant(v) {}
@@ -287,6 +336,9 @@ class BatchNormForwardRule final : public OpRule {
     std::vector<Interval> out(static_cast<std::size_t>(ba.x->numel())), mean(cs), rstd(cs),
         newMean(cs), newVar(cs);
     const kernels::RowMomentsModel model{c, ba.eps, modelUlps(LibmFn::Rsqrt, c), stat};
+    const kernels::BatchNormModel bn{model, sOut, sMean, sRstd, ba.training};
+    if (!ba.functional)
+      if (auto r = offerRows(a, ba, ss, bn, ctx.backend)) return std::move(*r);
     // Running statistics: momentum m and 1 − m as the kernels read them (Python doubles, or
     // 1 − m computed in c).
     const Interval mom = scalarEnclosure(ba.momentum, c);
@@ -297,48 +349,23 @@ class BatchNormForwardRule final : public OpRule {
           chi(xlo.size());
       for (std::int64_t ch = begin; ch < end; ++ch) {
         const auto cu = static_cast<std::size_t>(ch);
-        AffineChannel aff;
-        aff.hasWeight = ba.w != nullptr;
-        aff.hasBias = ba.b != nullptr;
-        if (ba.w) aff.weight = ba.w->at(ch);
-        if (ba.b) aff.bias = ba.b->at(ch);
-        kernels::RowMoments mo{};
-        double e = 0.0;
-        if (ba.training) {
-          for (std::int64_t k = 0; k < n; ++k) {
-            const Interval v = ba.x->at(l.at(ch, k));
-            xlo[static_cast<std::size_t>(k)] = v.lo;
-            xhi[static_cast<std::size_t>(k)] = v.hi;
-          }
-          mo = kernels::rowMoments(xlo.data(), xhi.data(), n, model, clo.data(), chi.data());
-          if (!mo.bounded) {
-            for (std::int64_t k = 0; k < n; ++k)
-              out[static_cast<std::size_t>(l.at(ch, k))] = entireInterval();
-            mean[cu] = rstd[cu] = newMean[cu] = newVar[cu] = entireInterval();
-            continue;
-          }
-          e = mo.meanError;
-          aff.mean = mo.mean;
-          aff.rstd = hull(mo.rstd, roundOutward(mo.rstd, stat));
-          mean[cu] = roundOutward(mo.mean, sMean);
-          rstd[cu] = roundOutward(mo.rstd, sRstd);
-        } else {
-          aff.mean = ba.rm->at(ch);
-          const Interval r = rsqrtEnclosure(ba.rv->at(ch), ba.eps, c);
-          aff.rstd = hull(r, roundOutward(r, stat));
-          mean[cu] = roundOutward(aff.mean, sMean);
-          rstd[cu] = roundOutward(r, sRstd);
-        }
+        const Interval wc = ba.w ? ba.w->at(ch) : Interval{}, bc = ba.b ? ba.b->at(ch) : Interval{};
+        // The channel's row through the body a device runs too (kernels/batch_norm_row.h).
         for (std::int64_t k = 0; k < n; ++k) {
-          const auto i = static_cast<std::size_t>(l.at(ch, k));
-          const Interval xi = ba.x->at(l.at(ch, k));
-          // x − μ̂ for every used μ̂: the exact centred value ± the mean error (training), or
-          // x − running_mean (independent inputs).
-          const Interval centred = ba.training
-                                       ? Interval{sub_down(clo[static_cast<std::size_t>(k)], e),
-                                                  add_up(chi[static_cast<std::size_t>(k)], e)}
-                                       : lossbound::sub(xi, aff.mean);
-          out[i] = roundOutward(affineEnclosure(xi, centred, aff, c, stat), sOut);
+          const Interval v = ba.x->at(l.at(ch, k));
+          xlo[static_cast<std::size_t>(k)] = v.lo;
+          xhi[static_cast<std::size_t>(k)] = v.hi;
+        }
+        const kernels::RowMoments mo = kernels::batchNormRow(
+            xlo.data(), xhi.data(), n, ba.w ? &wc : nullptr, ba.b ? &bc : nullptr,
+            ba.rm ? ba.rm->at(ch) : Interval{}, ba.rv ? ba.rv->at(ch) : Interval{}, bn, clo.data(),
+            chi.data(), &mean[cu], &rstd[cu]);
+        for (std::int64_t k = 0; k < n; ++k)
+          out[static_cast<std::size_t>(l.at(ch, k))] =
+              Interval{clo[static_cast<std::size_t>(k)], chi[static_cast<std::size_t>(k)]};
+        if (ba.training && !mo.bounded) {
+          newMean[cu] = newVar[cu] = entireInterval();
+          continue;
         }
         if (ba.functional) {
           if (!ba.training) {

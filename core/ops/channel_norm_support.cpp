@@ -1,5 +1,6 @@
 #include "core/ops/channel_norm_support.h"
 
+#include "core/kernels/batch_norm_row.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
@@ -78,14 +79,8 @@ std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt
 }
 
 Interval rsqrtEnclosure(Interval var, double eps, Format c) {
-  const nn::IntervalDomain d{c};
-  const Interval ve = d.add(var, scalarEnclosure(eps, c));
-  if (ve.lo < 0.0) return entireInterval();  // sqrt of a negative number: NaN
-  if (ve.lo == 0.0) return Interval{0.0, __builtin_huge_val()};
-  const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
-  const Interval libm = d.round(widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)),
-                                          modelUlps(LibmFn::Rsqrt, c), c));
-  return hull(twoStep, libm);
+  // The body a device runs too (core/kernels/batch_norm_row.h).
+  return kernels::rsqrtEnclosure(var, eps, c, modelUlps(LibmFn::Rsqrt, c));
 }
 
 double randomRsqrt(double var, double eps, Format c, std::mt19937_64& rng) {

@@ -4,6 +4,7 @@
 
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/softmax_row.h"
@@ -49,7 +50,7 @@ bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) =
 
 // ---- Plans -----------------------------------------------------------------------------------
 
-enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, Gather, IntervalGemm };
+enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, BatchNorm, Gather, IntervalGemm };
 
 /// Where one hook operand comes from.
 struct Source {
@@ -71,6 +72,7 @@ struct Call {
   kernels::SumModel sm;
   kernels::SoftmaxModel smx;
   kernels::LayerNormModel lnm;
+  kernels::BatchNormModel bnm;
   kernels::GemmFinish gf;
   Format gin = Format::Fp64;
   std::int64_t gm = 0, gk = 0, gn = 0;
@@ -119,6 +121,14 @@ bool sameModel(const kernels::LayerNormModel& a, const kernels::LayerNormModel& 
          a.rstdStorage == b.rstdStorage && sameBits(a.eps, b.eps) && a.rsqrtUlps == b.rsqrtUlps;
 }
 
+bool sameModel(const kernels::BatchNormModel& a, const kernels::BatchNormModel& b) {
+  return a.moments.compute == b.moments.compute && sameBits(a.moments.eps, b.moments.eps) &&
+         a.moments.rsqrtUlps == b.moments.rsqrtUlps &&
+         a.moments.statStorage == b.moments.statStorage && a.outStorage == b.outStorage &&
+         a.meanStorage == b.meanStorage && a.rstdStorage == b.rstdStorage &&
+         a.training == b.training;
+}
+
 bool sameModel(const kernels::GemmFinish& a, const kernels::GemmFinish& b) {
   const double x[] = {a.kEta, a.cMid,   a.cEtaMid, a.cAcc,      a.cEtaAcc,  a.gAcc,    a.up,
                       a.upRN, a.downRN, a.maxAcc,  a.kRadFloor, a.absAlpha, a.absBeta, a.alpha,
@@ -139,11 +149,11 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
-        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
-        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
-        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
-        x.in.size() != y.in.size())
+        !sameModel(x.bnm, y.bnm) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
+        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
+        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
+        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
+        x.outPoint != y.outPoint || x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -242,6 +252,21 @@ class RecordingBackend final : public Backend {
     c.rows = rows;
     c.cols = cols;
     c.in = {resolve(x, rows * cols), resolve(weight, cols), resolve(bias, cols)};
+    return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
+  }
+
+  bool batchNormRows(const kernels::BatchNormModel& model, ConstIntervalSpan x,
+                     ConstIntervalSpan weight, ConstIntervalSpan bias,
+                     ConstIntervalSpan runningMean, ConstIntervalSpan runningVar, IntervalSpan out,
+                     IntervalSpan mean, IntervalSpan rstd, std::int64_t rows,
+                     std::int64_t cols) override {
+    Call c;
+    c.kind = HookKind::BatchNorm;
+    c.bnm = model;
+    c.rows = rows;
+    c.cols = cols;
+    c.in = {resolve(x, rows * cols), resolve(weight, rows), resolve(bias, rows),
+            resolve(runningMean, rows), resolve(runningVar, rows)};
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
   }
 
@@ -427,10 +452,13 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
     if (!mapped) {
       // Data the rule made itself. Two fillings cannot show every value dependence (ne(x, -100)
       // is all true for both), so only a node without tensor operands may have such a result,
-      // or an output the trace holds as None (a masked-off gradient: nothing reads it).
-      const bool unread = slot < node.outputs.size() && node.outputs[slot].none;
+      // or an output the trace holds as None (a masked-off gradient: nothing reads it), or an
+      // empty one (eval batch norm's save_mean on PyTorch's CPU).
+      // An empty result carries no value at all.
+      const bool unread = (slot < node.outputs.size() && node.outputs[slot].none) || t.numel() == 0;
       if (!args.empty() && !unread) {
-        plan.reason = "a result computed on the host from the operands";
+        plan.reason =
+            "a result computed on the host from the operands (result " + std::to_string(slot) + ")";
         return plan;
       }
       r.kind = ResultMap::Kind::Const;
@@ -633,6 +661,10 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);
+          break;
+        case HookKind::BatchNorm:
+          device.batchNormRows(c.bnm, in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2],
+                               c.rows, c.cols);
           break;
         case HookKind::Gather:
           device.gather(in[0], c.cols, in[1].lo, in[2], out[0], c.n);

@@ -179,6 +179,20 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        9},
+      // A batch norm, training then eval: the channels gathered into rows, one row kernel, gathered
+      // back.
+      {"aten.native_batch_norm.default",
+       {ref("I4"), ref("C4"), ref("D4"), ref("C4"), ref("P4"), boolean(true), number(0.1),
+        number(1e-5)},
+       false,
+       true,
+       3},
+      {"aten.native_batch_norm.default",
+       {ref("I4"), ref("C4"), ref("D4"), ref("C4"), ref("P4"), boolean(false), number(0.1),
+        number(1e-5)},
+       false,
+       true,
+       3},
   };
   std::mt19937_64 rng(20261123);
   const lossbound::PrecisionModel precision;
@@ -206,6 +220,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor k4 =
           randomOperand(rng, 6 * 2 * 3, 3, c.positive).reshaped({6, 2, 3, 3}).withDtype(dtype);
       const Tensor b6 = randomOperand(rng, 1, 6, c.positive).reshaped({6}).withDtype(dtype);
+      const Tensor c4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
+      const Tensor d4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
+      const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
       const Tensor g4 =
           randomOperand(rng, 2 * 6 * 5, 5, c.positive).reshaped({2, 6, 5, 5}).withDtype(dtype);
       lossbound::Node node;
@@ -224,12 +241,16 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "K4") return k4;
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;
+        if (r.name == "C4") return c4;
+        if (r.name == "D4") return d4;
+        if (r.name == "P4") return p4;
         if (r.name == "z") return z;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.
       lossbound::OpContext cpuCtx{precision, *cpu, nullptr};
-      node.outputs.push_back({x.shape(), dtype});  // shape fixed below
+      // Up to three traced outputs (shapes fixed below from the point rule).
+      node.outputs.assign(3, {x.shape(), dtype});
       {
         const lossbound::OpArgs args(node, lookup);
         const auto points = rule->point(args, cpuCtx);
@@ -239,7 +260,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const lossbound::OpArgs args(node, lookup);
       const auto calls = [&] {
         return host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.gatherCalls +
-               host.gemmCalls;
+               host.gemmCalls + host.rowKernelCalls;
       };
       const int before = calls();
       lossbound::OpContext hostCtx{precision, host, nullptr};

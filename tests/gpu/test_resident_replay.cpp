@@ -179,6 +179,7 @@ class TestResidentReplay : public QObject {
   void devicePointersAreChecked();
   void valueDependentRulesStayOnTheHost();
   void batchedProductsRunOnTheDevice();
+  void convolutionAndBatchNormRunOnTheDevice();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
   void analysisKeepsPlansAcrossSteps();
@@ -674,6 +675,74 @@ void TestResidentReplay::batchedProductsRunOnTheDevice() {
     QVERIFY2(r.stats.nodesOnHost == 0, qPrintable(QString::fromStdString(hostOps)));
     QCOMPARE(r.stats.nodesOnDevice, std::size_t{6});
     QCOMPARE(r.stats.device.gemms, std::int64_t{9});  // three batched GEMMs per product
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::convolutionAndBatchNormRunOnTheDevice() {
+  // A convolution (two groups, bias), a training batch norm, relu, an eval batch norm (PyTorch's
+  // CPU trace: empty save_mean/save_invstd) and the loss: every node on the device (im2col and
+  // channel rows through gathers, one batched product, batch-norm rows), bit for bit.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [2, 4, 5, 5], "dtype": "float32"},
+             {"name": "param:w", "shape": [6, 2, 3, 3], "dtype": "float32"},
+             {"name": "param:b", "shape": [6], "dtype": "float32"},
+             {"name": "param:g", "shape": [6], "dtype": "float32"},
+             {"name": "param:h", "shape": [6], "dtype": "float32"},
+             {"name": "param:rm", "shape": [6], "dtype": "float32"},
+             {"name": "param:rv", "shape": [6], "dtype": "float32"}],
+  "nodes": [
+    {"name": "conv", "op": "aten.convolution.default",
+     "args": [{"ref": "batch:x"}, {"ref": "param:w"}, {"ref": "param:b"}, [1], [1], [1], false,
+              [0], 2], "kwargs": {}, "outputs": [{"shape": [2, 6, 5, 5], "dtype": "float32"}]},
+    {"name": "bn", "op": "aten.native_batch_norm.default",
+     "args": [{"ref": "conv"}, {"ref": "param:g"}, {"ref": "param:h"}, {"ref": "param:rm"},
+              {"ref": "param:rv"}, true, 0.1, 1e-05], "kwargs": {},
+     "outputs": [{"shape": [2, 6, 5, 5], "dtype": "float32"}, {"shape": [6], "dtype": "float32"},
+                 {"shape": [6], "dtype": "float32"}]},
+    {"name": "r", "op": "aten.relu.default", "args": [{"ref": "bn", "index": 0}], "kwargs": {},
+     "outputs": [{"shape": [2, 6, 5, 5], "dtype": "float32"}]},
+    {"name": "bn2", "op": "aten.native_batch_norm.default",
+     "args": [{"ref": "r"}, {"ref": "param:g"}, null, {"ref": "param:rm"}, {"ref": "param:rv"},
+              false, 0.1, 1e-05], "kwargs": {},
+     "outputs": [{"shape": [2, 6, 5, 5], "dtype": "float32"}, {"shape": [0], "dtype": "float32"},
+                 {"shape": [0], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "bn2", "index": 0}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "out", "ref": {"ref": "bn2", "index": 0}},
+              {"name": "mean", "ref": {"ref": "bn", "index": 1}},
+              {"name": "rstd", "ref": {"ref": "bn", "index": 2}}]})",
+      "convbn");
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto values = [&](std::size_t n, double offset) {
+    std::vector<double> v(n);
+    for (double& e : v) e = static_cast<double>(static_cast<float>(offset + u(rng)));
+    return v;
+  };
+  const TensorMap in{{"batch:x", Tensor::point({2, 4, 5, 5}, DType::Float32, values(200, 0.0))},
+                     {"param:w", Tensor::point({6, 2, 3, 3}, DType::Float32, values(108, 0.0))},
+                     {"param:b", Tensor::point({6}, DType::Float32, values(6, 0.0))},
+                     {"param:g", Tensor::point({6}, DType::Float32, values(6, 1.0))},
+                     {"param:h", Tensor::point({6}, DType::Float32, values(6, 0.0))},
+                     {"param:rm", Tensor::point({6}, DType::Float32, values(6, 0.0))},
+                     {"param:rv", Tensor::point({6}, DType::Float32, values(6, 2.0))}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = {"loss", "out", "mean", "rstd"};
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    const ResidentResult r = ev.evaluate(in, o);
+    for (const char* name : {"loss", "out", "mean", "rstd"})
+      QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+    std::string hostOps;
+    for (const auto& [op, n] : r.stats.hostOps) hostOps += " " + op;
+    QVERIFY2(r.stats.nodesOnHost == 0, qPrintable(QString::fromStdString(hostOps)));
+    QCOMPARE(r.stats.nodesOnDevice, std::size_t{5});
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
