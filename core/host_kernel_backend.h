@@ -60,9 +60,7 @@ class HostKernelBackend final : public Backend {
       SumState s;
       for (std::int64_t c = 0; c < cols; ++c)
         accumulate(s, {x.lo[r * cols + c], x.hi[r * cols + c]});
-      put(out, r,
-          sumFinish(s, static_cast<double>(cols), model.accumulation, model.storage,
-                    model.truncating));
+      put(out, r, rowFinish(s, static_cast<double>(cols), model));
     }
     return true;
   }

@@ -239,8 +239,7 @@ bool CudaBackend::rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t row
   r.makeCurrent();
   const cudaStream_t s = r.stream();
   DeviceInterval dx(x, count(rows, cols), s), dout(count(rows));
-  launchRowSum(dx.lo.data(), dx.hi.data(), rows, cols, model.accumulation, model.storage,
-               model.truncating, dout.lo.data(), dout.hi.data(), s);
+  launchRowSum(dx.lo.data(), dx.hi.data(), rows, cols, model, dout.lo.data(), dout.hi.data(), s);
   dout.toHost(out, count(rows), s);
   r.synchronize();
   return true;

@@ -136,8 +136,7 @@ void CudaDevice::doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel&
 void CudaDevice::doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
                           std::int64_t rows, std::int64_t cols, const kernels::SumModel& model) {
   const cudaStream_t s = mImpl->current();
-  launchRowSum(x.lo, x.hi, rows, cols, model.accumulation, model.storage, model.truncating, out.lo,
-               out.hi, s);
+  launchRowSum(x.lo, x.hi, rows, cols, model, out.lo, out.hi, s);
   launchNanToEntire(out.lo, out.hi, rows, s);
 }
 

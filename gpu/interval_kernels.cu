@@ -161,8 +161,7 @@ __global__ void matmulFinishKernel(const double* g1, const double* g2, const dou
 // then a shared-memory tree folds the threads. The order differs from the CPU's, which is sound:
 // any order of add_down (add_up) is a lower (upper) bound.
 __global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t rows,
-                             std::int64_t cols, Format accumulation, Format storage,
-                             bool truncating, double* olo, double* ohi) {
+                             std::int64_t cols, SumModel model, double* olo, double* ohi) {
   // Plain arrays: __shared__ variables must not have constructors (SumState has initialisers).
   __shared__ double pLo[kBlock], pHi[kBlock], pAbs[kBlock];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -185,8 +184,8 @@ __global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t 
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      const Interval v = sumFinish(SumState{{pLo[0], pHi[0]}, pAbs[0]}, static_cast<double>(cols),
-                                   accumulation, storage, truncating);
+      const Interval v =
+          rowFinish(SumState{{pLo[0], pHi[0]}, pAbs[0]}, static_cast<double>(cols), model);
       olo[row] = v.lo;
       ohi[row] = v.hi;
     }
@@ -286,12 +285,10 @@ void launchMatmulFinish(const double* g1, const double* g2, const double* g4, Ma
 }
 
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
-                  Format accumulation, Format storage, bool truncating, double* olo, double* ohi,
-                  cudaStream_t stream) {
+                  SumModel model, double* olo, double* ohi, cudaStream_t stream) {
   if (rows <= 0) return;
   const auto grid = static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
-  rowSumKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, accumulation, storage, truncating,
-                                            olo, ohi);
+  rowSumKernel<<<grid, kBlock, 0, stream>>>(xlo, xhi, rows, cols, model, olo, ohi);
   LB_CUDA_CHECK_LAUNCH(rowSumKernel);
 }
 

@@ -41,10 +41,10 @@ void launchSplit(const double* lo, const double* hi, Format input, std::int64_t 
 void launchMatmulFinish(const double* g1, const double* g2, const double* g4, MatmulBound bound,
                         Format storage, double* olo, double* ohi, std::int64_t n,
                         cudaStream_t stream);
-/// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then sumFinish.
+/// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
+/// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
-                  Format accumulation, Format storage, bool truncating, double* olo, double* ohi,
-                  cudaStream_t stream);
+                  kernels::SumModel model, double* olo, double* ohi, cudaStream_t stream);
 /// Row maxima of x[rows×cols]: [max lo, max hi] per row.
 void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
                   double* olo, double* ohi, cudaStream_t stream);

@@ -316,4 +316,25 @@ LB_HD inline Interval sumFinish(const SumState& s, double n, Format acc, Format 
   return roundOutward(r, store);
 }
 
+/// Encloses every mean of n > 0 terms the candidate can store: the sum (any order, in acc) kept
+/// in acc or first stored in `store` (PyTorch 1.13's CPU mean = sum_out into the result, then
+/// div_), divided by n or multiplied by RN_acc(1/n), then stored — the hull of the four (the
+/// reduction rule, core/ops/reduction_ops.cpp).
+LB_HD inline Interval meanFinish(const SumState& s, double n, Format acc, Format store,
+                                 bool truncating) {
+  const Interval sum =
+      hull(sumFinish(s, n, acc, acc, truncating), sumFinish(s, n, acc, store, truncating));
+  const Interval nn{n, n};
+  const Interval q1 = roundOutward(lossbound::div(sum, nn), acc);
+  const Interval q2 = roundOutward(
+      lossbound::mul(sum, roundOutward(lossbound::div(Interval{1.0, 1.0}, nn), acc)), acc);
+  return roundOutward(hull(q1, q2), store);
+}
+
+/// Returns sumFinish or meanFinish of a row of n terms as `model` says.
+LB_HD inline Interval rowFinish(const SumState& s, double n, const SumModel& model) {
+  return model.mean ? meanFinish(s, n, model.accumulation, model.storage, model.truncating)
+                    : sumFinish(s, n, model.accumulation, model.storage, model.truncating);
+}
+
 }  // namespace lossbound::kernels

@@ -52,6 +52,7 @@ struct SumModel {
   Format accumulation = Format::Fp64;
   Format storage = Format::Fp64;
   bool truncating = false;
+  bool mean = false;  ///< divide by the count: a mean (kernels::meanFinish)
 };
 
 /// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for

@@ -9,6 +9,7 @@
 // multiplies it by RN(1/n), with the sum held in the accumulation format or first rounded to the
 // storage format (PyTorch 1.13 CPU: sum_out into the bf16/fp16 result, then div_(n) — two
 // roundings to storage): the interval rule takes the hull of all four. max/min are exact.
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
@@ -102,8 +103,10 @@ class ReduceRule final : public OpRule {
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const auto rows = static_cast<std::int64_t>(l.outer.size());
-    if (mKind == Kind::Sum && !integral && n > 0 && rowsAreContiguous(l, n)) {
-      const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation};
+    if ((mKind == Kind::Sum || mKind == Kind::Mean) && !integral && n > 0 &&
+        rowsAreContiguous(l, n)) {
+      const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation,
+                                    mKind == Kind::Mean};
       if (auto r = offerRowSum(ctx.backend, model, x, rows, n,
                                reducedShape(x.shape(), ra.dims, ra.keepdim), t))
         return {std::move(*r)};
@@ -127,15 +130,9 @@ class ReduceRule final : public OpRule {
         } else if (n == 0) {
           r = entireInterval();  // 0/0: NaN in every implementation
         } else {
-          // Sum kept in acc, or rounded to storage first (torch CPU mean = sum_out + div_).
-          const bool trunc = ctx.precision.truncatingAccumulation;
-          const Interval sum = hull(roundedSumEnclosure(s, n, acc, acc, trunc),
-                                    roundedSumEnclosure(s, n, acc, store, trunc));
-          const Interval nn{static_cast<double>(n), static_cast<double>(n)};
-          const Interval q1 = roundOutward(div(sum, nn), acc);
-          const Interval q2 =
-              roundOutward(mul(sum, roundOutward(div(Interval{1.0, 1.0}, nn), acc)), acc);
-          r = roundOutward(hull(q1, q2), store);
+          // The hull of the four mean variants, as the row kernels compute it.
+          r = kernels::meanFinish(kernels::SumState{s.sum, s.absSumUp}, static_cast<double>(n), acc,
+                                  store, ctx.precision.truncatingAccumulation);
         }
       }
       lo[i] = r.lo;

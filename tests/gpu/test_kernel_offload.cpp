@@ -152,6 +152,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.add.Tensor", {ref("x"), number(0.1)}},             // a Python scalar
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
       {"aten.sum.default", {ref("x")}},
+      {"aten.mean.dim", {ref("x"), intList({-1})}},  // a row sum, then the mean's finish
+      {"aten.mean.default", {ref("x")}},
       // The hooks of the device-resident replay: views through their index map, products.
       {"aten.t.default", {ref("x")}},
       {"aten.transpose.int", {ref("x"), integer(0), integer(1)}},
