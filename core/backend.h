@@ -72,6 +72,16 @@ class Backend {
                       std::int64_t /*yCount*/, kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
     return false;
   }
+  /// out[i] = kernels::selectBody(cond[i mod condCount], a[i mod aCount], b[i mod bCount],
+  /// model.storage) for i < n (where, masked_fill: operands repeat along leading dims).
+  virtual bool select(const kernels::ElementwiseModel& /*model*/,
+                      kernels::ConstIntervalSpan /*cond*/, std::int64_t /*condCount*/,
+                      kernels::ConstIntervalSpan /*a*/, std::int64_t /*aCount*/,
+                      kernels::ConstIntervalSpan /*b*/, std::int64_t /*bCount*/,
+                      kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
+    return false;
+  }
+
   /// Encloses every row sum of x[rows×cols] in any order: accumulate, then kernels::sumFinish.
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,

@@ -159,6 +159,20 @@ void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const dou
   ++mCounters.launches;
 }
 
+void Device::select(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+                    std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+                    kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
+                    std::int64_t n) {
+  if (condCount < 1 || aCount < 1 || bCount < 1)
+    throw std::logic_error("select: every operand needs at least one element");
+  check(cond, condCount, "select condition");
+  check(a, aCount, "select operand");
+  check(b, bCount, "select operand");
+  check(out, n, "select result");
+  doSelect(model, cond, condCount, a, aCount, b, bCount, out, n);
+  ++mCounters.launches;
+}
+
 void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                            kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                            kernels::ConstIntervalSpan runningMean,

@@ -93,6 +93,12 @@ class Device {
   void binary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
               kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
               kernels::IntervalSpan out, std::int64_t n);
+  /// out[i] = kernels::selectBody(cond[i mod condCount], a[i mod aCount], b[i mod bCount],
+  /// model.storage) for i < n (Backend::select).
+  void select(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+              std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+              kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
+              std::int64_t n);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -166,6 +172,11 @@ class Device {
   virtual void doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
                         kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y,
                         std::int64_t yCount, kernels::IntervalSpan out, std::int64_t n) = 0;
+  /// See select.
+  virtual void doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+                        std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+                        kernels::ConstIntervalSpan b, std::int64_t bCount,
+                        kernels::IntervalSpan out, std::int64_t n) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

@@ -63,6 +63,13 @@ class DeviceBackend final : public Backend {
     return mInner->softmaxRows(model, log, x, out, rows, cols);
   }
   /// Delegates to the wrapped backend.
+  bool select(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+              std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+              kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
+              std::int64_t n) override {
+    return mInner->select(model, cond, condCount, a, aCount, b, bCount, out, n);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) override {
     return mInner->gather(x, xCount, offsets, fill, out, n);

@@ -104,6 +104,13 @@ void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, con
   mKernels.gather(x, xCount, offsets, fill, out, n);
 }
 
+void HostDevice::doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+                          std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+                          kernels::ConstIntervalSpan b, std::int64_t bCount,
+                          kernels::IntervalSpan out, std::int64_t n) {
+  mKernels.select(model, cond, condCount, a, aCount, b, bCount, out, n);
+}
+
 void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

@@ -109,6 +109,19 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool select(const ElementwiseModel& model, ConstIntervalSpan cond, std::int64_t condCount,
+              ConstIntervalSpan a, std::int64_t aCount, ConstIntervalSpan b, std::int64_t bCount,
+              IntervalSpan out, std::int64_t n) override {
+    ++selectCalls;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t c = i % condCount, p = i % aCount, q = i % bCount;
+      put(out, i,
+          selectBody(Interval{cond.lo[c], cond.hi[c]}, Interval{a.lo[p], a.hi[p]},
+                     Interval{b.lo[q], b.hi[q]}, model.storage));
+    }
+    return true;
+  }
+
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
               ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
     ++gatherCalls;
@@ -163,7 +176,7 @@ class HostKernelBackend final : public Backend {
 
   /// How many times each hook was taken (softmax and layer-norm rows count as row kernels).
   std::atomic<int> unaryCalls{0}, binaryCalls{0}, rowSumCalls{0}, rowKernelCalls{0}, gatherCalls{0},
-      gemmCalls{0};
+      gemmCalls{0}, selectCalls{0};
 
  private:
   /// Midpoints and magnitudes |m| + r (rounded up) of an operand, as ops::intervalGemm's midRad;

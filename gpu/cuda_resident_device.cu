@@ -166,6 +166,14 @@ void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
   launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, out.lo, out.hi, n, mImpl->current());
 }
 
+void CudaDevice::doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+                          std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+                          kernels::ConstIntervalSpan b, std::int64_t bCount,
+                          kernels::IntervalSpan out, std::int64_t n) {
+  launchSelect(model, cond.lo, cond.hi, condCount, a.lo, a.hi, aCount, b.lo, b.hi, bCount, out.lo,
+               out.hi, n, mImpl->current());
+}
+
 void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

@@ -38,6 +38,10 @@ class CudaDevice final : public Device {
   void doBinary(kernels::BinaryOp op, const kernels::ElementwiseModel& model,
                 kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan y, std::int64_t yCount,
                 kernels::IntervalSpan out, std::int64_t n) override;
+  void doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
+                std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
+                kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
+                std::int64_t n) override;
   void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                 std::int64_t cols, const kernels::SumModel& model) override;
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,

@@ -284,6 +284,31 @@ void launchMatmulFinish(const double* g1, const double* g2, const double* g4, Ma
   LB_CUDA_CHECK_LAUNCH(matmulFinishKernel);
 }
 
+namespace {
+__global__ void selectKernel(ElementwiseModel model, const double* clo, const double* chi,
+                             std::int64_t cn, const double* alo, const double* ahi, std::int64_t an,
+                             const double* blo, const double* bhi, std::int64_t bn, double* olo,
+                             double* ohi, std::int64_t n) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const std::int64_t c = i % cn, p = i % an, q = i % bn;
+    const Interval v = selectBody(Interval{clo[c], chi[c]}, Interval{alo[p], ahi[p]},
+                                  Interval{blo[q], bhi[q]}, model.storage);
+    olo[i] = v.lo;
+    ohi[i] = v.hi;
+  }
+}
+}  // namespace
+
+void launchSelect(ElementwiseModel model, const double* clo, const double* chi, std::int64_t cn,
+                  const double* alo, const double* ahi, std::int64_t an, const double* blo,
+                  const double* bhi, std::int64_t bn, double* olo, double* ohi, std::int64_t n,
+                  cudaStream_t stream) {
+  if (n <= 0) return;
+  selectKernel<<<gridFor(n), kBlock, 0, stream>>>(model, clo, chi, cn, alo, ahi, an, blo, bhi, bn,
+                                                  olo, ohi, n);
+  LB_CUDA_CHECK_LAUNCH(selectKernel);
+}
+
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
                   SumModel model, double* olo, double* ohi, cudaStream_t stream) {
   if (rows <= 0) return;

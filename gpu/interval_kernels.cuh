@@ -41,6 +41,12 @@ void launchSplit(const double* lo, const double* hi, Format input, std::int64_t 
 void launchMatmulFinish(const double* g1, const double* g2, const double* g4, MatmulBound bound,
                         Format storage, double* olo, double* ohi, std::int64_t n,
                         cudaStream_t stream);
+/// out[i] = selectBody(cond[i mod cn], a[i mod an], b[i mod bn], model.storage) (where,
+/// masked_fill).
+void launchSelect(ElementwiseModel model, const double* clo, const double* chi, std::int64_t cn,
+                  const double* alo, const double* ahi, std::int64_t an, const double* blo,
+                  const double* bhi, std::int64_t bn, double* olo, double* ohi, std::int64_t n,
+                  cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
 /// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,

@@ -184,6 +184,18 @@ LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
 /// Encloses every value of format f that storing a value of x with round-to-nearest gives.
 LB_HD inline Interval storeBody(Interval x, Format f) { return roundOutward(x, f); }
 
+/// where(cond, p, q) stored in f (the selection rule of core/ops/elementwise_ops.cpp): p where
+/// the condition is surely true, q where it is surely false (exactly [0, 0]), the hull where it
+/// may be either; an exact ±inf point (a masked_fill(-inf) value) is kept, as converting it to
+/// any format is exact (IEEE 754-2019 §5.4.2); anything else is rounded outward to f.
+LB_HD inline Interval selectBody(Interval cond, Interval p, Interval q, Format f) {
+  const bool surelyFalse = cond.lo == 0.0 && cond.hi == 0.0;
+  const bool surelyTrue = !(cond.lo <= 0.0 && cond.hi >= 0.0);
+  const Interval r = surelyFalse ? q : surelyTrue ? p : hull(p, q);
+  if (r.lo == r.hi && !isFiniteValue(r.lo)) return r;
+  return roundOutward(r, f);
+}
+
 // ---- Midpoint–radius matrix product (Rump 1999; Revol–Théveny 2013) --------------------------
 // The same arithmetic as the CPU rule's intervalGemm (core/ops/matmul_ops.cpp, alpha = 1, no
 // bias), on three round-to-nearest binary64 GEMMs that the caller runs (cuBLAS on the device):

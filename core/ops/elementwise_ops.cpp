@@ -961,6 +961,12 @@ class SelectRule final : public OpRule {
     const Format f = outFormat(a, ctx);
     const Operand x = operand(a, mAIdx), y = operand(a, mBIdx);
     const Tensor xt = enclosureOf(x, f, integral), yt = enclosureOf(y, f, integral);
+    // Offered to the backend (the same selection and storage: kernels::selectBody).
+    if (!integral)
+      if (auto r =
+              offerSelect(ctx.backend, {f, f, 0}, a.tensor(mCondIdx), xt, yt,
+                          broadcastAll(a, {a.tensor(mCondIdx).shape(), xt.shape(), yt.shape()}), t))
+        return {std::move(*r)};
     return {mapInterval3(a, a.tensor(mCondIdx), xt, yt, t, [&](Interval c, Interval p, Interval q) {
       const auto tv = truth(c);
       const Interval r = tv ? (*tv ? p : q) : hull(p, q);

@@ -76,6 +76,21 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
+std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseModel& model,
+                                  const Tensor& cond, const Tensor& a, const Tensor& b,
+                                  const Shape& shape, DType dtype) {
+  if (!backend.offersIntervalKernels()) return std::nullopt;
+  for (const Tensor* t : {&cond, &a, &b})
+    if (t->numel() == 0 || !repeatsAlongLeadingDims(t->shape(), shape)) return std::nullopt;
+  const auto n = static_cast<std::size_t>(numel(shape));
+  if (n == 0) return std::nullopt;
+  std::vector<double> lo(n), hi(n);
+  if (!backend.select(model, span(cond), cond.numel(), span(a), a.numel(), span(b), b.numel(),
+                      {lo.data(), hi.data()}, numel(shape)))
+    return std::nullopt;
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
+}
+
 std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
                                   const std::vector<std::int64_t>& offsets, const Shape& shape,
                                   DType dtype, Interval fill) {

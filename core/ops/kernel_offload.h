@@ -28,6 +28,13 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype);
 
+/// Returns kernels::selectBody(cond_i, a_i, b_i, model.storage) shaped `shape` (where,
+/// masked_fill), when every operand has that shape or repeats along leading dims only. Offered
+/// for any endpoints: the body keeps exact ±inf points as the host rule does.
+std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseModel& model,
+                                  const Tensor& cond, const Tensor& a, const Tensor& b,
+                                  const Shape& shape, DType dtype);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

@@ -50,7 +50,17 @@ bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) =
 
 // ---- Plans -----------------------------------------------------------------------------------
 
-enum class HookKind { Unary, Binary, RowSum, Softmax, LayerNorm, BatchNorm, Gather, IntervalGemm };
+enum class HookKind {
+  Unary,
+  Binary,
+  Select,
+  RowSum,
+  Softmax,
+  LayerNorm,
+  BatchNorm,
+  Gather,
+  IntervalGemm
+};
 
 /// Where one hook operand comes from.
 struct Source {
@@ -220,6 +230,16 @@ class RecordingBackend final : public Backend {
     c.n = n;
     c.yCount = yCount;
     c.in = {resolve(x, n), resolve(y, yCount)};
+    return record(std::move(c), {{out, n}});
+  }
+  bool select(const kernels::ElementwiseModel& model, ConstIntervalSpan cond,
+              std::int64_t condCount, ConstIntervalSpan a, std::int64_t aCount, ConstIntervalSpan b,
+              std::int64_t bCount, IntervalSpan out, std::int64_t n) override {
+    Call c;
+    c.kind = HookKind::Select;
+    c.em = model;
+    c.n = n;
+    c.in = {resolve(cond, condCount), resolve(a, aCount), resolve(b, bCount)};
     return record(std::move(c), {{out, n}});
   }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
@@ -653,6 +673,10 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::Binary:
           device.binary(c.bop, c.em, in[0], in[1], c.yCount, out[0], c.n);
+          break;
+        case HookKind::Select:
+          device.select(c.em, in[0], c.in[0].count, in[1], c.in[1].count, in[2], c.in[2].count,
+                        out[0], c.n);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);

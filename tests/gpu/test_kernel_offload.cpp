@@ -150,6 +150,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sub.Tensor", {ref("b"), ref("x")}, false, false},  // no swap for sub
       {"aten.add.Tensor", {ref("x"), ref("c")}, false, false},  // a column [7, 1]: not leading
       {"aten.add.Tensor", {ref("x"), number(0.1)}},             // a Python scalar
+      // Selections: a condition that is false, true or either ([0, 1]) per element; masked_fill
+      // with an exact -inf and a mask row repeated along the leading dim.
+      {"aten.where.self", {ref("M"), ref("x"), ref("y")}},
+      {"aten.masked_fill.Scalar", {ref("x"), ref("M"), number(-HUGE_VAL)}},
+      {"aten.masked_fill.Scalar", {ref("x"), ref("R"), number(0.25)}},
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
       {"aten.sum.default", {ref("x")}},
       {"aten.mean.dim", {ref("x"), intList({-1})}},  // a row sum, then the mean's finish
@@ -222,6 +227,15 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor k4 =
           randomOperand(rng, 6 * 2 * 3, 3, c.positive).reshaped({6, 2, 3, 3}).withDtype(dtype);
       const Tensor b6 = randomOperand(rng, 1, 6, c.positive).reshaped({6}).withDtype(dtype);
+      std::vector<double> mlo(7 * 33), mhi(7 * 33);
+      for (std::size_t i = 0; i < mlo.size(); ++i) {
+        mlo[i] = i % 3 == 1 ? 1.0 : 0.0;
+        mhi[i] = i % 3 == 0 ? 0.0 : 1.0;
+      }
+      const Tensor mask = Tensor::interval({7, 33}, DType::Bool, mlo, mhi);
+      const Tensor maskRow =
+          Tensor::interval({33}, DType::Bool, std::vector<double>(mlo.begin(), mlo.begin() + 33),
+                           std::vector<double>(mlo.begin(), mlo.begin() + 33));
       const Tensor c4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor d4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
@@ -247,6 +261,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "D4") return d4;
         if (r.name == "P4") return p4;
         if (r.name == "z") return z;
+        if (r.name == "M") return mask;
+        if (r.name == "R") return maskRow;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.
@@ -262,7 +278,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const lossbound::OpArgs args(node, lookup);
       const auto calls = [&] {
         return host.unaryCalls + host.binaryCalls + host.rowSumCalls + host.gatherCalls +
-               host.gemmCalls + host.rowKernelCalls;
+               host.gemmCalls + host.rowKernelCalls + host.selectCalls;
       };
       const int before = calls();
       lossbound::OpContext hostCtx{precision, host, nullptr};
