@@ -82,6 +82,16 @@ class Backend {
     return false;
   }
 
+  /// out[p·dim + j] = table[k·dim + j] rounded outward to model.storage, k = the integer index[p]
+  /// (a point operand), for p < count (embedding); declined (false) when an index is not an
+  /// integer in [0, rows): the host rule then reports it.
+  virtual bool takeRows(const kernels::ElementwiseModel& /*model*/,
+                        kernels::ConstIntervalSpan /*table*/, std::int64_t /*rows*/,
+                        std::int64_t /*dim*/, const double* /*index*/, std::int64_t /*count*/,
+                        kernels::IntervalSpan /*out*/) {
+    return false;
+  }
+
   /// Encloses every row sum of x[rows×cols] in any order: accumulate, then kernels::sumFinish.
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,

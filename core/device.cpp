@@ -173,6 +173,17 @@ void Device::select(const kernels::ElementwiseModel& model, kernels::ConstInterv
   ++mCounters.launches;
 }
 
+void Device::takeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
+                      std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
+                      kernels::IntervalSpan out, double* flag) {
+  check(table, rows * dim, "embedding table");
+  check(index, count, "embedding indices");
+  check(out, count * dim, "embedding result");
+  check(flag, 1, "index flag");
+  doTakeRows(model, table, rows, dim, index, count, out, flag);
+  ++mCounters.launches;
+}
+
 void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                            kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                            kernels::ConstIntervalSpan runningMean,

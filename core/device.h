@@ -99,6 +99,12 @@ class Device {
               std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
               kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
               std::int64_t n);
+  /// out[p·dim + j] = table[k·dim + j] rounded outward to model.storage for k = index[p], p <
+  /// count (Backend::takeRows); an index that is not a row (kernels::tableRow) gives the entire
+  /// line and sets flag[0] = kernels::kBadIndexFlag.
+  void takeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
+                std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
+                kernels::IntervalSpan out, double* flag);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -177,6 +183,10 @@ class Device {
                         std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
                         kernels::ConstIntervalSpan b, std::int64_t bCount,
                         kernels::IntervalSpan out, std::int64_t n) = 0;
+  /// See takeRows.
+  virtual void doTakeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
+                          std::int64_t rows, std::int64_t dim, const double* index,
+                          std::int64_t count, kernels::IntervalSpan out, double* flag) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

@@ -70,6 +70,12 @@ class DeviceBackend final : public Backend {
     return mInner->select(model, cond, condCount, a, aCount, b, bCount, out, n);
   }
   /// Delegates to the wrapped backend.
+  bool takeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
+                std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
+                kernels::IntervalSpan out) override {
+    return mInner->takeRows(model, table, rows, dim, index, count, out);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) override {
     return mInner->gather(x, xCount, offsets, fill, out, n);

@@ -111,6 +111,24 @@ void HostDevice::doSelect(const kernels::ElementwiseModel& model, kernels::Const
   mKernels.select(model, cond, condCount, a, aCount, b, bCount, out, n);
 }
 
+void HostDevice::doTakeRows(const kernels::ElementwiseModel& model,
+                            kernels::ConstIntervalSpan table, std::int64_t rows, std::int64_t dim,
+                            const double* index, std::int64_t count, kernels::IntervalSpan out,
+                            double* flag) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    const std::int64_t k = kernels::tableRow(index[p], rows);
+    if (k < 0) flag[0] = kernels::kBadIndexFlag;
+    for (std::int64_t j = 0; j < dim; ++j) {
+      const Interval v =
+          k < 0
+              ? entireInterval()
+              : roundOutward(Interval{table.lo[k * dim + j], table.hi[k * dim + j]}, model.storage);
+      out.lo[p * dim + j] = v.lo;
+      out.hi[p * dim + j] = v.hi;
+    }
+  }
+}
+
 void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

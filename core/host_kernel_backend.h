@@ -122,6 +122,21 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool takeRows(const ElementwiseModel& model, ConstIntervalSpan table, std::int64_t rows,
+                std::int64_t dim, const double* index, std::int64_t count,
+                IntervalSpan out) override {
+    for (std::int64_t p = 0; p < count; ++p)
+      if (tableRow(index[p], rows) < 0) return false;
+    ++gatherCalls;
+    for (std::int64_t p = 0; p < count; ++p) {
+      const std::int64_t k = tableRow(index[p], rows);
+      for (std::int64_t j = 0; j < dim; ++j)
+        put(out, p * dim + j,
+            roundOutward(Interval{table.lo[k * dim + j], table.hi[k * dim + j]}, model.storage));
+    }
+    return true;
+  }
+
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
               ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
     ++gatherCalls;

@@ -174,6 +174,14 @@ void CudaDevice::doSelect(const kernels::ElementwiseModel& model, kernels::Const
                out.hi, n, mImpl->current());
 }
 
+void CudaDevice::doTakeRows(const kernels::ElementwiseModel& model,
+                            kernels::ConstIntervalSpan table, std::int64_t rows, std::int64_t dim,
+                            const double* index, std::int64_t count, kernels::IntervalSpan out,
+                            double* flag) {
+  launchTakeRows(model, table.lo, table.hi, rows, dim, index, count, out.lo, out.hi, flag,
+                 mImpl->current());
+}
+
 void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

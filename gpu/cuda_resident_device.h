@@ -42,6 +42,9 @@ class CudaDevice final : public Device {
                 std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
                 kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,
                 std::int64_t n) override;
+  void doTakeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
+                  std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
+                  kernels::IntervalSpan out, double* flag) override;
   void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                 std::int64_t cols, const kernels::SumModel& model) override;
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,

@@ -309,6 +309,33 @@ void launchSelect(ElementwiseModel model, const double* clo, const double* chi, 
   LB_CUDA_CHECK_LAUNCH(selectKernel);
 }
 
+namespace {
+__global__ void takeRowsKernel(ElementwiseModel model, const double* tlo, const double* thi,
+                               std::int64_t rows, std::int64_t dim, const double* index,
+                               std::int64_t n, double* olo, double* ohi, double* flag) {
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const std::int64_t p = i / dim, j = i % dim;
+    const std::int64_t k = tableRow(index[p], rows);
+    if (k < 0) flag[0] = kBadIndexFlag;  // benign race: every writer stores the same value
+    const Interval v =
+        k < 0 ? entireInterval()
+              : roundOutward(Interval{tlo[k * dim + j], thi[k * dim + j]}, model.storage);
+    olo[i] = v.lo;
+    ohi[i] = v.hi;
+  }
+}
+}  // namespace
+
+void launchTakeRows(ElementwiseModel model, const double* tlo, const double* thi, std::int64_t rows,
+                    std::int64_t dim, const double* index, std::int64_t count, double* olo,
+                    double* ohi, double* flag, cudaStream_t stream) {
+  const std::int64_t n = count * dim;
+  if (n <= 0) return;
+  takeRowsKernel<<<gridFor(n), kBlock, 0, stream>>>(model, tlo, thi, rows, dim, index, n, olo, ohi,
+                                                    flag);
+  LB_CUDA_CHECK_LAUNCH(takeRowsKernel);
+}
+
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,
                   SumModel model, double* olo, double* ohi, cudaStream_t stream) {
   if (rows <= 0) return;

@@ -47,6 +47,11 @@ void launchSelect(ElementwiseModel model, const double* clo, const double* chi, 
                   const double* alo, const double* ahi, std::int64_t an, const double* blo,
                   const double* bhi, std::int64_t bn, double* olo, double* ohi, std::int64_t n,
                   cudaStream_t stream);
+/// out[p·dim + j] = table[k·dim + j] rounded outward to model.storage, k = tableRow(index[p]);
+/// an index out of range gives the entire line and sets flag[0] = kBadIndexFlag.
+void launchTakeRows(ElementwiseModel model, const double* tlo, const double* thi, std::int64_t rows,
+                    std::int64_t dim, const double* index, std::int64_t count, double* olo,
+                    double* ohi, double* flag, cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
 /// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,

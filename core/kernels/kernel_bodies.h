@@ -184,6 +184,18 @@ LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
 /// Encloses every value of format f that storing a value of x with round-to-nearest gives.
 LB_HD inline Interval storeBody(Interval x, Format f) { return roundOutward(x, f); }
 
+/// The value a device kernel stores in the replay's flag for an index out of range (the
+/// non-finite check stores 1).
+inline constexpr double kBadIndexFlag = 2.0;
+
+/// Returns the row of table[rows×dim] that the index value v names, or -1 when v is not an integer
+/// in [0, rows) (embedding: the host rule reports such an index as an error).
+LB_HD inline std::int64_t tableRow(double v, std::int64_t rows) {
+  if (!(v >= 0.0 && v < static_cast<double>(rows))) return -1;
+  const auto k = static_cast<std::int64_t>(v);
+  return static_cast<double>(k) == v ? k : -1;
+}
+
 /// where(cond, p, q) stored in f (the selection rule of core/ops/elementwise_ops.cpp): p where
 /// the condition is surely true, q where it is surely false (exactly [0, 0]), the hull where it
 /// may be either; an exact ±inf point (a masked_fill(-inf) value) is kept, as converting it to

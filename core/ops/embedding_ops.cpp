@@ -11,6 +11,7 @@
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
@@ -44,6 +45,16 @@ class EmbeddingRule final : public OpRule {
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    // Offered to the backend (kernels::tableRow, the same rounding); it declines any index out of
+    // range, and gather() below then reports it.
+    const Tensor &w = a.tensor(0), &idx = a.tensor(1);
+    if (w.rank() == 2 && !isFloating(idx.dtype())) {
+      Shape out = idx.shape();
+      out.push_back(w.shape()[1]);
+      const Format s = outFormat(a, ctx);
+      if (auto r = offerTakeRows(ctx.backend, {s, s, 0}, w, idx, out, a.outSpec(0).dtype))
+        return {std::move(*r)};
+    }
     return std::vector<Tensor>{gather(a, true, outFormat(a, ctx))};
   }
 

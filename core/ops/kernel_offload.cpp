@@ -91,6 +91,20 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
+std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::ElementwiseModel& model,
+                                    const Tensor& table, const Tensor& index, const Shape& shape,
+                                    DType dtype) {
+  if (!backend.offersIntervalKernels() || table.rank() != 2 || index.numel() == 0)
+    return std::nullopt;
+  const auto n = static_cast<std::size_t>(numel(shape));
+  std::vector<double> lo(n), hi(n);
+  // The index values are the lower endpoints, as the host rule reads them (integers are exact).
+  if (!backend.takeRows(model, span(table), table.shape()[0], table.shape()[1],
+                        index.values().data(), index.numel(), {lo.data(), hi.data()}))
+    return std::nullopt;
+  return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+}
+
 std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
                                   const std::vector<std::int64_t>& offsets, const Shape& shape,
                                   DType dtype, Interval fill) {

@@ -35,6 +35,13 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
                                   const Tensor& cond, const Tensor& a, const Tensor& b,
                                   const Shape& shape, DType dtype);
 
+/// Returns table[index] (rows of a [rows, dim] table, every value rounded outward to
+/// model.storage) shaped `shape`, labelled `dtype` (embedding); nothing when the backend declines,
+/// e.g. for an index out of range.
+std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::ElementwiseModel& model,
+                                    const Tensor& table, const Tensor& index, const Shape& shape,
+                                    DType dtype);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

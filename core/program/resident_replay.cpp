@@ -54,6 +54,7 @@ enum class HookKind {
   Unary,
   Binary,
   Select,
+  TakeRows,
   RowSum,
   Softmax,
   LayerNorm,
@@ -242,6 +243,18 @@ class RecordingBackend final : public Backend {
     c.in = {resolve(cond, condCount), resolve(a, aCount), resolve(b, bCount)};
     return record(std::move(c), {{out, n}});
   }
+  bool takeRows(const kernels::ElementwiseModel& model, ConstIntervalSpan table, std::int64_t rows,
+                std::int64_t dim, const double* index, std::int64_t count,
+                IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::TakeRows;
+    c.em = model;
+    c.rows = rows;
+    c.cols = dim;
+    c.n = count;
+    c.in = {resolve(table, rows * dim), resolveLo(index, count)};
+    return record(std::move(c), {{out, count * dim}});
+  }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const kernels::SumModel& model) override {
     Call c;
@@ -372,6 +385,20 @@ class RecordingBackend final : public Backend {
     src.lo.assign(s.lo, s.lo + count);
     src.hi.assign(s.hi, s.hi + count);
     return src;
+  }
+
+  /// resolve() for an operand read through its lower endpoints only (an index tensor of either
+  /// form: the host rules read values(), the lower endpoints).
+  Source resolveLo(const double* lo, std::int64_t count) {
+    for (std::size_t k = 0; k < mArgs.size(); ++k)
+      if (mArgs[k].numel() == count && count > 0 && lo == mArgs[k].lo().data()) {
+        Source src;
+        src.kind = Source::Kind::Arg;
+        src.index = static_cast<int>(k);
+        src.count = count;
+        return src;
+      }
+    return resolve({lo, lo}, count);
   }
 
   bool record(Call c, std::vector<std::pair<IntervalSpan, std::int64_t>> outs) {
@@ -678,6 +705,11 @@ struct ResidentEvaluator::Impl {
           device.select(c.em, in[0], c.in[0].count, in[1], c.in[1].count, in[2], c.in[2].count,
                         out[0], c.n);
           break;
+        case HookKind::TakeRows:
+          // An index out of range sets the flag: the replay then runs again on the host, whose
+          // rule reports it.
+          device.takeRows(c.em, in[0], c.rows, c.cols, in[1].lo, c.n, out[0], flag);
+          break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);
           break;
@@ -878,7 +910,8 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     m.values[program.inputs.size() + k] = {std::move(v)};
   }
 
-  // The non-finite flag: one double on the device, zeroed now and read once at the end.
+  // The rerun flag (a non-finite operand, an index out of range): one double on the device,
+  // zeroed now and read once at the end.
   std::shared_ptr<double> flag;
   try {
     flag = deviceArray(m.device, 1);
@@ -1017,8 +1050,12 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     if (set != 0.0) {
       stats.rerunOnHost = true;
       stats.messages.push_back(
-          "a device-resident operand of an elementwise or sum kernel had a non-finite endpoint, "
-          "which the CPU rules keep exact on the host: the replay was evaluated again on the host");
+          set == kernels::kBadIndexFlag
+              ? "an embedding index was not a row of its table on the device: the replay was "
+                "evaluated again on the host"
+              : "a device-resident operand of an elementwise or sum kernel had a non-finite "
+                "endpoint, which the CPU rules keep exact on the host: the replay was evaluated "
+                "again on the host");
     }
   }
   m.device.synchronize();

@@ -155,6 +155,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.where.self", {ref("M"), ref("x"), ref("y")}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("M"), number(-HUGE_VAL)}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("R"), number(0.25)}},
+      // Embedding rows by integer indices (a [7, 33] table, indices [2, 3]).
+      {"aten.embedding.default", {ref("x"), ref("E")}},
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
       {"aten.sum.default", {ref("x")}},
       {"aten.mean.dim", {ref("x"), intList({-1})}},  // a row sum, then the mean's finish
@@ -236,6 +238,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor maskRow =
           Tensor::interval({33}, DType::Bool, std::vector<double>(mlo.begin(), mlo.begin() + 33),
                            std::vector<double>(mlo.begin(), mlo.begin() + 33));
+      const Tensor tokens = Tensor::point({2, 3}, DType::Int64, {0, 6, 3, 3, 1, 5});
       const Tensor c4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor d4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
@@ -262,6 +265,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "P4") return p4;
         if (r.name == "z") return z;
         if (r.name == "M") return mask;
+        if (r.name == "E") return tokens;
         if (r.name == "R") return maskRow;
         return r.name == "c" ? col : s;
       };

@@ -180,6 +180,7 @@ class TestResidentReplay : public QObject {
   void valueDependentRulesStayOnTheHost();
   void batchedProductsRunOnTheDevice();
   void convolutionAndBatchNormRunOnTheDevice();
+  void embeddingIndexOutOfRangeIsReported();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
   void analysisKeepsPlansAcrossSteps();
@@ -744,6 +745,55 @@ void TestResidentReplay::convolutionAndBatchNormRunOnTheDevice() {
     QVERIFY2(r.stats.nodesOnHost == 0, qPrintable(QString::fromStdString(hostOps)));
     QCOMPARE(r.stats.nodesOnDevice, std::size_t{5});
   }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
+  // The embedding runs on the device (kernels::tableRow); an index past the table sets the rerun
+  // flag, and the host replay reports the index as the CPU rule does.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "param:w", "shape": [5, 4], "dtype": "float32"},
+             {"name": "batch:ids", "shape": [2, 3], "dtype": "int64"}],
+  "nodes": [
+    {"name": "e", "op": "aten.embedding.default", "args": [{"ref": "param:w"}, {"ref": "batch:ids"}],
+     "kwargs": {}, "outputs": [{"shape": [2, 3, 4], "dtype": "float32"}]},
+    {"name": "x", "op": "aten.exp.default", "args": [{"ref": "e"}], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 4], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "x"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}]})",
+      "embedding");
+  std::vector<double> w(20);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.125 * static_cast<double>(i) - 1.0;
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  HostDevice device;
+  ResidentEvaluator ev(p, device, *cpu);
+  {
+    const TensorMap in{{"param:w", Tensor::point({5, 4}, DType::Float32, w)},
+                       {"batch:ids", Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 2, 1, 3})}};
+    const ResidentResult r = ev.evaluate(in, o);
+    QVERIFY(sameBits(evaluate(p, in, *cpu, o).outputs.at("loss"), r.result.outputs.at("loss")));
+    QCOMPARE(r.stats.nodesOnDevice, std::size_t{3});
+    QVERIFY(!r.stats.rerunOnHost);
+  }
+  const TensorMap bad{{"param:w", Tensor::point({5, 4}, DType::Float32, w)},
+                      {"batch:ids", Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 5, 1, 3})}};
+  QString cpuError, deviceError;
+  try {
+    evaluate(p, bad, *cpu, o);
+  } catch (const std::exception& e) {
+    cpuError = QString::fromUtf8(e.what());
+  }
+  try {
+    ev.evaluate(bad, o);
+  } catch (const std::exception& e) {
+    deviceError = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
+  QCOMPARE(deviceError, cpuError);
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
