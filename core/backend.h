@@ -19,6 +19,7 @@ struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
 struct BatchNormModel;  // core/kernels/batch_norm_row.h
 struct GemmFinish;      // core/kernels/interval_gemm.h
+struct NllLossModel;    // core/kernels/nll_loss.h
 }  // namespace kernels
 
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
@@ -89,6 +90,17 @@ class Backend {
                         kernels::ConstIntervalSpan /*table*/, std::int64_t /*rows*/,
                         std::int64_t /*dim*/, const double* /*index*/, std::int64_t /*count*/,
                         kernels::IntervalSpan /*out*/) {
+    return false;
+  }
+
+  /// kernels::nllLossForward(model, x, target, weight, batch, out, totalWeight): nll_loss forward,
+  /// target values as lower endpoints (a point operand); declined (false) when a target is out of
+  /// range: the host rule then reports it.
+  virtual bool nllLoss(const kernels::NllLossModel& /*model*/, kernels::ConstIntervalSpan /*x*/,
+                       const double* /*target*/,
+                       kernels::ConstIntervalSpan /*weight: classes, lo == nullptr for None*/,
+                       std::int64_t /*batch*/, kernels::IntervalSpan /*out*/,
+                       kernels::IntervalSpan /*totalWeight*/) {
     return false;
   }
 

@@ -3,6 +3,7 @@
 // or too short buffer) fails on the host device exactly as it would corrupt memory on a GPU.
 #include "core/device.h"
 
+#include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
 #include <algorithm>
@@ -181,6 +182,20 @@ void Device::takeRows(const kernels::ElementwiseModel& model, kernels::ConstInte
   check(out, count * dim, "embedding result");
   check(flag, 1, "index flag");
   doTakeRows(model, table, rows, dim, index, count, out, flag);
+  ++mCounters.launches;
+}
+
+void Device::nllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+                     const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
+                     kernels::IntervalSpan out, kernels::IntervalSpan totalWeight, double* flag) {
+  const std::int64_t targets = batch * model.inner;
+  check(x, targets * model.classes, "nll_loss input");
+  check(target, targets, "nll_loss target");
+  if (weight.lo) check(weight, model.classes, "nll_loss weight");
+  check(out, model.reduction == 0 ? targets : 1, "nll_loss output");
+  check(totalWeight, 1, "nll_loss total_weight");
+  check(flag, 1, "index flag");
+  doNllLoss(model, x, target, weight, batch, out, totalWeight, flag);
   ++mCounters.launches;
 }
 

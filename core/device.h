@@ -27,6 +27,7 @@ struct SoftmaxModel;    // core/kernels/softmax_row.h
 struct LayerNormModel;  // core/kernels/layer_norm_row.h
 struct BatchNormModel;  // core/kernels/batch_norm_row.h
 struct GemmFinish;      // core/kernels/interval_gemm.h
+struct NllLossModel;    // core/kernels/nll_loss.h
 }  // namespace kernels
 
 /// Thrown by Device::allocate when the device cannot hold the request; the message says how much
@@ -105,6 +106,11 @@ class Device {
   void takeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
                 std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
                 kernels::IntervalSpan out, double* flag);
+  /// kernels::nllLossForward (Backend::nllLoss; weight lo == nullptr for None) in one pass, in
+  /// the host's order; a target out of range sets flag[0] = kernels::kBadIndexFlag.
+  void nllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+               const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
+               kernels::IntervalSpan out, kernels::IntervalSpan totalWeight, double* flag);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -187,6 +193,11 @@ class Device {
   virtual void doTakeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
                           std::int64_t rows, std::int64_t dim, const double* index,
                           std::int64_t count, kernels::IntervalSpan out, double* flag) = 0;
+  /// See nllLoss.
+  virtual void doNllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+                         const double* target, kernels::ConstIntervalSpan weight,
+                         std::int64_t batch, kernels::IntervalSpan out,
+                         kernels::IntervalSpan totalWeight, double* flag) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

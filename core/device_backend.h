@@ -76,6 +76,12 @@ class DeviceBackend final : public Backend {
     return mInner->takeRows(model, table, rows, dim, index, count, out);
   }
   /// Delegates to the wrapped backend.
+  bool nllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+               const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
+               kernels::IntervalSpan out, kernels::IntervalSpan totalWeight) override {
+    return mInner->nllLoss(model, x, target, weight, batch, out, totalWeight);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) override {
     return mInner->gather(x, xCount, offsets, fill, out, n);

@@ -129,6 +129,16 @@ void HostDevice::doTakeRows(const kernels::ElementwiseModel& model,
   }
 }
 
+void HostDevice::doNllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+                           const double* target, kernels::ConstIntervalSpan weight,
+                           std::int64_t batch, kernels::IntervalSpan out,
+                           kernels::IntervalSpan totalWeight, double* flag) {
+  if (!kernels::nllLossForward(model, x, target, weight, batch, out, totalWeight))
+    flag[0] = kernels::kBadIndexFlag;
+  nanToEntire(out, model.reduction == 0 ? batch * model.inner : 1);
+  nanToEntire(totalWeight, 1);
+}
+
 void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

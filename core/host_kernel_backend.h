@@ -14,6 +14,7 @@
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
 #include <atomic>
@@ -135,6 +136,15 @@ class HostKernelBackend final : public Backend {
             roundOutward(Interval{table.lo[k * dim + j], table.hi[k * dim + j]}, model.storage));
     }
     return true;
+  }
+
+  bool nllLoss(const NllLossModel& model, ConstIntervalSpan x, const double* target,
+               ConstIntervalSpan weight, std::int64_t batch, IntervalSpan out,
+               IntervalSpan totalWeight) override {
+    for (std::int64_t o = 0; o < batch * model.inner; ++o)
+      if (nllTargetClass(target[o], model) == -2) return false;
+    ++rowKernelCalls;
+    return nllLossForward(model, x, target, weight, batch, out, totalWeight);
   }
 
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,

@@ -182,6 +182,17 @@ void CudaDevice::doTakeRows(const kernels::ElementwiseModel& model,
                  mImpl->current());
 }
 
+void CudaDevice::doNllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+                           const double* target, kernels::ConstIntervalSpan weight,
+                           std::int64_t batch, kernels::IntervalSpan out,
+                           kernels::IntervalSpan totalWeight, double* flag) {
+  const cudaStream_t s = mImpl->current();
+  launchNllLoss(model, x.lo, x.hi, target, weight.lo, weight.hi, batch, out.lo, out.hi,
+                totalWeight.lo, totalWeight.hi, flag, s);
+  launchNanToEntire(out.lo, out.hi, model.reduction == 0 ? batch * model.inner : 1, s);
+  launchNanToEntire(totalWeight.lo, totalWeight.hi, 1, s);
+}
+
 void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

@@ -45,6 +45,10 @@ class CudaDevice final : public Device {
   void doTakeRows(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan table,
                   std::int64_t rows, std::int64_t dim, const double* index, std::int64_t count,
                   kernels::IntervalSpan out, double* flag) override;
+  void doNllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
+                 const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
+                 kernels::IntervalSpan out, kernels::IntervalSpan totalWeight,
+                 double* flag) override;
   void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                 std::int64_t cols, const kernels::SumModel& model) override;
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,

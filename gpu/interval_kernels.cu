@@ -324,13 +324,43 @@ __global__ void takeRowsKernel(ElementwiseModel model, const double* tlo, const 
     ohi[i] = v.hi;
   }
 }
+
+__global__ void checkIndicesKernel(const double* index, std::int64_t rows, std::int64_t count,
+                                   double* flag) {
+  for (std::int64_t p = firstIndex(); p < count; p += strideOf())
+    if (tableRow(index[p], rows) < 0) flag[0] = kBadIndexFlag;
+}
+
+__global__ void nllLossKernel(kernels::NllLossModel model, const double* xlo, const double* xhi,
+                              const double* target, const double* wlo, const double* whi,
+                              std::int64_t batch, double* olo, double* ohi, double* twlo,
+                              double* twhi, double* flag) {
+  if (firstIndex() != 0) return;
+  if (!kernels::nllLossForward(model, {xlo, xhi}, target, {wlo, whi}, batch, {olo, ohi},
+                               {twlo, twhi}))
+    flag[0] = kBadIndexFlag;
+}
 }  // namespace
+
+void launchNllLoss(kernels::NllLossModel model, const double* xlo, const double* xhi,
+                   const double* target, const double* wlo, const double* whi, std::int64_t batch,
+                   double* olo, double* ohi, double* twlo, double* twhi, double* flag,
+                   cudaStream_t stream) {
+  nllLossKernel<<<1, 1, 0, stream>>>(model, xlo, xhi, target, wlo, whi, batch, olo, ohi, twlo, twhi,
+                                     flag);
+  LB_CUDA_CHECK_LAUNCH(nllLossKernel);
+}
 
 void launchTakeRows(ElementwiseModel model, const double* tlo, const double* thi, std::int64_t rows,
                     std::int64_t dim, const double* index, std::int64_t count, double* olo,
                     double* ohi, double* flag, cudaStream_t stream) {
+  if (count <= 0) return;
+  if (dim <= 0) {  // no element to write, but every index is still checked
+    checkIndicesKernel<<<gridFor(count), kBlock, 0, stream>>>(index, rows, count, flag);
+    LB_CUDA_CHECK_LAUNCH(checkIndicesKernel);
+    return;
+  }
   const std::int64_t n = count * dim;
-  if (n <= 0) return;
   takeRowsKernel<<<gridFor(n), kBlock, 0, stream>>>(model, tlo, thi, rows, dim, index, n, olo, ohi,
                                                     flag);
   LB_CUDA_CHECK_LAUNCH(takeRowsKernel);

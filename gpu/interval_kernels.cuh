@@ -8,6 +8,7 @@
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
 #include <cuda_runtime.h>
@@ -52,6 +53,12 @@ void launchSelect(ElementwiseModel model, const double* clo, const double* chi, 
 void launchTakeRows(ElementwiseModel model, const double* tlo, const double* thi, std::int64_t rows,
                     std::int64_t dim, const double* index, std::int64_t count, double* olo,
                     double* ohi, double* flag, cudaStream_t stream);
+/// nllLossForward on one thread (the host's order, hence its bits); a target out of range sets
+/// flag[0] = kBadIndexFlag.
+void launchNllLoss(kernels::NllLossModel model, const double* xlo, const double* xhi,
+                   const double* target, const double* wlo, const double* whi, std::int64_t batch,
+                   double* olo, double* ohi, double* twlo, double* twhi, double* flag,
+                   cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
 /// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,

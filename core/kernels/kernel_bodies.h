@@ -139,8 +139,38 @@ LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
       return lossbound::min(x, y);
     case BinaryOp::Max:
       return lossbound::max(x, y);
+    default:
+      break;  // the comparisons: compareBody
   }
   return entireInterval();
+}
+
+/// Encloses op(a, b) ∈ {0, 1} of a comparison for a in x, b in y: exact (the comparison rule,
+/// core/ops/elementwise_ops.cpp): 1 when it holds for every pair, 0 when for none, [0, 1]
+/// otherwise. Eq holds surely only for two equal points.
+LB_HD inline Interval compareBody(BinaryOp op, Interval x, Interval y) {
+  const Interval yes{1.0, 1.0}, no{0.0, 0.0}, maybe{0.0, 1.0};
+  if (op == BinaryOp::Gt || op == BinaryOp::Ge) {  // y < x, y <= x
+    const Interval t = x;
+    x = y;
+    y = t;
+    op = op == BinaryOp::Gt ? BinaryOp::Lt : BinaryOp::Le;
+  }
+  switch (op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne: {
+      const bool equal = x.lo == x.hi && y.lo == y.hi && x.lo == y.lo;
+      const bool apart = x.hi < y.lo || y.hi < x.lo;
+      if (!equal && !apart) return maybe;
+      return (equal == (op == BinaryOp::Eq)) ? yes : no;
+    }
+    case BinaryOp::Lt:
+      return x.hi < y.lo ? yes : (x.lo >= y.hi ? no : maybe);
+    case BinaryOp::Le:
+      return x.hi <= y.lo ? yes : (x.lo > y.hi ? no : maybe);
+    default:
+      return maybe;
+  }
 }
 
 /// Encloses every value the candidate can store for op(a), a in x. Sigmoid and tanh follow the
@@ -170,9 +200,11 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
   }
 }
 
-/// Encloses every value the candidate can store for op(a, b), a in x, b in y.
+/// Encloses every value the candidate can store for op(a, b), a in x, b in y (a comparison:
+/// compareBody).
 LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
                                  const ElementwiseModel& model) {
+  if (isComparison(op)) return compareBody(op, x, y);  // exact: no storage rounding
   const Interval r = storeResult(binaryExact(op, x, y), model);
   if (op != BinaryOp::DivRecip) return r;
   // x · RN_c(1/y), stored: the hull with the true quotient covers both ways of dividing (the
@@ -355,8 +387,10 @@ LB_HD inline Interval meanFinish(const SumState& s, double n, Format acc, Format
   return roundOutward(hull(q1, q2), store);
 }
 
-/// Returns sumFinish or meanFinish of a row of n terms as `model` says.
+/// Returns sumFinish or meanFinish of a row of n terms as `model` says; an integer sum (exact) is
+/// the directed-rounding sum itself (exact, hence the same in any order, below 2^53).
 LB_HD inline Interval rowFinish(const SumState& s, double n, const SumModel& model) {
+  if (model.exact) return s.sum;
   return model.mean ? meanFinish(s, n, model.accumulation, model.storage, model.truncating)
                     : sumFinish(s, n, model.accumulation, model.storage, model.truncating);
 }

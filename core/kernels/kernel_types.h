@@ -3,6 +3,7 @@
 // in which precision, on which host arrays. Plain C++ (no CUDA types); the bodies that give these
 // operations their meaning are in core/kernels/kernel_bodies.h.
 
+#include "core/interval/hd.h"
 #include "core/interval/precision.h"
 
 #include <cstdint>
@@ -31,10 +32,16 @@ enum class UnaryOp : int {
 inline constexpr int kUnaryOpCount = 15;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
-/// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor).
-enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max, DivRecip };
+/// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
+/// are the comparisons (exact: 1 surely true, 0 surely false, [0, 1] uncertain).
+enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max, DivRecip, Eq, Ne, Lt, Gt, Le, Ge };
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 7;
+inline constexpr int kBinaryOpCount = 13;
+
+/// True for the comparisons Eq … Ge.
+LB_HD constexpr bool isComparison(BinaryOp op) {
+  return static_cast<int>(op) >= static_cast<int>(BinaryOp::Eq);
+}
 
 /// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
 /// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of
@@ -52,7 +59,8 @@ struct SumModel {
   Format accumulation = Format::Fp64;
   Format storage = Format::Fp64;
   bool truncating = false;
-  bool mean = false;  ///< divide by the count: a mean (kernels::meanFinish)
+  bool mean = false;   ///< divide by the count: a mean (kernels::meanFinish)
+  bool exact = false;  ///< an integer sum: the enclosure of the exact sum, nothing rounds
 };
 
 /// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for

@@ -15,6 +15,7 @@
 //   cos are not monotone: the enclosure takes ±1 where a turning point kπ/2 may lie in the input
 //   interval). The first-order local error of sin/cos is the same ulp bound relative to |y|.
 #include "core/interval/elementary.h"
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
@@ -680,53 +681,32 @@ class PowScalarBaseRule final : public OpRule {
 // ---------------------------------------------------------------------------------------------
 // Comparisons and logical ops (exact; uncertain outcomes are [0, 1])
 
-enum class Cmp { Eq, Ne, Lt, Gt, Le, Ge };
+using kernels::BinaryOp;
 
-double cmpPoint(Cmp c, double x, double y) {
+double cmpPoint(BinaryOp c, double x, double y) {
   switch (c) {
-    case Cmp::Eq:
+    case BinaryOp::Eq:
       return x == y;
-    case Cmp::Ne:
+    case BinaryOp::Ne:
       return x != y;
-    case Cmp::Lt:
+    case BinaryOp::Lt:
       return x < y;
-    case Cmp::Gt:
+    case BinaryOp::Gt:
       return x > y;
-    case Cmp::Le:
+    case BinaryOp::Le:
       return x <= y;
-    case Cmp::Ge:
+    case BinaryOp::Ge:
       return x >= y;
+    default:
+      return 0.0;
   }
-  return 0.0;
 }
 
-Interval cmpInterval(Cmp c, Interval x, Interval y) {
-  const Interval yes{1.0, 1.0}, no{0.0, 0.0}, maybe{0.0, 1.0};
-  switch (c) {
-    case Cmp::Eq:
-      if (x.lo == x.hi && y.lo == y.hi && x.lo == y.lo) return yes;
-      return (x.hi < y.lo || y.hi < x.lo) ? no : maybe;
-    case Cmp::Ne: {
-      const Interval e = cmpInterval(Cmp::Eq, x, y);
-      return {1.0 - e.hi, 1.0 - e.lo};
-    }
-    case Cmp::Lt:
-      return x.hi < y.lo ? yes : (x.lo >= y.hi ? no : maybe);
-    case Cmp::Gt:
-      return cmpInterval(Cmp::Lt, y, x);
-    case Cmp::Le:
-      return x.hi <= y.lo ? yes : (x.lo > y.hi ? no : maybe);
-    case Cmp::Ge:
-      return cmpInterval(Cmp::Le, y, x);
-  }
-  return maybe;
-}
-
-/// eq ne lt gt le ge (Tensor and Scalar): exact; an uncertain outcome of interval inputs is [0, 1];
-/// a scalar other is enclosed as it is converted to the tensor's format.
+/// eq ne lt gt le ge (Tensor and Scalar): exact (kernels::compareBody); an uncertain outcome of
+/// interval inputs is [0, 1]; a scalar other is enclosed as it is converted to the tensor's format.
 class CompareRule final : public OpRule {
  public:
-  explicit CompareRule(Cmp cmp) : mCmp(cmp) {}
+  explicit CompareRule(BinaryOp cmp) : mCmp(cmp) {}
 
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Operand x = operand(a, 0), y = operand(a, 1);
@@ -739,9 +719,13 @@ class CompareRule final : public OpRule {
     const Operand x = operand(a, 0), y = operand(a, 1);
     const Format fmt = tensorFormat(a, ctx);
     const Tensor yt = enclosureOf(y, fmt, false);
-    return std::vector<Tensor>{
-        mapInterval2(a, x.t, yt, a.outSpec().dtype,
-                     [this](Interval p, Interval q) { return cmpInterval(mCmp, p, q); })};
+    const DType t = a.outSpec().dtype;
+    if (auto r = offerBinary(ctx.backend, mCmp, {fmt, fmt, 0}, x.t, yt,
+                             broadcastAll(a, {x.t.shape(), yt.shape()}), t))
+      return {std::move(*r)};
+    return std::vector<Tensor>{mapInterval2(a, x.t, yt, t, [this](Interval p, Interval q) {
+      return kernels::compareBody(mCmp, p, q);
+    })};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
@@ -771,7 +755,7 @@ class CompareRule final : public OpRule {
     return isFloating(t) ? ctx.precision.storageFor(t) : Format::Fp64;
   }
 
-  Cmp mCmp;
+  BinaryOp mCmp;
 };
 
 enum class Logic { BitwiseNot, LogicalNot };
@@ -1280,8 +1264,9 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add("aten.pow.Tensor_Tensor", std::make_shared<const PowTensorTensorRule>());
   r.add("aten.pow.Scalar", std::make_shared<const PowScalarBaseRule>());
 
-  const std::pair<const char*, Cmp> cmps[] = {{"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt},
-                                              {"gt", Cmp::Gt}, {"le", Cmp::Le}, {"ge", Cmp::Ge}};
+  const std::pair<const char*, BinaryOp> cmps[] = {{"eq", BinaryOp::Eq}, {"ne", BinaryOp::Ne},
+                                                   {"lt", BinaryOp::Lt}, {"gt", BinaryOp::Gt},
+                                                   {"le", BinaryOp::Le}, {"ge", BinaryOp::Ge}};
   for (const auto& [name, op] : cmps) {
     const auto rule = std::make_shared<const CompareRule>(op);
     r.add(std::string("aten.") + name + ".Tensor", rule);

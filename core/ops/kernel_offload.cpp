@@ -1,5 +1,7 @@
 #include "core/ops/kernel_offload.h"
 
+#include "core/kernels/nll_loss.h"
+
 #include <cmath>
 #include <vector>
 
@@ -61,7 +63,9 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype) {
-  const bool commutative = op == kernels::BinaryOp::Add || op == kernels::BinaryOp::Mul;
+  using kernels::BinaryOp;
+  const bool commutative =
+      op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Eq || op == BinaryOp::Ne;
   const bool swap = x.shape() != shape && commutative;
   const Tensor& full = swap ? y : x;
   const Tensor& other = swap ? x : y;
@@ -103,6 +107,26 @@ std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::Elementwise
                         index.values().data(), index.numel(), {lo.data(), hi.data()}))
     return std::nullopt;
   return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+}
+
+std::optional<std::vector<Tensor>> offerNllLoss(Backend& backend,
+                                                const kernels::NllLossModel& model, const Tensor& x,
+                                                const Tensor& target, const Tensor* weight,
+                                                std::int64_t batch, const Shape& outShape, DType t0,
+                                                DType t1) {
+  if (!offerable(backend, {&x}) || (weight && !offerable(backend, {weight})) || target.numel() == 0)
+    return std::nullopt;
+  const std::size_t n = model.reduction == 0 ? static_cast<std::size_t>(numel(outShape)) : 1;
+  std::vector<double> lo(n), hi(n), twLo(1), twHi(1);
+  if (!backend.nllLoss(model, span(x), target.values().data(),
+                       weight ? span(*weight) : kernels::ConstIntervalSpan{}, batch,
+                       {lo.data(), hi.data()}, {twLo.data(), twHi.data()}))
+    return std::nullopt;
+  std::vector<Tensor> r;
+  r.push_back(
+      resultTensor(model.reduction == 0 ? outShape : Shape{}, t0, std::move(lo), std::move(hi)));
+  r.push_back(resultTensor({}, t1, std::move(twLo), std::move(twHi)));
+  return r;
 }
 
 std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,

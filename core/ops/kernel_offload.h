@@ -42,6 +42,16 @@ std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::Elementwise
                                     const Tensor& table, const Tensor& index, const Shape& shape,
                                     DType dtype);
 
+/// Returns kernels::nllLossForward's (output, total_weight) for self x (batch × model.classes ×
+/// model.inner), the integer target and weight (nullptr for None): output shaped `outShape`
+/// (reduction none) or 0-d, labelled t0, total_weight 0-d labelled t1. Offered for finite x and
+/// weight; nothing when the backend declines, e.g. for a target out of range.
+std::optional<std::vector<Tensor>> offerNllLoss(Backend& backend,
+                                                const kernels::NllLossModel& model, const Tensor& x,
+                                                const Tensor& target, const Tensor* weight,
+                                                std::int64_t batch, const Shape& outShape, DType t0,
+                                                DType t1);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

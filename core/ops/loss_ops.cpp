@@ -24,9 +24,11 @@
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
 // is dependency-aware (softmax_ops.cpp); this op only adds the order-free sum bound.
 
+#include "core/kernels/nll_loss.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
@@ -56,11 +58,14 @@ struct Layout {
   Shape outShape;  // shape of `output` for reduction none
   std::int64_t outCount = 1;
   int reduction = kMean;
+  std::int64_t ignore = -100;
+  std::int64_t batch = 1, classes = 0, inner = 1;  // self viewed as (batch, classes, inner)
   std::vector<Entry> kept;
 };
 
-/// Reads and validates self (argument 0 / selfPos) and target; fails with what was expected.
-Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) {
+/// Reads and validates the shapes of self (argument selfPos), target and weight, the reduction
+/// and ignore_index; fails with what was expected. Leaves `kept` empty (keepTargets fills it).
+Layout shapeLayout(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) {
   const Tensor& x = a.tensor(selfPos);
   const Tensor& target = a.tensor(selfPos + 1);
   Layout l;
@@ -68,7 +73,7 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
   if (l.reduction < 0 || l.reduction > 2)
     a.fail("reduction should be 0 (none), 1 (mean) or 2 (sum), found " +
            std::to_string(l.reduction));
-  const std::int64_t ignore = a.intArg(reductionPos + 1, "ignore_index", -100);
+  l.ignore = a.intArg(reductionPos + 1, "ignore_index", -100);
   if (!isFloating(x.dtype())) a.fail("self should be a floating tensor");
   if (isFloating(target.dtype())) a.fail("target should be an integer tensor");
   std::int64_t n = 1, c = 0, inner = 1;
@@ -99,17 +104,34 @@ Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) 
       a.fail("weight should have shape [" + std::to_string(c) + "], found " +
              shapeString(w.shape()));
   }
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t s = 0; s < inner; ++s) {
-      const std::int64_t o = i * inner + s;
+  l.batch = n;
+  l.classes = c;
+  l.inner = inner;
+  return l;
+}
+
+/// Fills l.kept from the target (argument selfPos + 1); fails on a target out of range.
+void keepTargets(const OpArgs& a, std::size_t selfPos, Layout& l) {
+  const Tensor& target = a.tensor(selfPos + 1);
+  l.kept.clear();
+  for (std::int64_t i = 0; i < l.batch; ++i)
+    for (std::int64_t s = 0; s < l.inner; ++s) {
+      const std::int64_t o = i * l.inner + s;
       const double tv = target.values()[static_cast<std::size_t>(o)];
       const auto t = static_cast<std::int64_t>(tv);
-      if (t == ignore) continue;
-      if (t < 0 || t >= c)
+      if (t == l.ignore) continue;
+      if (t < 0 || t >= l.classes)
         a.fail("target " + std::to_string(t) + " at " + std::to_string(o) +
-               " is out of bounds [0, " + std::to_string(c) + ")");
-      l.kept.push_back({(i * c + t) * inner + s, t, o});
+               " is out of bounds [0, " + std::to_string(l.classes) + ")");
+      l.kept.push_back({(i * l.classes + t) * l.inner + s, t, o});
     }
+}
+
+/// Reads and validates self, target and weight, and the kept targets; fails with what was
+/// expected.
+Layout layoutOf(const OpArgs& a, std::size_t selfPos, std::size_t reductionPos) {
+  Layout l = shapeLayout(a, selfPos, reductionPos);
+  keepTargets(a, selfPos, l);
   return l;
 }
 
@@ -149,58 +171,46 @@ class NllLossRule final : public OpRule {
                                Tensor::scalar(static_cast<double>(tw), t1)};
   }
 
+  // The pass and the finish are kernels::nllLossForward (core/kernels/nll_loss.h), offered to
+  // the backend first: a device gives the same bits, and declines a target out of range, which
+  // keepTargets then reports.
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
-    const Layout l = layoutOf(a, 0, 3);
+    Layout l = shapeLayout(a, 0, 3);
     const Tensor& x = a.tensor(0);
+    const Tensor& target = a.tensor(1);
     const Tensor* w = weightOf(a, 2);
     const DType t0 = a.outSpec(0).dtype, t1 = a.node().outputs.size() > 1 ? a.outSpec(1).dtype : t0;
     const Format s0 = outFormat(a, ctx, 0);
     const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
     const Format c = accumulationFormat(ctx.precision, t0);
     // The CPU kernel accumulates in s0 (coarser than c for bf16/fp16): bound with the coarser.
-    const bool storageAcc = unitRoundoff(s0) > unitRoundoff(c);
-    const Format acc = storageAcc ? s0 : c;
-    const double u = unitRoundoff(acc) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
-    const IntervalDomain d{c};
-    Interval sum{0.0, 0.0}, tw{0.0, 0.0};
-    double absSum = 0.0, absW = 0.0;
-    std::vector<double> lo(static_cast<std::size_t>(l.outCount), 0.0), hi(lo);
-    for (const Entry& e : l.kept) {
-      const Interval wt = w ? w->at(e.cls) : Interval{1.0, 1.0};
-      const Interval term = lossbound::neg(lossbound::mul(wt, x.at(e.self)));
-      sum = lossbound::add(sum, term);
-      absSum = add_up(absSum, mag(term));
-      tw = lossbound::add(tw, wt);
-      absW = add_up(absW, mag(wt));
-      if (l.reduction == kNone) {
-        const Interval r = roundOutward(w ? d.round(term) : term, s0);
-        lo[static_cast<std::size_t>(e.out)] = r.lo;
-        hi[static_cast<std::size_t>(e.out)] = r.hi;
-      }
-    }
-    if (l.reduction == kNone)
-      return std::vector<Tensor>{Tensor::interval(l.outShape, t0, std::move(lo), std::move(hi)),
-                                 intervalScalar({0.0, 0.0}, t1)};
-    const auto m = static_cast<std::int64_t>(l.kept.size());
-    // Order-free sums (Higham 2002, eq. 3.5 with weights, eq. 4.4 without).
-    const double eta = std::fmax(smallestSubnormal(c), smallestSubnormal(acc));
-    const double es = w ? dotErrorBound(m, absSum, u, eta) : sumErrorBound(m, absSum, u);
-    const double ew = sumErrorBound(m, absW, u);
-    // Values in acc are values in c, so rounding outward to c keeps the storage-format results.
-    const Interval sumC = d.round({sub_down(sum.lo, es), add_up(sum.hi, es)});
-    Interval twC = d.round({sub_down(tw.lo, ew), add_up(tw.hi, ew)});
-    if (!w) twC = hull(twC, roundOutward(tw, s0));  // static_cast<scalar_t>(count) (CPU)
-    Interval out;
-    if (l.reduction == kSum)
-      out = sumC;
-    else if (twC.lo <= 0.0 && twC.hi >= 0.0)
-      out = entireInterval();  // 0/0 or unbounded
-    else
-      out = d.div(sumC, twC);
-    if (!(add_up(absSum, es) < largestFinite(acc)))
-      out = entireInterval();  // partial sums may overflow
-    return std::vector<Tensor>{intervalScalar(roundOutward(out, s0), t0),
-                               intervalScalar(roundOutward(twC, s1), t1)};
+    const Format acc = unitRoundoff(s0) > unitRoundoff(c) ? s0 : c;
+    kernels::NllLossModel m;
+    m.c = c;
+    m.acc = acc;
+    m.outStorage = s0;
+    m.weightStorage = s1;
+    m.u = unitRoundoff(acc) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    m.eta = std::fmax(smallestSubnormal(c), smallestSubnormal(acc));
+    m.reduction = l.reduction;
+    m.weighted = w != nullptr;
+    m.ignore = static_cast<double>(l.ignore);
+    m.classes = l.classes;
+    m.inner = l.inner;
+    if (auto r = offerNllLoss(ctx.backend, m, x, target, w, l.batch, l.outShape, t0, t1))
+      return std::move(*r);
+    const std::size_t n = l.reduction == kNone ? static_cast<std::size_t>(l.outCount) : 1;
+    std::vector<double> lo(n), hi(n);
+    Interval tw;
+    const kernels::ConstIntervalSpan ws =
+        w ? kernels::ConstIntervalSpan{w->lo().data(), w->hi().data()}
+          : kernels::ConstIntervalSpan{};
+    if (!kernels::nllLossForward(m, {x.lo().data(), x.hi().data()}, target.values().data(), ws,
+                                 l.batch, {lo.data(), hi.data()}, {&tw.lo, &tw.hi}))
+      keepTargets(a, 0, l);  // reports the target out of range
+    return std::vector<Tensor>{Tensor::interval(l.reduction == kNone ? l.outShape : Shape{}, t0,
+                                                std::move(lo), std::move(hi)),
+                               intervalScalar(tw, t1)};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

@@ -103,10 +103,10 @@ class ReduceRule final : public OpRule {
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const auto rows = static_cast<std::int64_t>(l.outer.size());
-    if ((mKind == Kind::Sum || mKind == Kind::Mean) && !integral && n > 0 &&
+    if ((mKind == Kind::Sum || (mKind == Kind::Mean && !integral)) && n > 0 &&
         rowsAreContiguous(l, n)) {
       const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation,
-                                    mKind == Kind::Mean};
+                                    mKind == Kind::Mean, integral};
       if (auto r = offerRowSum(ctx.backend, model, x, rows, n,
                                reducedShape(x.shape(), ra.dims, ra.keepdim), t))
         return {std::move(*r)};

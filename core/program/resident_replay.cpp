@@ -7,6 +7,7 @@
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
@@ -55,6 +56,7 @@ enum class HookKind {
   Binary,
   Select,
   TakeRows,
+  NllLoss,
   RowSum,
   Softmax,
   LayerNorm,
@@ -84,6 +86,7 @@ struct Call {
   kernels::SoftmaxModel smx;
   kernels::LayerNormModel lnm;
   kernels::BatchNormModel bnm;
+  kernels::NllLossModel nll;
   kernels::GemmFinish gf;
   Format gin = Format::Fp64;
   std::int64_t gm = 0, gk = 0, gn = 0;
@@ -102,6 +105,7 @@ struct ResultMap {
   enum class Kind { Out, Alias, Const } kind = Kind::Const;
   int call = 0, slot = 0, arg = 0;
   Tensor constant;
+  std::shared_ptr<double> dlo, dhi;  ///< Const: device copies, made once (as plan constants)
   Shape shape;
   DType dtype = DType::Float32;
   bool interval = false;
@@ -120,7 +124,7 @@ bool sameModel(const kernels::ElementwiseModel& a, const kernels::ElementwiseMod
 }
 bool sameModel(const kernels::SumModel& a, const kernels::SumModel& b) {
   return a.accumulation == b.accumulation && a.storage == b.storage &&
-         a.truncating == b.truncating && a.mean == b.mean;
+         a.truncating == b.truncating && a.mean == b.mean && a.exact == b.exact;
 }
 bool sameModel(const kernels::SoftmaxModel& a, const kernels::SoftmaxModel& b) {
   return a.c == b.c && a.s == b.s && sameBits(a.u, b.u) && sameBits(a.uAcc, b.uAcc) &&
@@ -139,6 +143,13 @@ bool sameModel(const kernels::BatchNormModel& a, const kernels::BatchNormModel& 
          a.moments.statStorage == b.moments.statStorage && a.outStorage == b.outStorage &&
          a.meanStorage == b.meanStorage && a.rstdStorage == b.rstdStorage &&
          a.training == b.training;
+}
+
+bool sameModel(const kernels::NllLossModel& a, const kernels::NllLossModel& b) {
+  return a.c == b.c && a.acc == b.acc && a.outStorage == b.outStorage &&
+         a.weightStorage == b.weightStorage && sameBits(a.u, b.u) && sameBits(a.eta, b.eta) &&
+         a.reduction == b.reduction && a.weighted == b.weighted && sameBits(a.ignore, b.ignore) &&
+         a.classes == b.classes && a.inner == b.inner;
 }
 
 bool sameModel(const kernels::GemmFinish& a, const kernels::GemmFinish& b) {
@@ -161,11 +172,12 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.bnm, y.bnm) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
-        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
-        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
-        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
-        x.outPoint != y.outPoint || x.in.size() != y.in.size())
+        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
+        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
+        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
+        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
+        x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -254,6 +266,18 @@ class RecordingBackend final : public Backend {
     c.n = count;
     c.in = {resolve(table, rows * dim), resolveLo(index, count)};
     return record(std::move(c), {{out, count * dim}});
+  }
+  bool nllLoss(const kernels::NllLossModel& model, ConstIntervalSpan x, const double* target,
+               ConstIntervalSpan weight, std::int64_t batch, IntervalSpan out,
+               IntervalSpan totalWeight) override {
+    Call c;
+    c.kind = HookKind::NllLoss;
+    c.nll = model;
+    c.n = batch;
+    const std::int64_t targets = batch * model.inner;
+    c.in = {resolve(x, targets * model.classes), resolveLo(target, targets),
+            resolve(weight, model.classes)};
+    return record(std::move(c), {{out, model.reduction == 0 ? targets : 1}, {totalWeight, 1}});
   }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const kernels::SumModel& model) override {
@@ -689,7 +713,8 @@ struct ResidentEvaluator::Impl {
         out.push_back({o.back().first.get(), o.back().second.get()});
       }
       // Operands that the CPU rule would have checked for finiteness, not known on the host.
-      if (c.kind == HookKind::Unary || c.kind == HookKind::Binary || c.kind == HookKind::RowSum)
+      if (c.kind == HookKind::Unary || c.kind == HookKind::Binary || c.kind == HookKind::RowSum ||
+          c.kind == HookKind::NllLoss)
         for (std::size_t s = 0; s < c.in.size(); ++s) {
           if (c.in[s].kind == Source::Kind::Const || c.in[s].kind == Source::Kind::None) continue;
           device.flagNonFinite(in[s], c.in[s].count, flag);
@@ -709,6 +734,10 @@ struct ResidentEvaluator::Impl {
           // An index out of range sets the flag: the replay then runs again on the host, whose
           // rule reports it.
           device.takeRows(c.em, in[0], c.rows, c.cols, in[1].lo, c.n, out[0], flag);
+          break;
+        case HookKind::NllLoss:
+          // A target out of range sets the flag, as for embedding.
+          device.nllLoss(c.nll, in[0], in[1].lo, in[2], c.n, out[0], out[1], flag);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);
@@ -753,7 +782,7 @@ struct ResidentEvaluator::Impl {
     }
     std::vector<Value> results;
     bool launched = !plan.calls.empty(), aliased = false, constant = false;
-    for (const ResultMap& r : plan.results) {
+    for (ResultMap& r : plan.results) {
       Value v;
       v.meta = Meta{r.shape, r.dtype, r.interval};
       switch (r.kind) {
@@ -774,6 +803,22 @@ struct ResidentEvaluator::Impl {
         case ResultMap::Kind::Const:
           v.host = r.constant;
           constant = true;
+          if (r.constant.numel() > 0) {  // kept on the device too, so no replay copies it in
+            if (!r.dlo) {
+              const std::int64_t n = r.constant.numel();
+              r.dlo = deviceArray(device, n);
+              device.copyIn(r.dlo.get(), r.constant.lo().data(), n);
+              ++stats->constantUploads;
+              r.dhi = r.dlo;
+              if (r.constant.isInterval()) {
+                r.dhi = deviceArray(device, n);
+                device.copyIn(r.dhi.get(), r.constant.hi().data(), n);
+                ++stats->constantUploads;
+              }
+            }
+            v.lo = r.dlo;
+            v.hi = r.dhi;
+          }
           break;
       }
       results.push_back(std::move(v));
@@ -951,13 +996,18 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
           fits = node.outputs[k].none || (plan.results[k].shape == node.outputs[k].shape &&
                                           plan.results[k].dtype == node.outputs[k].dtype);
         if (!fits) reason = "its recorded results disagree with the trace";
-        // Data movement follows its data: a view or gather of values that are only on the host
+        // Data movement follows its data: a view or gather of values that host nodes computed
         // runs on the host (moving them costs the same there, and copying them in would be a
-        // transfer the next host node pays again to copy them out).
+        // transfer the next host node pays again to copy them out). A view of a program input
+        // runs on the device: the input is copied in once (an input transfer), and the views of
+        // it that device nodes read are not copied in one by one.
         bool movesHostData = !refs.empty();
         for (const Call& c : plan.calls)
           movesHostData = movesHostData && c.kind == HookKind::Gather;
-        for (const ValueRef& r : refs) movesHostData = movesHostData && !m.valueOf(r).onDevice();
+        for (const ValueRef& r : refs) {
+          const Value& v = m.valueOf(r);
+          movesHostData = movesHostData && !v.onDevice() && !v.leaf;
+        }
         if (fits && movesHostData) {
           fits = false;
           reason = "a view of host data (data movement stays with its data)";

@@ -79,7 +79,8 @@ const char* unaryName(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 const char* binaryName(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "min", "max", "div_recip"};
+  static const char* names[] = {"add", "sub", "mul", "div", "min", "max", "div_recip",
+                                "eq",  "ne",  "lt",  "gt",  "le",  "ge"};
   static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -123,6 +124,39 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
   return entireInterval();
 }
 
+/// A comparison over every pair (a in x, b in y): 1 when it holds for all, 0 for none, [0, 1]
+/// otherwise; written from the pairs' extremes, independently of kernels::compareBody.
+Interval cpuCompare(BinaryOp op, Interval x, Interval y) {
+  bool all = false, none = false;
+  switch (op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+      all = x.lo == x.hi && y.lo == y.hi && x.lo == y.lo;  // one pair, equal
+      none = x.hi < y.lo || y.hi < x.lo;                   // disjoint
+      if (op == BinaryOp::Ne) std::swap(all, none);
+      break;
+    case BinaryOp::Lt:  // max a < min b; min a >= max b
+      all = x.hi < y.lo;
+      none = x.lo >= y.hi;
+      break;
+    case BinaryOp::Gt:
+      all = x.lo > y.hi;
+      none = x.hi <= y.lo;
+      break;
+    case BinaryOp::Le:
+      all = x.hi <= y.lo;
+      none = x.lo > y.hi;
+      break;
+    case BinaryOp::Ge:
+      all = x.lo >= y.hi;
+      none = x.hi < y.lo;
+      break;
+    default:
+      break;
+  }
+  return all ? Interval{1.0, 1.0} : none ? Interval{0.0, 0.0} : Interval{0.0, 1.0};
+}
+
 Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
   using namespace lossbound;
   switch (op) {
@@ -139,6 +173,13 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
       return min(x, y);
     case BinaryOp::Max:
       return max(x, y);
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Gt:
+    case BinaryOp::Le:
+    case BinaryOp::Ge:
+      return cpuCompare(op, x, y);
   }
   return entireInterval();
 }
@@ -573,7 +614,10 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
       {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},
-      {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max}};
+      {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max},
+      {"aten.eq.Tensor", BinaryOp::Eq},        {"aten.ne.Tensor", BinaryOp::Ne},
+      {"aten.lt.Tensor", BinaryOp::Lt},        {"aten.gt.Tensor", BinaryOp::Gt},
+      {"aten.le.Tensor", BinaryOp::Le},        {"aten.ge.Tensor", BinaryOp::Ge}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
   // BinaryOp::DivRecip is aten.div.Tensor with a 0-d divisor, checked below).
   QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 1);

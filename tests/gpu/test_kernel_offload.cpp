@@ -123,6 +123,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
     bool positive = false;
     bool offered = true;  // false: a broadcast the hooks do not take (the host rule must run)
     int calls = 1;        // hook calls when offered (addmm: the bias gather and the product)
+    bool intOut = false;  // the traced outputs are int64 (a count)
   };
   const std::vector<Case> cases = {
       {"aten.neg.default", {ref("x")}},
@@ -155,6 +156,33 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.where.self", {ref("M"), ref("x"), ref("y")}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("M"), number(-HUGE_VAL)}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("R"), number(0.25)}},
+      // Comparisons (exact: 1, 0 or [0, 1]): overlapping operands, equal points, a bias row, an
+      // integer tensor against a Python number, swapped operands (eq and ne commute, gt does
+      // not).
+      {"aten.lt.Tensor", {ref("x"), ref("y")}},
+      {"aten.eq.Tensor", {ref("x"), ref("x")}},
+      {"aten.ge.Tensor", {ref("x"), ref("b")}},
+      {"aten.ne.Scalar", {ref("E"), integer(3)}},
+      {"aten.le.Scalar", {ref("x"), number(0.0)}},
+      {"aten.eq.Tensor", {ref("b"), ref("x")}},
+      {"aten.gt.Tensor", {ref("b"), ref("x")}, false, false},
+      // Integer sums (a token count): exact.
+      {"aten.sum.default", {ref("E")}, false, true, 1, true},
+      {"aten.sum.dim_IntList", {ref("M"), intList({-1})}, false, true, 1, true},
+      // nll_loss over log-probabilities [7, 33], targets [7] with an ignored one; reductions
+      // none, mean and sum, with and without a class weight, ignore_index 5 (targets T3);
+      // nll_loss2d over [2, 4, 5, 5].
+      {"aten.nll_loss_forward.default",
+       {ref("x"), ref("T"), lossbound::IrValue{}, integer(0), integer(-100)}},
+      {"aten.nll_loss_forward.default",
+       {ref("x"), ref("T"), lossbound::IrValue{}, integer(1), integer(-100)}},
+      {"aten.nll_loss_forward.default",
+       {ref("x"), ref("T"), lossbound::IrValue{}, integer(2), integer(-100)}},
+      {"aten.nll_loss_forward.default", {ref("x"), ref("T"), ref("b"), integer(0), integer(-100)}},
+      {"aten.nll_loss_forward.default", {ref("x"), ref("T"), ref("b"), integer(1), integer(-100)}},
+      {"aten.nll_loss_forward.default", {ref("x"), ref("T3"), ref("b"), integer(2), integer(5)}},
+      {"aten.nll_loss2d_forward.default",
+       {ref("I4"), ref("T2"), lossbound::IrValue{}, integer(1), integer(-100)}},
       // Embedding rows by integer indices (a [7, 33] table, indices [2, 3]).
       {"aten.embedding.default", {ref("x"), ref("E")}},
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
@@ -239,6 +267,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
           Tensor::interval({33}, DType::Bool, std::vector<double>(mlo.begin(), mlo.begin() + 33),
                            std::vector<double>(mlo.begin(), mlo.begin() + 33));
       const Tensor tokens = Tensor::point({2, 3}, DType::Int64, {0, 6, 3, 3, 1, 5});
+      const Tensor targets = Tensor::point({7}, DType::Int64, {3, -100, 32, 0, 5, 5, 17});
+      const Tensor targets3 = Tensor::point({7}, DType::Int64, {3, 5, 32, 0, 5, 5, 17});
+      std::vector<double> t2(2 * 5 * 5);
+      for (std::size_t i = 0; i < t2.size(); ++i) t2[i] = i % 9 == 4 ? -100.0 : double(i % 4);
+      const Tensor targets2 = Tensor::point({2, 5, 5}, DType::Int64, t2);
       const Tensor c4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor d4 = randomOperand(rng, 1, 4, c.positive).reshaped({4}).withDtype(dtype);
       const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
@@ -267,12 +300,15 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "M") return mask;
         if (r.name == "E") return tokens;
         if (r.name == "R") return maskRow;
+        if (r.name == "T") return targets;
+        if (r.name == "T2") return targets2;
+        if (r.name == "T3") return targets3;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.
       lossbound::OpContext cpuCtx{precision, *cpu, nullptr};
       // Up to three traced outputs (shapes fixed below from the point rule).
-      node.outputs.assign(3, {x.shape(), dtype});
+      node.outputs.assign(3, {x.shape(), c.intOut ? DType::Int64 : dtype});
       {
         const lossbound::OpArgs args(node, lookup);
         const auto points = rule->point(args, cpuCtx);

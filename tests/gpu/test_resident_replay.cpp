@@ -563,15 +563,16 @@ void TestResidentReplay::devicePointersAreChecked() {
 }
 
 void TestResidentReplay::valueDependentRulesStayOnTheHost() {
-  // gt(x, 100) is false everywhere for both placeholder fillings: only the rule that a result
-  // not written by a hook must not come from the operands keeps it off the device.
+  // logical_not(exp(x)) is false everywhere for both placeholder fillings (exp is never 0): only
+  // the rule that a result not written by a hook must not come from the operands keeps it off
+  // the device.
   const Program p = parseProgram(
       R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
   "inputs": [{"name": "batch:x", "shape": [4, 8], "dtype": "float32"}],
   "nodes": [
     {"name": "e", "op": "aten.exp.default", "args": [{"ref": "batch:x"}], "kwargs": {},
      "outputs": [{"shape": [4, 8], "dtype": "float32"}]},
-    {"name": "gt", "op": "aten.gt.Scalar", "args": [{"ref": "e"}, 100.0], "kwargs": {},
+    {"name": "gt", "op": "aten.logical_not.default", "args": [{"ref": "e"}], "kwargs": {},
      "outputs": [{"shape": [4, 8], "dtype": "bool"}]},
     {"name": "s", "op": "aten.sum.default", "args": [{"ref": "e"}], "kwargs": {},
      "outputs": [{"shape": [], "dtype": "float32"}]}],
