@@ -104,12 +104,23 @@ class ReduceRule final : public OpRule {
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const auto rows = static_cast<std::int64_t>(l.outer.size());
     if ((mKind == Kind::Sum || (mKind == Kind::Mean && !integral)) && n > 0 &&
-        rowsAreContiguous(l, n)) {
+        ctx.backend.offersIntervalKernels()) {
       const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation,
                                     mKind == Kind::Mean, integral};
-      if (auto r = offerRowSum(ctx.backend, model, x, rows, n,
-                               reducedShape(x.shape(), ra.dims, ra.keepdim), t))
-        return {std::move(*r)};
+      const Shape rs = reducedShape(x.shape(), ra.dims, ra.keepdim);
+      if (rowsAreContiguous(l, n)) {
+        if (auto r = offerRowSum(ctx.backend, model, x, rows, n, rs, t)) return {std::move(*r)};
+      } else {
+        // Reduced dims that are not the trailing ones (a bias gradient: a sum over the batch):
+        // gather each output's terms into a row, in the order the loop below adds them (moving
+        // values is exact), then the same row sums.
+        std::vector<std::int64_t> offsets;
+        offsets.reserve(static_cast<std::size_t>(rows * n));
+        for (std::int64_t o : l.outer)
+          for (std::int64_t off : l.inner) offsets.push_back(o + off);
+        if (auto g = offerGather(ctx.backend, x, offsets, {rows, n}, x.dtype(), {0.0, 0.0}))
+          if (auto r = offerRowSum(ctx.backend, model, *g, rows, n, rs, t)) return {std::move(*r)};
+      }
     }
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {

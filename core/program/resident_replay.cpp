@@ -467,6 +467,16 @@ Tensor placeholder(const Meta& m, double p, double step, double w) {
   return Tensor::interval(m.shape, m.dtype, std::move(lo), std::move(hi));
 }
 
+/// True for the creation ops whose results depend on their operand's shape and dtype only
+/// (ones_like, new_zeros, ...): a result they make on the host is a constant of the plan.
+bool madeFromShapeOnly(const std::string& op) {
+  static const std::set<std::string> ops = {"aten.ones_like.default",  "aten.zeros_like.default",
+                                            "aten.empty_like.default", "aten.full_like.default",
+                                            "aten.new_zeros.default",  "aten.new_ones.default",
+                                            "aten.new_empty.default",  "aten.new_full.default"};
+  return ops.count(op) > 0;
+}
+
 /// Records one plan of `rule` on `node` with placeholder operands (see the file comment).
 Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef>& refs,
                 const std::vector<Meta>& metas, double p, double step, double w, double marker,
@@ -524,11 +534,11 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
     if (!mapped) {
       // Data the rule made itself. Two fillings cannot show every value dependence (ne(x, -100)
       // is all true for both), so only a node without tensor operands may have such a result,
-      // or an output the trace holds as None (a masked-off gradient: nothing reads it), or an
-      // empty one (eval batch norm's save_mean on PyTorch's CPU).
-      // An empty result carries no value at all.
+      // or a creation op that reads its operand's shape only (ones_like), or an output the trace
+      // holds as None (a masked-off gradient: nothing reads it), or an empty one (eval batch
+      // norm's save_mean on PyTorch's CPU). An empty result carries no value at all.
       const bool unread = (slot < node.outputs.size() && node.outputs[slot].none) || t.numel() == 0;
-      if (!args.empty() && !unread) {
+      if (!args.empty() && !unread && !madeFromShapeOnly(node.op)) {
         plan.reason =
             "a result computed on the host from the operands (result " + std::to_string(slot) + ")";
         return plan;
@@ -793,7 +803,9 @@ struct ResidentEvaluator::Impl {
           break;
         }
         case ResultMap::Kind::Alias: {
-          const Value& a = valueOf(refs[static_cast<std::size_t>(r.arg)]);
+          Value& a = valueOf(refs[static_cast<std::size_t>(r.arg)]);
+          // A view of a program input: the input is copied in once, as for a gather of it.
+          if (a.leaf && !a.onDevice()) ensureDevice(a);
           v.lo = a.lo;
           v.hi = a.hi;
           if (a.host) v.host = a.host->reshaped(r.shape).withDtype(r.dtype);

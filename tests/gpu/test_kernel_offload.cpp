@@ -189,6 +189,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sum.default", {ref("x")}},
       {"aten.mean.dim", {ref("x"), intList({-1})}},  // a row sum, then the mean's finish
       {"aten.mean.default", {ref("x")}},
+      // Sums and means over leading dims (a bias gradient): a gather into rows, then the rows.
+      {"aten.sum.dim_IntList", {ref("x"), intList({0})}, false, true, 2},
+      {"aten.sum.dim_IntList", {ref("X3"), intList({0, 1})}, false, true, 2},
+      {"aten.mean.dim", {ref("X3"), intList({1})}, false, true, 2},
       // The hooks of the device-resident replay: views through their index map, products.
       {"aten.t.default", {ref("x")}},
       {"aten.transpose.int", {ref("x"), integer(0), integer(1)}},
