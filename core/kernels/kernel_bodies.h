@@ -117,7 +117,12 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
       return lossbound::sigmoid(x);
     case UnaryOp::Relu:
       return lossbound::max(x, Interval{0.0, 0.0});
+    case UnaryOp::Sin:
+      return lossbound::sin(x);
+    case UnaryOp::Cos:
+      return lossbound::cos(x);
     case UnaryOp::GeluErf:
+    case UnaryOp::Silu:
       break;  // composed in the compute format by unaryBody only
   }
   return entireInterval();
@@ -176,7 +181,9 @@ LB_HD inline Interval compareBody(BinaryOp op, Interval x, Interval y) {
 /// Encloses every value the candidate can store for op(a), a in x. Sigmoid and tanh follow the
 /// CPU activation rules: sigmoid = 1 / (1 + exp(0 - x)) with every step in the compute format
 /// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1], gelu = (x·½)·(1 + erf(x·√½))
-/// with every step in the compute format (model.ulps are erf's); the others are the exact
+/// with every step in the compute format (model.ulps are erf's), silu = the hull of x / (1 +
+/// exp(0 − x)) and x·(1 / (1 + exp(0 − x))) with every step in the compute format (model.ulps are
+/// exp's; the activation rule of core/ops/activation_ops.cpp); the others are the exact
 /// extension through storeResult (model.ulps are the function's own).
 LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
   const ComputeDomain d{model.compute};
@@ -194,6 +201,11 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
       const Interval half = d.lit(0.5), one = d.lit(1.0);
       return roundOutward(d.mul(d.mul(x, half), d.add(one, d.erf(d.mul(x, k), model.ulps))),
                           model.storage);
+    }
+    case UnaryOp::Silu: {
+      const Interval one = d.lit(1.0);
+      const Interval e = d.add(one, d.exp(d.sub(d.lit(0.0), x), model.ulps));
+      return roundOutward(hull(d.div(x, e), d.mul(x, d.div(one, e))), model.storage);
     }
     default:
       return storeResult(unaryExact(op, x), model);

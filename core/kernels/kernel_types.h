@@ -26,10 +26,13 @@ enum class UnaryOp : int {
   Erf,
   Sigmoid,
   Relu,
-  GeluErf  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
+  GeluErf,  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
+  Sin,
+  Cos,
+  Silu  ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 15;
+inline constexpr int kUnaryOpCount = 18;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge

@@ -146,8 +146,8 @@ void requireFloating(const OpArgs& args, const Tensor& t) {
     args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
 }
 
-/// The backend kernel whose body is this activation's interval formula, if any (silu's hull of
-/// two bracketings and gelu's tanh form have none).
+/// The backend kernel whose body is this activation's interval formula, if any (gelu's tanh form
+/// has none).
 std::optional<kernels::UnaryOp> kernelOf(Unary op) {
   switch (op) {
     case Unary::Sigmoid:
@@ -156,14 +156,16 @@ std::optional<kernels::UnaryOp> kernelOf(Unary op) {
       return kernels::UnaryOp::Tanh;
     case Unary::GeluNone:
       return kernels::UnaryOp::GeluErf;
+    case Unary::Silu:
+      return kernels::UnaryOp::Silu;
     default:
       return std::nullopt;
   }
 }
 
-/// The libm function whose ulps the kernel body of op takes (sigmoid: exp; gelu: erf).
+/// The libm function whose ulps the kernel body of op takes (sigmoid, silu: exp; gelu: erf).
 LibmFn libmOf(kernels::UnaryOp op) {
-  if (op == kernels::UnaryOp::Sigmoid) return LibmFn::Exp;
+  if (op == kernels::UnaryOp::Sigmoid || op == kernels::UnaryOp::Silu) return LibmFn::Exp;
   if (op == kernels::UnaryOp::Tanh) return LibmFn::Tanh;
   return LibmFn::Erf;
 }
@@ -191,7 +193,7 @@ class UnaryActivationRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
-    // sigmoid, tanh and gelu are kernel bodies of the same formulas
+    // sigmoid, tanh, silu and gelu are kernel bodies of the same formulas
     // (tests/gpu/test_kernel_offload).
     if (const auto k = kernelOf(op)) {
       const kernels::ElementwiseModel model{d.c, s, modelUlps(libmOf(*k), d.c)};

@@ -371,7 +371,9 @@ class UnaryRule final : public OpRule {
     const auto fn = libmOf(mOp, p);
     // The same arithmetic as below: kernels::unaryBody = libmEnclosure / roundOutward of the exact
     // extension (tests/gpu/test_kernel_offload checks bit-identity in every format).
-    if (const auto k = kernelOf(mOp); k && !integral)
+    // pow(x, 2) is x·x rounded once: the exact square (UnaryOp::Sqr), stored.
+    const auto k = mOp == Unary::PowScalar && p == 2.0 ? kernels::UnaryOp::Sqr : kernelOf(mOp);
+    if (k && !integral)
       if (auto r = offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0}, a.tensor(0), t))
         return {std::move(*r)};
     return {mapInterval(a.tensor(0), t, [&](Interval x) {
@@ -524,7 +526,7 @@ class UnaryRule final : public OpRule {
     return x;
   }
 
-  /// The backend kernel computing this op, if any (pow.Scalar, sin and cos have none).
+  /// The backend kernel computing this op, if any (pow with an exponent other than 2 has none).
   static std::optional<kernels::UnaryOp> kernelOf(Unary op) {
     switch (op) {
       case Unary::Neg:
@@ -542,7 +544,9 @@ class UnaryRule final : public OpRule {
       case Unary::Log:
         return kernels::UnaryOp::Log;
       case Unary::Sin:
+        return kernels::UnaryOp::Sin;
       case Unary::Cos:
+        return kernels::UnaryOp::Cos;
       case Unary::PowScalar:
         return std::nullopt;
     }

@@ -1,6 +1,7 @@
 #include "core/ops/kernel_offload.h"
 
 #include "core/kernels/nll_loss.h"
+#include "core/ops/broadcasting.h"
 
 #include <cmath>
 #include <vector>
@@ -50,6 +51,39 @@ Tensor resultTensor(const Shape& shape, DType dtype, std::vector<double> lo,
 
 }  // namespace
 
+namespace {
+
+/// offerBinary for any other broadcast: each operand without the broadcast shape is gathered to
+/// it first (moving values is exact, so the body pairs the very values the host loop pairs),
+/// then one elementwise call.
+std::optional<Tensor> offerBroadcastBinary(Backend& backend, kernels::BinaryOp op,
+                                           const kernels::ElementwiseModel& model, const Tensor& x,
+                                           const Tensor& y, const Shape& shape, DType dtype) {
+  const std::int64_t n = numel(shape);
+  if (n == 0) return std::nullopt;
+  const BroadcastIndex index(shape, {x.shape(), y.shape()});
+  auto expanded = [&](const Tensor& t, int which) -> std::optional<Tensor> {
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(n));
+    std::int64_t off[2];
+    for (std::int64_t i = 0; i < n; ++i) {
+      index.offsets(i, off);
+      offsets[static_cast<std::size_t>(i)] = off[which];
+    }
+    return offerGather(backend, t, offsets, shape, t.dtype(), {0.0, 0.0});
+  };
+  std::optional<Tensor> gx, gy;
+  if (x.shape() != shape && !(gx = expanded(x, 0))) return std::nullopt;
+  if (y.shape() != shape && !(gy = expanded(y, 1))) return std::nullopt;
+  const Tensor& a = gx ? *gx : x;
+  const Tensor& b = gy ? *gy : y;
+  std::vector<double> lo(static_cast<std::size_t>(n)), hi(static_cast<std::size_t>(n));
+  if (!backend.binary(op, model, span(a), span(b), n, {lo.data(), hi.data()}, n))
+    return std::nullopt;
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
+}
+
+}  // namespace
+
 std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
                                  const kernels::ElementwiseModel& model, const Tensor& x,
                                  DType dtype) {
@@ -69,9 +103,9 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
   const bool swap = x.shape() != shape && commutative;
   const Tensor& full = swap ? y : x;
   const Tensor& other = swap ? x : y;
-  if (full.shape() != shape || other.numel() == 0 ||
-      !repeatsAlongLeadingDims(other.shape(), shape) || !offerable(backend, {&x, &y}))
-    return std::nullopt;
+  if (other.numel() == 0 || !offerable(backend, {&x, &y})) return std::nullopt;
+  if (full.shape() != shape || !repeatsAlongLeadingDims(other.shape(), shape))
+    return offerBroadcastBinary(backend, op, model, x, y, shape, dtype);
   const auto n = static_cast<std::size_t>(full.numel());
   std::vector<double> lo(n), hi(n);
   if (!backend.binary(op, model, span(full), span(other), other.numel(), {lo.data(), hi.data()},

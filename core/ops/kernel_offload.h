@@ -22,8 +22,9 @@ std::optional<Tensor> offerUnary(Backend& backend, kernels::UnaryOp op,
 /// Returns kernels::binaryBody(op, x_i, y_i, model) shaped `shape`, the broadcast shape of x and
 /// y. Offered when one operand has that shape and the other broadcasts over leading dims only
 /// (a scalar, a bias row, a position table): it then repeats in memory. When the full-shaped
-/// operand is y, only the commutative add and mul are offered (with the operands swapped, which
-/// gives the same bits: interval add and mul are symmetric). Other broadcasts give nullopt.
+/// operand is y, the commutative add, mul, eq and ne are offered with the operands swapped
+/// (which gives the same bits: they are symmetric). Any other broadcast is offered as gathers
+/// of the broadcast operands to the full shape (offerGather), then one elementwise call.
 std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype);

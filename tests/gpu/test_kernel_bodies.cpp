@@ -72,9 +72,9 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {"neg",        "abs", "sqr",     "sqrt", "rsqrt",
-                                "reciprocal", "exp", "expm1",   "log",  "log1p",
-                                "tanh",       "erf", "sigmoid", "relu", "gelu"};
+  static const char* names[] = {"neg",     "abs",   "sqr",  "sqrt",  "rsqrt", "reciprocal",
+                                "exp",     "expm1", "log",  "log1p", "tanh",  "erf",
+                                "sigmoid", "relu",  "gelu", "sin",   "cos",   "silu"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -118,7 +118,12 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return sigmoid(x);
     case UnaryOp::Relu:
       return max(x, Interval{0.0, 0.0});
+    case UnaryOp::Sin:
+      return sin(x);
+    case UnaryOp::Cos:
+      return cos(x);
     case UnaryOp::GeluErf:
+    case UnaryOp::Silu:
       break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
@@ -203,6 +208,10 @@ std::optional<ops::LibmFn> libmFn(UnaryOp op) {
       return ops::LibmFn::Sigmoid;
     case UnaryOp::Rsqrt:
       return ops::LibmFn::Rsqrt;
+    case UnaryOp::Sin:
+      return ops::LibmFn::Sin;
+    case UnaryOp::Cos:
+      return ops::LibmFn::Cos;
     default:
       return std::nullopt;
   }
@@ -211,7 +220,8 @@ std::optional<ops::LibmFn> libmFn(UnaryOp op) {
 /// The model a CPU rule uses for op on a tensor computed in `compute` and stored in `store`
 /// (sigmoid is composed from exp, so it takes exp's ulps).
 ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
-  if (op == UnaryOp::Sigmoid) return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
+  if (op == UnaryOp::Sigmoid || op == UnaryOp::Silu)
+    return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
   if (op == UnaryOp::GeluErf) return {compute, store, ops::modelUlps(ops::LibmFn::Erf, compute)};
   const auto fn = libmFn(op);
   return {compute, store, fn ? ops::modelUlps(*fn, compute) : 0};
@@ -226,6 +236,11 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     return lossbound::roundOutward(
         d.div(d.lit(1.0), d.add(d.lit(1.0), d.fn(ops::nn::Fn::Exp, d.sub(d.lit(0.0), x)))), store);
   if (op == UnaryOp::Tanh) return lossbound::roundOutward(d.fn(ops::nn::Fn::Tanh, x), store);
+  if (op == UnaryOp::Silu) {  // the activation rule's two bracketings, x / e and x · (1 / e)
+    const Interval one = d.lit(1.0);
+    const Interval e = d.add(one, d.fn(ops::nn::Fn::Exp, d.sub(d.lit(0.0), x)));
+    return lossbound::roundOutward(lossbound::hull(d.div(x, e), d.mul(x, d.div(one, e))), store);
+  }
   if (op == UnaryOp::GeluErf) {  // the activation rule's formula for approximate='none'
     const ops::nn::Const sqrtHalf = ops::nn::nearConst(M_SQRT1_2, 1);
     const Interval half = d.lit(0.5), one = d.lit(1.0);
@@ -610,7 +625,10 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
                                                    {"aten.erf.default", UnaryOp::Erf},
                                                    {"aten.sigmoid.default", UnaryOp::Sigmoid},
                                                    {"aten.relu.default", UnaryOp::Relu},
-                                                   {"aten.gelu.default", UnaryOp::GeluErf}};
+                                                   {"aten.gelu.default", UnaryOp::GeluErf},
+                                                   {"aten.sin.default", UnaryOp::Sin},
+                                                   {"aten.cos.default", UnaryOp::Cos},
+                                                   {"aten.silu.default", UnaryOp::Silu}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
       {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},

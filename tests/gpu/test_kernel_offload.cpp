@@ -137,6 +137,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.tanh.default", {ref("x")}},
       {"aten.relu.default", {ref("x")}},
       {"aten.gelu.default", {ref("x")}},
+      {"aten.silu.default", {ref("x")}},
+      {"aten.sin.default", {ref("x")}},
+      {"aten.cos.default", {ref("x")}},
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(2.0)}},
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}, false, false},  // no body
       {"aten.add.Tensor", {ref("x"), ref("y")}},
       {"aten.sub.Tensor", {ref("x"), ref("y")}},
       {"aten.mul.Tensor", {ref("x"), ref("y")}},
@@ -148,9 +153,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.add.Tensor", {ref("b"), ref("x")}},     // the same, swapped (add commutes)
       {"aten.mul.Tensor", {ref("b"), ref("x")}},     // mul commutes too
       {"aten.div.Tensor", {ref("x"), ref("b")}},
-      {"aten.sub.Tensor", {ref("b"), ref("x")}, false, false},  // no swap for sub
-      {"aten.add.Tensor", {ref("x"), ref("c")}, false, false},  // a column [7, 1]: not leading
-      {"aten.add.Tensor", {ref("x"), number(0.1)}},             // a Python scalar
+      // Other broadcasts: the broadcast operand is gathered to the full shape first.
+      {"aten.sub.Tensor", {ref("b"), ref("x")}, false, true, 2},  // no swap for sub
+      {"aten.add.Tensor", {ref("x"), ref("c")}, false, true, 2},  // a column [7, 1]
+      {"aten.mul.Tensor", {ref("c"), ref("b")}, false, true, 3},  // [7, 1] · [33]: both
+      {"aten.add.Tensor", {ref("x"), number(0.1)}},               // a Python scalar
       // Selections: a condition that is false, true or either ([0, 1]) per element; masked_fill
       // with an exact -inf and a mask row repeated along the leading dim.
       {"aten.where.self", {ref("M"), ref("x"), ref("y")}},
@@ -165,7 +172,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.ne.Scalar", {ref("E"), integer(3)}},
       {"aten.le.Scalar", {ref("x"), number(0.0)}},
       {"aten.eq.Tensor", {ref("b"), ref("x")}},
-      {"aten.gt.Tensor", {ref("b"), ref("x")}, false, false},
+      {"aten.gt.Tensor", {ref("b"), ref("x")}, false, true, 2},
       // Integer sums (a token count): exact.
       {"aten.sum.default", {ref("E")}, false, true, 1, true},
       {"aten.sum.dim_IntList", {ref("M"), intList({-1})}, false, true, 1, true},
