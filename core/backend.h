@@ -118,14 +118,16 @@ class Backend {
     return false;
   }
 
-  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else `fill`, for i < n: the gather of a view
-  /// op (values are moved, never rounded, so any device gives the host's bits). offsets are exact
-  /// integers below 2^53 stored as doubles, computed from shapes and IR arguments only (never
-  /// from tensor values); x holds xCount elements. For a point x, x.hi == x.lo and the caller
-  /// may pass out.hi == out.lo.
+  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[i mod fillCount], for i < n: the
+  /// gather of a view op (values are moved, never rounded, so any device gives the host's bits);
+  /// fillCount is 1 (one fill value) or n (the elements other parts of a cat put there). offsets
+  /// are exact integers below 2^53 stored as doubles, computed from shapes and IR arguments only
+  /// (never from tensor values); x holds xCount elements. For a point x, x.hi == x.lo and the
+  /// caller may pass out.hi == out.lo.
   virtual bool gather(kernels::ConstIntervalSpan /*x*/, std::int64_t /*xCount*/,
-                      const double* /*offsets*/, kernels::ConstIntervalSpan /*fill: one*/,
-                      kernels::IntervalSpan /*out*/, std::int64_t /*n*/) {
+                      const double* /*offsets*/, kernels::ConstIntervalSpan /*fill*/,
+                      std::int64_t /*fillCount*/, kernels::IntervalSpan /*out*/,
+                      std::int64_t /*n*/) {
     return false;
   }
 

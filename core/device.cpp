@@ -151,12 +151,16 @@ void Device::layerNormRows(const kernels::LayerNormModel& model, kernels::ConstI
 }
 
 void Device::gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-                    kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) {
+                    kernels::ConstIntervalSpan fill, std::int64_t fillCount,
+                    kernels::IntervalSpan out, std::int64_t n) {
+  if (fillCount != 1 && fillCount != n)
+    throw std::logic_error("gather: the fill needs 1 or n elements, found " +
+                           std::to_string(fillCount));
   check(x, xCount, "gather operand");
   check(offsets, n, "gather offsets");
-  check(fill, 1, "gather fill");
+  check(fill, fillCount, "gather fill");
   check(out, n, "gather result");
-  doGather(x, xCount, offsets, fill, out, n);
+  doGather(x, xCount, offsets, fill, fillCount, out, n);
   ++mCounters.launches;
 }
 

@@ -131,11 +131,12 @@ class Device {
                      kernels::ConstIntervalSpan runningMean, kernels::ConstIntervalSpan runningVar,
                      kernels::IntervalSpan out, kernels::IntervalSpan mean,
                      kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols);
-  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[0], for i < n (Backend::gather; x
-  /// has xCount elements, offsets are exact integers stored as doubles, fill is one element in
-  /// device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
+  /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[i mod fillCount], for i < n
+  /// (Backend::gather; x has xCount elements, offsets are exact integers stored as doubles, fill
+  /// is 1 or n elements in device memory; for a point gather x.hi == x.lo and out.hi == out.lo).
   void gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-              kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n);
+              kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
+              std::int64_t n);
   /// Splits `slices` consecutive interval-GEMM operands of `count` elements each
   /// (Backend::intervalGemm): flags[3s..3s+3) = {not direct, not finite, some radius} of slice s;
   /// a point slice (x.hi == x.lo) whose values are all finite and representable in `in` is used
@@ -222,8 +223,8 @@ class Device {
                                std::int64_t rows, std::int64_t cols) = 0;
   /// See gather.
   virtual void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-                        kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
-                        std::int64_t n) = 0;
+                        kernels::ConstIntervalSpan fill, std::int64_t fillCount,
+                        kernels::IntervalSpan out, std::int64_t n) = 0;
   /// See gemmSplit.
   virtual void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
                            double* mag, double* flags, std::int64_t slices) = 0;

@@ -83,8 +83,9 @@ class DeviceBackend final : public Backend {
   }
   /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-              kernels::ConstIntervalSpan fill, kernels::IntervalSpan out, std::int64_t n) override {
-    return mInner->gather(x, xCount, offsets, fill, out, n);
+              kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
+              std::int64_t n) override {
+    return mInner->gather(x, xCount, offsets, fill, fillCount, out, n);
   }
   /// Delegates to the wrapped backend.
   bool intervalGemm(kernels::ConstIntervalSpan a, kernels::ConstIntervalSpan b,

@@ -99,9 +99,9 @@ void HostDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::
 }
 
 void HostDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-                          kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
-                          std::int64_t n) {
-  mKernels.gather(x, xCount, offsets, fill, out, n);
+                          kernels::ConstIntervalSpan fill, std::int64_t fillCount,
+                          kernels::IntervalSpan out, std::int64_t n) {
+  mKernels.gather(x, xCount, offsets, fill, fillCount, out, n);
 }
 
 void HostDevice::doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,

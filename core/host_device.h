@@ -66,7 +66,7 @@ class HostDevice final : public Device {
                        kernels::IntervalSpan mean, kernels::IntervalSpan rstd, std::int64_t rows,
                        std::int64_t cols) override;
   void doGather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-                kernels::ConstIntervalSpan fill, kernels::IntervalSpan out,
+                kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
                 std::int64_t n) override;
   void doGemmSplit(kernels::ConstIntervalSpan x, std::int64_t count, Format in, double* mid,
                    double* mag, double* flags, std::int64_t slices) override;

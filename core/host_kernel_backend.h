@@ -148,11 +148,13 @@ class HostKernelBackend final : public Backend {
   }
 
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
-              ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
+              ConstIntervalSpan fill, std::int64_t fillCount, IntervalSpan out,
+              std::int64_t n) override {
     ++gatherCalls;
     for (std::int64_t i = 0; i < n; ++i) {
       const auto o = static_cast<std::int64_t>(offsets[i]);
-      const double lo = o >= 0 ? x.lo[o] : fill.lo[0], hi = o >= 0 ? x.hi[o] : fill.hi[0];
+      const std::int64_t f = i % fillCount;
+      const double lo = o >= 0 ? x.lo[o] : fill.lo[f], hi = o >= 0 ? x.hi[o] : fill.hi[f];
       out.lo[i] = lo;
       out.hi[i] = hi;  // the same array as out.lo for a point gather: the same value
     }

@@ -162,8 +162,9 @@ void CudaDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::
 
 void CudaDevice::doGather(kernels::ConstIntervalSpan x, std::int64_t /*xCount*/,
                           const double* offsets, kernels::ConstIntervalSpan fill,
-                          kernels::IntervalSpan out, std::int64_t n) {
-  launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, out.lo, out.hi, n, mImpl->current());
+                          std::int64_t fillCount, kernels::IntervalSpan out, std::int64_t n) {
+  launchGather(x.lo, x.hi, offsets, fill.lo, fill.hi, fillCount, out.lo, out.hi, n,
+               mImpl->current());
 }
 
 void CudaDevice::doSelect(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,

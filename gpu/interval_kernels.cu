@@ -67,11 +67,12 @@ __global__ void flagNonFiniteKernel(const double* xlo, const double* xhi, std::i
 }
 
 __global__ void gatherKernel(const double* xlo, const double* xhi, const double* offsets,
-                             const double* flo, const double* fhi, double* olo, double* ohi,
-                             std::int64_t n) {
+                             const double* flo, const double* fhi, std::int64_t fillCount,
+                             double* olo, double* ohi, std::int64_t n) {
   for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
     const auto o = static_cast<std::int64_t>(offsets[i]);
-    const double lo = o >= 0 ? xlo[o] : flo[0], hi = o >= 0 ? xhi[o] : fhi[0];
+    const std::int64_t f = i % fillCount;
+    const double lo = o >= 0 ? xlo[o] : flo[f], hi = o >= 0 ? xhi[o] : fhi[f];
     olo[i] = lo;
     ohi[i] = hi;
   }
@@ -483,10 +484,11 @@ void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t st
 }
 
 void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
-                  const double* fhi, double* olo, double* ohi, std::int64_t n,
-                  cudaStream_t stream) {
+                  const double* fhi, std::int64_t fillCount, double* olo, double* ohi,
+                  std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  gatherKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, offsets, flo, fhi, olo, ohi, n);
+  gatherKernel<<<gridFor(n), kBlock, 0, stream>>>(xlo, xhi, offsets, flo, fhi, fillCount, olo, ohi,
+                                                  n);
   LB_CUDA_CHECK_LAUNCH(gatherKernel);
 }
 

@@ -74,10 +74,11 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
 /// Stores [-inf, +inf] where an endpoint of out[0..n) is NaN (the device contract of
 /// core/device.h: a device libm may give NaN where the bodies would not).
 void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
-/// out[i] = x[offsets[i]] (offsets: exact integers as doubles) or fill[0] where offsets[i] < 0;
-/// out.hi may be out.lo (a point gather: both writes store the same value).
+/// out[i] = x[offsets[i]] (offsets: exact integers as doubles) or fill[i mod fillCount] where
+/// offsets[i] < 0; out.hi may be out.lo (a point gather: both writes store the same value).
 void launchGather(const double* xlo, const double* xhi, const double* offsets, const double* flo,
-                  const double* fhi, double* olo, double* ohi, std::int64_t n, cudaStream_t stream);
+                  const double* fhi, std::int64_t fillCount, double* olo, double* ohi,
+                  std::int64_t n, cudaStream_t stream);
 /// Device::gemmSplit: per slice s of `count` elements, flags[3s..3s+3) = {not direct, not
 /// finite, some radius}; mid and mag of each element (kernels::gemmSplit unless the point slice
 /// is used as it is).

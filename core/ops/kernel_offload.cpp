@@ -163,20 +163,41 @@ std::optional<std::vector<Tensor>> offerNllLoss(Backend& backend,
   return r;
 }
 
-std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
-                                  const std::vector<std::int64_t>& offsets, const Shape& shape,
-                                  DType dtype, Interval fill) {
+namespace {
+
+/// offerGather with `fill` of 1 or n elements (fillPoint: its hi is its lo).
+std::optional<Tensor> offerGatherFill(Backend& backend, const Tensor& x,
+                                      const std::vector<std::int64_t>& offsets, const Shape& shape,
+                                      DType dtype, kernels::ConstIntervalSpan fill,
+                                      std::int64_t fillCount, bool fillPoint) {
   if (!backend.offersIntervalKernels() || offsets.empty()) return std::nullopt;
   std::vector<double> index(offsets.size());
   for (std::size_t i = 0; i < offsets.size(); ++i) index[i] = static_cast<double>(offsets[i]);
-  const bool point = !x.isInterval() && fill.lo == fill.hi;
+  const bool point = !x.isInterval() && fillPoint;
   const auto n = static_cast<std::int64_t>(offsets.size());
   std::vector<double> lo(offsets.size()), hi(point ? 0 : offsets.size());
   const kernels::IntervalSpan out{lo.data(), point ? lo.data() : hi.data()};
-  if (!backend.gather(span(x), x.numel(), index.data(), {&fill.lo, &fill.hi}, out, n))
+  if (!backend.gather(span(x), x.numel(), index.data(), fill, fillCount, out, n))
     return std::nullopt;
   if (point) return Tensor::point(shape, dtype, std::move(lo));
   return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
+}
+
+}  // namespace
+
+std::optional<Tensor> offerGatherOver(Backend& backend, const Tensor& x,
+                                      const std::vector<std::int64_t>& offsets, const Tensor& base,
+                                      DType dtype) {
+  if (base.numel() != static_cast<std::int64_t>(offsets.size())) return std::nullopt;
+  return offerGatherFill(backend, x, offsets, base.shape(), dtype, span(base), base.numel(),
+                         !base.isInterval());
+}
+
+std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
+                                  const std::vector<std::int64_t>& offsets, const Shape& shape,
+                                  DType dtype, Interval fill) {
+  return offerGatherFill(backend, x, offsets, shape, dtype, {&fill.lo, &fill.hi}, 1,
+                         fill.lo == fill.hi);
 }
 
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,

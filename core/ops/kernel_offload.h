@@ -60,6 +60,13 @@ std::optional<Tensor> offerGather(Backend& backend, const Tensor& x,
                                   const std::vector<std::int64_t>& offsets, const Shape& shape,
                                   DType dtype, Interval fill);
 
+/// Returns x gathered through `offsets` over `base`: element i is x[offsets[i]], or base[i] where
+/// offsets[i] is -1 (one part of a cat written over the parts before it), shaped like base and
+/// labelled `dtype`; a point tensor when x and base are points.
+std::optional<Tensor> offerGatherOver(Backend& backend, const Tensor& x,
+                                      const std::vector<std::int64_t>& offsets, const Tensor& base,
+                                      DType dtype);
+
 /// Returns the enclosure of every row sum of x viewed as rows×cols (contiguous rows), shaped
 /// `shape` (rows elements) and labelled `dtype`.
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,

@@ -417,7 +417,7 @@ class CatRule final : public OpRule {
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
-    return apply(a, ctx);
+    return apply(a, ctx, true);
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
@@ -498,7 +498,34 @@ class CatRule final : public OpRule {
     return std::pair{parts, dim};
   }
 
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+  /// The parts moved into place on the backend: one gather per part over the parts before it
+  /// (the values are moved, never rounded: the host's bits), or nothing when it declines.
+  static std::optional<Tensor> offer(Backend& backend, const std::vector<Tensor>& parts, int dim,
+                                     const Shape& out, DType t) {
+    const std::int64_t n = numel(out);
+    if (!backend.offersIntervalKernels() || n == 0) return std::nullopt;
+    const std::int64_t outer = numel(Shape(out.begin(), out.begin() + dim));
+    const std::int64_t outBlock = n / std::max<std::int64_t>(outer, 1);
+    std::optional<Tensor> acc;
+    std::int64_t start = 0;  // the part's first element within an output block
+    for (const Tensor& p : parts) {
+      const std::int64_t block = numel(Shape(p.shape().begin() + dim, p.shape().end()));
+      if (block == 0) continue;
+      std::vector<std::int64_t> offsets(static_cast<std::size_t>(n), -1);
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < block; ++i)
+          offsets[static_cast<std::size_t>(o * outBlock + start + i)] = o * block + i;
+      acc = acc ? offerGatherOver(backend, p, offsets, *acc, t)
+                : offerGather(backend, p, offsets, out, t, Interval{0.0, 0.0});
+      if (!acc) return std::nullopt;
+      start += block;
+    }
+    return acc;
+  }
+
+  /// Concatenates; `offerToBackend`: the interval method's offer (the device-resident replay
+  /// keeps a cat on the device).
+  std::vector<Tensor> apply(const OpArgs& a, OpContext& ctx, bool offerToBackend = false) const {
     const auto [parts, dim] = layout(a);
     Shape out = parts[0].shape();
     out[static_cast<std::size_t>(dim)] = 0;
@@ -507,6 +534,9 @@ class CatRule final : public OpRule {
       out[static_cast<std::size_t>(dim)] += p.shape()[static_cast<std::size_t>(dim)];
       anyInterval = anyInterval || p.isInterval();
     }
+    if (offerToBackend)
+      if (auto r = offer(ctx.backend, parts, dim, out, a.outSpec().dtype))
+        return std::vector<Tensor>{std::move(*r)};
     const std::int64_t outer = numel(Shape(out.begin(), out.begin() + dim));
     std::vector<double> lo, hi;
     lo.reserve(static_cast<std::size_t>(numel(out)));

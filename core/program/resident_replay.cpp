@@ -329,7 +329,8 @@ class RecordingBackend final : public Backend {
   }
 
   bool gather(ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
-              ConstIntervalSpan fill, IntervalSpan out, std::int64_t n) override {
+              ConstIntervalSpan fill, std::int64_t fillCount, IntervalSpan out,
+              std::int64_t n) override {
     Call c;
     c.kind = HookKind::Gather;
     c.n = n;
@@ -339,7 +340,7 @@ class RecordingBackend final : public Backend {
     index.indexMap = true;
     index.count = n;
     index.lo.assign(offsets, offsets + n);
-    c.in = {resolve(x, xCount), std::move(index), resolve(fill, 1)};
+    c.in = {resolve(x, xCount), std::move(index), resolve(fill, fillCount)};
     return record(std::move(c), {{out, n}});
   }
 
@@ -763,7 +764,7 @@ struct ResidentEvaluator::Impl {
                                c.rows, c.cols);
           break;
         case HookKind::Gather:
-          device.gather(in[0], c.cols, in[1].lo, in[2], out[0], c.n);
+          device.gather(in[0], c.cols, in[1].lo, in[2], c.in[2].count, out[0], c.n);
           break;
         case HookKind::IntervalGemm: {
           // Split both operands (once, or per product when the batch strides through them),
