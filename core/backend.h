@@ -104,6 +104,17 @@ class Backend {
     return false;
   }
 
+  /// nll_loss backward: out (batch × model.classes × model.inner) = 0 except at each kept target,
+  /// where it is kernels::nllBackwardAt with grad g (batch·inner elements for reduction none,
+  /// else one) and total_weight tw (one); declined (false) for a target out of range.
+  virtual bool nllLossBackward(const kernels::NllLossModel& /*model*/,
+                               kernels::ConstIntervalSpan /*g*/, const double* /*target*/,
+                               kernels::ConstIntervalSpan /*weight: lo == nullptr for None*/,
+                               kernels::ConstIntervalSpan /*tw*/, std::int64_t /*batch*/,
+                               kernels::IntervalSpan /*out*/) {
+    return false;
+  }
+
   /// Encloses every row sum of x[rows×cols] in any order: accumulate, then kernels::sumFinish.
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,

@@ -203,6 +203,21 @@ void Device::nllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalS
   ++mCounters.launches;
 }
 
+void Device::nllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                             const double* target, kernels::ConstIntervalSpan weight,
+                             kernels::ConstIntervalSpan tw, std::int64_t batch,
+                             kernels::IntervalSpan out, double* flag) {
+  const std::int64_t targets = batch * model.inner;
+  check(g, model.reduction == 0 ? targets : 1, "nll_loss_backward grad");
+  check(target, targets, "nll_loss_backward target");
+  if (weight.lo) check(weight, model.classes, "nll_loss_backward weight");
+  check(tw, 1, "nll_loss_backward total_weight");
+  check(out, targets * model.classes, "nll_loss_backward result");
+  check(flag, 1, "index flag");
+  doNllLossBackward(model, g, target, weight, tw, batch, out, flag);
+  ++mCounters.launches;
+}
+
 void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                            kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                            kernels::ConstIntervalSpan runningMean,

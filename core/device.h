@@ -111,6 +111,12 @@ class Device {
   void nllLoss(const kernels::NllLossModel& model, kernels::ConstIntervalSpan x,
                const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
                kernels::IntervalSpan out, kernels::IntervalSpan totalWeight, double* flag);
+  /// Backend::nllLossBackward (weight lo == nullptr for None); a target out of range sets
+  /// flag[0] = kernels::kBadIndexFlag.
+  void nllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                       const double* target, kernels::ConstIntervalSpan weight,
+                       kernels::ConstIntervalSpan tw, std::int64_t batch, kernels::IntervalSpan out,
+                       double* flag);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -199,6 +205,11 @@ class Device {
                          const double* target, kernels::ConstIntervalSpan weight,
                          std::int64_t batch, kernels::IntervalSpan out,
                          kernels::IntervalSpan totalWeight, double* flag) = 0;
+  /// See nllLossBackward.
+  virtual void doNllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                                 const double* target, kernels::ConstIntervalSpan weight,
+                                 kernels::ConstIntervalSpan tw, std::int64_t batch,
+                                 kernels::IntervalSpan out, double* flag) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

@@ -82,6 +82,13 @@ class DeviceBackend final : public Backend {
     return mInner->nllLoss(model, x, target, weight, batch, out, totalWeight);
   }
   /// Delegates to the wrapped backend.
+  bool nllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                       const double* target, kernels::ConstIntervalSpan weight,
+                       kernels::ConstIntervalSpan tw, std::int64_t batch,
+                       kernels::IntervalSpan out) override {
+    return mInner->nllLossBackward(model, g, target, weight, tw, batch, out);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
               std::int64_t n) override {

@@ -139,6 +139,18 @@ void HostDevice::doNllLoss(const kernels::NllLossModel& model, kernels::ConstInt
   nanToEntire(totalWeight, 1);
 }
 
+void HostDevice::doNllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                                   const double* target, kernels::ConstIntervalSpan weight,
+                                   kernels::ConstIntervalSpan tw, std::int64_t batch,
+                                   kernels::IntervalSpan out, double* flag) {
+  const std::int64_t targets = batch * model.inner, n = targets * model.classes;
+  for (std::int64_t e = 0; e < n; ++e) out.lo[e] = out.hi[e] = 0.0;
+  for (std::int64_t o = 0; o < targets; ++o)
+    if (!kernels::nllBackwardAt(model, o, target, g, weight, {tw.lo[0], tw.hi[0]}, out))
+      flag[0] = kernels::kBadIndexFlag;
+  nanToEntire(out, n);
+}
+
 void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

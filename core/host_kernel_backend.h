@@ -147,6 +147,19 @@ class HostKernelBackend final : public Backend {
     return nllLossForward(model, x, target, weight, batch, out, totalWeight);
   }
 
+  bool nllLossBackward(const NllLossModel& model, ConstIntervalSpan g, const double* target,
+                       ConstIntervalSpan weight, ConstIntervalSpan tw, std::int64_t batch,
+                       IntervalSpan out) override {
+    const std::int64_t targets = batch * model.inner;
+    for (std::int64_t o = 0; o < targets; ++o)
+      if (nllTargetClass(target[o], model) == -2) return false;
+    ++rowKernelCalls;
+    for (std::int64_t e = 0; e < targets * model.classes; ++e) out.lo[e] = out.hi[e] = 0.0;
+    for (std::int64_t o = 0; o < targets; ++o)
+      nllBackwardAt(model, o, target, g, weight, {tw.lo[0], tw.hi[0]}, out);
+    return true;
+  }
+
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
               ConstIntervalSpan fill, std::int64_t fillCount, IntervalSpan out,
               std::int64_t n) override {

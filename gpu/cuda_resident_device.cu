@@ -194,6 +194,16 @@ void CudaDevice::doNllLoss(const kernels::NllLossModel& model, kernels::ConstInt
   launchNanToEntire(totalWeight.lo, totalWeight.hi, 1, s);
 }
 
+void CudaDevice::doNllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                                   const double* target, kernels::ConstIntervalSpan weight,
+                                   kernels::ConstIntervalSpan tw, std::int64_t batch,
+                                   kernels::IntervalSpan out, double* flag) {
+  const cudaStream_t s = mImpl->current();
+  launchNllLossBackward(model, g.lo, g.hi, target, weight.lo, weight.hi, tw.lo, tw.hi, batch,
+                        out.lo, out.hi, flag, s);
+  launchNanToEntire(out.lo, out.hi, batch * model.inner * model.classes, s);
+}
+
 void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

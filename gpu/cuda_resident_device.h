@@ -49,6 +49,10 @@ class CudaDevice final : public Device {
                  const double* target, kernels::ConstIntervalSpan weight, std::int64_t batch,
                  kernels::IntervalSpan out, kernels::IntervalSpan totalWeight,
                  double* flag) override;
+  void doNllLossBackward(const kernels::NllLossModel& model, kernels::ConstIntervalSpan g,
+                         const double* target, kernels::ConstIntervalSpan weight,
+                         kernels::ConstIntervalSpan tw, std::int64_t batch,
+                         kernels::IntervalSpan out, double* flag) override;
   void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                 std::int64_t cols, const kernels::SumModel& model) override;
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,

@@ -59,6 +59,12 @@ void launchNllLoss(kernels::NllLossModel model, const double* xlo, const double*
                    const double* target, const double* wlo, const double* whi, std::int64_t batch,
                    double* olo, double* ohi, double* twlo, double* twhi, double* flag,
                    cudaStream_t stream);
+/// nll_loss backward: out = 0, then nllBackwardAt per target position (one thread each); a target
+/// out of range sets flag[0] = kBadIndexFlag.
+void launchNllLossBackward(kernels::NllLossModel model, const double* glo, const double* ghi,
+                           const double* target, const double* wlo, const double* whi,
+                           const double* twlo, const double* twhi, std::int64_t batch, double* olo,
+                           double* ohi, double* flag, cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
 /// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,

@@ -1,10 +1,11 @@
 #pragma once
-// nll_loss forward (nll_loss_forward, nll_loss2d_forward) as LB_HD bodies: the kept targets'
-// terms −w_t·x[n, t] summed in one pass, then the order-free sum bounds and the reduction. The
-// host rule (core/ops/loss_ops.cpp, whose file comment derives every bound and cites its source)
-// calls these very bodies, and Backend::nllLoss runs nllLossForward on a device, so both compute
-// the same bits. The pass is sequential: the enclosure of a directed-rounding sum depends on the
-// order, and one order is what makes the device's bits the host's.
+// nll_loss forward (nll_loss_forward, nll_loss2d_forward) and backward as LB_HD bodies: the kept
+// targets' terms −w_t·x[n, t] summed in one pass, then the order-free sum bounds and the
+// reduction; the backward's element at each kept target. The host rules (core/ops/loss_ops.cpp,
+// whose file comment derives every bound and cites its source) call these very bodies, and
+// Backend::nllLoss / nllLossBackward run them on a device, so both compute the same bits. The
+// forward pass is sequential: the enclosure of a directed-rounding sum depends on the order, and
+// one order is what makes the device's bits the host's; the backward is one thread per target.
 
 #include "core/interval/hd.h"
 #include "core/interval/interval.h"
@@ -138,6 +139,43 @@ LB_HD inline bool nllLossForward(const NllLossModel& m, ConstIntervalSpan x, con
   totalWeight.lo[0] = tw.lo;
   totalWeight.hi[0] = tw.hi;
   return ok;
+}
+
+/// grad_input at a kept target (nll_loss_backward, the loss rule's backward): −w·g (sum and none;
+/// without a weight −g, exact but rounded to c), for the mean the hull of (−w)·(g / tw) and
+/// ((−w)·g) / tw with every step in c (the entire line when tw may be 0); stored.
+LB_HD inline Interval nllBackwardElement(Interval w, Interval g, Interval tw,
+                                         const NllLossModel& m) {
+  const ComputeDomain d{m.c};
+  const Interval nw = lossbound::neg(w);
+  Interval r;
+  if (m.reduction != 1)
+    r = m.weighted ? d.mul(nw, g) : d.round(lossbound::neg(g));
+  else if (tw.lo <= 0.0 && tw.hi >= 0.0)
+    r = entireInterval();
+  else
+    r = hull(d.mul(nw, d.div(g, tw)), d.div(d.mul(nw, g), tw));
+  return roundOutward(r, m.outStorage);
+}
+
+/// One target position o of nll_loss_backward for self batch × classes × inner: writes
+/// out[e] = nllBackwardElement at the element e its class picks (grad g[o] for reduction none,
+/// else g[0]); returns false for a target out of range. Distinct positions write distinct
+/// elements; every other element of out must be 0 beforehand.
+LB_HD inline bool nllBackwardAt(const NllLossModel& m, std::int64_t o, const double* target,
+                                ConstIntervalSpan g, ConstIntervalSpan weight, Interval tw,
+                                IntervalSpan out) {
+  const std::int64_t k = nllTargetClass(target[o], m);
+  if (k == -1) return true;
+  if (k < 0) return false;
+  const std::int64_t i = o / m.inner, j = o % m.inner;
+  const std::int64_t e = (i * m.classes + k) * m.inner + j;
+  const std::int64_t go = m.reduction == 0 ? o : 0;
+  const Interval w = weight.lo ? Interval{weight.lo[k], weight.hi[k]} : Interval{1.0, 1.0};
+  const Interval r = nllBackwardElement(w, Interval{g.lo[go], g.hi[go]}, tw, m);
+  out.lo[e] = r.lo;
+  out.hi[e] = r.hi;
+  return true;
 }
 
 }  // namespace lossbound::kernels

@@ -163,6 +163,22 @@ std::optional<std::vector<Tensor>> offerNllLoss(Backend& backend,
   return r;
 }
 
+std::optional<Tensor> offerNllLossBackward(Backend& backend, const kernels::NllLossModel& model,
+                                           const Tensor& g, const Tensor& target,
+                                           const Tensor* weight, const Tensor& tw,
+                                           std::int64_t batch, const Shape& shape, DType dtype) {
+  if (!offerable(backend, {&g, &tw}) || (weight && !offerable(backend, {weight})) ||
+      target.numel() == 0 || tw.numel() != 1)
+    return std::nullopt;
+  const auto n = static_cast<std::size_t>(numel(shape));
+  std::vector<double> lo(n), hi(n);
+  if (!backend.nllLossBackward(model, span(g), target.values().data(),
+                               weight ? span(*weight) : kernels::ConstIntervalSpan{}, span(tw),
+                               batch, {lo.data(), hi.data()}))
+    return std::nullopt;
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
+}
+
 namespace {
 
 /// offerGather with `fill` of 1 or n elements (fillPoint: its hi is its lo).

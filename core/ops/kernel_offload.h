@@ -53,6 +53,14 @@ std::optional<std::vector<Tensor>> offerNllLoss(Backend& backend,
                                                 std::int64_t batch, const Shape& outShape, DType t0,
                                                 DType t1);
 
+/// Returns nll_loss_backward's grad_input (shaped `shape`, labelled `dtype`) for grad g, the
+/// integer target, weight (nullptr for None) and total_weight tw: Backend::nllLossBackward.
+/// Offered for finite g, weight and tw; nothing when the backend declines.
+std::optional<Tensor> offerNllLossBackward(Backend& backend, const kernels::NllLossModel& model,
+                                           const Tensor& g, const Tensor& target,
+                                           const Tensor* weight, const Tensor& tw,
+                                           std::int64_t batch, const Shape& shape, DType dtype);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

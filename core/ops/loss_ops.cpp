@@ -338,28 +338,34 @@ class NllLossBackwardRule final : public OpRule {
     return std::vector<Tensor>{Tensor::point(x.shape(), a.outSpec(0).dtype, std::move(out))};
   }
 
+  // Each kept target's element is kernels::nllBackwardElement (core/kernels/nll_loss.h), offered
+  // to the backend first: a device gives the same bits, and declines a target out of range,
+  // which keepTargets then reports.
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
-    const Layout l = layoutOf(a, 1, 4);
+    Layout l = shapeLayout(a, 1, 4);
     checkGrad(a, l);
     const Tensor& g = a.tensor(0);
     const Tensor& x = a.tensor(1);
     const Tensor* w = weightOf(a, 3);
-    const Interval tw = a.tensor(6).at(0);
+    const Tensor& twT = a.tensor(6);
     const DType t = a.outSpec(0).dtype;
-    const Format s = outFormat(a, ctx);
-    const IntervalDomain d{accumulationFormat(ctx.precision, t)};
+    kernels::NllLossModel m;
+    m.c = accumulationFormat(ctx.precision, t);
+    m.outStorage = outFormat(a, ctx);
+    m.reduction = l.reduction;
+    m.weighted = w != nullptr;
+    m.ignore = static_cast<double>(l.ignore);
+    m.classes = l.classes;
+    m.inner = l.inner;
+    if (auto r =
+            offerNllLossBackward(ctx.backend, m, g, a.tensor(2), w, twT, l.batch, x.shape(), t))
+      return {std::move(*r)};
+    keepTargets(a, 1, l);  // reports a target out of range
+    const Interval tw = twT.at(0);
     std::vector<double> lo(static_cast<std::size_t>(x.numel()), 0.0), hi(lo);
     for (const Entry& e : l.kept) {
-      const Interval nw = lossbound::neg(w ? w->at(e.cls) : Interval{1.0, 1.0});
-      const Interval go = gradAt(g, l, e);
-      Interval r;
-      if (l.reduction != kMean)
-        r = w ? d.mul(nw, go) : d.round(lossbound::neg(go));
-      else if (tw.lo <= 0.0 && tw.hi >= 0.0)
-        r = entireInterval();
-      else
-        r = hull(d.mul(nw, d.div(go, tw)), d.div(d.mul(nw, go), tw));
-      r = roundOutward(r, s);
+      const Interval r = kernels::nllBackwardElement(w ? w->at(e.cls) : Interval{1.0, 1.0},
+                                                     gradAt(g, l, e), tw, m);
       lo[static_cast<std::size_t>(e.self)] = r.lo;
       hi[static_cast<std::size_t>(e.self)] = r.hi;
     }

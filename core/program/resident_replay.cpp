@@ -57,6 +57,7 @@ enum class HookKind {
   Select,
   TakeRows,
   NllLoss,
+  NllLossBackward,
   RowSum,
   Softmax,
   LayerNorm,
@@ -278,6 +279,18 @@ class RecordingBackend final : public Backend {
     c.in = {resolve(x, targets * model.classes), resolveLo(target, targets),
             resolve(weight, model.classes)};
     return record(std::move(c), {{out, model.reduction == 0 ? targets : 1}, {totalWeight, 1}});
+  }
+  bool nllLossBackward(const kernels::NllLossModel& model, ConstIntervalSpan g,
+                       const double* target, ConstIntervalSpan weight, ConstIntervalSpan tw,
+                       std::int64_t batch, IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::NllLossBackward;
+    c.nll = model;
+    c.n = batch;
+    const std::int64_t targets = batch * model.inner;
+    c.in = {resolve(g, model.reduction == 0 ? targets : 1), resolveLo(target, targets),
+            resolve(weight, model.classes), resolve(tw, 1)};
+    return record(std::move(c), {{out, targets * model.classes}});
   }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const kernels::SumModel& model) override {
@@ -667,7 +680,8 @@ struct ResidentEvaluator::Impl {
     const Node& node = program.nodes[i];
     // A host-side operand of an elementwise or sum offer: the CPU rule would decline it.
     for (const Call& c : plan.calls) {
-      if (c.kind != HookKind::Unary && c.kind != HookKind::Binary && c.kind != HookKind::RowSum)
+      if (c.kind != HookKind::Unary && c.kind != HookKind::Binary && c.kind != HookKind::RowSum &&
+          c.kind != HookKind::NllLoss && c.kind != HookKind::NllLossBackward)
         continue;
       for (const Source& s : c.in) {
         if (s.kind == Source::Kind::Const)
@@ -725,7 +739,7 @@ struct ResidentEvaluator::Impl {
       }
       // Operands that the CPU rule would have checked for finiteness, not known on the host.
       if (c.kind == HookKind::Unary || c.kind == HookKind::Binary || c.kind == HookKind::RowSum ||
-          c.kind == HookKind::NllLoss)
+          c.kind == HookKind::NllLoss || c.kind == HookKind::NllLossBackward)
         for (std::size_t s = 0; s < c.in.size(); ++s) {
           if (c.in[s].kind == Source::Kind::Const || c.in[s].kind == Source::Kind::None) continue;
           device.flagNonFinite(in[s], c.in[s].count, flag);
@@ -749,6 +763,9 @@ struct ResidentEvaluator::Impl {
         case HookKind::NllLoss:
           // A target out of range sets the flag, as for embedding.
           device.nllLoss(c.nll, in[0], in[1].lo, in[2], c.n, out[0], out[1], flag);
+          break;
+        case HookKind::NllLossBackward:
+          device.nllLossBackward(c.nll, in[0], in[1].lo, in[2], in[3], c.n, out[0], flag);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);

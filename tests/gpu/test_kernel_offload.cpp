@@ -190,6 +190,18 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.nll_loss_forward.default", {ref("x"), ref("T3"), ref("b"), integer(2), integer(5)}},
       {"aten.nll_loss2d_forward.default",
        {ref("I4"), ref("T2"), lossbound::IrValue{}, integer(1), integer(-100)}},
+      // nll_loss backward (grad, self, target, weight, reduction, ignore_index, total_weight).
+      {"aten.nll_loss_backward.default",
+       {ref("z"), ref("x"), ref("T"), lossbound::IrValue{}, integer(1), integer(-100), ref("P1")}},
+      {"aten.nll_loss_backward.default",
+       {ref("z"), ref("x"), ref("T"), ref("b"), integer(1), integer(-100), ref("P1")}},
+      {"aten.nll_loss_backward.default",
+       {ref("z"), ref("x"), ref("T3"), ref("b"), integer(2), integer(5), ref("P1")}},
+      {"aten.nll_loss_backward.default",
+       {ref("G7"), ref("x"), ref("T"), ref("b"), integer(0), integer(-100), ref("P1")}},
+      {"aten.nll_loss2d_backward.default",
+       {ref("z"), ref("I4"), ref("T2"), lossbound::IrValue{}, integer(1), integer(-100),
+        ref("P1")}},
       // Embedding rows by integer indices (a [7, 33] table, indices [2, 3]).
       {"aten.embedding.default", {ref("x"), ref("E")}},
       {"aten.sum.dim_IntList", {ref("x"), intList({-1})}},
@@ -300,6 +312,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
                            std::vector<double>(mlo.begin(), mlo.begin() + 33));
       const Tensor tokens = Tensor::point({2, 3}, DType::Int64, {0, 6, 3, 3, 1, 5});
       const Tensor targets = Tensor::point({7}, DType::Int64, {3, -100, 32, 0, 5, 5, 17});
+      const Tensor g7 = randomOperand(rng, 1, 7, c.positive).reshaped({7}).withDtype(dtype);
+      const Tensor p1 = randomOperand(rng, 1, 1, true).reshaped({}).withDtype(dtype);
       const Tensor targets3 = Tensor::point({7}, DType::Int64, {3, 5, 32, 0, 5, 5, 17});
       std::vector<double> t2(2 * 5 * 5);
       for (std::size_t i = 0; i < t2.size(); ++i) t2[i] = i % 9 == 4 ? -100.0 : double(i % 4);
@@ -335,6 +349,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "T") return targets;
         if (r.name == "T2") return targets2;
         if (r.name == "T3") return targets3;
+        if (r.name == "G7") return g7;
+        if (r.name == "P1") return p1;
         return r.name == "c" ? col : s;
       };
       // The traced output spec: what the point rule computes (shape) in the operand dtype.

@@ -181,6 +181,7 @@ class TestResidentReplay : public QObject {
   void batchedProductsRunOnTheDevice();
   void convolutionAndBatchNormRunOnTheDevice();
   void embeddingIndexOutOfRangeIsReported();
+  void lossTargetOutOfRangeIsReported();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
   void analysisKeepsPlansAcrossSteps();
@@ -804,6 +805,66 @@ void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
   QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
   QCOMPARE(deviceError, cpuError);
   QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::lossTargetOutOfRangeIsReported() {
+  // log_softmax, nll_loss forward and backward all run on the device; a target past the classes
+  // sets the rerun flag, and the host replay reports it as the CPU rule does.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [3, 5], "dtype": "float32"},
+             {"name": "batch:t", "shape": [3], "dtype": "int64"}],
+  "nodes": [
+    {"name": "lsm", "op": "aten._log_softmax.default", "args": [{"ref": "batch:x"}, 1, false],
+     "kwargs": {}, "outputs": [{"shape": [3, 5], "dtype": "float32"}]},
+    {"name": "nll", "op": "aten.nll_loss_forward.default",
+     "args": [{"ref": "lsm"}, {"ref": "batch:t"}, null, 1, -100], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}, {"shape": [], "dtype": "float32"}]},
+    {"name": "one", "op": "aten.ones_like.default", "args": [{"ref": "nll", "index": 0}],
+     "kwargs": {}, "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "g", "op": "aten.nll_loss_backward.default",
+     "args": [{"ref": "one"}, {"ref": "lsm"}, {"ref": "batch:t"}, null, 1, -100,
+              {"ref": "nll", "index": 1}], "kwargs": {},
+     "outputs": [{"shape": [3, 5], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "nll", "index": 0}},
+              {"name": "grad", "ref": {"ref": "g"}}]})",
+      "nll");
+  std::vector<double> x(15);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.375 * static_cast<double>(i % 7) - 1.0;
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = {"loss", "grad"};
+  HostDevice device;
+  ResidentEvaluator ev(p, device, *cpu);
+  {
+    const TensorMap in{{"batch:x", Tensor::point({3, 5}, DType::Float32, x)},
+                       {"batch:t", Tensor::point({3}, DType::Int64, {4, -100, 0})}};
+    const EvalResult ref = evaluate(p, in, *cpu, o);
+    const ResidentResult r = ev.evaluate(in, o);
+    for (const char* name : {"loss", "grad"})
+      QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+    QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+    QVERIFY(!r.stats.rerunOnHost);
+  }
+  // What stays allocated between replays: the plans' constants (ones_like's 1).
+  const std::size_t kept = device.liveAllocations();
+  const TensorMap bad{{"batch:x", Tensor::point({3, 5}, DType::Float32, x)},
+                      {"batch:t", Tensor::point({3}, DType::Int64, {4, 5, 0})}};
+  QString cpuError, deviceError;
+  try {
+    evaluate(p, bad, *cpu, o);
+  } catch (const std::exception& e) {
+    cpuError = QString::fromUtf8(e.what());
+  }
+  try {
+    ev.evaluate(bad, o);
+  } catch (const std::exception& e) {
+    deviceError = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(cpuError.contains(QStringLiteral("out of bounds")), qPrintable(cpuError));
+  QCOMPARE(deviceError, cpuError);
+  QCOMPARE(device.liveAllocations(), kept);
 }
 
 void TestResidentReplay::cancellingFreesTheDevice() {
