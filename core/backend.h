@@ -115,6 +115,16 @@ class Backend {
     return false;
   }
 
+  /// Max pooling: for each r < count, kernels::maxPoolWindow over row r of rows[count×k] with the
+  /// window w = r mod windows (its plane offsets offsets[w·k..], -1 past its end, and starts[w];
+  /// both shape-only), storage s → value[r], index[r].
+  virtual bool maxPoolRows(kernels::ConstIntervalSpan /*rows*/, const double* /*offsets*/,
+                           const double* /*starts*/, std::int64_t /*count*/,
+                           std::int64_t /*windows*/, std::int64_t /*k*/, Format /*s*/,
+                           kernels::IntervalSpan /*value*/, kernels::IntervalSpan /*index*/) {
+    return false;
+  }
+
   /// Encloses every row sum of x[rows×cols] in any order: accumulate, then kernels::sumFinish.
   virtual bool rowSum(kernels::ConstIntervalSpan /*x*/, kernels::IntervalSpan /*out*/,
                       std::int64_t /*rows*/, std::int64_t /*cols*/,

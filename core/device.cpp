@@ -218,6 +218,21 @@ void Device::nllLossBackward(const kernels::NllLossModel& model, kernels::ConstI
   ++mCounters.launches;
 }
 
+void Device::maxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                         const double* starts, std::int64_t count, std::int64_t windows,
+                         std::int64_t k, Format s, kernels::IntervalSpan value,
+                         kernels::IntervalSpan index) {
+  if (windows < 1 || count % windows != 0)
+    throw std::logic_error("maxPoolRows: count must be a multiple of windows");
+  check(rows, count * k, "max-pool rows");
+  check(offsets, windows * k, "max-pool offsets");
+  check(starts, windows, "max-pool starts");
+  check(value, count, "max-pool values");
+  check(index, count, "max-pool indices");
+  doMaxPoolRows(rows, offsets, starts, count, windows, k, s, value, index);
+  ++mCounters.launches;
+}
+
 void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                            kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                            kernels::ConstIntervalSpan runningMean,

@@ -117,6 +117,10 @@ class Device {
                        const double* target, kernels::ConstIntervalSpan weight,
                        kernels::ConstIntervalSpan tw, std::int64_t batch, kernels::IntervalSpan out,
                        double* flag);
+  /// Backend::maxPoolRows (offsets and starts in device memory).
+  void maxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* starts,
+                   std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
+                   kernels::IntervalSpan value, kernels::IntervalSpan index);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -210,6 +214,11 @@ class Device {
                                  const double* target, kernels::ConstIntervalSpan weight,
                                  kernels::ConstIntervalSpan tw, std::int64_t batch,
                                  kernels::IntervalSpan out, double* flag) = 0;
+  /// See maxPoolRows.
+  virtual void doMaxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                             const double* starts, std::int64_t count, std::int64_t windows,
+                             std::int64_t k, Format s, kernels::IntervalSpan value,
+                             kernels::IntervalSpan index) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

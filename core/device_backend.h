@@ -89,6 +89,12 @@ class DeviceBackend final : public Backend {
     return mInner->nllLossBackward(model, g, target, weight, tw, batch, out);
   }
   /// Delegates to the wrapped backend.
+  bool maxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* starts,
+                   std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
+                   kernels::IntervalSpan value, kernels::IntervalSpan index) override {
+    return mInner->maxPoolRows(rows, offsets, starts, count, windows, k, s, value, index);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
               std::int64_t n) override {

@@ -151,6 +151,14 @@ void HostDevice::doNllLossBackward(const kernels::NllLossModel& model, kernels::
   nanToEntire(out, n);
 }
 
+void HostDevice::doMaxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                               const double* starts, std::int64_t count, std::int64_t windows,
+                               std::int64_t k, Format s, kernels::IntervalSpan value,
+                               kernels::IntervalSpan index) {
+  mKernels.maxPoolRows(rows, offsets, starts, count, windows, k, s, value, index);
+  nanToEntire(value, count);
+}
+
 void HostDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

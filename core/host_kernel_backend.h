@@ -14,6 +14,7 @@
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
@@ -157,6 +158,20 @@ class HostKernelBackend final : public Backend {
     for (std::int64_t e = 0; e < targets * model.classes; ++e) out.lo[e] = out.hi[e] = 0.0;
     for (std::int64_t o = 0; o < targets; ++o)
       nllBackwardAt(model, o, target, g, weight, {tw.lo[0], tw.hi[0]}, out);
+    return true;
+  }
+
+  bool maxPoolRows(ConstIntervalSpan rows, const double* offsets, const double* starts,
+                   std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
+                   IntervalSpan value, IntervalSpan index) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < count; ++r) {
+      const std::int64_t w = r % windows;
+      Interval v, ix;
+      maxPoolWindow(rows.lo + r * k, rows.hi + r * k, offsets + w * k, k, starts[w], s, v, ix);
+      put(value, r, v);
+      put(index, r, ix);
+    }
     return true;
   }
 

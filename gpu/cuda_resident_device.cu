@@ -204,6 +204,16 @@ void CudaDevice::doNllLossBackward(const kernels::NllLossModel& model, kernels::
   launchNanToEntire(out.lo, out.hi, batch * model.inner * model.classes, s);
 }
 
+void CudaDevice::doMaxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                               const double* starts, std::int64_t count, std::int64_t windows,
+                               std::int64_t k, Format s, kernels::IntervalSpan value,
+                               kernels::IntervalSpan index) {
+  const cudaStream_t st = mImpl->current();
+  launchMaxPoolRows(rows.lo, rows.hi, offsets, starts, count, windows, k, s, value.lo, value.hi,
+                    index.lo, index.hi, st);
+  launchNanToEntire(value.lo, value.hi, count, st);
+}
+
 void CudaDevice::doBatchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::ConstIntervalSpan runningMean,

@@ -53,6 +53,9 @@ class CudaDevice final : public Device {
                          const double* target, kernels::ConstIntervalSpan weight,
                          kernels::ConstIntervalSpan tw, std::int64_t batch,
                          kernels::IntervalSpan out, double* flag) override;
+  void doMaxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* starts,
+                     std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
+                     kernels::IntervalSpan value, kernels::IntervalSpan index) override;
   void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                 std::int64_t cols, const kernels::SumModel& model) override;
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,

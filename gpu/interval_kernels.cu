@@ -356,7 +356,32 @@ __global__ void nllLossBackwardKernel(kernels::NllLossModel model, const double*
                                 {olo, ohi}))
       flag[0] = kBadIndexFlag;  // benign race: every writer stores the same value
 }
+
+__global__ void maxPoolRowsKernel(const double* rlo, const double* rhi, const double* offsets,
+                                  const double* starts, std::int64_t count, std::int64_t windows,
+                                  std::int64_t k, Format s, double* vlo, double* vhi, double* ilo,
+                                  double* ihi) {
+  for (std::int64_t r = firstIndex(); r < count; r += strideOf()) {
+    const std::int64_t w = r % windows;
+    Interval v, ix;
+    kernels::maxPoolWindow(rlo + r * k, rhi + r * k, offsets + w * k, k, starts[w], s, v, ix);
+    vlo[r] = v.lo;
+    vhi[r] = v.hi;
+    ilo[r] = ix.lo;
+    ihi[r] = ix.hi;
+  }
+}
 }  // namespace
+
+void launchMaxPoolRows(const double* rlo, const double* rhi, const double* offsets,
+                       const double* starts, std::int64_t count, std::int64_t windows,
+                       std::int64_t k, Format s, double* vlo, double* vhi, double* ilo, double* ihi,
+                       cudaStream_t stream) {
+  if (count <= 0) return;
+  maxPoolRowsKernel<<<gridFor(count), kBlock, 0, stream>>>(rlo, rhi, offsets, starts, count,
+                                                           windows, k, s, vlo, vhi, ilo, ihi);
+  LB_CUDA_CHECK_LAUNCH(maxPoolRowsKernel);
+}
 
 void launchNllLossBackward(kernels::NllLossModel model, const double* glo, const double* ghi,
                            const double* target, const double* wlo, const double* whi,

@@ -8,6 +8,7 @@
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
@@ -65,6 +66,11 @@ void launchNllLossBackward(kernels::NllLossModel model, const double* glo, const
                            const double* target, const double* wlo, const double* whi,
                            const double* twlo, const double* twhi, std::int64_t batch, double* olo,
                            double* ohi, double* flag, cudaStream_t stream);
+/// maxPoolWindow per row r of rows[count×k] with window r mod windows (one thread per row).
+void launchMaxPoolRows(const double* rlo, const double* rhi, const double* offsets,
+                       const double* starts, std::int64_t count, std::int64_t windows,
+                       std::int64_t k, Format s, double* vlo, double* vhi, double* ilo, double* ihi,
+                       cudaStream_t stream);
 /// Row sums of x[rows×cols] (one block per row, directed-rounding tree), then rowFinish (a sum
 /// or a mean, as the model says).
 void launchRowSum(const double* xlo, const double* xhi, std::int64_t rows, std::int64_t cols,

@@ -179,6 +179,36 @@ std::optional<Tensor> offerNllLossBackward(Backend& backend, const kernels::NllL
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
+std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& x,
+                                                std::int64_t planes, std::int64_t inPlane,
+                                                std::int64_t windows, std::int64_t k,
+                                                const std::vector<double>& offsets,
+                                                const std::vector<double>& starts, Format s,
+                                                const Shape& shape, DType dtype) {
+  const std::int64_t count = planes * windows;
+  if (k == 0 || count == 0 || !offerable(backend, {&x})) return std::nullopt;
+  std::vector<std::int64_t> map(static_cast<std::size_t>(count * k), -1);
+  for (std::int64_t pl = 0; pl < planes; ++pl)
+    for (std::int64_t o = 0; o < windows; ++o)
+      for (std::int64_t i = 0; i < k; ++i) {
+        const double off = offsets[static_cast<std::size_t>(o * k + i)];
+        if (off >= 0.0)
+          map[static_cast<std::size_t>((pl * windows + o) * k + i)] =
+              pl * inPlane + static_cast<std::int64_t>(off);
+      }
+  const auto rows = offerGather(backend, x, map, {count, k}, x.dtype(), {0.0, 0.0});
+  if (!rows) return std::nullopt;
+  const auto n = static_cast<std::size_t>(count);
+  std::vector<double> vlo(n), vhi(n), ilo(n), ihi(n);
+  if (!backend.maxPoolRows(span(*rows), offsets.data(), starts.data(), count, windows, k, s,
+                           {vlo.data(), vhi.data()}, {ilo.data(), ihi.data()}))
+    return std::nullopt;
+  std::vector<Tensor> r;
+  r.push_back(resultTensor(shape, dtype, std::move(vlo), std::move(vhi)));
+  r.push_back(Tensor::interval(shape, DType::Int64, std::move(ilo), std::move(ihi)));
+  return r;
+}
+
 namespace {
 
 /// offerGather with `fill` of 1 or n elements (fillPoint: its hi is its lo).

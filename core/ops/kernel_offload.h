@@ -61,6 +61,17 @@ std::optional<Tensor> offerNllLossBackward(Backend& backend, const kernels::NllL
                                            const Tensor* weight, const Tensor& tw,
                                            std::int64_t batch, const Shape& shape, DType dtype);
 
+/// Returns max_pool2d_with_indices' (values labelled `dtype`, indices int64), both shaped
+/// `shape`, for x of `planes` planes of inPlane elements: each plane's windows gathered into rows
+/// of k (offsets: windows·k plane offsets, -1 past a window's end; starts: one per window), then
+/// Backend::maxPoolRows. Offered for finite x.
+std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& x,
+                                                std::int64_t planes, std::int64_t inPlane,
+                                                std::int64_t windows, std::int64_t k,
+                                                const std::vector<double>& offsets,
+                                                const std::vector<double>& starts, Format s,
+                                                const Shape& shape, DType dtype);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

@@ -35,10 +35,12 @@
 // grad_input +=): |error| ≤ γ_{m−1}(u_s)·Σ|g| for m terms (Higham 2002 eq. 4.4; Jeannerod–Rump
 // 2013), then the storage rounding. Interval indices [lo, hi] send hull(0, g) to every offset in
 // them. vjp: gather of the adjoint at the indices (grad_output), zero (self), none (indices).
+#include "core/kernels/max_pool.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/pool_geometry.h"
 #include "core/ops/random_arith.h"
@@ -81,50 +83,48 @@ class MaxPool2dWithIndicesRule final : public OpRule {
     return pointMax(a, nullptr);
   }
 
+  // Each window is kernels::maxPoolWindow (core/kernels/max_pool.h), offered to the backend
+  // first: the windows gathered into rows, one body per row, the same bits.
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
     const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
     const Format s = outFormat(a, ctx);
-    const std::size_t n = static_cast<std::size_t>(l.planes * l.outPlane());
-    std::vector<double> vlo(n), vhi(n), ilo(n), ihi(n);
+    const std::int64_t windows = l.outPlane(), count = l.planes * windows;
+    std::int64_t k = 0;
+    for (const PoolWindow& w : l.windows)
+      k = std::max<std::int64_t>(k, static_cast<std::int64_t>(w.offsets.size()));
+    // The windows' plane offsets in scan order (-1 past a window's end) and starts: shape-only.
+    std::vector<double> off(static_cast<std::size_t>(windows * k), -1.0),
+        starts(static_cast<std::size_t>(windows));
+    for (std::int64_t o = 0; o < windows; ++o) {
+      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
+      starts[static_cast<std::size_t>(o)] = static_cast<double>(w.start);
+      for (std::size_t i = 0; i < w.offsets.size(); ++i)
+        off[static_cast<std::size_t>(o * k) + i] = static_cast<double>(w.offsets[i]);
+    }
+    if (auto r = offerMaxPool(ctx.backend, x, l.planes, l.inPlane(), windows, k, off, starts, s,
+                              l.outShape, a.outSpec(0).dtype))
+      return std::move(*r);
+    const std::size_t n = static_cast<std::size_t>(count);
+    std::vector<double> vlo(n), vhi(n), ilo(n), ihi(n), wlo(static_cast<std::size_t>(k)), whi(wlo);
     for (std::int64_t pl = 0; pl < l.planes; ++pl)
-      for (std::size_t o = 0; o < l.windows.size(); ++o) {
-        const PoolWindow& w = l.windows[o];
-        const std::size_t k = static_cast<std::size_t>(pl * l.outPlane()) + o;
-        Interval ext{-kInf, -kInf};
-        bool nan = false;
-        for (std::int64_t off : w.offsets) {
-          const Interval e = x.at(pl * l.inPlane() + off);
-          nan = nan || hasNan(e);
-          ext = {std::fmax(ext.lo, e.lo), std::fmax(ext.hi, e.hi)};
-        }
-        double first = static_cast<double>(w.start), last = first;
-        if (nan) {
-          ext = entireInterval();
-          if (!w.offsets.empty()) {
-            first = static_cast<double>(w.offsets.front());
-            last = static_cast<double>(w.offsets.back());
+      for (std::int64_t o = 0; o < windows; ++o) {
+        const double* wo = off.data() + o * k;
+        for (std::int64_t i = 0; i < k; ++i)
+          if (wo[i] >= 0.0) {
+            const Interval e = x.at(pl * l.inPlane() + static_cast<std::int64_t>(wo[i]));
+            wlo[static_cast<std::size_t>(i)] = e.lo;
+            whi[static_cast<std::size_t>(i)] = e.hi;
           }
-        } else {
-          bool any = false;
-          for (std::int64_t off : w.offsets)
-            if (x.at(pl * l.inPlane() + off).hi >= ext.lo && ext.lo > -kInf) {
-              if (!any) first = static_cast<double>(off);
-              last = static_cast<double>(off);
-              any = true;
-            }
-          if (ext.lo == -kInf && !w.offsets.empty()) {
-            // Every element may be −inf: the kernels then keep `start` or any larger element.
-            first = static_cast<double>(std::min(w.start, w.offsets.front()));
-            last = static_cast<double>(w.offsets.back());
-          }
-          if (!(ext.lo == ext.hi && std::isinf(ext.lo))) ext = roundOutward(ext, s);
-        }
-        vlo[k] = ext.lo;
-        vhi[k] = ext.hi;
-        ilo[k] = first;
-        ihi[k] = last;
+        Interval v, ix;
+        kernels::maxPoolWindow(wlo.data(), whi.data(), wo, k, starts[static_cast<std::size_t>(o)],
+                               s, v, ix);
+        const auto j = static_cast<std::size_t>(pl * windows + o);
+        vlo[j] = v.lo;
+        vhi[j] = v.hi;
+        ilo[j] = ix.lo;
+        ihi[j] = ix.hi;
       }
     return {Tensor::interval(l.outShape, a.outSpec(0).dtype, std::move(vlo), std::move(vhi)),
             Tensor::interval(l.outShape, DType::Int64, std::move(ilo), std::move(ihi))};

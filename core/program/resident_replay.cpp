@@ -58,6 +58,7 @@ enum class HookKind {
   TakeRows,
   NllLoss,
   NllLossBackward,
+  MaxPool,
   RowSum,
   Softmax,
   LayerNorm,
@@ -89,7 +90,7 @@ struct Call {
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
   kernels::GemmFinish gf;
-  Format gin = Format::Fp64;
+  Format gin = Format::Fp64;  ///< IntervalGemm: the input format; MaxPool: the storage format
   std::int64_t gm = 0, gk = 0, gn = 0;
   kernels::GemmBatch gb;
   bool log = false;
@@ -292,6 +293,19 @@ class RecordingBackend final : public Backend {
             resolve(weight, model.classes), resolve(tw, 1)};
     return record(std::move(c), {{out, targets * model.classes}});
   }
+  bool maxPoolRows(ConstIntervalSpan rows, const double* offsets, const double* starts,
+                   std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
+                   IntervalSpan value, IntervalSpan index) override {
+    Call c;
+    c.kind = HookKind::MaxPool;
+    c.gin = s;
+    c.n = count;
+    c.rows = windows;
+    c.cols = k;
+    c.in = {resolve(rows, count * k), shapeConstant(offsets, windows * k),
+            shapeConstant(starts, windows)};
+    return record(std::move(c), {{value, count}, {index, count}});
+  }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const kernels::SumModel& model) override {
     Call c;
@@ -348,12 +362,7 @@ class RecordingBackend final : public Backend {
     c.kind = HookKind::Gather;
     c.n = n;
     c.cols = xCount;
-    Source index;
-    index.kind = Source::Kind::Const;
-    index.indexMap = true;
-    index.count = n;
-    index.lo.assign(offsets, offsets + n);
-    c.in = {resolve(x, xCount), std::move(index), resolve(fill, fillCount)};
+    c.in = {resolve(x, xCount), shapeConstant(offsets, n), resolve(fill, fillCount)};
     return record(std::move(c), {{out, n}});
   }
 
@@ -422,6 +431,17 @@ class RecordingBackend final : public Backend {
     src.kind = Source::Kind::Const;
     src.lo.assign(s.lo, s.lo + count);
     src.hi.assign(s.hi, s.hi + count);
+    return src;
+  }
+
+  /// A constant the rule computed from shapes and IR arguments only (a gather's index map, a
+  /// pooling window's offsets): one array, kept on the device as a plan constant.
+  static Source shapeConstant(const double* values, std::int64_t count) {
+    Source src;
+    src.kind = Source::Kind::Const;
+    src.indexMap = true;
+    src.count = count;
+    src.lo.assign(values, values + count);
     return src;
   }
 
@@ -681,10 +701,11 @@ struct ResidentEvaluator::Impl {
     // A host-side operand of an elementwise or sum offer: the CPU rule would decline it.
     for (const Call& c : plan.calls) {
       if (c.kind != HookKind::Unary && c.kind != HookKind::Binary && c.kind != HookKind::RowSum &&
-          c.kind != HookKind::NllLoss && c.kind != HookKind::NllLossBackward)
+          c.kind != HookKind::NllLoss && c.kind != HookKind::NllLossBackward &&
+          c.kind != HookKind::MaxPool)
         continue;
       for (const Source& s : c.in) {
-        if (s.kind == Source::Kind::Const)
+        if (s.kind == Source::Kind::Const && !s.indexMap)  // shape-only index maps are finite
           for (std::size_t e = 0; e < s.lo.size(); ++e)
             if (!std::isfinite(s.lo[e]) || !std::isfinite(s.hi[e])) return false;
         if (s.kind != Source::Kind::Arg) continue;
@@ -739,7 +760,8 @@ struct ResidentEvaluator::Impl {
       }
       // Operands that the CPU rule would have checked for finiteness, not known on the host.
       if (c.kind == HookKind::Unary || c.kind == HookKind::Binary || c.kind == HookKind::RowSum ||
-          c.kind == HookKind::NllLoss || c.kind == HookKind::NllLossBackward)
+          c.kind == HookKind::NllLoss || c.kind == HookKind::NllLossBackward ||
+          c.kind == HookKind::MaxPool)
         for (std::size_t s = 0; s < c.in.size(); ++s) {
           if (c.in[s].kind == Source::Kind::Const || c.in[s].kind == Source::Kind::None) continue;
           device.flagNonFinite(in[s], c.in[s].count, flag);
@@ -766,6 +788,9 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::NllLossBackward:
           device.nllLossBackward(c.nll, in[0], in[1].lo, in[2], in[3], c.n, out[0], flag);
+          break;
+        case HookKind::MaxPool:
+          device.maxPoolRows(in[0], in[1].lo, in[2].lo, c.n, c.rows, c.cols, c.gin, out[0], out[1]);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);

@@ -260,6 +260,19 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        9},
+      // Max pooling: the windows gathered into rows (padding: shorter windows), one row kernel.
+      {"aten.max_pool2d_with_indices.default",
+       {ref("I4"), intList({3, 3}), intList({2, 2}), intList({1, 1}), intList({1, 1}),
+        boolean(false)},
+       false,
+       true,
+       2},
+      {"aten.max_pool2d_with_indices.default",
+       {ref("I4"), intList({2, 2}), intList({2, 2}), intList({0, 0}), intList({1, 1}),
+        boolean(true)},
+       false,
+       true,
+       2},
       // A batch norm, training then eval: the channels gathered into rows, one row kernel, gathered
       // back.
       {"aten.native_batch_norm.default",

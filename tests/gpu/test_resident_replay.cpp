@@ -181,6 +181,7 @@ class TestResidentReplay : public QObject {
   void batchedProductsRunOnTheDevice();
   void convolutionAndBatchNormRunOnTheDevice();
   void embeddingIndexOutOfRangeIsReported();
+  void maxPoolRunsOnTheDevice();
   void lossTargetOutOfRangeIsReported();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
@@ -804,6 +805,50 @@ void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
   }
   QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
   QCOMPARE(deviceError, cpuError);
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::maxPoolRunsOnTheDevice() {
+  // max_pool2d_with_indices with padding (border windows are shorter): the windows gathered into
+  // rows through a shape-only index map, one row launch; values and indices have the CPU's bits,
+  // and a later replay copies in the input and copies out the two outputs only.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [2, 3, 5, 5], "dtype": "float32"}],
+  "nodes": [
+    {"name": "e", "op": "aten.exp.default", "args": [{"ref": "batch:x"}], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]},
+    {"name": "mp", "op": "aten.max_pool2d_with_indices.default",
+     "args": [{"ref": "e"}, [3, 3], [2, 2], [1, 1]], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 3, 3], "dtype": "float32"},
+                 {"shape": [2, 3, 3, 3], "dtype": "int64"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "mp", "index": 0}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}},
+              {"name": "indices", "ref": {"ref": "mp", "index": 1}}]})",
+      "maxpool");
+  std::vector<double> x(150);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.25 * static_cast<double>((i * 7) % 11) - 1.0;  // ties within windows
+  const TensorMap in{{"batch:x", Tensor::point({2, 3, 5, 5}, DType::Float32, x)}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = {"loss", "indices"};
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (int replay = 0; replay < 2; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const char* name : {"loss", "indices"})
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+      QCOMPARE(r.stats.nodesOnDevice, std::size_t{3});
+      if (replay == 1)  // x in, loss (lo, hi) and indices (lo, hi) out, the flag both ways
+        QCOMPARE(r.stats.device.transfers(), std::int64_t{1 + 4 + 2});
+    }
+  }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
