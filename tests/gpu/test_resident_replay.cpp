@@ -160,6 +160,24 @@ void checkBounded(const ResidentStats& s, std::size_t inputs, std::size_t output
   QVERIFY2(s.device.transfers() <= bound, what);
 }
 
+/// Returns the error messages of evaluating `in` on the CPU backend and with `ev` (empty when
+/// an evaluation does not throw).
+std::pair<QString, QString> errorsOf(const Program& p, const TensorMap& in, Backend& cpu,
+                                     ResidentEvaluator& ev, const EvalOptions& o) {
+  QString cpuError, deviceError;
+  try {
+    evaluate(p, in, cpu, o);
+  } catch (const std::exception& e) {
+    cpuError = QString::fromUtf8(e.what());
+  }
+  try {
+    ev.evaluate(in, o);
+  } catch (const std::exception& e) {
+    deviceError = QString::fromUtf8(e.what());
+  }
+  return {cpuError, deviceError};
+}
+
 std::vector<std::string> allOutputs(const Program& p) {
   std::vector<std::string> names;
   for (const OutputSpec& o : p.outputs) names.push_back(o.name);
@@ -792,17 +810,7 @@ void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
   }
   const TensorMap bad{{"param:w", Tensor::point({5, 4}, DType::Float32, w)},
                       {"batch:ids", Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 5, 1, 3})}};
-  QString cpuError, deviceError;
-  try {
-    evaluate(p, bad, *cpu, o);
-  } catch (const std::exception& e) {
-    cpuError = QString::fromUtf8(e.what());
-  }
-  try {
-    ev.evaluate(bad, o);
-  } catch (const std::exception& e) {
-    deviceError = QString::fromUtf8(e.what());
-  }
+  const auto [cpuError, deviceError] = errorsOf(p, bad, *cpu, ev, o);
   QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
   QCOMPARE(deviceError, cpuError);
   QCOMPARE(device.liveAllocations(), std::size_t{0});
@@ -896,17 +904,7 @@ void TestResidentReplay::lossTargetOutOfRangeIsReported() {
   const std::size_t kept = device.liveAllocations();
   const TensorMap bad{{"batch:x", Tensor::point({3, 5}, DType::Float32, x)},
                       {"batch:t", Tensor::point({3}, DType::Int64, {4, 5, 0})}};
-  QString cpuError, deviceError;
-  try {
-    evaluate(p, bad, *cpu, o);
-  } catch (const std::exception& e) {
-    cpuError = QString::fromUtf8(e.what());
-  }
-  try {
-    ev.evaluate(bad, o);
-  } catch (const std::exception& e) {
-    deviceError = QString::fromUtf8(e.what());
-  }
+  const auto [cpuError, deviceError] = errorsOf(p, bad, *cpu, ev, o);
   QVERIFY2(cpuError.contains(QStringLiteral("out of bounds")), qPrintable(cpuError));
   QCOMPARE(deviceError, cpuError);
   QCOMPARE(device.liveAllocations(), kept);
