@@ -5,7 +5,8 @@ set -euo pipefail
 LOSSBOUND_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${LOSSBOUND_BUILD_DIR:-$LOSSBOUND_ROOT/build}"
 
-# Debian 12 packages Lossbound needs to build, test and regenerate its samples. python3-venv
+# Debian 12 packages Lossbound needs to build, test and regenerate its samples (python3-torchvision:
+# the zoo tests record torchvision models, tests/zoo/zoo.py). python3-venv
 # (ensurepip, which Debian splits off) is for the PyTorch 2.x venv of scripts/torch2-env.sh.
 # openmpi-bin and libopenmpi-dev build `lossbound-cli analyze --mpi` and run its tests
 # (docs/cluster.md); without them the build leaves --mpi out and those tests are skipped.
@@ -13,7 +14,7 @@ LOSSBOUND_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev
   libhdf5-dev hdf5-tools libeigen3-dev libmpfr-dev libgmp-dev libboost-dev nlohmann-json3-dev
-  python3 python3-torch python3-h5py python3-numpy python3-venv
+  python3 python3-torch python3-torchvision python3-h5py python3-numpy python3-venv
   clang libclang-rt-14-dev clang-format-14
   openmpi-bin libopenmpi-dev
 )
