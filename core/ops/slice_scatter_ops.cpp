@@ -10,10 +10,12 @@
 // src / grad: the positions written).
 #include "core/ops/families.h"
 #include "core/ops/index_map.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lossbound {
@@ -91,7 +93,20 @@ class SliceScatterRule final : public OpRule {
     return sliceMap(base, dim, sliceBounds(a, 3, base[static_cast<std::size_t>(dim)]));
   }
 
-  std::vector<Tensor> apply(const OpArgs& a, OpContext&) const {
+  /// The write as one gather on the backend (a device): output element i takes the written value
+  /// whose slice position is i, else self's (scatter) or 0 (backward). Moving values is exact,
+  /// so the bits are the host loop's below.
+  std::optional<Tensor> offer(const OpArgs& a, Backend& backend, const Tensor& v, const IndexMap& m,
+                              const Shape& base, DType t) const {
+    if (m.offsets.empty()) return std::nullopt;
+    std::vector<std::int64_t> source(static_cast<std::size_t>(numel(base)), -1);
+    for (std::size_t i = 0; i < m.offsets.size(); ++i)
+      source[static_cast<std::size_t>(m.offsets[i])] = static_cast<std::int64_t>(i);
+    if (isScatter()) return offerGatherOver(backend, v, source, a.tensor(0), t);
+    return offerGather(backend, v, source, base, t, Interval{0.0, 0.0});
+  }
+
+  std::vector<Tensor> apply(const OpArgs& a, OpContext& ctx) const {
     const Tensor& v = values(a);
     const Shape base = baseShape(a);
     const IndexMap m = indexMap(a, base);
@@ -105,6 +120,7 @@ class SliceScatterRule final : public OpRule {
       a.fail("src has dtype " + std::string(dtypeName(v.dtype())) + ", self has " +
              std::string(dtypeName(a.tensor(0).dtype())) + " (a casting write is not modelled)");
     const bool interval = v.isInterval() || (isScatter() && a.tensor(0).isInterval());
+    if (auto r = offer(a, ctx.backend, v, m, base, t)) return std::vector<Tensor>{std::move(*r)};
     std::vector<double> lo, hi;
     if (isScatter()) {
       const Tensor& self = a.tensor(0);

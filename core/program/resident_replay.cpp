@@ -502,13 +502,21 @@ Tensor placeholder(const Meta& m, double p, double step, double w) {
 }
 
 /// True for the creation ops whose results depend on their operand's shape and dtype only
-/// (ones_like, new_zeros, ...): a result they make on the host is a constant of the plan.
+/// (ones_like, new_zeros, fill with a Python number, ...): a result they make on the host is a
+/// constant of the plan.
 bool madeFromShapeOnly(const std::string& op) {
-  static const std::set<std::string> ops = {"aten.ones_like.default",  "aten.zeros_like.default",
-                                            "aten.empty_like.default", "aten.full_like.default",
-                                            "aten.new_zeros.default",  "aten.new_ones.default",
-                                            "aten.new_empty.default",  "aten.new_full.default"};
+  static const std::set<std::string> ops = {
+      "aten.ones_like.default", "aten.zeros_like.default", "aten.empty_like.default",
+      "aten.full_like.default", "aten.new_zeros.default",  "aten.new_ones.default",
+      "aten.new_empty.default", "aten.new_full.default",   "aten.fill.Scalar",
+      "aten.fill_.Scalar",      "aten.zero.default",       "aten.zero_.default"};
   return ops.count(op) > 0;
+}
+
+/// True when `op` reads its first operand's shape and dtype only (the ops above, and fill with
+/// a 0-d tensor: `labels[:, 20:] = -100`): what it makes depends on its other operands alone.
+bool readsFirstOperandShapeOnly(const std::string& op) {
+  return madeFromShapeOnly(op) || op == "aten.fill.Tensor" || op == "aten.fill_.Tensor";
 }
 
 /// Records one plan of `rule` on `node` with placeholder operands (see the file comment).
@@ -631,6 +639,17 @@ struct ResidentEvaluator::Impl {
   std::vector<std::optional<Plan>> plans;  // per node
   std::vector<std::string> planKeys;
   std::optional<PrecisionModel> planPrecision;
+  /// Per node: the results of a host-fallback node that reads no program input (only program
+  /// constants and what nodes without operands make, like the rotary frequencies of a Llama
+  /// block), kept from the replay that computed them with the operand forms they had: the same
+  /// bits in every replay of the program, so later replays neither run nor copy them. Finite
+  /// results are kept on the device too (as plan constants); one with a non-finite endpoint stays
+  /// on the host, where the offers that need finite operands see it.
+  struct Kept {
+    std::string key;
+    std::vector<Value> values;
+  };
+  std::vector<std::optional<Kept>> kept;
 
   // Per replay.
   std::unordered_map<std::string, std::size_t> slotOf;
@@ -674,6 +693,25 @@ struct ResidentEvaluator::Impl {
     device.copyOut(hi.data(), v.hi.get(), static_cast<std::int64_t>(n));
     ++downloads;
     v.host = Tensor::interval(v.meta.shape, v.meta.dtype, std::move(lo), std::move(hi));
+  }
+
+  /// Keeps the results `vs` of host-fallback node i, which read no program input, for later
+  /// replays (see `kept`): finite ones copied in now, as plan constants, and shared with `vs`.
+  void keep(std::size_t i, const std::string& key, std::vector<Value>& vs) {
+    for (Value& v : vs) {
+      const Tensor& t = *v.host;
+      bool finite = t.numel() > 0;
+      for (double e : t.lo()) finite = finite && std::isfinite(e);
+      for (double e : t.hi()) finite = finite && std::isfinite(e);
+      if (!finite) continue;
+      try {
+        ensureDevice(v);  // counted as a boundary upload: recount it as a constant's
+        stats->boundaryUploads -= v.meta.interval ? 2 : 1;
+        stats->constantUploads += v.meta.interval ? 2 : 1;
+      } catch (const DeviceOutOfMemory&) {  // kept on the host only; a device reader copies it
+      }
+    }
+    kept[i] = Kept{key, vs};
   }
 
   /// Returns the plan of node i for operands of these forms (recorded once per form).
@@ -894,6 +932,7 @@ ResidentEvaluator::ResidentEvaluator(const Program& program, Device& device, Bac
     : mImpl(std::make_unique<Impl>(program, device, host)) {
   mImpl->plans.resize(program.nodes.size());
   mImpl->planKeys.resize(program.nodes.size());
+  mImpl->kept.resize(program.nodes.size());
 }
 
 ResidentEvaluator::~ResidentEvaluator() = default;
@@ -924,6 +963,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
       m.planPrecision->tf32Matmul != pm.tf32Matmul ||
       m.planPrecision->truncatingAccumulation != pm.truncatingAccumulation) {
     for (auto& p : m.plans) p.reset();
+    for (auto& k : m.kept) k.reset();
     m.planPrecision = pm;
   }
   m.device.resetCounters();
@@ -962,6 +1002,20 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
   for (const ValueRef& r : outputRefs) {
     lastUse[m.slotOf.at(r.name)] = kNever;
     inputNeeded.insert(r.name);
+  }
+  // Values that depend on no program input: the program's constants and what nodes make from
+  // them alone (a node without operands included; an operand read for its shape only, as
+  // ones_like and fill read theirs, does not count).
+  std::vector<char> fixed(leaves + program.nodes.size(), 0);
+  for (std::size_t k = program.inputs.size(); k < leaves; ++k) fixed[k] = 1;
+  for (std::size_t i : order) {
+    const Node& node = program.nodes[i];
+    bool all = true;
+    const auto need = [&](const ValueRef& r) { all = all && fixed[m.slotOf.at(r.name)]; };
+    for (std::size_t k = 0; k < node.args.size(); ++k)
+      if (k > 0 || !readsFirstOperandShapeOnly(node.op)) forEachRef(node.args[k], need);
+    for (const auto& [key, v] : node.kwargs) forEachRef(v, need);
+    fixed[leaves + i] = all;
   }
   std::vector<const OpRule*> rules(program.nodes.size(), nullptr);
   for (std::size_t i : order) {
@@ -1081,7 +1135,12 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
         }
       }
     }
-    if (!onDevice) {
+    std::string keptKey = i < intervalFrom ? "point:" : "interval:";
+    for (const ValueRef& r : refs) keptKey += m.valueOf(r).meta.interval ? 'i' : 'p';
+    if (!onDevice && fixed[leaves + i] && m.kept[i] && m.kept[i]->key == keptKey) {
+      m.values[m.slotOf.at(node.name)] = m.kept[i]->values;  // device copies shared, not copied
+      ++stats.nodesKept;
+    } else if (!onDevice) {
       if (hostView) {
         ++stats.nodesHostViews;
       } else {
@@ -1130,6 +1189,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
         vs.push_back(std::move(v));
       }
       stats.hostFallbackResults += vs.size();
+      if (fixed[leaves + i] && flag) m.keep(i, keptKey, vs);
       m.values[m.slotOf.at(node.name)] = std::move(vs);
     }
     // Free what node i was the last user of (host copies and device copies alike).

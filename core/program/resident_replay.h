@@ -57,7 +57,8 @@ struct ResidentStats {
   std::size_t nodesAliased = 0;        ///< views of device data: no launch, no transfer
   std::size_t nodesConstant = 0;       ///< results independent of the operands, made on the host
   std::size_t nodesOnHost = 0;         ///< host-fallback nodes (the CPU rule on host operands)
-  std::size_t nodesHostViews = 0;      ///< views/gathers of host-only data, kept on the host
+  std::size_t nodesKept = 0;       ///< host-fallback nodes that read no program input: kept results
+  std::size_t nodesHostViews = 0;  ///< views/gathers of host-only data, kept on the host
   std::size_t hostFallbackOperands = 0;  ///< operand values of host-fallback nodes
   std::size_t hostFallbackResults = 0;   ///< result values of host-fallback nodes
   std::size_t outOfMemoryNodes = 0;      ///< nodes sent to the host because an allocation failed

@@ -196,6 +196,7 @@ class TestResidentReplay : public QObject {
   void nonFiniteDeviceOperandRerunsOnTheHost();
   void devicePointersAreChecked();
   void valueDependentRulesStayOnTheHost();
+  void inputIndependentHostResultsAreKept();
   void batchedProductsRunOnTheDevice();
   void convolutionAndBatchNormRunOnTheDevice();
   void embeddingIndexOutOfRangeIsReported();
@@ -492,20 +493,23 @@ void TestResidentReplay::zooRecordingsAreBitIdentical() {
       HostDevice device;
       {
         ResidentEvaluator ev(*program, device, *cpu);
-        const ResidentResult r = ev.evaluate(inputs, o);
-        for (const auto& [name, t] : ref.outputs)
-          QVERIFY2(sameBits(t, r.result.outputs.at(name)),
-                   qPrintable(QStringLiteral("%1: output %2 differs").arg(d, name.c_str())));
-        const ResidentStats& s = r.stats;
-        checkBounded(s, program->inputs.size() + program->constants.size(), ref.outputs.size(),
-                     dir.c_str());
-        std::string hostOps;
-        for (const auto& [op, n] : s.hostOps) hostOps += " " + op + "×" + std::to_string(n);
-        qInfo(
-            "%s (%s outputs): %zu on the device, %zu views, %zu host-fallback; %lld transfers; "
-            "host ops:%s",
-            dir.c_str(), all ? "all" : "loss", s.nodesOnDevice, s.nodesAliased, s.nodesOnHost,
-            static_cast<long long>(s.device.transfers()), hostOps.c_str());
+        for (int replay = 0; replay < 2; ++replay) {  // the second with the plans made
+          const ResidentResult r = ev.evaluate(inputs, o);
+          for (const auto& [name, t] : ref.outputs)
+            QVERIFY2(sameBits(t, r.result.outputs.at(name)),
+                     qPrintable(QStringLiteral("%1: output %2 differs").arg(d, name.c_str())));
+          const ResidentStats& s = r.stats;
+          checkBounded(s, program->inputs.size() + program->constants.size(), ref.outputs.size(),
+                       dir.c_str());
+          if (replay == 0) continue;
+          std::string hostOps;
+          for (const auto& [op, n] : s.hostOps) hostOps += " " + op + "×" + std::to_string(n);
+          qInfo(
+              "%s (%s outputs): %zu on the device, %zu views, %zu host-fallback, %zu kept; %lld "
+              "transfers; host ops:%s",
+              dir.c_str(), all ? "all" : "loss", s.nodesOnDevice, s.nodesAliased, s.nodesOnHost,
+              s.nodesKept, static_cast<long long>(s.device.transfers()), hostOps.c_str());
+        }
       }
       QCOMPARE(device.liveAllocations(), std::size_t{0});
     }
@@ -620,6 +624,69 @@ void TestResidentReplay::valueDependentRulesStayOnTheHost() {
   QVERIFY(sameBits(ref.outputs.at("mask"), r.result.outputs.at("mask")));
   QCOMPARE(r.stats.nodesOnDevice, std::size_t{1});
   QCOMPARE(r.stats.nodesOnHost, std::size_t{1});
+}
+
+void TestResidentReplay::inputIndependentHostResultsAreKept() {
+  // pow.Tensor_Tensor has no device plan. Of arange results alone (no program input: Llama's
+  // rotary frequencies) it is computed on the first replay and kept, on the device too; of an
+  // input it runs on the host in every replay. fill.Tensor reads its first operand's shape only:
+  // filled with a constant (`labels[:, 20:] = -100`), it is kept too.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [8], "dtype": "float32"}],
+  "nodes": [
+    {"name": "r", "op": "aten.arange.start", "args": [1, 9], "kwargs": {},
+     "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "kept", "op": "aten.pow.Tensor_Tensor", "args": [{"ref": "r"}, {"ref": "r"}],
+     "kwargs": {}, "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "each", "op": "aten.pow.Tensor_Tensor", "args": [{"ref": "batch:x"}, {"ref": "r"}],
+     "kwargs": {}, "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "m", "op": "aten.mul.Tensor", "args": [{"ref": "kept"}, {"ref": "each"}],
+     "kwargs": {}, "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "c", "op": "aten.scalar_tensor.default", "args": [-2.5], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "f", "op": "aten.fill.Tensor", "args": [{"ref": "batch:x"}, {"ref": "c"}],
+     "kwargs": {}, "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "mf", "op": "aten.mul.Tensor", "args": [{"ref": "m"}, {"ref": "f"}],
+     "kwargs": {}, "outputs": [{"shape": [8], "dtype": "float32"}]},
+    {"name": "s", "op": "aten.sum.default", "args": [{"ref": "mf"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "s"}}]})",
+      "kept");
+  std::vector<double> x(8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.5 + 0.125 * static_cast<double>(i);
+  const TensorMap in{{"batch:x", Tensor::point({8}, DType::Float32, x)}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (int replay = 0; replay < 3; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      QVERIFY(sameBits(ref.outputs.at("loss"), r.result.outputs.at("loss")));
+      const ResidentStats& s = r.stats;
+      QCOMPARE(s.nodesOnHost, static_cast<std::size_t>(replay == 0 ? 3 : 1));
+      QCOMPARE(s.nodesKept, static_cast<std::size_t>(replay == 0 ? 0 : 2));
+      QCOMPARE(s.nodesOnDevice, std::size_t{3});
+      // The enclosures of r, kept, c and f (two arrays each) are copied in once and stay: plan
+      // constants.
+      QCOMPARE(s.constantUploads, std::int64_t{replay == 0 ? 8 : 0});
+      QVERIFY(s.constantBytes >= std::int64_t{2 * (8 + 8 + 1 + 8) * 8});
+      if (replay > 0)  // each's result in (2), the loss out (2), the flag both ways
+        QCOMPARE(s.device.transfers(), std::int64_t{2 + 2 + 2});
+    }
+    // Another precision model starts again: computed once more, then kept.
+    o.precision.override = Format::Fp64;
+    const EvalResult ref64 = evaluate(p, in, *cpu, o);
+    for (int replay = 0; replay < 2; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      QVERIFY(sameBits(ref64.outputs.at("loss"), r.result.outputs.at("loss")));
+      QCOMPARE(r.stats.nodesKept, static_cast<std::size_t>(replay == 0 ? 0 : 2));
+    }
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 void TestResidentReplay::batchedProductsRunOnTheDevice() {
