@@ -237,6 +237,12 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        3},
+      // Writes through a slice or select: one gather over self (or zeros).
+      {"aten.slice_scatter.default", {ref("x"), ref("c"), integer(1), integer(3), integer(4)}},
+      {"aten.select_scatter.default", {ref("x"), ref("b"), integer(0), integer(2)}},
+      {"aten.slice_backward.default",
+       {ref("c"), intList({7, 33}), integer(1), integer(3), integer(4), integer(1)}},
+      {"aten.select_backward.default", {ref("b"), intList({7, 33}), integer(0), integer(-1)}},
       {"aten.mm.default", {ref("x"), ref("w")}},
       {"aten.addmm.default", {ref("v"), ref("x"), ref("w")}, false, true, 2},
       // Batched products: one offer for the whole batch (bmm, baddbmm with its bias gather, a
