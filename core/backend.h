@@ -179,7 +179,9 @@ class Backend {
 
   /// For each row r of x[rows×cols] (one channel of a batch norm, gathered):
   /// kernels::batchNormRow with weight[r], bias[r], runningMean[r], runningVar[r] (read in eval
-  /// only) → out row r, mean[r], rstd[r].
+  /// only) → out row r, mean[r], rstd[r]. With model.groups = G > 0 the rows are a group norm's
+  /// (n, g) of D·HxW elements and weight/bias have C = G·D values: element k takes channel
+  /// g·D + k / HxW (kernels::batchNormRowAt); the running statistics are not read.
   virtual bool batchNormRows(const kernels::BatchNormModel& /*model*/,
                              kernels::ConstIntervalSpan /*x*/,
                              kernels::ConstIntervalSpan /*weight: rows, lo == nullptr for None*/,

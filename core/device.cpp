@@ -3,6 +3,7 @@
 // or too short buffer) fails on the host device exactly as it would corrupt memory on a GPU.
 #include "core/device.h"
 
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
@@ -240,8 +241,9 @@ void Device::batchNormRows(const kernels::BatchNormModel& model, kernels::ConstI
                            kernels::IntervalSpan mean, kernels::IntervalSpan rstd,
                            std::int64_t rows, std::int64_t cols) {
   check(x, rows * cols, "batch-norm operand");
-  if (weight.lo) check(weight, rows, "batch-norm weight");
-  if (bias.lo) check(bias, rows, "batch-norm bias");
+  const std::int64_t affine = kernels::affineCount(model, rows, cols);
+  if (weight.lo) check(weight, affine, "batch-norm weight");
+  if (bias.lo) check(bias, affine, "batch-norm bias");
   if (runningMean.lo) check(runningMean, rows, "batch-norm running mean");
   if (runningVar.lo) check(runningVar, rows, "batch-norm running var");
   check(out, rows * cols, "batch-norm result");

@@ -134,8 +134,9 @@ class Device {
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                      kernels::IntervalSpan out, kernels::IntervalSpan mean,
                      kernels::IntervalSpan rstd, std::int64_t rows, std::int64_t cols);
-  /// kernels::batchNormRow per row with weight[r], bias[r] (Backend::batchNormRows; lo ==
-  /// nullptr for None).
+  /// kernels::batchNormRowAt per row: batch norm with weight[r], bias[r], or group norm
+  /// (model.groups > 0) with each element's channel (Backend::batchNormRows; lo == nullptr for
+  /// None).
   void batchNormRows(const kernels::BatchNormModel& model, kernels::ConstIntervalSpan x,
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                      kernels::ConstIntervalSpan runningMean, kernels::ConstIntervalSpan runningVar,

@@ -96,15 +96,8 @@ class HostKernelBackend final : public Backend {
                      IntervalSpan rstd, std::int64_t rows, std::int64_t cols) override {
     ++rowKernelCalls;
     for (std::int64_t r = 0; r < rows; ++r) {
-      const Interval w = weight.lo ? Interval{weight.lo[r], weight.hi[r]} : Interval{};
-      const Interval b = bias.lo ? Interval{bias.lo[r], bias.hi[r]} : Interval{};
-      const Interval rm =
-          runningMean.lo ? Interval{runningMean.lo[r], runningMean.hi[r]} : Interval{};
-      const Interval rv = runningVar.lo ? Interval{runningVar.lo[r], runningVar.hi[r]} : Interval{};
       Interval m, s;
-      batchNormRow(x.lo + r * cols, x.hi + r * cols, cols, weight.lo ? &w : nullptr,
-                   bias.lo ? &b : nullptr, rm, rv, model, out.lo + r * cols, out.hi + r * cols, &m,
-                   &s);
+      batchNormRowAt(model, r, cols, x, weight, bias, runningMean, runningVar, out, &m, &s);
       put(mean, r, m);
       put(rstd, r, s);
     }

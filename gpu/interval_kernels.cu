@@ -501,14 +501,9 @@ __global__ void batchNormRowsKernel(BatchNormModel model, const double* xlo, con
                                     double* ohi, double* mlo, double* mhi, double* rlo, double* rhi,
                                     std::int64_t rows, std::int64_t cols) {
   for (std::int64_t r = firstIndex(); r < rows; r += strideOf()) {
-    const std::int64_t o = r * cols;
-    const Interval w = wlo ? Interval{wlo[r], whi[r]} : Interval{};
-    const Interval b = blo ? Interval{blo[r], bhi[r]} : Interval{};
-    const Interval rm = rmlo ? Interval{rmlo[r], rmhi[r]} : Interval{};
-    const Interval rv = rvlo ? Interval{rvlo[r], rvhi[r]} : Interval{};
     Interval mean{}, rstd{};
-    batchNormRow(xlo + o, xhi + o, cols, wlo ? &w : nullptr, blo ? &b : nullptr, rm, rv, model,
-                 olo + o, ohi + o, &mean, &rstd);
+    batchNormRowAt(model, r, cols, {xlo, xhi}, {wlo, whi}, {blo, bhi}, {rmlo, rmhi}, {rvlo, rvhi},
+                   {olo, ohi}, &mean, &rstd);
     mlo[r] = mean.lo;
     mhi[r] = mean.hi;
     rlo[r] = rstd.lo;

@@ -11,6 +11,7 @@
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/kernels/channel_norm_affine.h"
+#include "core/kernels/kernel_types.h"
 #include "core/kernels/layer_norm_row.h"
 
 #include <cstdint>
@@ -20,14 +21,70 @@ namespace lossbound::kernels {
 /// How the candidate computes a batch norm: the moments' model (compute format c, eps, rsqrt
 /// ulps, the format the statistics may be stored in), the storage formats of out, save_mean and
 /// save_invstd, and whether it normalizes with the batch's moments (training) or the running
-/// statistics (eval).
+/// statistics (eval). A group norm (native_group_norm, core/ops/group_norm_ops.cpp) is the
+/// training form over rows (n, g) of D·HxW elements whose weight and bias change every HxW
+/// elements: groups = G > 0 and spatial = HxW.
 struct BatchNormModel {
   RowMomentsModel moments;
   Format outStorage = Format::Fp64;
   Format meanStorage = Format::Fp64;
   Format rstdStorage = Format::Fp64;
   bool training = true;
+  std::int64_t groups = 0;   ///< > 0: a group norm of that many groups
+  std::int64_t spatial = 1;  ///< group norm: the elements per channel (HxW)
 };
+
+/// Returns how many weight (and bias) values Backend::batchNormRows reads for `rows` rows of
+/// `cols`: one per row (batch norm), or C = G·D, D = cols / HxW (group norm).
+LB_HD inline std::int64_t affineCount(const BatchNormModel& m, std::int64_t rows,
+                                      std::int64_t cols) {
+  if (m.groups <= 0) return rows;
+  return m.spatial > 0 ? m.groups * (cols / m.spatial) : 0;
+}
+
+/// The training form of a normalization row: the row's moments (kernels::rowMoments), then per
+/// element k the affine part with the weight and bias at index k / run of wlo/whi and blo/bhi
+/// (nullptr for None): one channel for a batch-norm row (run = n), D channels of HxW elements
+/// for a group-norm row (run = HxW). Outputs, scratch and the unbounded case as batchNormRow.
+LB_HD inline RowMoments normRowTraining(const double* xlo, const double* xhi, std::int64_t n,
+                                        const double* wlo, const double* whi, const double* blo,
+                                        const double* bhi, std::int64_t run,
+                                        const BatchNormModel& m, double* ylo, double* yhi,
+                                        Interval* mean, Interval* rstd) {
+  const Format c = m.moments.compute, stat = m.moments.statStorage;
+  const RowMoments mo = rowMoments(xlo, xhi, n, m.moments, ylo, yhi);
+  if (!mo.bounded) {
+    const Interval all = entireInterval();
+    for (std::int64_t k = 0; k < n; ++k) {
+      ylo[k] = all.lo;
+      yhi[k] = all.hi;
+    }
+    *mean = all;
+    *rstd = all;
+    return mo;
+  }
+  AffineChannel aff;
+  aff.hasWeight = wlo != nullptr;
+  aff.hasBias = blo != nullptr;
+  aff.mean = mo.mean;
+  aff.rstd = hull(mo.rstd, roundOutward(mo.rstd, stat));  // r, or r stored in `stat`
+  const double e = mo.meanError;
+  const std::int64_t step = run > 0 ? run : 1;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t ch = k / step;
+    if (wlo) aff.weight = Interval{wlo[ch], whi[ch]};
+    if (blo) aff.bias = Interval{blo[ch], bhi[ch]};
+    // x − μ̂ for every used μ̂: the exact centred value ± the mean error.
+    const Interval centred{sub_down(ylo[k], e), add_up(yhi[k], e)};
+    const Interval y = roundOutward(
+        affineEnclosure(Interval{xlo[k], xhi[k]}, centred, aff, c, stat), m.outStorage);
+    ylo[k] = y.lo;
+    yhi[k] = y.hi;
+  }
+  *mean = roundOutward(mo.mean, m.meanStorage);
+  *rstd = roundOutward(mo.rstd, m.rstdStorage);
+  return mo;
+}
 
 /// Encloses every 1/sqrt(var + eps) the candidate computes from a variance in `var` (the
 /// contract of ops::rsqrtEnclosure, core/ops/channel_norm_support.h): two correctly rounded
@@ -77,31 +134,35 @@ LB_HD inline RowMoments batchNormRow(const double* xlo, const double* xhi, std::
     *rstd = roundOutward(r, m.rstdStorage);
     return RowMoments{};
   }
-  const RowMoments mo = rowMoments(xlo, xhi, n, m.moments, ylo, yhi);
-  if (!mo.bounded) {
-    const Interval all = entireInterval();
-    for (std::int64_t k = 0; k < n; ++k) {
-      ylo[k] = all.lo;
-      yhi[k] = all.hi;
-    }
-    *mean = all;
-    *rstd = all;
-    return mo;
+  return normRowTraining(xlo, xhi, n, weight ? &weight->lo : nullptr,
+                         weight ? &weight->hi : nullptr, bias ? &bias->lo : nullptr,
+                         bias ? &bias->hi : nullptr, n, m, ylo, yhi, mean, rstd);
+}
+
+/// Row r of Backend::batchNormRows (rows of `cols` elements, x, out, mean and rstd as the hook
+/// has them): a batch norm reads weight[r], bias[r] and, in eval, the running statistics [r]; a
+/// group norm (m.groups = G > 0) reads, for element k of row (n, g), the weight and bias of
+/// channel g·D + k / HxW.
+LB_HD inline void batchNormRowAt(const BatchNormModel& m, std::int64_t r, std::int64_t cols,
+                                 ConstIntervalSpan x, ConstIntervalSpan weight,
+                                 ConstIntervalSpan bias, ConstIntervalSpan runningMean,
+                                 ConstIntervalSpan runningVar, IntervalSpan out, Interval* mean,
+                                 Interval* rstd) {
+  const std::int64_t o = r * cols;
+  if (m.groups > 0) {
+    const std::int64_t first = (r % m.groups) * (cols / (m.spatial > 0 ? m.spatial : 1));
+    normRowTraining(x.lo + o, x.hi + o, cols, weight.lo ? weight.lo + first : nullptr,
+                    weight.lo ? weight.hi + first : nullptr, bias.lo ? bias.lo + first : nullptr,
+                    bias.lo ? bias.hi + first : nullptr, m.spatial, m, out.lo + o, out.hi + o, mean,
+                    rstd);
+    return;
   }
-  aff.mean = mo.mean;
-  aff.rstd = hull(mo.rstd, roundOutward(mo.rstd, stat));  // r, or r stored in `stat`
-  const double e = mo.meanError;
-  for (std::int64_t k = 0; k < n; ++k) {
-    // x − μ̂ for every used μ̂: the exact centred value ± the mean error.
-    const Interval centred{sub_down(ylo[k], e), add_up(yhi[k], e)};
-    const Interval y = roundOutward(
-        affineEnclosure(Interval{xlo[k], xhi[k]}, centred, aff, c, stat), m.outStorage);
-    ylo[k] = y.lo;
-    yhi[k] = y.hi;
-  }
-  *mean = roundOutward(mo.mean, m.meanStorage);
-  *rstd = roundOutward(mo.rstd, m.rstdStorage);
-  return mo;
+  const Interval w = weight.lo ? Interval{weight.lo[r], weight.hi[r]} : Interval{};
+  const Interval b = bias.lo ? Interval{bias.lo[r], bias.hi[r]} : Interval{};
+  const Interval rm = runningMean.lo ? Interval{runningMean.lo[r], runningMean.hi[r]} : Interval{};
+  const Interval rv = runningVar.lo ? Interval{runningVar.lo[r], runningVar.hi[r]} : Interval{};
+  batchNormRow(x.lo + o, x.hi + o, cols, weight.lo ? &w : nullptr, bias.lo ? &b : nullptr, rm, rv,
+               m, out.lo + o, out.hi + o, mean, rstd);
 }
 
 }  // namespace lossbound::kernels

@@ -31,6 +31,9 @@
 //    enclosed through x − μ), plus |error| <= u|c1 dy| + u|c2 x| + u(|c1 dy| + |c2 x|)(1 + u) +
 //    u|c3| + u_s|c2 μ| + u_s(|c2 μ|(1 + u_s) + |T|) + 2η + 2η_s, then one rounding;
 //    dw_c: Σ_n fl(fl(ds − fl(db·μ))·r) in the stat format, summed in any order; db_c likewise.
+// The forward runs each row through kernels::batchNormRowAt (core/kernels/batch_norm_row.h, the
+// training form of batch norm with the weight changing every HxW elements), on the host or
+// offered to Backend::batchNormRows (a device runs the same body: the same bits).
 // Not covered (outside the opmath precision model): the decomposition's bf16 elementwise
 // products (dy·x rounded to bf16 before the sum); torch 1.13's bf16 group norm, whose small rows
 // accumulate partly in bf16 (mean and rstd 1–2 bf16 ulps off; 2.15 is inside; measured in
@@ -39,6 +42,7 @@
 // the exact point inputs (ops::norm::localErrorFromInterval).
 
 #include "core/backend.h"
+#include "core/kernels/batch_norm_row.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/channel_norm_support.h"
@@ -197,47 +201,42 @@ class GroupNormForwardRule final : public OpRule {
     const Format sOut = outFormat(a, ctx, 0), sMean = outFormat(a, ctx, 1),
                  sRstd = outFormat(a, ctx, 2);
     const Format stat = coarser(coarser(c, sMean), sRstd);  // the statistics' dtypes
-    const kernels::RowMomentsModel model{c, ga.eps, modelUlps(LibmFn::Rsqrt, c), stat};
-    const std::int64_t m = l.m();
-    std::vector<Interval> out(static_cast<std::size_t>(ga.x->numel())),
-        mean(static_cast<std::size_t>(l.rows())), rstd(mean.size());
-    const auto xlo = ga.x->lo(), xhi = ga.x->hi();
-    ctx.backend.parallelFor(l.rows(), [&](std::int64_t begin, std::int64_t end) {
-      std::vector<double> clo(static_cast<std::size_t>(m)), chi(clo.size());
-      for (std::int64_t r = begin; r < end; ++r) {
-        const std::int64_t base = r * m;
-        const auto ru = static_cast<std::size_t>(r);
-        const kernels::RowMoments mo = kernels::rowMoments(xlo.data() + base, xhi.data() + base, m,
-                                                           model, clo.data(), chi.data());
-        if (!mo.bounded) {
-          for (std::int64_t j = 0; j < m; ++j)
-            out[static_cast<std::size_t>(base + j)] = entireInterval();
-          mean[ru] = rstd[ru] = entireInterval();
-          continue;
+    const kernels::RowMomentsModel moments{c, ga.eps, modelUlps(LibmFn::Rsqrt, c), stat};
+    kernels::BatchNormModel model{moments, sOut, sMean, sRstd, true};
+    model.groups = l.groups;
+    model.spatial = l.spatial;
+    // Each row (n, g) through the body a device runs too (kernels::batchNormRowAt): offered to
+    // the backend's row kernel, or run here row by row. The body rounds every result to its
+    // storage format, so its outputs are the tensors as they are.
+    const auto rows = static_cast<std::size_t>(l.rows());
+    const auto n = static_cast<std::size_t>(ga.x->numel());
+    std::vector<double> olo(n), ohi(n), mlo(rows), mhi(rows), rlo(rows), rhi(rows);
+    auto spanOf = [](const Tensor* t) {
+      return t ? kernels::ConstIntervalSpan{t->lo().data(), t->hi().data()}
+               : kernels::ConstIntervalSpan{};
+    };
+    const kernels::ConstIntervalSpan x = spanOf(ga.x), w = spanOf(ga.w), b = spanOf(ga.b);
+    const kernels::IntervalSpan out{olo.data(), ohi.data()};
+    const bool offered =
+        l.rows() > 0 && l.m() > 0 && ctx.backend.offersIntervalKernels() &&
+        ctx.backend.batchNormRows(model, x, w, b, {}, {}, out, {mlo.data(), mhi.data()},
+                                  {rlo.data(), rhi.data()}, l.rows(), l.m());
+    if (!offered)
+      ctx.backend.parallelFor(l.rows(), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          Interval mean, rstd;
+          kernels::batchNormRowAt(model, r, l.m(), x, w, b, {}, {}, out, &mean, &rstd);
+          const auto ru = static_cast<std::size_t>(r);
+          mlo[ru] = mean.lo;
+          mhi[ru] = mean.hi;
+          rlo[ru] = rstd.lo;
+          rhi[ru] = rstd.hi;
         }
-        const double e = mo.meanError;
-        AffineChannel aff;
-        aff.mean = mo.mean;
-        aff.rstd = hull(mo.rstd, roundOutward(mo.rstd, stat));
-        aff.hasWeight = ga.w != nullptr;
-        aff.hasBias = ga.b != nullptr;
-        for (std::int64_t j = 0; j < m; ++j) {
-          const std::int64_t ch = l.channel(r, j);
-          if (ga.w) aff.weight = ga.w->at(ch);
-          if (ga.b) aff.bias = ga.b->at(ch);
-          const auto ju = static_cast<std::size_t>(j);
-          const Interval centred{sub_down(clo[ju], e), add_up(chi[ju], e)};
-          out[static_cast<std::size_t>(base + j)] =
-              roundOutward(affineEnclosure(ga.x->at(base + j), centred, aff, c, stat), sOut);
-        }
-        mean[ru] = roundOutward(mo.mean, sMean);
-        rstd[ru] = roundOutward(mo.rstd, sRstd);
-      }
-    });
+      });
     const Shape st{l.samples, l.groups};
-    return {intervalTensor(ga.x->shape(), a.outSpec(0).dtype, out, sOut),
-            intervalTensor(st, a.outSpec(1).dtype, mean, sMean),
-            intervalTensor(st, a.outSpec(2).dtype, rstd, sRstd)};
+    return {Tensor::interval(ga.x->shape(), a.outSpec(0).dtype, std::move(olo), std::move(ohi)),
+            Tensor::interval(st, a.outSpec(1).dtype, std::move(mlo), std::move(mhi)),
+            Tensor::interval(st, a.outSpec(2).dtype, std::move(rlo), std::move(rhi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

@@ -144,7 +144,7 @@ bool sameModel(const kernels::BatchNormModel& a, const kernels::BatchNormModel& 
          a.moments.rsqrtUlps == b.moments.rsqrtUlps &&
          a.moments.statStorage == b.moments.statStorage && a.outStorage == b.outStorage &&
          a.meanStorage == b.meanStorage && a.rstdStorage == b.rstdStorage &&
-         a.training == b.training;
+         a.training == b.training && a.groups == b.groups && a.spatial == b.spatial;
 }
 
 bool sameModel(const kernels::NllLossModel& a, const kernels::NllLossModel& b) {
@@ -350,7 +350,8 @@ class RecordingBackend final : public Backend {
     c.bnm = model;
     c.rows = rows;
     c.cols = cols;
-    c.in = {resolve(x, rows * cols), resolve(weight, rows), resolve(bias, rows),
+    const std::int64_t affine = kernels::affineCount(model, rows, cols);
+    c.in = {resolve(x, rows * cols), resolve(weight, affine), resolve(bias, affine),
             resolve(runningMean, rows), resolve(runningVar, rows)};
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
   }

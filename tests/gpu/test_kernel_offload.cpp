@@ -293,6 +293,17 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        3},
+      // Group norm: rows (n, g) of D·HxW elements, one row kernel; weight and bias per channel
+      // (2 groups of 2 channels), none, and one group.
+      {"aten.native_group_norm.default",
+       {ref("I4"), ref("C4"), ref("D4"), integer(2), integer(4), integer(25), integer(2),
+        number(1e-5)}},
+      {"aten.native_group_norm.default",
+       {ref("I4"), lossbound::IrValue{}, lossbound::IrValue{}, integer(2), integer(4), integer(25),
+        integer(4), number(1e-5)}},
+      {"aten.native_group_norm.default",
+       {ref("I4"), ref("C4"), lossbound::IrValue{}, integer(2), integer(4), integer(25), integer(1),
+        number(1e-5)}},
   };
   std::mt19937_64 rng(20261123);
   const lossbound::PrecisionModel precision;
