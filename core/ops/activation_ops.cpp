@@ -18,6 +18,7 @@
 // has an absolute error of a few ulps of 1 in c (the interval is then wide relative to the
 // tiny exact value), as the fp32 kernels do.
 
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
@@ -359,7 +360,8 @@ class ReluRule final : public OpRule {
 };
 
 /// threshold_backward(grad, self, threshold) = self <= threshold ? 0 : grad (exact selection;
-/// an interval self straddling the threshold gives the hull of 0 and grad).
+/// an interval self straddling the threshold gives the hull of 0 and grad; kernels::selectBody
+/// of kernels::compareBody, so an exact ±inf gradient stays exact).
 class ThresholdBackwardRule final : public OpRule {
  public:
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
@@ -371,17 +373,22 @@ class ThresholdBackwardRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const double th = a.numberArg(2, "threshold");
     const Format s = outFormat(a, ctx);
-    return std::vector<Tensor>{mapInterval2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
-                                            [th, s](Interval g, Interval v) {
-                                              Interval r;
-                                              if (v.hi <= th)
-                                                r = {0.0, 0.0};
-                                              else if (v.lo > th)
-                                                r = g;
-                                              else
-                                                r = hull(g, Interval{0.0, 0.0});
-                                              return roundOutward(r, s);
-                                            })};
+    const Tensor &g = a.tensor(0), &v = a.tensor(1);
+    // where(self > threshold, grad, 0): the comparison and selection bodies, offered to the
+    // backend (a device) as two launches, or run here per element.
+    const kernels::ElementwiseModel model{s, s, 0};
+    const Tensor thT = Tensor::point({}, v.dtype(), {th}),
+                 zero = Tensor::point({}, g.dtype(), {0.0});
+    if (auto cond =
+            offerBinary(ctx.backend, kernels::BinaryOp::Gt, model, v, thT, v.shape(), DType::Bool))
+      if (auto r = offerSelect(ctx.backend, model, *cond, g, zero,
+                               broadcastAll(a, {g.shape(), v.shape()}), a.outSpec(0).dtype))
+        return std::vector<Tensor>{std::move(*r)};
+    return std::vector<Tensor>{
+        mapInterval2(a, g, v, a.outSpec(0).dtype, [th, s](Interval gv, Interval vv) {
+          const Interval above = kernels::compareBody(kernels::BinaryOp::Gt, vv, Interval{th, th});
+          return kernels::selectBody(above, gv, Interval{0.0, 0.0}, s);
+        })};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

@@ -237,6 +237,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        3},
+      // relu's backward: self > threshold (a comparison), then a selection of grad or 0.
+      {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.0)}, false, true, 2},
+      {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.25)}, false, true, 2},
       // Writes through a slice or select: one gather over self (or zeros).
       {"aten.slice_scatter.default", {ref("x"), ref("c"), integer(1), integer(3), integer(4)}},
       {"aten.select_scatter.default", {ref("x"), ref("b"), integer(0), integer(2)}},
