@@ -138,6 +138,14 @@ class Backend {
                            std::int64_t /*rows*/, std::int64_t /*cols*/) {
     return false;
   }
+  /// out row r = kernels::softmaxBackwardRow(g row r, y row r, model, log) for rows×cols
+  /// row-major g and y (_softmax_backward_data, or _log_softmax_backward_data, over the last dim).
+  virtual bool softmaxBackwardRows(const kernels::SoftmaxModel& /*model*/, bool /*log*/,
+                                   kernels::ConstIntervalSpan /*g*/,
+                                   kernels::ConstIntervalSpan /*y*/, kernels::IntervalSpan /*out*/,
+                                   std::int64_t /*rows*/, std::int64_t /*cols*/) {
+    return false;
+  }
 
   /// out[i] = x[offsets[i]] for offsets[i] >= 0, else fill[i mod fillCount], for i < n: the
   /// gather of a view op (values are moved, never rounded, so any device gives the host's bits);

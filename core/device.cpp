@@ -137,6 +137,16 @@ void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::
   ++mCounters.launches;
 }
 
+void Device::softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                                 kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                                 kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) {
+  check(g, rows * cols, "softmax-backward gradient");
+  check(y, rows * cols, "softmax-backward output");
+  check(out, rows * cols, "softmax-backward result");
+  doSoftmaxBackwardRows(model, log, g, y, out, rows, cols);
+  ++mCounters.launches;
+}
+
 void Device::layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                            kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                            kernels::IntervalSpan out, kernels::IntervalSpan mean,

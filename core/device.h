@@ -129,6 +129,11 @@ class Device {
   /// row needs one each), so it may throw DeviceOutOfMemory.
   void softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                    kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols);
+  /// out row r = kernels::softmaxBackwardRow(g row r, y row r, model, log)
+  /// (Backend::softmaxBackwardRows).
+  void softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                           kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                           kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols);
   /// kernels::layerNormRow per row (Backend::layerNormRows); weight/bias lo == nullptr for None.
   void layerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                      kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
@@ -229,6 +234,11 @@ class Device {
   virtual void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
                              kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
                              std::int64_t rows, std::int64_t cols, double* scratch) = 0;
+  /// See softmaxBackwardRows.
+  virtual void doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                                     kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                                     kernels::IntervalSpan out, std::int64_t rows,
+                                     std::int64_t cols) = 0;
   /// See layerNormRows.
   virtual void doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                                kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,

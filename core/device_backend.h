@@ -63,6 +63,13 @@ class DeviceBackend final : public Backend {
     return mInner->softmaxRows(model, log, x, out, rows, cols);
   }
   /// Delegates to the wrapped backend.
+  bool softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                           kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                           kernels::IntervalSpan out, std::int64_t rows,
+                           std::int64_t cols) override {
+    return mInner->softmaxBackwardRows(model, log, g, y, out, rows, cols);
+  }
+  /// Delegates to the wrapped backend.
   bool select(const kernels::ElementwiseModel& model, kernels::ConstIntervalSpan cond,
               std::int64_t condCount, kernels::ConstIntervalSpan a, std::int64_t aCount,
               kernels::ConstIntervalSpan b, std::int64_t bCount, kernels::IntervalSpan out,

@@ -88,6 +88,14 @@ void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   nanToEntire(out, rows * cols);
 }
 
+void HostDevice::doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                                       kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                                       kernels::IntervalSpan out, std::int64_t rows,
+                                       std::int64_t cols) {
+  mKernels.softmaxBackwardRows(model, log, g, y, out, rows, cols);
+  nanToEntire(out, rows * cols);
+}
+
 void HostDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::IntervalSpan out, kernels::IntervalSpan mean,

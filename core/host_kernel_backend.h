@@ -76,6 +76,15 @@ class HostKernelBackend final : public Backend {
                  out.hi + r * cols, scratch.data());
     return true;
   }
+  bool softmaxBackwardRows(const SoftmaxModel& model, bool log, ConstIntervalSpan g,
+                           ConstIntervalSpan y, IntervalSpan out, std::int64_t rows,
+                           std::int64_t cols) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < rows; ++r)
+      softmaxBackwardRow(g.lo + r * cols, g.hi + r * cols, y.lo + r * cols, y.hi + r * cols, cols,
+                         log, model, out.lo + r * cols, out.hi + r * cols);
+    return true;
+  }
   bool layerNormRows(const LayerNormModel& model, ConstIntervalSpan x, ConstIntervalSpan weight,
                      ConstIntervalSpan bias, IntervalSpan out, IntervalSpan mean, IntervalSpan rstd,
                      std::int64_t rows, std::int64_t cols) override {

@@ -148,6 +148,15 @@ void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   launchNanToEntire(out.lo, out.hi, rows * cols, s);
 }
 
+void CudaDevice::doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                                       kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                                       kernels::IntervalSpan out, std::int64_t rows,
+                                       std::int64_t cols) {
+  const cudaStream_t s = mImpl->current();
+  launchSoftmaxBackwardRows(model, log, g.lo, g.hi, y.lo, y.hi, rows, cols, out.lo, out.hi, s);
+  launchNanToEntire(out.lo, out.hi, rows * cols, s);
+}
+
 void CudaDevice::doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                                  kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                                  kernels::IntervalSpan out, kernels::IntervalSpan mean,

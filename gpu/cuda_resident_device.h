@@ -61,6 +61,10 @@ class CudaDevice final : public Device {
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                      kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
                      double* scratch) override;
+  void doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
+                             kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
+                             kernels::IntervalSpan out, std::int64_t rows,
+                             std::int64_t cols) override;
   void doLayerNormRows(const kernels::LayerNormModel& model, kernels::ConstIntervalSpan x,
                        kernels::ConstIntervalSpan weight, kernels::ConstIntervalSpan bias,
                        kernels::IntervalSpan out, kernels::IntervalSpan mean,

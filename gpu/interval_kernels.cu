@@ -237,6 +237,17 @@ __global__ void softmaxRowsKernel(SoftmaxModel model, bool log, const double* xl
   }
 }
 
+// The backward row body, one thread per row like the forward (its sum is sequential).
+__global__ void softmaxBackwardRowsKernel(SoftmaxModel model, bool log, const double* glo,
+                                          const double* ghi, const double* ylo, const double* yhi,
+                                          std::int64_t rows, std::int64_t cols, double* olo,
+                                          double* ohi) {
+  for (std::int64_t row = firstIndex(); row < rows; row += strideOf()) {
+    const std::int64_t o = row * cols;
+    softmaxBackwardRow(glo + o, ghi + o, ylo + o, yhi + o, cols, log, model, olo + o, ohi + o);
+  }
+}
+
 __global__ void probeKernel(int* flag) { *flag = 1; }
 
 }  // namespace
@@ -443,6 +454,16 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
   softmaxRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, xlo, xhi, rows, cols, olo,
                                                           ohi, scratch);
   LB_CUDA_CHECK_LAUNCH(softmaxRowsKernel);
+}
+
+void launchSoftmaxBackwardRows(const SoftmaxModel& model, bool log, const double* glo,
+                               const double* ghi, const double* ylo, const double* yhi,
+                               std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
+                               cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  softmaxBackwardRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, glo, ghi, ylo, yhi,
+                                                                  rows, cols, olo, ohi);
+  LB_CUDA_CHECK_LAUNCH(softmaxBackwardRowsKernel);
 }
 
 void probeDevice(cudaStream_t stream) {

@@ -83,6 +83,12 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// out = softmaxBackwardRow (log: the log-softmax backward) of every row of g and y
+/// [rows×cols] (one thread per row).
+void launchSoftmaxBackwardRows(const SoftmaxModel& model, bool log, const double* glo,
+                               const double* ghi, const double* ylo, const double* yhi,
+                               std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
+                               cudaStream_t stream);
 /// Stores [-inf, +inf] where an endpoint of out[0..n) is NaN (the device contract of
 /// core/device.h: a device libm may give NaN where the bodies would not).
 void launchNanToEntire(double* olo, double* ohi, std::int64_t n, cudaStream_t stream);

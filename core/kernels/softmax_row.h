@@ -292,4 +292,40 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
   }
 }
 
+/// Encloses one row of _softmax_backward_data (log == false: gI = y·(g − Σ_j g_j y_j), or
+/// y·g − y·s) or _log_softmax_backward_data (log == true: gI = g − exp_c(y)·Σ_j g_j) for the
+/// row's grad g and forward output y (n elements each) under m, stored in m.s: the sum in any
+/// order in c with the order-free bound γ_{n−1}Σ|g| (Higham 2002, eq. 4.4) or γ_nΣ|g·y| + n·η
+/// (eq. 3.5), then each element in c (ComputeDomain; exp within m.kExp ulps). The rule of
+/// core/ops/softmax_ops.cpp (file comment: the formulas PyTorch's kernels use).
+LB_HD inline void softmaxBackwardRow(const double* glo, const double* ghi, const double* ylo,
+                                     const double* yhi, std::int64_t n, bool log,
+                                     const SoftmaxModel& m, double* olo, double* ohi) {
+  const ComputeDomain d{m.c};
+  Interval s{0.0, 0.0};
+  double absSum = 0.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const Interval g{glo[j], ghi[j]};
+    const Interval t = log ? g : lossbound::mul(g, Interval{ylo[j], yhi[j]});
+    s = lossbound::add(s, t);
+    absSum = add_up(absSum, magnitude(t));
+  }
+  const double nd = static_cast<double>(n);
+  double err = 0.0;
+  if (log) {
+    if (n > 1 && absSum != 0.0) err = mul_up(gammaUp(nd - 1.0, m.uAcc), absSum);
+  } else if (n > 0) {
+    err = add_up(absSum == 0.0 ? 0.0 : mul_up(gammaUp(nd, m.uAcc), absSum), mul_up(nd, m.eta));
+  }
+  s = d.round(Interval{sub_down(s.lo, err), add_up(s.hi, err)});
+  for (std::int64_t j = 0; j < n; ++j) {
+    const Interval g{glo[j], ghi[j]}, y{ylo[j], yhi[j]};
+    const Interval v = log ? d.sub(g, d.mul(d.exp(y, m.kExp), s))
+                           : hull(d.mul(y, d.sub(g, s)), d.sub(d.mul(y, g), d.mul(y, s)));
+    const Interval r = roundOutward(v, m.s);
+    olo[j] = r.lo;
+    ohi[j] = r.hi;
+  }
+}
+
 }  // namespace lossbound::kernels

@@ -195,15 +195,6 @@ std::vector<T> mapRows(const Tensor& x, int dim, Get get, F f) {
   return out;
 }
 
-Tensor intervalTensor(const Shape& s, DType t, const std::vector<Interval>& v) {
-  std::vector<double> lo(v.size()), hi(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    lo[i] = v[i].lo;
-    hi[i] = v[i].hi;
-  }
-  return Tensor::interval(s, t, std::move(lo), std::move(hi));
-}
-
 /// _softmax(x, dim, half_to_float) (log == false) and _log_softmax (log == true): the enclosure
 /// of the file comment, localError from that enclosure on exact inputs.
 class SoftmaxRule final : public OpRule {
@@ -306,35 +297,44 @@ class SoftmaxBackwardDataRule final : public OpRule {
     const Tensor& g = a.tensor(0);
     const Tensor& y = a.tensor(1);
     const kernels::SoftmaxModel m = modelFor(a, ctx);
-    const IntervalDomain d{m.c};
     const Rows rows = rowsAlong(g.shape(), dim);
-    std::vector<Interval> out(static_cast<std::size_t>(g.numel()));
+    const auto n = static_cast<std::size_t>(rows.n);
+    std::vector<double> lo(static_cast<std::size_t>(g.numel())), hi(lo.size());
+    const auto gl = g.lo(), gh = g.hi(), yl = y.lo(), yh = y.hi();
+    // Each row through kernels::softmaxBackwardRow (core/kernels/softmax_row.h): contiguous rows
+    // offered to the backend's row kernel first (a device runs the same body), else here.
+    const bool contiguous = rows.inner == 1;
+    if (!lo.empty() && contiguous &&
+        ctx.backend.softmaxBackwardRows(m, mLog, {gl.data(), gh.data()}, {yl.data(), yh.data()},
+                                        {lo.data(), hi.data()}, rows.count(), rows.n))
+      return std::vector<Tensor>{
+          Tensor::interval(g.shape(), a.outSpec(0).dtype, std::move(lo), std::move(hi))};
+    std::vector<double> row(contiguous ? 0 : 6 * n);  // g, y and the result, gathered
     for (std::int64_t r = 0; r < rows.count(); ++r) {
-      Interval s{0.0, 0.0};
-      double absSum = 0.0;
-      for (std::int64_t j = 0; j < rows.n; ++j) {
-        const std::int64_t k = rows.at(r, j);
-        const Interval t = mLog ? g.at(k) : lossbound::mul(g.at(k), y.at(k));
-        s = lossbound::add(s, t);
-        absSum = add_up(absSum, mag(t));
+      if (contiguous) {
+        const auto o = static_cast<std::size_t>(r * rows.n);
+        kernels::softmaxBackwardRow(gl.data() + o, gh.data() + o, yl.data() + o, yh.data() + o,
+                                    rows.n, mLog, m, lo.data() + o, hi.data() + o);
+        continue;
       }
-      // Order-free bounds: γ_{n−1}Σ|g| (Higham 2002, eq. 4.4) or γ_n Σ|g y| + n·η (eq. 3.5).
-      const double err = mLog ? sumErrorBound(rows.n, absSum, m.uAcc)
-                              : dotErrorBound(rows.n, absSum, m.uAcc, m.eta);
-      s = d.round(Interval{sub_down(s.lo, err), add_up(s.hi, err)});
-      for (std::int64_t j = 0; j < rows.n; ++j) {
-        const std::int64_t k = rows.at(r, j);
-        Interval v;
-        if (mLog) {
-          v = d.sub(g.at(k), d.mul(d.fn(Fn::Exp, y.at(k)), s));
-        } else {
-          v = hull(d.mul(y.at(k), d.sub(g.at(k), s)),
-                   d.sub(d.mul(y.at(k), g.at(k)), d.mul(y.at(k), s)));
-        }
-        out[static_cast<std::size_t>(k)] = roundOutward(v, m.s);
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
+        row[j] = gl[k];
+        row[n + j] = gh[k];
+        row[2 * n + j] = yl[k];
+        row[3 * n + j] = yh[k];
+      }
+      kernels::softmaxBackwardRow(row.data(), row.data() + n, row.data() + 2 * n,
+                                  row.data() + 3 * n, rows.n, mLog, m, row.data() + 4 * n,
+                                  row.data() + 5 * n);
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
+        lo[k] = row[4 * n + j];
+        hi[k] = row[5 * n + j];
       }
     }
-    return std::vector<Tensor>{intervalTensor(g.shape(), a.outSpec(0).dtype, out)};
+    return std::vector<Tensor>{
+        Tensor::interval(g.shape(), a.outSpec(0).dtype, std::move(lo), std::move(hi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

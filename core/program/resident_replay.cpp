@@ -61,6 +61,7 @@ enum class HookKind {
   MaxPool,
   RowSum,
   Softmax,
+  SoftmaxBackward,
   LayerNorm,
   BatchNorm,
   Gather,
@@ -325,6 +326,18 @@ class RecordingBackend final : public Backend {
     c.rows = rows;
     c.cols = cols;
     c.in = {resolve(x, rows * cols)};
+    return record(std::move(c), {{out, rows * cols}});
+  }
+  bool softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log, ConstIntervalSpan g,
+                           ConstIntervalSpan y, IntervalSpan out, std::int64_t rows,
+                           std::int64_t cols) override {
+    Call c;
+    c.kind = HookKind::SoftmaxBackward;
+    c.smx = model;
+    c.log = log;
+    c.rows = rows;
+    c.cols = cols;
+    c.in = {resolve(g, rows * cols), resolve(y, rows * cols)};
     return record(std::move(c), {{out, rows * cols}});
   }
   bool layerNormRows(const kernels::LayerNormModel& model, ConstIntervalSpan x,
@@ -836,6 +849,9 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::Softmax:
           device.softmaxRows(c.smx, c.log, in[0], out[0], c.rows, c.cols);
+          break;
+        case HookKind::SoftmaxBackward:
+          device.softmaxBackwardRows(c.smx, c.log, in[0], in[1], out[0], c.rows, c.cols);
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);

@@ -237,6 +237,14 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        3},
+      // Softmax and log-softmax backward rows (grad x, output y): contiguous rows to the row
+      // kernel; rows along dim 0 are strided and stay on the host.
+      {"aten._softmax_backward_data.default", {ref("x"), ref("y"), integer(-1), integer(6)}},
+      {"aten._log_softmax_backward_data.default", {ref("x"), ref("y"), integer(1), integer(6)}},
+      {"aten._softmax_backward_data.default",
+       {ref("x"), ref("y"), integer(0), integer(6)},
+       false,
+       false},
       // relu's backward: self > threshold (a comparison), then a selection of grad or 0.
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.0)}, false, true, 2},
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.25)}, false, true, 2},
