@@ -85,6 +85,21 @@ struct ComputeDomain {
   }
 };
 
+/// Encloses {x^p} exactly (binary64 directed rounding; the real-valued domain only): an integer
+/// power by repeated outward-rounded products, sqrt for p = ½, else exp(p·log x) on x > 0
+/// (monotone in x, its direction given by the sign of p) with x^p → 0 or +inf as x → 0⁺. The
+/// pow.Tensor_Scalar rule (core/ops/elementwise_ops.cpp) and UnaryOp::PowScalar share it.
+LB_HD inline Interval powScalarExact(Interval x, double p) {
+  if (p == ::floor(p) && ::fabs(p) < 1 << 20) return lossbound::pow(x, static_cast<int>(p));
+  if (p == 0.5) return lossbound::sqrt(x);
+  const Interval l = lossbound::log(x);
+  if (isEmpty(l)) return l;
+  Interval e = lossbound::exp(lossbound::mul(point(p), l));
+  const double inf = interval_detail::inf();
+  if (x.lo <= 0.0) e = hull(e, p > 0 ? Interval{0.0, 0.0} : Interval{inf, inf});
+  return e;
+}
+
 /// Returns the exact-arithmetic interval extension of a unary op (before storage rounding).
 LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
   const Interval one{1.0, 1.0};
@@ -123,7 +138,8 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
       return lossbound::cos(x);
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
-      break;  // composed in the compute format by unaryBody only
+    case UnaryOp::PowScalar:
+      break;  // composed in the compute format, or reading the model: unaryBody only
   }
   return entireInterval();
 }
@@ -207,6 +223,8 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
       const Interval e = d.add(one, d.exp(d.sub(d.lit(0.0), x), model.ulps));
       return roundOutward(hull(d.div(x, e), d.mul(x, d.div(one, e))), model.storage);
     }
+    case UnaryOp::PowScalar:  // model.ulps: the libm pow's, 0 where PyTorch rounds once
+      return storeResult(powScalarExact(x, model.exponent), model);
     default:
       return storeResult(unaryExact(op, x), model);
   }

@@ -29,10 +29,11 @@ enum class UnaryOp : int {
   GeluErf,  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
   Sin,
   Cos,
-  Silu  ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
+  Silu,      ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
+  PowScalar  ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 18;
+inline constexpr int kUnaryOpCount = 19;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
@@ -54,6 +55,7 @@ struct ElementwiseModel {
   Format compute = Format::Fp64;
   Format storage = Format::Fp64;
   int ulps = 0;
+  double exponent = 0.0;  ///< UnaryOp::PowScalar: the exponent p
 };
 
 /// How the candidate computes a sum (any order): accumulation format (2u when truncating) and

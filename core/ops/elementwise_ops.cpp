@@ -339,17 +339,9 @@ class ArithRule final : public OpRule {
 
 enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, Sin, Cos, PowScalar };
 
-/// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only).
-Interval powExact(Interval x, double p) {
-  if (p == std::floor(p) && std::fabs(p) < 1 << 20) return pow(x, static_cast<int>(p));
-  if (p == 0.5) return lossbound::sqrt(x);
-  // x^p = exp(p·log x) on x > 0 (monotone in x, direction given by the sign of p).
-  const Interval l = log(x);
-  if (isEmpty(l)) return l;
-  Interval e = exp(mul(lossbound::point(p), l));
-  if (x.lo <= 0.0) e = hull(e, p > 0 ? Interval{0.0, 0.0} : Interval{kInf, kInf});
-  return e;
-}
+/// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only): the body
+/// devices run too.
+Interval powExact(Interval x, double p) { return kernels::powScalarExact(x, p); }
 
 /// neg abs reciprocal sqrt rsqrt exp log sin cos pow.Tensor_Scalar: exact, one correctly rounded
 /// op, or the candidate's libm within modelUlps, computed in opmath C and stored in F.
@@ -371,10 +363,12 @@ class UnaryRule final : public OpRule {
     const auto fn = libmOf(mOp, p);
     // The same arithmetic as below: kernels::unaryBody = libmEnclosure / roundOutward of the exact
     // extension (tests/gpu/test_kernel_offload checks bit-identity in every format).
-    // pow(x, 2) is x·x rounded once: the exact square (UnaryOp::Sqr), stored.
+    // pow(x, 2) is x·x rounded once: the exact square (UnaryOp::Sqr), stored; another exponent
+    // is UnaryOp::PowScalar with p in the model.
     const auto k = mOp == Unary::PowScalar && p == 2.0 ? kernels::UnaryOp::Sqr : kernelOf(mOp);
     if (k && !integral)
-      if (auto r = offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0}, a.tensor(0), t))
+      if (auto r =
+              offerUnary(ctx.backend, *k, {c, f, fn ? modelUlps(*fn, c) : 0, p}, a.tensor(0), t))
         return {std::move(*r)};
     return {mapInterval(a.tensor(0), t, [&](Interval x) {
       const Interval e = exactEnclosure(mOp, x, p);
@@ -526,7 +520,7 @@ class UnaryRule final : public OpRule {
     return x;
   }
 
-  /// The backend kernel computing this op, if any (pow with an exponent other than 2 has none).
+  /// The backend kernel computing this op (pow: its exponent in the model; 2 is Sqr).
   static std::optional<kernels::UnaryOp> kernelOf(Unary op) {
     switch (op) {
       case Unary::Neg:
@@ -548,7 +542,7 @@ class UnaryRule final : public OpRule {
       case Unary::Cos:
         return kernels::UnaryOp::Cos;
       case Unary::PowScalar:
-        return std::nullopt;
+        return kernels::UnaryOp::PowScalar;
     }
     return std::nullopt;
   }

@@ -72,9 +72,9 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {"neg",     "abs",   "sqr",  "sqrt",  "rsqrt", "reciprocal",
-                                "exp",     "expm1", "log",  "log1p", "tanh",  "erf",
-                                "sigmoid", "relu",  "gelu", "sin",   "cos",   "silu"};
+  static const char* names[] = {"neg",   "abs", "sqr",   "sqrt", "rsqrt", "reciprocal", "exp",
+                                "expm1", "log", "log1p", "tanh", "erf",   "sigmoid",    "relu",
+                                "gelu",  "sin", "cos",   "silu", "pow"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -122,6 +122,8 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return sin(x);
     case UnaryOp::Cos:
       return cos(x);
+    case UnaryOp::PowScalar:  // x^3: modelFor's exponent
+      return pow(x, 3);
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
       break;  // composed in the compute format (cpuUnary)
@@ -212,14 +214,18 @@ std::optional<ops::LibmFn> libmFn(UnaryOp op) {
       return ops::LibmFn::Sin;
     case UnaryOp::Cos:
       return ops::LibmFn::Cos;
+    case UnaryOp::PowScalar:
+      return ops::LibmFn::Pow;
     default:
       return std::nullopt;
   }
 }
 
 /// The model a CPU rule uses for op on a tensor computed in `compute` and stored in `store`
-/// (sigmoid is composed from exp, so it takes exp's ulps).
+/// (sigmoid is composed from exp, so it takes exp's ulps; pow is x^3).
 ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
+  if (op == UnaryOp::PowScalar)
+    return {compute, store, ops::modelUlps(ops::LibmFn::Pow, compute), 3.0};
   if (op == UnaryOp::Sigmoid || op == UnaryOp::Silu)
     return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
   if (op == UnaryOp::GeluErf) return {compute, store, ops::modelUlps(ops::LibmFn::Erf, compute)};
@@ -637,8 +643,10 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.lt.Tensor", BinaryOp::Lt},        {"aten.gt.Tensor", BinaryOp::Gt},
       {"aten.le.Tensor", BinaryOp::Le},        {"aten.ge.Tensor", BinaryOp::Ge}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
-  // BinaryOp::DivRecip is aten.div.Tensor with a 0-d divisor, checked below).
-  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 1);
+  // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
+  // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is
+  // aten.div.Tensor with a 0-d divisor, checked below).
+  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 2);
   QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 1);
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the

@@ -141,7 +141,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.sin.default", {ref("x")}},
       {"aten.cos.default", {ref("x")}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(2.0)}},
-      {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}, false, false},  // no body
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}},  // libm pow, exponent in the model
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(1.0)}},  // rounded once (PyTorch: a copy)
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(-2.0)}},
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(0.5)}, true},
+      {"aten.pow.Tensor_Scalar", {ref("x"), number(1.7)}, true},  // exp(p·log x)
       {"aten.add.Tensor", {ref("x"), ref("y")}},
       {"aten.sub.Tensor", {ref("x"), ref("y")}},
       {"aten.mul.Tensor", {ref("x"), ref("y")}},
