@@ -69,6 +69,7 @@ struct ComputeDomain {
   LB_HD Interval sub(Interval a, Interval b) const { return round(lossbound::sub(a, b)); }
   LB_HD Interval mul(Interval a, Interval b) const { return round(lossbound::mul(a, b)); }
   LB_HD Interval div(Interval a, Interval b) const { return round(lossbound::div(a, b)); }
+  LB_HD Interval sqr(Interval a) const { return round(lossbound::sqr(a)); }
   /// exp in the candidate's libm: `ulps` ulps of c around the exact value, clamped at 0.
   LB_HD Interval exp(Interval a, int ulps) const {
     Interval e = widenUlps(lossbound::exp(a), ulps, c);
@@ -161,7 +162,7 @@ LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Max:
       return lossbound::max(x, y);
     default:
-      break;  // the comparisons: compareBody
+      break;  // the comparisons: compareBody; GeluBackward: geluBackwardBody
   }
   return entireInterval();
 }
@@ -230,11 +231,27 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
   }
 }
 
+/// Encloses every gelu_backward(g, x, approximate='none') the candidate stores: g·(cdf + x·pdf)
+/// with cdf = ½(1 + erf(x·√½)) and pdf = (1/√(2π))·exp(x²·(−½)), every step in the compute
+/// format (model.ulps: erf's, model.expUlps: exp's; the constants PyTorch's binary64 values
+/// widened by 1 and 4 ulps, ops::nn::nearConst): the activation rule of
+/// core/ops/activation_ops.cpp, operation for operation.
+LB_HD inline Interval geluBackwardBody(Interval g, Interval x, const ElementwiseModel& model) {
+  const ComputeDomain d{model.compute};
+  const Interval sqrtHalf = d.round(Interval{0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bcep-1});
+  const Interval beta = d.round(Interval{0x1.9884533d4364dp-2, 0x1.9884533d43655p-2});
+  const Interval half = d.lit(0.5), one = d.lit(1.0);
+  const Interval cdf = d.mul(half, d.add(one, d.erf(d.mul(x, sqrtHalf), model.ulps)));
+  const Interval pdf = d.mul(beta, d.exp(d.mul(d.sqr(x), d.lit(-0.5)), model.expUlps));
+  return roundOutward(d.mul(g, d.add(cdf, d.mul(x, pdf))), model.storage);
+}
+
 /// Encloses every value the candidate can store for op(a, b), a in x, b in y (a comparison:
 /// compareBody).
 LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
                                  const ElementwiseModel& model) {
   if (isComparison(op)) return compareBody(op, x, y);  // exact: no storage rounding
+  if (op == BinaryOp::GeluBackward) return geluBackwardBody(x, y, model);
   const Interval r = storeResult(binaryExact(op, x, y), model);
   if (op != BinaryOp::DivRecip) return r;
   // x · RN_c(1/y), stored: the hull with the true quotient covers both ways of dividing (the

@@ -37,14 +37,31 @@ inline constexpr int kUnaryOpCount = 19;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
-/// are the comparisons (exact: 1 surely true, 0 surely false, [0, 1] uncertain).
-enum class BinaryOp : int { Add, Sub, Mul, Div, Min, Max, DivRecip, Eq, Ne, Lt, Gt, Le, Ge };
+/// are the comparisons (exact: 1 surely true, 0 surely false, [0, 1] uncertain). GeluBackward is
+/// gelu_backward(grad, x, approximate='none'), composed in the compute format.
+enum class BinaryOp : int {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Min,
+  Max,
+  DivRecip,
+  Eq,
+  Ne,
+  Lt,
+  Gt,
+  Le,
+  Ge,
+  GeluBackward
+};
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 13;
+inline constexpr int kBinaryOpCount = 14;
 
 /// True for the comparisons Eq … Ge.
 LB_HD constexpr bool isComparison(BinaryOp op) {
-  return static_cast<int>(op) >= static_cast<int>(BinaryOp::Eq);
+  return static_cast<int>(op) >= static_cast<int>(BinaryOp::Eq) &&
+         static_cast<int>(op) <= static_cast<int>(BinaryOp::Ge);
 }
 
 /// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
@@ -56,6 +73,7 @@ struct ElementwiseModel {
   Format storage = Format::Fp64;
   int ulps = 0;
   double exponent = 0.0;  ///< UnaryOp::PowScalar: the exponent p
+  int expUlps = 0;        ///< BinaryOp::GeluBackward: exp's ulps (ulps: erf's)
 };
 
 /// How the candidate computes a sum (any order): accumulation format (2u when truncating) and

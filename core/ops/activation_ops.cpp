@@ -265,6 +265,15 @@ class ActivationBackwardRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
+    // gelu_backward (erf form) is a kernel body of the same formula (tests/gpu/test_kernel_bodies).
+    if (op == Binary::GeluBackwardNone) {
+      kernels::ElementwiseModel model{d.c, s, modelUlps(LibmFn::Erf, d.c)};
+      model.expUlps = modelUlps(LibmFn::Exp, d.c);
+      if (auto r = offerBinary(ctx.backend, kernels::BinaryOp::GeluBackward, model, a.tensor(0),
+                               a.tensor(1),
+                               broadcastAll(a, {a.tensor(0).shape(), a.tensor(1).shape()}), t))
+        return std::vector<Tensor>{std::move(*r)};
+    }
     return std::vector<Tensor>{
         mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval g, Interval v) {
           Interval r = binaryF(d, op, g, v, 0);

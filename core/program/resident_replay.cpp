@@ -124,7 +124,7 @@ struct Plan {
 
 bool sameModel(const kernels::ElementwiseModel& a, const kernels::ElementwiseModel& b) {
   return a.compute == b.compute && a.storage == b.storage && a.ulps == b.ulps &&
-         sameBits(a.exponent, b.exponent);
+         sameBits(a.exponent, b.exponent) && a.expUlps == b.expUlps;
 }
 bool sameModel(const kernels::SumModel& a, const kernels::SumModel& b) {
   return a.accumulation == b.accumulation && a.storage == b.storage &&

@@ -80,7 +80,7 @@ const char* unaryName(UnaryOp op) {
 }
 const char* binaryName(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "min", "max", "div_recip",
-                                "eq",  "ne",  "lt",  "gt",  "le",  "ge"};
+                                "eq",  "ne",  "lt",  "gt",  "le",  "ge",  "gelu_backward"};
   static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -187,6 +187,8 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Le:
     case BinaryOp::Ge:
       return cpuCompare(op, x, y);
+    case BinaryOp::GeluBackward:
+      break;  // composed in the compute format (cpuBinary)
   }
   return entireInterval();
 }
@@ -256,6 +258,39 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
   const Interval exact = cpuUnaryExact(op, x);
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
+}
+
+/// The model a CPU rule uses for a binary op (gelu_backward: erf's and exp's ulps).
+ElementwiseModel binaryModelFor(BinaryOp op, Format compute, Format store) {
+  ElementwiseModel m{compute, store, 0};
+  if (op == BinaryOp::GeluBackward) {
+    m.ulps = ops::modelUlps(ops::LibmFn::Erf, compute);
+    m.expUlps = ops::modelUlps(ops::LibmFn::Exp, compute);
+  }
+  return m;
+}
+
+/// The CPU path of one binary element: gelu_backward by the activation rule's formula for
+/// approximate='none' in the IntervalDomain, else the exact extension rounded outward (division
+/// by a 0-d divisor: also x times the reciprocal rounded to the compute format).
+Interval cpuBinary(BinaryOp op, Interval x, Interval y, Format compute, Format store) {
+  if (op == BinaryOp::GeluBackward) {
+    const ops::nn::IntervalDomain d{compute};
+    const ops::nn::Const sqrtHalf = ops::nn::nearConst(M_SQRT1_2, 1);
+    const ops::nn::Const beta = ops::nn::nearConst(M_2_SQRTPI * M_SQRT1_2 * 0.5, 4);
+    const Interval half = d.lit(0.5), one = d.lit(1.0);
+    const Interval cdf = d.mul(half, d.add(one, d.fn(ops::nn::Fn::Erf, d.mul(y, d.k(sqrtHalf)))));
+    const Interval pdf = d.mul(d.k(beta), d.fn(ops::nn::Fn::Exp, d.mul(d.sqr(y), d.lit(-0.5))));
+    return lossbound::roundOutward(d.mul(x, d.add(cdf, d.mul(y, pdf))), store);
+  }
+  Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
+  if (op == BinaryOp::DivRecip)  // or x times the reciprocal rounded to the compute format
+    cpu = lossbound::hull(
+        cpu, lossbound::roundOutward(
+                 lossbound::mul(
+                     x, lossbound::roundOutward(lossbound::div(Interval{1.0, 1.0}, y), compute)),
+                 store));
+  return cpu;
 }
 
 /// (compute, storage) pairs of the candidate formats: fp64, fp32, bf16/fp16 with fp32 opmath.
@@ -545,15 +580,9 @@ void TestKernelBodies::binaryBodiesMatchCpuPath() {
       for (std::size_t i = 0; i < xs.size(); ++i) {
         // Pair every x with a y from another position, and every edge x with every edge y.
         const Interval x = xs[i], y = ys[(i * 7919) % ys.size()];
-        const ElementwiseModel model{compute, store, 0};
+        const ElementwiseModel model = binaryModelFor(op, compute, store);
         const Interval gpu = lossbound::kernels::binaryBody(op, x, y, model);
-        Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
-        if (op == BinaryOp::DivRecip)  // or x times the reciprocal rounded to the compute format
-          cpu = lossbound::hull(
-              cpu, lossbound::roundOutward(
-                       lossbound::mul(x, lossbound::roundOutward(
-                                             lossbound::div(Interval{1.0, 1.0}, y), compute)),
-                       store));
+        const Interval cpu = cpuBinary(op, x, y, compute, store);
         if (!sameBits(gpu, cpu))
           QFAIL(qPrintable(QStringLiteral("%1(%2, %3) store %4: kernel body %5, CPU %6")
                                .arg(binaryName(op), show(x), show(y))
@@ -636,12 +665,19 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
                                                    {"aten.cos.default", UnaryOp::Cos},
                                                    {"aten.silu.default", UnaryOp::Silu}};
   const std::map<std::string, BinaryOp> binaryOps = {
-      {"aten.add.Tensor", BinaryOp::Add},      {"aten.sub.Tensor", BinaryOp::Sub},
-      {"aten.mul.Tensor", BinaryOp::Mul},      {"aten.div.Tensor", BinaryOp::Div},
-      {"aten.minimum.default", BinaryOp::Min}, {"aten.maximum.default", BinaryOp::Max},
-      {"aten.eq.Tensor", BinaryOp::Eq},        {"aten.ne.Tensor", BinaryOp::Ne},
-      {"aten.lt.Tensor", BinaryOp::Lt},        {"aten.gt.Tensor", BinaryOp::Gt},
-      {"aten.le.Tensor", BinaryOp::Le},        {"aten.ge.Tensor", BinaryOp::Ge}};
+      {"aten.add.Tensor", BinaryOp::Add},
+      {"aten.sub.Tensor", BinaryOp::Sub},
+      {"aten.mul.Tensor", BinaryOp::Mul},
+      {"aten.div.Tensor", BinaryOp::Div},
+      {"aten.minimum.default", BinaryOp::Min},
+      {"aten.maximum.default", BinaryOp::Max},
+      {"aten.eq.Tensor", BinaryOp::Eq},
+      {"aten.ne.Tensor", BinaryOp::Ne},
+      {"aten.lt.Tensor", BinaryOp::Lt},
+      {"aten.gt.Tensor", BinaryOp::Gt},
+      {"aten.le.Tensor", BinaryOp::Le},
+      {"aten.ge.Tensor", BinaryOp::Ge},
+      {"aten.gelu_backward.default", BinaryOp::GeluBackward}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
   // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is
@@ -737,7 +773,7 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   for (const auto& [name, op] : binaryOps)
     check(name, 2, [op = op](Interval a, Interval b) {
       return lossbound::kernels::binaryBody(op, a, b,
-                                            ElementwiseModel{Format::Fp32, Format::Fp32, 0});
+                                            binaryModelFor(op, Format::Fp32, Format::Fp32));
     });
   // Every op with a kernel body is compared with its CPU rule, except these, whose bodies exist
   // but whose CPU rules are not written yet (so a trace using them is refused as unsupported).

@@ -249,6 +249,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        {ref("x"), ref("y"), integer(0), integer(6)},
        false,
        false},
+      // gelu's backward (erf form: erf's and exp's ulps in the model); a bias row of grad,
+      // gathered to the full shape first.
+      {"aten.gelu_backward.default", {ref("x"), ref("y")}},
+      {"aten.gelu_backward.default", {ref("b"), ref("y")}, false, true, 2},
       // relu's backward: self > threshold (a comparison), then a selection of grad or 0.
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.0)}, false, true, 2},
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.25)}, false, true, 2},
