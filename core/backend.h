@@ -15,11 +15,12 @@ namespace lossbound {
 class Device;  // core/device.h
 
 namespace kernels {
-struct SoftmaxModel;    // core/kernels/softmax_row.h
-struct LayerNormModel;  // core/kernels/layer_norm_row.h
-struct BatchNormModel;  // core/kernels/batch_norm_row.h
-struct GemmFinish;      // core/kernels/interval_gemm.h
-struct NllLossModel;    // core/kernels/nll_loss.h
+struct SoftmaxModel;            // core/kernels/softmax_row.h
+struct LayerNormModel;          // core/kernels/layer_norm_row.h
+struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
+struct BatchNormModel;          // core/kernels/batch_norm_row.h
+struct GemmFinish;              // core/kernels/interval_gemm.h
+struct NllLossModel;            // core/kernels/nll_loss.h
 }  // namespace kernels
 
 /// Heavy kernels shared by the op rules; implementations must be thread-compatible.
@@ -182,6 +183,19 @@ class Backend {
                              kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
                              kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
                              std::int64_t /*cols*/) {
+    return false;
+  }
+
+  /// native_layer_norm_backward for rows×n row-major dy and x with each row's saved mean and
+  /// rstd (rows elements) and weight (n, lo == nullptr for None): gradInput row r =
+  /// kernels::layerNormBackwardRow, gradWeight[j] and gradBias[j] =
+  /// kernels::layerNormBackwardColumn (sums over the rows in row order).
+  virtual bool layerNormBackwardRows(
+      const kernels::LayerNormBackwardModel& /*model*/, kernels::ConstIntervalSpan /*dy*/,
+      kernels::ConstIntervalSpan /*x*/, kernels::ConstIntervalSpan /*mean*/,
+      kernels::ConstIntervalSpan /*rstd*/, kernels::ConstIntervalSpan /*weight*/,
+      kernels::IntervalSpan /*gradInput*/, kernels::IntervalSpan /*gradWeight*/,
+      kernels::IntervalSpan /*gradBias*/, std::int64_t /*rows*/, std::int64_t /*n*/) {
     return false;
   }
 

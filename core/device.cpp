@@ -137,6 +137,26 @@ void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::
   ++mCounters.launches;
 }
 
+void Device::layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
+                                   kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                                   kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                                   kernels::ConstIntervalSpan weight,
+                                   kernels::IntervalSpan gradInput,
+                                   kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                                   std::int64_t rows, std::int64_t n) {
+  check(dy, rows * n, "layer-norm-backward gradient");
+  check(x, rows * n, "layer-norm-backward input");
+  check(mean, rows, "layer-norm-backward mean");
+  check(rstd, rows, "layer-norm-backward rstd");
+  if (weight.lo) check(weight, n, "layer-norm-backward weight");
+  check(gradInput, rows * n, "layer-norm-backward grad_input");
+  check(gradWeight, n, "layer-norm-backward grad_weight");
+  check(gradBias, n, "layer-norm-backward grad_bias");
+  doLayerNormBackwardRows(model, dy, x, mean, rstd, weight, gradInput, gradWeight, gradBias, rows,
+                          n);
+  ++mCounters.launches;
+}
+
 void Device::softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                                  kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
                                  kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols) {

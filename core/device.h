@@ -23,11 +23,12 @@
 namespace lossbound {
 
 namespace kernels {
-struct SoftmaxModel;    // core/kernels/softmax_row.h
-struct LayerNormModel;  // core/kernels/layer_norm_row.h
-struct BatchNormModel;  // core/kernels/batch_norm_row.h
-struct GemmFinish;      // core/kernels/interval_gemm.h
-struct NllLossModel;    // core/kernels/nll_loss.h
+struct SoftmaxModel;            // core/kernels/softmax_row.h
+struct LayerNormModel;          // core/kernels/layer_norm_row.h
+struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
+struct BatchNormModel;          // core/kernels/batch_norm_row.h
+struct GemmFinish;              // core/kernels/interval_gemm.h
+struct NllLossModel;            // core/kernels/nll_loss.h
 }  // namespace kernels
 
 /// Thrown by Device::allocate when the device cannot hold the request; the message says how much
@@ -129,6 +130,14 @@ class Device {
   /// row needs one each), so it may throw DeviceOutOfMemory.
   void softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                    kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols);
+  /// The rows of grad_input and the columns of grad_weight and grad_bias of a layer-norm
+  /// backward (Backend::layerNormBackwardRows; weight lo == nullptr for None).
+  void layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
+                             kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                             kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                             kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                             kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                             std::int64_t rows, std::int64_t n);
   /// out row r = kernels::softmaxBackwardRow(g row r, y row r, model, log)
   /// (Backend::softmaxBackwardRows).
   void softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
@@ -234,6 +243,13 @@ class Device {
   virtual void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
                              kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
                              std::int64_t rows, std::int64_t cols, double* scratch) = 0;
+  /// See layerNormBackwardRows.
+  virtual void doLayerNormBackwardRows(
+      const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+      kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean,
+      kernels::ConstIntervalSpan rstd, kernels::ConstIntervalSpan weight,
+      kernels::IntervalSpan gradInput, kernels::IntervalSpan gradWeight,
+      kernels::IntervalSpan gradBias, std::int64_t rows, std::int64_t n) = 0;
   /// See softmaxBackwardRows.
   virtual void doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                                      kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,

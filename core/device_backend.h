@@ -63,6 +63,16 @@ class DeviceBackend final : public Backend {
     return mInner->softmaxRows(model, log, x, out, rows, cols);
   }
   /// Delegates to the wrapped backend.
+  bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
+                             kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                             kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                             kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                             kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                             std::int64_t rows, std::int64_t n) override {
+    return mInner->layerNormBackwardRows(model, dy, x, mean, rstd, weight, gradInput, gradWeight,
+                                         gradBias, rows, n);
+  }
+  /// Delegates to the wrapped backend.
   bool softmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                            kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
                            kernels::IntervalSpan out, std::int64_t rows,

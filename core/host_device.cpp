@@ -88,6 +88,19 @@ void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   nanToEntire(out, rows * cols);
 }
 
+void HostDevice::doLayerNormBackwardRows(
+    const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+    kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+    kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+    kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias, std::int64_t rows,
+    std::int64_t n) {
+  mKernels.layerNormBackwardRows(model, dy, x, mean, rstd, weight, gradInput, gradWeight, gradBias,
+                                 rows, n);
+  nanToEntire(gradInput, rows * n);
+  nanToEntire(gradWeight, n);
+  nanToEntire(gradBias, n);
+}
+
 void HostDevice::doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                                        kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
                                        kernels::IntervalSpan out, std::int64_t rows,

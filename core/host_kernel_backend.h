@@ -13,6 +13,7 @@
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
@@ -74,6 +75,25 @@ class HostKernelBackend final : public Backend {
     for (std::int64_t r = 0; r < rows; ++r)
       softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
                  out.hi + r * cols, scratch.data());
+    return true;
+  }
+  bool layerNormBackwardRows(const LayerNormBackwardModel& model, ConstIntervalSpan dy,
+                             ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
+                             ConstIntervalSpan weight, IntervalSpan gradInput,
+                             IntervalSpan gradWeight, IntervalSpan gradBias, std::int64_t rows,
+                             std::int64_t n) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < rows; ++r)
+      layerNormBackwardRow(dy.lo + r * n, dy.hi + r * n, x.lo + r * n, x.hi + r * n,
+                           {mean.lo[r], mean.hi[r]}, {rstd.lo[r], rstd.hi[r]}, weight.lo, weight.hi,
+                           n, model, gradInput.lo + r * n, gradInput.hi + r * n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      Interval gw, gb;
+      layerNormBackwardColumn(dy.lo, dy.hi, x.lo, x.hi, mean.lo, mean.hi, rstd.lo, rstd.hi, rows, n,
+                              j, model, &gw, &gb);
+      put(gradWeight, j, gw);
+      put(gradBias, j, gb);
+    }
     return true;
   }
   bool softmaxBackwardRows(const SoftmaxModel& model, bool log, ConstIntervalSpan g,

@@ -148,6 +148,21 @@ void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   launchNanToEntire(out.lo, out.hi, rows * cols, s);
 }
 
+void CudaDevice::doLayerNormBackwardRows(
+    const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+    kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+    kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+    kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias, std::int64_t rows,
+    std::int64_t n) {
+  const cudaStream_t s = mImpl->current();
+  launchLayerNormBackwardRows(model, dy.lo, dy.hi, x.lo, x.hi, mean.lo, mean.hi, rstd.lo, rstd.hi,
+                              weight.lo, weight.hi, gradInput.lo, gradInput.hi, gradWeight.lo,
+                              gradWeight.hi, gradBias.lo, gradBias.hi, rows, n, s);
+  launchNanToEntire(gradInput.lo, gradInput.hi, rows * n, s);
+  launchNanToEntire(gradWeight.lo, gradWeight.hi, n, s);
+  launchNanToEntire(gradBias.lo, gradBias.hi, n, s);
+}
+
 void CudaDevice::doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                                        kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
                                        kernels::IntervalSpan out, std::int64_t rows,

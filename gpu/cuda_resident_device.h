@@ -61,6 +61,12 @@ class CudaDevice final : public Device {
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                      kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
                      double* scratch) override;
+  void doLayerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
+                               kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                               kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                               kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                               kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                               std::int64_t rows, std::int64_t n) override;
   void doSoftmaxBackwardRows(const kernels::SoftmaxModel& model, bool log,
                              kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan y,
                              kernels::IntervalSpan out, std::int64_t rows,

@@ -237,6 +237,40 @@ __global__ void softmaxRowsKernel(SoftmaxModel model, bool log, const double* xl
   }
 }
 
+// Layer-norm backward: grad_input one thread per row, grad_weight/grad_bias one thread per
+// column summing the rows in the host's order (the bits of the CPU rule).
+__global__ void layerNormBackwardRowsKernel(LayerNormBackwardModel model, const double* dylo,
+                                            const double* dyhi, const double* xlo,
+                                            const double* xhi, const double* meanlo,
+                                            const double* meanhi, const double* rstdlo,
+                                            const double* rstdhi, const double* wlo,
+                                            const double* whi, double* gilo, double* gihi,
+                                            std::int64_t rows, std::int64_t n) {
+  for (std::int64_t r = firstIndex(); r < rows; r += strideOf()) {
+    const std::int64_t o = r * n;
+    layerNormBackwardRow(dylo + o, dyhi + o, xlo + o, xhi + o, Interval{meanlo[r], meanhi[r]},
+                         Interval{rstdlo[r], rstdhi[r]}, wlo, whi, n, model, gilo + o, gihi + o);
+  }
+}
+
+__global__ void layerNormBackwardColumnsKernel(LayerNormBackwardModel model, const double* dylo,
+                                               const double* dyhi, const double* xlo,
+                                               const double* xhi, const double* meanlo,
+                                               const double* meanhi, const double* rstdlo,
+                                               const double* rstdhi, double* gwlo, double* gwhi,
+                                               double* gblo, double* gbhi, std::int64_t rows,
+                                               std::int64_t n) {
+  for (std::int64_t j = firstIndex(); j < n; j += strideOf()) {
+    Interval gw{}, gb{};
+    layerNormBackwardColumn(dylo, dyhi, xlo, xhi, meanlo, meanhi, rstdlo, rstdhi, rows, n, j, model,
+                            &gw, &gb);
+    gwlo[j] = gw.lo;
+    gwhi[j] = gw.hi;
+    gblo[j] = gb.lo;
+    gbhi[j] = gb.hi;
+  }
+}
+
 // The backward row body, one thread per row like the forward (its sum is sequential).
 __global__ void softmaxBackwardRowsKernel(SoftmaxModel model, bool log, const double* glo,
                                           const double* ghi, const double* ylo, const double* yhi,
@@ -454,6 +488,22 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
   softmaxRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, xlo, xhi, rows, cols, olo,
                                                           ohi, scratch);
   LB_CUDA_CHECK_LAUNCH(softmaxRowsKernel);
+}
+
+void launchLayerNormBackwardRows(const LayerNormBackwardModel& model, const double* dylo,
+                                 const double* dyhi, const double* xlo, const double* xhi,
+                                 const double* meanlo, const double* meanhi, const double* rstdlo,
+                                 const double* rstdhi, const double* wlo, const double* whi,
+                                 double* gilo, double* gihi, double* gwlo, double* gwhi,
+                                 double* gblo, double* gbhi, std::int64_t rows, std::int64_t n,
+                                 cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return;
+  layerNormBackwardRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(
+      model, dylo, dyhi, xlo, xhi, meanlo, meanhi, rstdlo, rstdhi, wlo, whi, gilo, gihi, rows, n);
+  LB_CUDA_CHECK_LAUNCH(layerNormBackwardRowsKernel);
+  layerNormBackwardColumnsKernel<<<gridFor(n), kBlock, 0, stream>>>(
+      model, dylo, dyhi, xlo, xhi, meanlo, meanhi, rstdlo, rstdhi, gwlo, gwhi, gblo, gbhi, rows, n);
+  LB_CUDA_CHECK_LAUNCH(layerNormBackwardColumnsKernel);
 }
 
 void launchSoftmaxBackwardRows(const SoftmaxModel& model, bool log, const double* glo,

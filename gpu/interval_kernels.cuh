@@ -7,6 +7,7 @@
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
+#include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
@@ -83,6 +84,16 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// The layer-norm backward: layerNormBackwardRow per row (one thread each), then
+/// layerNormBackwardColumn per column (one thread each, the rows in order); weight lo ==
+/// nullptr for None.
+void launchLayerNormBackwardRows(const kernels::LayerNormBackwardModel& model, const double* dylo,
+                                 const double* dyhi, const double* xlo, const double* xhi,
+                                 const double* meanlo, const double* meanhi, const double* rstdlo,
+                                 const double* rstdhi, const double* wlo, const double* whi,
+                                 double* gilo, double* gihi, double* gwlo, double* gwhi,
+                                 double* gblo, double* gbhi, std::int64_t rows, std::int64_t n,
+                                 cudaStream_t stream);
 /// out = softmaxBackwardRow (log: the log-softmax backward) of every row of g and y
 /// [rows×cols] (one thread per row).
 void launchSoftmaxBackwardRows(const SoftmaxModel& model, bool log, const double* glo,

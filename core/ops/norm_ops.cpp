@@ -77,9 +77,12 @@
 // and the PyTorch CPU form gI = rstd·g + b·x + c, b = (Σg·mean − Σg x)·rstd³/n,
 // c = −b·mean − Σg·rstd/n; every sum is a dot product in any order (Higham 2002, eq. 3.5:
 // γ_n Σ|a||b| + n·η); the enclosure is the hull of both forms. grad_weight = Σ_rows dy·x̂,
-// grad_bias = Σ_rows dy, in any order.
+// grad_bias = Σ_rows dy, in any order. The rows of grad_input and the columns of grad_weight and
+// grad_bias are the LB_HD bodies of core/kernels/layer_norm_backward.h, run on the host unless
+// the Backend offers layerNormBackwardRows (a device runs the same bodies).
 
 #include "core/backend.h"
+#include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/channel_norm_support.h"
 #include "core/ops/error_bounds.h"
@@ -514,101 +517,55 @@ class LayerNormBackwardRule final : public OpRule {
     const BwdArgs ba = bwdArgs(a);
     const DType t = dtypeOf(a, 0, ba.x->dtype());
     const Format c = accumulationFormat(ctx.precision, t);
-    const IntervalDomain d{c};
-    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0),
-                 eta = smallestSubnormal(c);
-    const std::int64_t n = ba.s.n;
-    const Interval nI{static_cast<double>(n), static_cast<double>(n)};
-    const Interval invN = d.div(Interval{1.0, 1.0}, nI);
-    // A dot product Σ a_j b_j in any order, enclosed and rounded to c (Higham 2002, eq. 3.5).
-    auto dotEncl = [&](const std::vector<Interval>& p, std::int64_t m) {
-      Interval s{0.0, 0.0};
-      double absS = 0.0;
-      for (const Interval& v : p) {
-        s = lossbound::add(s, v);
-        absS = add_up(absS, mag(v));
-      }
-      const double e = dotErrorBound(m, absS, u, eta);
-      return d.round(Interval{sub_down(s.lo, e), add_up(s.hi, e)});
+    kernels::LayerNormBackwardModel md;
+    md.compute = c;
+    md.u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    md.eta = smallestSubnormal(c);
+    md.inputStorage = outFormat(a, ctx, 0);
+    md.weightStorage = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : md.inputStorage;
+    md.biasStorage = a.node().outputs.size() > 2 ? outFormat(a, ctx, 2) : md.inputStorage;
+    const std::int64_t n = ba.s.n, rows = ba.s.rows;
+    const auto nu = static_cast<std::size_t>(n);
+    std::vector<double> giLo(static_cast<std::size_t>(ba.x->numel())), giHi(giLo.size()), gwLo(nu),
+        gwHi(nu), gbLo(nu), gbHi(nu);
+    auto spanOf = [](const Tensor* p) {
+      return p ? kernels::ConstIntervalSpan{p->lo().data(), p->hi().data()}
+               : kernels::ConstIntervalSpan{};
     };
-    std::vector<Interval> gi(static_cast<std::size_t>(ba.x->numel()));
-    std::vector<std::vector<Interval>> gwTerms(static_cast<std::size_t>(n)),
-        gbTerms(static_cast<std::size_t>(n));
-    std::vector<Interval> g(static_cast<std::size_t>(n)), xh(g.size()), pg, pgx, pgX;
-    for (std::int64_t r = 0; r < ba.s.rows; ++r) {
-      const Interval mu = ba.mean->at(r), rs = ba.rstd->at(r);
-      pg.clear();
-      pgx.clear();
-      pgX.clear();
+    const kernels::ConstIntervalSpan dy = spanOf(ba.dy), x = spanOf(ba.x), mean = spanOf(ba.mean),
+                                     rstd = spanOf(ba.rstd), w = spanOf(ba.w);
+    // The rows of grad_input and the columns of grad_weight/grad_bias through the bodies of
+    // core/kernels/layer_norm_backward.h: offered to the backend (a device runs the same bodies),
+    // else run here.
+    const bool offered = rows > 0 && n > 0 &&
+                         ctx.backend.layerNormBackwardRows(
+                             md, dy, x, mean, rstd, w, {giLo.data(), giHi.data()},
+                             {gwLo.data(), gwHi.data()}, {gbLo.data(), gbHi.data()}, rows, n);
+    if (!offered) {
+      ctx.backend.parallelFor(rows, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const std::int64_t o = r * n;
+          kernels::layerNormBackwardRow(dy.lo + o, dy.hi + o, x.lo + o, x.hi + o,
+                                        Interval{mean.lo[r], mean.hi[r]},
+                                        Interval{rstd.lo[r], rstd.hi[r]}, w.lo, w.hi, n, md,
+                                        giLo.data() + o, giHi.data() + o);
+        }
+      });
       for (std::int64_t j = 0; j < n; ++j) {
-        const auto jj = static_cast<std::size_t>(j);
-        const std::int64_t i = r * n + j;
-        xh[jj] = d.mul(d.sub(ba.x->at(i), mu), rs);
-        const Interval dyI = ba.dy->at(i);
-        g[jj] = ba.w ? lossbound::mul(dyI, ba.w->at(j))
-                     : dyI;  // exact; product rounding in the dot bound
-        pg.push_back(g[jj]);
-        pgx.push_back(lossbound::mul(g[jj], xh[jj]));
-        pgX.push_back(lossbound::mul(g[jj], ba.x->at(i)));
-        gwTerms[jj].push_back(lossbound::mul(dyI, xh[jj]));
-        gbTerms[jj].push_back(dyI);
-        g[jj] = ba.w ? d.round(g[jj]) : g[jj];
-      }
-      // Σ g (with w: a dot product dy·w), Σ g x̂, Σ g x.
-      const Interval sg = ba.w ? dotEncl(pg, n) : d.round([&] {
-        SumEnclosure e{{0.0, 0.0}, 0.0};
-        for (const Interval& v : pg) accumulate(e, v);
-        const double err = sumErrorBound(n, e.absSumUp, u);
-        return Interval{sub_down(e.sum.lo, err), add_up(e.sum.hi, err)};
-      }());
-      const Interval sgx = dotEncl(pgx, ba.w ? 2 * n : n);
-      const Interval sgX = dotEncl(pgX, ba.w ? 2 * n : n);
-      // CPU form coefficients.
-      const Interval rs3 = d.mul(d.mul(rs, rs), rs);
-      const Interval bb = d.mul(d.mul(d.sub(d.mul(sg, mu), sgX), rs3), invN);
-      for (std::int64_t j = 0; j < n; ++j) {
-        const auto jj = static_cast<std::size_t>(j);
-        const std::int64_t i = r * n + j;
-        const Interval t = d.sub(d.sub(d.mul(nI, g[jj]), sg), d.mul(xh[jj], sgx));
-        const Interval ref = hull(d.mul(d.div(rs, nI), t), d.mul(d.mul(rs, invN), t));
-        // CPU form fl(fl(fl(rs·g) + fl(b̂·x)) + ĉ), ĉ = fl(fl(−b̂·mean) − T): the same b̂ multiplies
-        // x and mean, so it equals fl(rs·g) + b̂(x − mean) − T + err with
-        // |err| <= u|b̂x| + u(|fl(rs g)| + |b̂x|(1+u)) + γ_2|b̂ mean| + u|T|, then one rounding.
-        const Interval xi = ba.x->at(i);
-        const Interval p1 = d.mul(rs, g[jj]);
-        const Interval tT = d.mul(d.mul(sg, rs), invN);
-        const double bx = mul_up(mag(bb), mag(xi));
-        double err = add_up(mul_up(u, bx), mul_up(u, add_up(mag(p1), mul_up(bx, add_up(1.0, u)))));
-        err = add_up(err,
-                     add_up(mul_up(gammaUp(2, u), mul_up(mag(bb), mag(mu))), mul_up(u, mag(tT))));
-        const Interval core =
-            lossbound::sub(lossbound::add(p1, lossbound::mul(bb, lossbound::sub(xi, mu))), tT);
-        const Interval cpu =
-            d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
-                                   Interval{sub_down(1.0, u), add_up(1.0, u)}));
-        gi[static_cast<std::size_t>(i)] = hull(ref, cpu);
+        Interval gw, gb;
+        kernels::layerNormBackwardColumn(dy.lo, dy.hi, x.lo, x.hi, mean.lo, mean.hi, rstd.lo,
+                                         rstd.hi, rows, n, j, md, &gw, &gb);
+        const auto ju = static_cast<std::size_t>(j);
+        gwLo[ju] = gw.lo;
+        gwHi[ju] = gw.hi;
+        gbLo[ju] = gb.lo;
+        gbHi[ju] = gb.hi;
       }
     }
-    const Format s0 = outFormat(a, ctx, 0);
-    const Format s1 = a.node().outputs.size() > 1 ? outFormat(a, ctx, 1) : s0;
-    const Format s2 = a.node().outputs.size() > 2 ? outFormat(a, ctx, 2) : s0;
-    auto toTensor = [](const Shape& sh, DType dt, const std::vector<Interval>& v, Format f) {
-      std::vector<double> lo(v.size()), hi(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        const Interval r = roundOutward(v[i], f);
-        lo[i] = r.lo;
-        hi[i] = r.hi;
-      }
-      return Tensor::interval(sh, dt, lo, hi);
-    };
-    std::vector<Interval> gw(static_cast<std::size_t>(n)), gb(gw.size());
-    for (std::size_t j = 0; j < gw.size(); ++j) {
-      gw[j] = dotEncl(gwTerms[j], ba.s.rows);
-      gb[j] = dotEncl(gbTerms[j], ba.s.rows);  // a sum: the dot bound is looser, still valid
-    }
-    std::vector<Tensor> out{toTensor(ba.x->shape(), t, gi, s0),
-                            toTensor(shapeW(ba), dtypeOf(a, 1, t), gw, s1),
-                            toTensor(shapeW(ba), dtypeOf(a, 2, t), gb, s2)};
+    std::vector<Tensor> out{
+        Tensor::interval(ba.x->shape(), t, std::move(giLo), std::move(giHi)),
+        Tensor::interval(shapeW(ba), dtypeOf(a, 1, t), std::move(gwLo), std::move(gwHi)),
+        Tensor::interval(shapeW(ba), dtypeOf(a, 2, t), std::move(gbLo), std::move(gbHi))};
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
     return out;

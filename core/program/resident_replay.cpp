@@ -6,6 +6,7 @@
 #include "core/ir/program_parser.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/interval_gemm.h"
+#include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
@@ -63,6 +64,7 @@ enum class HookKind {
   Softmax,
   SoftmaxBackward,
   LayerNorm,
+  LayerNormBackward,
   BatchNorm,
   Gather,
   IntervalGemm
@@ -88,6 +90,7 @@ struct Call {
   kernels::SumModel sm;
   kernels::SoftmaxModel smx;
   kernels::LayerNormModel lnm;
+  kernels::LayerNormBackwardModel lnb;
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
   kernels::GemmFinish gf;
@@ -141,6 +144,11 @@ bool sameModel(const kernels::LayerNormModel& a, const kernels::LayerNormModel& 
          a.rstdStorage == b.rstdStorage && sameBits(a.eps, b.eps) && a.rsqrtUlps == b.rsqrtUlps;
 }
 
+bool sameModel(const kernels::LayerNormBackwardModel& a, const kernels::LayerNormBackwardModel& b) {
+  return a.compute == b.compute && sameBits(a.u, b.u) && sameBits(a.eta, b.eta) &&
+         a.inputStorage == b.inputStorage && a.weightStorage == b.weightStorage &&
+         a.biasStorage == b.biasStorage;
+}
 bool sameModel(const kernels::BatchNormModel& a, const kernels::BatchNormModel& b) {
   return a.moments.compute == b.moments.compute && sameBits(a.moments.eps, b.moments.eps) &&
          a.moments.rsqrtUlps == b.moments.rsqrtUlps &&
@@ -176,8 +184,8 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
-        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        !sameModel(x.lnb, y.lnb) || !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) ||
+        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
         x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
         x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
@@ -352,6 +360,21 @@ class RecordingBackend final : public Backend {
     c.cols = cols;
     c.in = {resolve(x, rows * cols), resolve(weight, cols), resolve(bias, cols)};
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
+  }
+
+  bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model, ConstIntervalSpan dy,
+                             ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
+                             ConstIntervalSpan weight, IntervalSpan gradInput,
+                             IntervalSpan gradWeight, IntervalSpan gradBias, std::int64_t rows,
+                             std::int64_t n) override {
+    Call c;
+    c.kind = HookKind::LayerNormBackward;
+    c.lnb = model;
+    c.rows = rows;
+    c.cols = n;
+    c.in = {resolve(dy, rows * n), resolve(x, rows * n), resolve(mean, rows), resolve(rstd, rows),
+            resolve(weight, n)};
+    return record(std::move(c), {{gradInput, rows * n}, {gradWeight, n}, {gradBias, n}});
   }
 
   bool batchNormRows(const kernels::BatchNormModel& model, ConstIntervalSpan x,
@@ -856,6 +879,10 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);
+          break;
+        case HookKind::LayerNormBackward:
+          device.layerNormBackwardRows(c.lnb, in[0], in[1], in[2], in[3], in[4], out[0], out[1],
+                                       out[2], c.rows, c.cols);
           break;
         case HookKind::BatchNorm:
           device.batchNormRows(c.bnm, in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2],

@@ -249,6 +249,13 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        {ref("x"), ref("y"), integer(0), integer(6)},
        false,
        false},
+      // Layer-norm backward over the last dim (mean and rstd: 7 values each): grad_input rows,
+      // grad_weight and grad_bias columns; with and without a weight.
+      {"aten.native_layer_norm_backward.default",
+       {ref("x"), ref("y"), intList({33}), ref("c"), ref("G7"), ref("b"), ref("b")}},
+      {"aten.native_layer_norm_backward.default",
+       {ref("x"), ref("y"), intList({33}), ref("c"), ref("G7"), lossbound::IrValue{},
+        lossbound::IrValue{}}},
       // gelu's backward (erf form: erf's and exp's ulps in the model); a bias row of grad,
       // gathered to the full shape first.
       {"aten.gelu_backward.default", {ref("x"), ref("y")}},
