@@ -18,6 +18,7 @@ namespace kernels {
 struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
+struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
 struct NllLossModel;            // core/kernels/nll_loss.h
@@ -183,6 +184,17 @@ class Backend {
                              kernels::IntervalSpan /*out*/, kernels::IntervalSpan /*mean*/,
                              kernels::IntervalSpan /*rstd*/, std::int64_t /*rows*/,
                              std::int64_t /*cols*/) {
+    return false;
+  }
+
+  /// embedding_dense_backward: column j of out[numWeights × dim] =
+  /// kernels::embeddingBackwardColumn(g[positions × dim], index, j) for every j; the indices
+  /// are exact integers stored as doubles (the lower endpoints of the index tensor). Declines
+  /// (or, on a device, flags) an index that is not a row.
+  virtual bool embeddingBackward(const kernels::EmbeddingBackwardModel& /*model*/,
+                                 kernels::ConstIntervalSpan /*g*/, const double* /*index*/,
+                                 std::int64_t /*positions*/, std::int64_t /*dim*/,
+                                 kernels::IntervalSpan /*out*/) {
     return false;
   }
 

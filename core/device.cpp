@@ -4,6 +4,7 @@
 #include "core/device.h"
 
 #include "core/kernels/batch_norm_row.h"
+#include "core/kernels/embedding_backward.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
@@ -134,6 +135,21 @@ void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::
   const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
                                                                     [this](double* p) { free(p); });
   doSoftmaxRows(model, log, x, out, rows, cols, scratch);
+  ++mCounters.launches;
+}
+
+void Device::embeddingBackward(const kernels::EmbeddingBackwardModel& model,
+                               kernels::ConstIntervalSpan g, const double* index,
+                               std::int64_t positions, std::int64_t dim, kernels::IntervalSpan out,
+                               double* flag) {
+  check(g, positions * dim, "embedding-backward gradient");
+  check(index, positions, "embedding-backward indices");
+  check(out, model.numWeights * dim, "embedding-backward result");
+  check(flag, 1, "index flag");
+  double* scratch = allocate(2 * model.numWeights * dim);
+  const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
+                                                                    [this](double* p) { free(p); });
+  doEmbeddingBackward(model, g, index, positions, dim, out, flag, scratch);
   ++mCounters.launches;
 }
 

@@ -26,6 +26,7 @@ namespace kernels {
 struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
+struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
 struct NllLossModel;            // core/kernels/nll_loss.h
@@ -130,6 +131,13 @@ class Device {
   /// row needs one each), so it may throw DeviceOutOfMemory.
   void softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                    kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols);
+  /// kernels::embeddingBackwardColumn for every column (Backend::embeddingBackward), reading the
+  /// indices on the device; an index that is not a row sets flag[0] = kernels::kBadIndexFlag.
+  /// Allocates a scratch of 2·numWeights·dim doubles for the launch (one column per thread), so
+  /// it may throw DeviceOutOfMemory.
+  void embeddingBackward(const kernels::EmbeddingBackwardModel& model, kernels::ConstIntervalSpan g,
+                         const double* index, std::int64_t positions, std::int64_t dim,
+                         kernels::IntervalSpan out, double* flag);
   /// The rows of grad_input and the columns of grad_weight and grad_bias of a layer-norm
   /// backward (Backend::layerNormBackwardRows; weight lo == nullptr for None).
   void layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
@@ -243,6 +251,12 @@ class Device {
   virtual void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
                              kernels::ConstIntervalSpan x, kernels::IntervalSpan out,
                              std::int64_t rows, std::int64_t cols, double* scratch) = 0;
+  /// See embeddingBackward. `scratch` is device memory of 2·numWeights·dim doubles, allocated
+  /// (and counted) by the base class.
+  virtual void doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
+                                   kernels::ConstIntervalSpan g, const double* index,
+                                   std::int64_t positions, std::int64_t dim,
+                                   kernels::IntervalSpan out, double* flag, double* scratch) = 0;
   /// See layerNormBackwardRows.
   virtual void doLayerNormBackwardRows(
       const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,

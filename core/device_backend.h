@@ -63,6 +63,12 @@ class DeviceBackend final : public Backend {
     return mInner->softmaxRows(model, log, x, out, rows, cols);
   }
   /// Delegates to the wrapped backend.
+  bool embeddingBackward(const kernels::EmbeddingBackwardModel& model, kernels::ConstIntervalSpan g,
+                         const double* index, std::int64_t positions, std::int64_t dim,
+                         kernels::IntervalSpan out) override {
+    return mInner->embeddingBackward(model, g, index, positions, dim, out);
+  }
+  /// Delegates to the wrapped backend.
   bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
                              kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
                              kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

@@ -3,6 +3,7 @@
 // NaN-to-entire step of the device contract (a no-op for the bodies, which never give NaN).
 #include "core/host_device.h"
 
+#include "core/kernels/embedding_backward.h"
 #include "core/kernels/interval_gemm.h"
 
 #include <cmath>
@@ -86,6 +87,17 @@ void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
     kernels::softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
                         out.hi + r * cols, scratch);
   nanToEntire(out, rows * cols);
+}
+
+void HostDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
+                                     kernels::ConstIntervalSpan g, const double* index,
+                                     std::int64_t positions, std::int64_t dim,
+                                     kernels::IntervalSpan out, double* flag, double* scratch) {
+  // One column at a time on the host: the first column's share of the scratch is enough.
+  for (std::int64_t j = 0; j < dim; ++j)
+    if (!kernels::embeddingBackwardColumn(g, index, positions, dim, j, model, out, scratch))
+      flag[0] = kernels::kBadIndexFlag;
+  nanToEntire(out, model.numWeights * dim);
 }
 
 void HostDevice::doLayerNormBackwardRows(

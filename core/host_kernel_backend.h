@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/kernels/batch_norm_row.h"
+#include "core/kernels/embedding_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_backward.h"
@@ -75,6 +76,17 @@ class HostKernelBackend final : public Backend {
     for (std::int64_t r = 0; r < rows; ++r)
       softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
                  out.hi + r * cols, scratch.data());
+    return true;
+  }
+  bool embeddingBackward(const EmbeddingBackwardModel& model, ConstIntervalSpan g,
+                         const double* index, std::int64_t positions, std::int64_t dim,
+                         IntervalSpan out) override {
+    for (std::int64_t p = 0; p < positions; ++p)
+      if (tableRow(index[p], model.numWeights) < 0) return false;
+    ++rowKernelCalls;
+    std::vector<double> scratch(static_cast<std::size_t>(2 * model.numWeights));
+    for (std::int64_t j = 0; j < dim; ++j)
+      embeddingBackwardColumn(g, index, positions, dim, j, model, out, scratch.data());
     return true;
   }
   bool layerNormBackwardRows(const LayerNormBackwardModel& model, ConstIntervalSpan dy,

@@ -148,6 +148,16 @@ void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   launchNanToEntire(out.lo, out.hi, rows * cols, s);
 }
 
+void CudaDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
+                                     kernels::ConstIntervalSpan g, const double* index,
+                                     std::int64_t positions, std::int64_t dim,
+                                     kernels::IntervalSpan out, double* flag, double* scratch) {
+  const cudaStream_t s = mImpl->current();
+  launchEmbeddingBackward(model, g.lo, g.hi, index, positions, dim, out.lo, out.hi, flag, scratch,
+                          s);
+  launchNanToEntire(out.lo, out.hi, model.numWeights * dim, s);
+}
+
 void CudaDevice::doLayerNormBackwardRows(
     const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
     kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

@@ -237,6 +237,17 @@ __global__ void softmaxRowsKernel(SoftmaxModel model, bool log, const double* xl
   }
 }
 
+// Embedding backward: one thread per column of the weight gradient, the positions in order.
+__global__ void embeddingBackwardKernel(EmbeddingBackwardModel model, const double* glo,
+                                        const double* ghi, const double* index,
+                                        std::int64_t positions, std::int64_t dim, double* olo,
+                                        double* ohi, double* flag, double* scratch) {
+  for (std::int64_t j = firstIndex(); j < dim; j += strideOf())
+    if (!embeddingBackwardColumn({glo, ghi}, index, positions, dim, j, model, {olo, ohi},
+                                 scratch + j * 2 * model.numWeights))
+      flag[0] = kBadIndexFlag;  // benign race: every writer stores the same value
+}
+
 // Layer-norm backward: grad_input one thread per row, grad_weight/grad_bias one thread per
 // column summing the rows in the host's order (the bits of the CPU rule).
 __global__ void layerNormBackwardRowsKernel(LayerNormBackwardModel model, const double* dylo,
@@ -488,6 +499,16 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
   softmaxRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, xlo, xhi, rows, cols, olo,
                                                           ohi, scratch);
   LB_CUDA_CHECK_LAUNCH(softmaxRowsKernel);
+}
+
+void launchEmbeddingBackward(const EmbeddingBackwardModel& model, const double* glo,
+                             const double* ghi, const double* index, std::int64_t positions,
+                             std::int64_t dim, double* olo, double* ohi, double* flag,
+                             double* scratch, cudaStream_t stream) {
+  if (dim <= 0 || model.numWeights <= 0) return;
+  embeddingBackwardKernel<<<gridFor(dim), kBlock, 0, stream>>>(model, glo, ghi, index, positions,
+                                                               dim, olo, ohi, flag, scratch);
+  LB_CUDA_CHECK_LAUNCH(embeddingBackwardKernel);
 }
 
 void launchLayerNormBackwardRows(const LayerNormBackwardModel& model, const double* dylo,

@@ -5,6 +5,7 @@
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
 #include "core/kernels/batch_norm_row.h"
+#include "core/kernels/embedding_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_backward.h"
@@ -84,6 +85,12 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// embedding_dense_backward: embeddingBackwardColumn per column (one thread each, with
+/// 2·numWeights doubles of `scratch`); an index that is not a row sets flag[0] = kBadIndexFlag.
+void launchEmbeddingBackward(const kernels::EmbeddingBackwardModel& model, const double* glo,
+                             const double* ghi, const double* index, std::int64_t positions,
+                             std::int64_t dim, double* olo, double* ohi, double* flag,
+                             double* scratch, cudaStream_t stream);
 /// The layer-norm backward: layerNormBackwardRow per row (one thread each), then
 /// layerNormBackwardColumn per column (one thread each, the rows in order); weight lo ==
 /// nullptr for None.

@@ -8,6 +8,7 @@
 // enclosed by γ_{m−1}(u_s)·Σ|g| around the exact sum (Higham 2002, eq. 4.4, with the larger of
 // the two unit roundoffs), then rounded outward to s. scale_grad_by_freq = true is refused.
 
+#include "core/kernels/embedding_backward.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
@@ -177,19 +178,20 @@ class EmbeddingDenseBackwardRule final : public OpRule {
         std::max(unitRoundoff(s), unitRoundoff(accumulationFormat(ctx.precision, t)) *
                                       (ctx.precision.truncatingAccumulation ? 2.0 : 1.0));
     std::vector<double> lo(static_cast<std::size_t>(d.numWeights * d.dim), 0.0), hi(lo);
-    const auto gr = groups(a, d);
-    for (std::int64_t k = 0; k < d.numWeights; ++k) {
-      const auto& ps = gr[static_cast<std::size_t>(k)];
-      for (std::int64_t j = 0; j < d.dim; ++j) {
-        SumEnclosure e{{0.0, 0.0}, 0.0};
-        for (std::int64_t p : ps) accumulate(e, g.at(p * d.dim + j));
-        const double err = sumErrorBound(static_cast<std::int64_t>(ps.size()), e.absSumUp, u);
-        Interval r{sub_down(e.sum.lo, err), add_up(e.sum.hi, err)};
-        if (!(add_up(e.absSumUp, err) < largestFinite(s))) r = entireInterval();
-        r = roundOutward(r, s);
-        lo[static_cast<std::size_t>(k * d.dim + j)] = r.lo;
-        hi[static_cast<std::size_t>(k * d.dim + j)] = r.hi;
-      }
+    // Column by column through kernels::embeddingBackwardColumn (core/kernels/
+    // embedding_backward.h): offered to the backend (a device reads the indices where they
+    // are), else here after the indices are checked (an index out of range is reported).
+    const kernels::EmbeddingBackwardModel m{u, s, d.numWeights, d.padding};
+    const Tensor& idx = a.tensor(1);
+    const kernels::ConstIntervalSpan gs{g.lo().data(), g.hi().data()};
+    const kernels::IntervalSpan out{lo.data(), hi.data()};
+    if (lo.empty() || isFloating(idx.dtype()) ||
+        !ctx.backend.embeddingBackward(m, gs, idx.values().data(), d.positions, d.dim, out)) {
+      groups(a, d);
+      std::vector<double> scratch(static_cast<std::size_t>(2 * d.numWeights));
+      for (std::int64_t j = 0; j < d.dim; ++j)
+        kernels::embeddingBackwardColumn(gs, idx.values().data(), d.positions, d.dim, j, m, out,
+                                         scratch.data());
     }
     return std::vector<Tensor>{
         Tensor::interval({d.numWeights, d.dim}, t, std::move(lo), std::move(hi))};

@@ -5,6 +5,7 @@
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
 #include "core/kernels/batch_norm_row.h"
+#include "core/kernels/embedding_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
@@ -65,6 +66,7 @@ enum class HookKind {
   SoftmaxBackward,
   LayerNorm,
   LayerNormBackward,
+  EmbeddingBackward,
   BatchNorm,
   Gather,
   IntervalGemm
@@ -91,6 +93,7 @@ struct Call {
   kernels::SoftmaxModel smx;
   kernels::LayerNormModel lnm;
   kernels::LayerNormBackwardModel lnb;
+  kernels::EmbeddingBackwardModel ebm;
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
   kernels::GemmFinish gf;
@@ -144,6 +147,10 @@ bool sameModel(const kernels::LayerNormModel& a, const kernels::LayerNormModel& 
          a.rstdStorage == b.rstdStorage && sameBits(a.eps, b.eps) && a.rsqrtUlps == b.rsqrtUlps;
 }
 
+bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::EmbeddingBackwardModel& b) {
+  return sameBits(a.u, b.u) && a.storage == b.storage && a.numWeights == b.numWeights &&
+         a.padding == b.padding;
+}
 bool sameModel(const kernels::LayerNormBackwardModel& a, const kernels::LayerNormBackwardModel& b) {
   return a.compute == b.compute && sameBits(a.u, b.u) && sameBits(a.eta, b.eta) &&
          a.inputStorage == b.inputStorage && a.weightStorage == b.weightStorage &&
@@ -184,12 +191,12 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.lnb, y.lnb) || !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) ||
-        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
-        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
-        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
-        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
-        x.in.size() != y.in.size())
+        !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.bnm, y.bnm) ||
+        !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
+        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
+        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
+        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
+        x.outPoint != y.outPoint || x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -362,6 +369,17 @@ class RecordingBackend final : public Backend {
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
   }
 
+  bool embeddingBackward(const kernels::EmbeddingBackwardModel& model, ConstIntervalSpan g,
+                         const double* index, std::int64_t positions, std::int64_t dim,
+                         IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::EmbeddingBackward;
+    c.ebm = model;
+    c.n = positions;
+    c.cols = dim;
+    c.in = {resolve(g, positions * dim), resolveLo(index, positions)};
+    return record(std::move(c), {{out, model.numWeights * dim}});
+  }
   bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model, ConstIntervalSpan dy,
                              ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
                              ConstIntervalSpan weight, IntervalSpan gradInput,
@@ -879,6 +897,10 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);
+          break;
+        case HookKind::EmbeddingBackward:
+          // An index out of range sets the flag, as for embedding.
+          device.embeddingBackward(c.ebm, in[0], in[1].lo, c.n, c.cols, out[0], flag);
           break;
         case HookKind::LayerNormBackward:
           device.layerNormBackwardRows(c.lnb, in[0], in[1], in[2], in[3], in[4], out[0], out[1],

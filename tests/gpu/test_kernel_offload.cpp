@@ -249,6 +249,12 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        {ref("x"), ref("y"), integer(0), integer(6)},
        false,
        false},
+      // Embedding backward: grad rows summed into weight rows by index (targets T3 as indices
+      // into 33 rows), without and with a padding row.
+      {"aten.embedding_dense_backward.default",
+       {ref("x"), ref("T3"), integer(33), integer(-1), boolean(false)}},
+      {"aten.embedding_dense_backward.default",
+       {ref("x"), ref("T3"), integer(33), integer(5), boolean(false)}},
       // Layer-norm backward over the last dim (mean and rstd: 7 values each): grad_input rows,
       // grad_weight and grad_bias columns; with and without a weight.
       {"aten.native_layer_norm_backward.default",

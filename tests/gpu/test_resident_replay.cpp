@@ -434,9 +434,10 @@ void TestResidentReplay::samplesAreBitIdentical() {
                                                                 : o.outputs) +
                            s.constantBytes,
                    sample);
-          if (!all && replay == 1) {
-            // The loss alone runs wholly on the device: a later replay copies in the inputs it
-            // reads (two arrays for an interval input) and copies out the loss, nothing else.
+          if (replay == 1) {
+            // The loss, and every gradient too, run wholly on the device: a later replay copies
+            // in the inputs it reads (two arrays for an interval input) and copies out the
+            // outputs, nothing else.
             QCOMPARE(s.nodesOnHost, std::size_t{0});
             QCOMPARE(s.boundaryUploads + s.boundaryDownloads, std::int64_t{0});
             QCOMPARE(s.constantUploads, std::int64_t{0});
@@ -845,41 +846,57 @@ void TestResidentReplay::convolutionAndBatchNormRunOnTheDevice() {
 }
 
 void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
-  // The embedding runs on the device (kernels::tableRow); an index past the table sets the rerun
-  // flag, and the host replay reports the index as the CPU rule does.
+  // The embedding and its backward run on the device (kernels::tableRow); an index past the
+  // table sets the rerun flag, and the host replay reports the index as the CPU rule does.
   const Program p = parseProgram(
       R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
   "inputs": [{"name": "param:w", "shape": [5, 4], "dtype": "float32"},
-             {"name": "batch:ids", "shape": [2, 3], "dtype": "int64"}],
+             {"name": "batch:ids", "shape": [2, 3], "dtype": "int64"},
+             {"name": "batch:back", "shape": [2, 3], "dtype": "int64"}],
   "nodes": [
     {"name": "e", "op": "aten.embedding.default", "args": [{"ref": "param:w"}, {"ref": "batch:ids"}],
      "kwargs": {}, "outputs": [{"shape": [2, 3, 4], "dtype": "float32"}]},
     {"name": "x", "op": "aten.exp.default", "args": [{"ref": "e"}], "kwargs": {},
      "outputs": [{"shape": [2, 3, 4], "dtype": "float32"}]},
     {"name": "l", "op": "aten.sum.default", "args": [{"ref": "x"}], "kwargs": {},
-     "outputs": [{"shape": [], "dtype": "float32"}]}],
-  "outputs": [{"name": "loss", "ref": {"ref": "l"}}]})",
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "gw", "op": "aten.embedding_dense_backward.default",
+     "args": [{"ref": "x"}, {"ref": "batch:back"}, 5, 2, false], "kwargs": {},
+     "outputs": [{"shape": [5, 4], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "grad", "ref": {"ref": "gw"}}]})",
       "embedding");
   std::vector<double> w(20);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.125 * static_cast<double>(i) - 1.0;
   const auto cpu = createCpuBackend(1);
   EvalOptions o;
   o.domain = EvalDomain::Interval;
+  o.outputs = {"loss", "grad"};
   HostDevice device;
   ResidentEvaluator ev(p, device, *cpu);
+  const Tensor weights = Tensor::point({5, 4}, DType::Float32, w);
+  const Tensor ids = Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 2, 1, 3});
   {
-    const TensorMap in{{"param:w", Tensor::point({5, 4}, DType::Float32, w)},
-                       {"batch:ids", Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 2, 1, 3})}};
+    // Rows 2 (twice) and 4 gather gradient rows; row 2 is the padding row.
+    const TensorMap in{{"param:w", weights},
+                       {"batch:ids", ids},
+                       {"batch:back", Tensor::point({2, 3}, DType::Int64, {4, 4, 2, 0, 4, 1})}};
     const ResidentResult r = ev.evaluate(in, o);
-    QVERIFY(sameBits(evaluate(p, in, *cpu, o).outputs.at("loss"), r.result.outputs.at("loss")));
-    QCOMPARE(r.stats.nodesOnDevice, std::size_t{3});
+    const EvalResult ref = evaluate(p, in, *cpu, o);
+    for (const char* name : {"loss", "grad"})
+      QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+    QCOMPARE(r.stats.nodesOnDevice, std::size_t{4});
     QVERIFY(!r.stats.rerunOnHost);
   }
-  const TensorMap bad{{"param:w", Tensor::point({5, 4}, DType::Float32, w)},
-                      {"batch:ids", Tensor::point({2, 3}, DType::Int64, {0, 4, 2, 5, 1, 3})}};
-  const auto [cpuError, deviceError] = errorsOf(p, bad, *cpu, ev, o);
-  QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
-  QCOMPARE(deviceError, cpuError);
+  for (const auto& [forward, backward] :
+       {std::pair{std::vector<double>{0, 4, 2, 5, 1, 3}, std::vector<double>{0, 1, 2, 3, 4, 0}},
+        std::pair{std::vector<double>{0, 4, 2, 2, 1, 3}, std::vector<double>{0, 1, 2, 7, 4, 0}}}) {
+    const TensorMap bad{{"param:w", weights},
+                        {"batch:ids", Tensor::point({2, 3}, DType::Int64, forward)},
+                        {"batch:back", Tensor::point({2, 3}, DType::Int64, backward)}};
+    const auto [cpuError, deviceError] = errorsOf(p, bad, *cpu, ev, o);
+    QVERIFY2(cpuError.contains(QStringLiteral("out of range")), qPrintable(cpuError));
+    QCOMPARE(deviceError, cpuError);
+  }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
