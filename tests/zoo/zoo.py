@@ -28,8 +28,9 @@ every step, the correct pair exits 0 (no exit) and the buggy pair exits 3 with i
 step 0 (default method first-order, --no-cache, --json). Soundness at step 0 of the correct pair:
 the first-order envelope contains [min, max] of the loss of --ensemble N randomized executions of
 the candidate program on the reference's state (0 escapes), and so does the interval envelope
-from the inputs wherever it is finite. Recordings go to a temporary folder (removed unless
---keep). Exit 0 when every check holds, 1 otherwise; every check failure is printed.
+from the inputs wherever it is finite; that interval analysis gives the same values on
+--backend host-device (the device-resident replay on the host's counting device). Recordings go
+to a temporary folder (removed unless --keep). Exit 0 when every check holds, 1 otherwise; every check failure is printed.
 """
 
 from __future__ import annotations
@@ -589,6 +590,18 @@ def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> d
                         f"executions [{e0['envelope_lo']}, {e0['envelope_hi']}]")
     else:
         c.check(False, f"interval at step 0: no result (exit {code})\n{text}")
+    # The device-resident orchestration on the host's counting device (docs/gpu.md) gives the
+    # CPU's envelope, self-check and verdict, value for value.
+    code, dev, text, _ = analyze(cli, files["reference"], files["correct"],
+                                 os.path.join(folder, "interval-host-device.json"),
+                                 ["--steps", "0", "--method", "interval", "--backend",
+                                  "host-device"])
+    d0 = dev.get("steps", [{}])[0] if dev.get("steps") else None
+    same = [k for k in ("envelope_lo", "envelope_hi", "self_lo", "self_hi", "verdict", "inside",
+                        "self_check", "point_loss") if i0 and d0 and i0.get(k) == d0.get(k)]
+    result["host_device_same"] = len(same) == 8
+    c.check(len(same) == 8, f"interval at step 0 on --backend host-device differs from the CPU "
+                            f"backend (exit {code}): {d0} vs {i0}\n{text}")
     result.pop("first_order_step0", None)
     return result
 
