@@ -19,6 +19,7 @@ struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
+struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
 struct NllLossModel;            // core/kernels/nll_loss.h
@@ -208,6 +209,19 @@ class Backend {
       kernels::ConstIntervalSpan /*rstd*/, kernels::ConstIntervalSpan /*weight*/,
       kernels::IntervalSpan /*gradInput*/, kernels::IntervalSpan /*gradWeight*/,
       kernels::IntervalSpan /*gradBias*/, std::int64_t /*rows*/, std::int64_t /*n*/) {
+    return false;
+  }
+
+  /// For each row r of dy and x [rows×cols] (one channel of a batch norm, gathered):
+  /// kernels::batchNormBackwardRow with mean[r], second[r] (save_invstd, or the running variance
+  /// in eval) and weight[r] (lo == nullptr for None) → gradInput row r, gradWeight[r],
+  /// gradBias[r].
+  virtual bool batchNormBackwardRows(
+      const kernels::BatchNormBackwardModel& /*model*/, kernels::ConstIntervalSpan /*dy*/,
+      kernels::ConstIntervalSpan /*x*/, kernels::ConstIntervalSpan /*mean*/,
+      kernels::ConstIntervalSpan /*second*/, kernels::ConstIntervalSpan /*weight*/,
+      kernels::IntervalSpan /*gradInput*/, kernels::IntervalSpan /*gradWeight*/,
+      kernels::IntervalSpan /*gradBias*/, std::int64_t /*rows*/, std::int64_t /*cols*/) {
     return false;
   }
 

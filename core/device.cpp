@@ -153,6 +153,27 @@ void Device::embeddingBackward(const kernels::EmbeddingBackwardModel& model,
   ++mCounters.launches;
 }
 
+void Device::batchNormBackwardRows(const kernels::BatchNormBackwardModel& model,
+                                   kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                                   kernels::ConstIntervalSpan mean,
+                                   kernels::ConstIntervalSpan second,
+                                   kernels::ConstIntervalSpan weight,
+                                   kernels::IntervalSpan gradInput,
+                                   kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                                   std::int64_t rows, std::int64_t cols) {
+  check(dy, rows * cols, "batch-norm-backward gradient");
+  check(x, rows * cols, "batch-norm-backward input");
+  check(mean, rows, "batch-norm-backward mean");
+  check(second, rows, "batch-norm-backward invstd or running var");
+  if (weight.lo) check(weight, rows, "batch-norm-backward weight");
+  check(gradInput, rows * cols, "batch-norm-backward grad_input");
+  check(gradWeight, rows, "batch-norm-backward grad_weight");
+  check(gradBias, rows, "batch-norm-backward grad_bias");
+  doBatchNormBackwardRows(model, dy, x, mean, second, weight, gradInput, gradWeight, gradBias, rows,
+                          cols);
+  ++mCounters.launches;
+}
+
 void Device::layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
                                    kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
                                    kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

@@ -27,6 +27,7 @@ struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
+struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
 struct NllLossModel;            // core/kernels/nll_loss.h
@@ -138,6 +139,14 @@ class Device {
   void embeddingBackward(const kernels::EmbeddingBackwardModel& model, kernels::ConstIntervalSpan g,
                          const double* index, std::int64_t positions, std::int64_t dim,
                          kernels::IntervalSpan out, double* flag);
+  /// kernels::batchNormBackwardRow per gathered channel row (Backend::batchNormBackwardRows;
+  /// weight lo == nullptr for None).
+  void batchNormBackwardRows(const kernels::BatchNormBackwardModel& model,
+                             kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                             kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan second,
+                             kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                             kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                             std::int64_t rows, std::int64_t cols);
   /// The rows of grad_input and the columns of grad_weight and grad_bias of a layer-norm
   /// backward (Backend::layerNormBackwardRows; weight lo == nullptr for None).
   void layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
@@ -257,6 +266,13 @@ class Device {
                                    kernels::ConstIntervalSpan g, const double* index,
                                    std::int64_t positions, std::int64_t dim,
                                    kernels::IntervalSpan out, double* flag, double* scratch) = 0;
+  /// See batchNormBackwardRows.
+  virtual void doBatchNormBackwardRows(
+      const kernels::BatchNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+      kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean,
+      kernels::ConstIntervalSpan second, kernels::ConstIntervalSpan weight,
+      kernels::IntervalSpan gradInput, kernels::IntervalSpan gradWeight,
+      kernels::IntervalSpan gradBias, std::int64_t rows, std::int64_t cols) = 0;
   /// See layerNormBackwardRows.
   virtual void doLayerNormBackwardRows(
       const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,

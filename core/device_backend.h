@@ -69,6 +69,16 @@ class DeviceBackend final : public Backend {
     return mInner->embeddingBackward(model, g, index, positions, dim, out);
   }
   /// Delegates to the wrapped backend.
+  bool batchNormBackwardRows(const kernels::BatchNormBackwardModel& model,
+                             kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                             kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan second,
+                             kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                             kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                             std::int64_t rows, std::int64_t cols) override {
+    return mInner->batchNormBackwardRows(model, dy, x, mean, second, weight, gradInput, gradWeight,
+                                         gradBias, rows, cols);
+  }
+  /// Delegates to the wrapped backend.
   bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
                              kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
                              kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

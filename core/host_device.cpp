@@ -100,6 +100,19 @@ void HostDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& mode
   nanToEntire(out, model.numWeights * dim);
 }
 
+void HostDevice::doBatchNormBackwardRows(
+    const kernels::BatchNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+    kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean,
+    kernels::ConstIntervalSpan second, kernels::ConstIntervalSpan weight,
+    kernels::IntervalSpan gradInput, kernels::IntervalSpan gradWeight,
+    kernels::IntervalSpan gradBias, std::int64_t rows, std::int64_t cols) {
+  mKernels.batchNormBackwardRows(model, dy, x, mean, second, weight, gradInput, gradWeight,
+                                 gradBias, rows, cols);
+  nanToEntire(gradInput, rows * cols);
+  nanToEntire(gradWeight, rows);
+  nanToEntire(gradBias, rows);
+}
+
 void HostDevice::doLayerNormBackwardRows(
     const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
     kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

@@ -66,6 +66,12 @@ class HostDevice final : public Device {
                            kernels::ConstIntervalSpan g, const double* index,
                            std::int64_t positions, std::int64_t dim, kernels::IntervalSpan out,
                            double* flag, double* scratch) override;
+  void doBatchNormBackwardRows(const kernels::BatchNormBackwardModel& model,
+                               kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                               kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan second,
+                               kernels::ConstIntervalSpan weight, kernels::IntervalSpan gradInput,
+                               kernels::IntervalSpan gradWeight, kernels::IntervalSpan gradBias,
+                               std::int64_t rows, std::int64_t cols) override;
   void doLayerNormBackwardRows(const kernels::LayerNormBackwardModel& model,
                                kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
                                kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

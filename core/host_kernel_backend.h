@@ -89,6 +89,17 @@ class HostKernelBackend final : public Backend {
       embeddingBackwardColumn(g, index, positions, dim, j, model, out, scratch.data());
     return true;
   }
+  bool batchNormBackwardRows(const BatchNormBackwardModel& model, ConstIntervalSpan dy,
+                             ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan second,
+                             ConstIntervalSpan weight, IntervalSpan gradInput,
+                             IntervalSpan gradWeight, IntervalSpan gradBias, std::int64_t rows,
+                             std::int64_t cols) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < rows; ++r)
+      batchNormBackwardRowAt(model, r, cols, dy, x, mean, second, weight, gradInput, gradWeight,
+                             gradBias);
+    return true;
+  }
   bool layerNormBackwardRows(const LayerNormBackwardModel& model, ConstIntervalSpan dy,
                              ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
                              ConstIntervalSpan weight, IntervalSpan gradInput,

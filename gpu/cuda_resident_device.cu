@@ -158,6 +158,22 @@ void CudaDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& mode
   launchNanToEntire(out.lo, out.hi, model.numWeights * dim, s);
 }
 
+void CudaDevice::doBatchNormBackwardRows(
+    const kernels::BatchNormBackwardModel& model, kernels::ConstIntervalSpan dy,
+    kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean,
+    kernels::ConstIntervalSpan second, kernels::ConstIntervalSpan weight,
+    kernels::IntervalSpan gradInput, kernels::IntervalSpan gradWeight,
+    kernels::IntervalSpan gradBias, std::int64_t rows, std::int64_t cols) {
+  const cudaStream_t s = mImpl->current();
+  launchBatchNormBackwardRows(model, dy.lo, dy.hi, x.lo, x.hi, mean.lo, mean.hi, second.lo,
+                              second.hi, weight.lo, weight.hi, gradInput.lo, gradInput.hi,
+                              gradWeight.lo, gradWeight.hi, gradBias.lo, gradBias.hi, rows, cols,
+                              s);
+  launchNanToEntire(gradInput.lo, gradInput.hi, rows * cols, s);
+  launchNanToEntire(gradWeight.lo, gradWeight.hi, rows, s);
+  launchNanToEntire(gradBias.lo, gradBias.hi, rows, s);
+}
+
 void CudaDevice::doLayerNormBackwardRows(
     const kernels::LayerNormBackwardModel& model, kernels::ConstIntervalSpan dy,
     kernels::ConstIntervalSpan x, kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,

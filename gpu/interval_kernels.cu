@@ -237,6 +237,19 @@ __global__ void softmaxRowsKernel(SoftmaxModel model, bool log, const double* xl
   }
 }
 
+// Batch-norm backward: one thread per gathered channel (a long row for one thread, as forward).
+__global__ void batchNormBackwardRowsKernel(BatchNormBackwardModel model, const double* dylo,
+                                            const double* dyhi, const double* xlo,
+                                            const double* xhi, const double* mlo, const double* mhi,
+                                            const double* slo, const double* shi, const double* wlo,
+                                            const double* whi, double* gilo, double* gihi,
+                                            double* gwlo, double* gwhi, double* gblo, double* gbhi,
+                                            std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = firstIndex(); r < rows; r += strideOf())
+    batchNormBackwardRowAt(model, r, cols, {dylo, dyhi}, {xlo, xhi}, {mlo, mhi}, {slo, shi},
+                           {wlo, whi}, {gilo, gihi}, {gwlo, gwhi}, {gblo, gbhi});
+}
+
 // Embedding backward: one thread per column of the weight gradient, the positions in order.
 __global__ void embeddingBackwardKernel(EmbeddingBackwardModel model, const double* glo,
                                         const double* ghi, const double* index,
@@ -499,6 +512,20 @@ void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, c
   softmaxRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(model, log, xlo, xhi, rows, cols, olo,
                                                           ohi, scratch);
   LB_CUDA_CHECK_LAUNCH(softmaxRowsKernel);
+}
+
+void launchBatchNormBackwardRows(const BatchNormBackwardModel& model, const double* dylo,
+                                 const double* dyhi, const double* xlo, const double* xhi,
+                                 const double* mlo, const double* mhi, const double* slo,
+                                 const double* shi, const double* wlo, const double* whi,
+                                 double* gilo, double* gihi, double* gwlo, double* gwhi,
+                                 double* gblo, double* gbhi, std::int64_t rows, std::int64_t cols,
+                                 cudaStream_t stream) {
+  if (rows <= 0) return;
+  batchNormBackwardRowsKernel<<<gridFor(rows), kBlock, 0, stream>>>(
+      model, dylo, dyhi, xlo, xhi, mlo, mhi, slo, shi, wlo, whi, gilo, gihi, gwlo, gwhi, gblo, gbhi,
+      rows, cols);
+  LB_CUDA_CHECK_LAUNCH(batchNormBackwardRowsKernel);
 }
 
 void launchEmbeddingBackward(const EmbeddingBackwardModel& model, const double* glo,

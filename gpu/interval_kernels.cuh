@@ -85,6 +85,15 @@ void launchRowMax(const double* xlo, const double* xhi, std::int64_t rows, std::
 void launchSoftmaxRows(const SoftmaxModel& model, bool log, const double* xlo, const double* xhi,
                        std::int64_t rows, std::int64_t cols, double* olo, double* ohi,
                        double* scratch, cudaStream_t stream);
+/// batchNormBackwardRow per gathered channel row (one thread each); weight lo == nullptr for
+/// None.
+void launchBatchNormBackwardRows(const kernels::BatchNormBackwardModel& model, const double* dylo,
+                                 const double* dyhi, const double* xlo, const double* xhi,
+                                 const double* mlo, const double* mhi, const double* slo,
+                                 const double* shi, const double* wlo, const double* whi,
+                                 double* gilo, double* gihi, double* gwlo, double* gwhi,
+                                 double* gblo, double* gbhi, std::int64_t rows, std::int64_t cols,
+                                 cudaStream_t stream);
 /// embedding_dense_backward: embeddingBackwardColumn per column (one thread each, with
 /// 2·numWeights doubles of `scratch`); an index that is not a row sets flag[0] = kBadIndexFlag.
 void launchEmbeddingBackward(const kernels::EmbeddingBackwardModel& model, const double* glo,

@@ -165,4 +165,128 @@ LB_HD inline void batchNormRowAt(const BatchNormModel& m, std::int64_t r, std::i
                m, out.lo + o, out.hi + o, mean, rstd);
 }
 
+/// How the candidate computes a batch-norm backward (native_batch_norm_backward): the
+/// accumulation format c and the statistics' format `stat` (the coarsest of c, the input's, the
+/// weight's and save_mean's), u of the sums (2u with truncating accumulation) and eta of c,
+/// uS = statRoundoff(c, stat) and etaS, whether the per-element ops may round to `stat`
+/// (PyTorch's strided CPU path), training or eval (eval: r from the running variance, eps and
+/// the rsqrt ulps), and the storage formats of grad_input, grad_weight and grad_bias.
+struct BatchNormBackwardModel {
+  Format compute = Format::Fp64;
+  Format stat = Format::Fp64;
+  double u = 0x1p-53;
+  double eta = 0x1p-1074;
+  double uS = 0x1p-53;
+  double etaS = 0x1p-1074;
+  bool storable = false;
+  bool training = true;
+  double eps = 1e-5;
+  int rsqrtUlps = 0;
+  Format inputStorage = Format::Fp64;
+  Format weightStorage = Format::Fp64;
+  Format biasStorage = Format::Fp64;
+};
+
+/// Encloses one channel of a batch-norm backward (the rule of core/ops/batch_norm_ops.cpp, whose
+/// file comment derives the bounds): the channel's n elements of dy and x (gathered into a row),
+/// its mean (save_mean, or the running mean in eval) and `rOrVar` (save_invstd, or the running
+/// variance in eval), its weight (nullptr for None) → grad_input's row, grad_weight and
+/// grad_bias, each rounded outward to its storage format. Σdy and Σdy·(x − μ) in any order
+/// (Higham 2002, eq. 4.4 and 3.5), then the per-element formulas in the bracketings of the CPU
+/// kernels, the CUDA kernels and the decomposition, every step in `stat`.
+LB_HD inline void batchNormBackwardRow(const double* dylo, const double* dyhi, const double* xlo,
+                                       const double* xhi, std::int64_t n, Interval mean,
+                                       Interval rOrVar, const Interval* weight,
+                                       const BatchNormBackwardModel& m, double* gilo, double* gihi,
+                                       Interval* gw, Interval* gb) {
+  const ComputeDomain ds{m.stat};
+  const Interval mu = mean;
+  Interval r = rOrVar;
+  if (!m.training) {
+    r = rsqrtEnclosure(rOrVar, m.eps, m.compute, m.rsqrtUlps);
+    r = hull(r, roundOutward(r, m.stat));
+  }
+  // Σdy and Σdy·(x − μ) in any order, then possibly stored in the stat format.
+  Interval sdy{0.0, 0.0}, dot{0.0, 0.0};
+  double sdyAbs = 0.0, dotAbs = 0.0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Interval dy{dylo[k], dyhi[k]};
+    const Interval t = lossbound::mul(dy, lossbound::sub(Interval{xlo[k], xhi[k]}, mu));
+    sdy = Interval{add_down(sdy.lo, dy.lo), add_up(sdy.hi, dy.hi)};
+    sdyAbs = add_up(sdyAbs, dy.hi > -dy.lo ? dy.hi : -dy.lo);
+    dot = Interval{add_down(dot.lo, t.lo), add_up(dot.hi, t.hi)};
+    dotAbs = add_up(dotAbs, t.hi > -t.lo ? t.hi : -t.lo);
+  }
+  const double nd = static_cast<double>(n);
+  auto sumError = [&](double count, double abs) {
+    return count <= 1.0 || abs == 0.0 ? 0.0 : mul_up(gammaUp(count - 1.0, m.u), abs);
+  };
+  const double eS = sumError(nd, sdyAbs);
+  double eD = 0.0;
+  if (n + 1 > 0)
+    eD = add_up(dotAbs == 0.0 ? 0.0 : mul_up(gammaUp(nd + 1.0, m.u), dotAbs),
+                mul_up(nd + 1.0, m.eta));
+  if (m.storable) {
+    // PyTorch's strided CPU path: x − μ and each product rounded to the stat format (tensor ops
+    // in the input dtype), the sum accumulated in c.
+    const double g2 = gammaUp(2.0, m.uS);
+    const double eT = add_up(add_up(mul_up(g2, dotAbs), mul_up(2.0 * nd, m.etaS)),
+                             sumError(nd, mul_up(dotAbs, add_up(1.0, g2))));
+    eD = ::fmax(eD, eT);
+  }
+  const Interval sumDy = ds.round(Interval{sub_down(sdy.lo, eS), add_up(sdy.hi, eS)});
+  const Interval dotP = ds.round(Interval{sub_down(dot.lo, eD), add_up(dot.hi, eD)});
+  *gw = roundOutward(ds.mul(dotP, r), m.weightStorage);
+  *gb = roundOutward(sumDy, m.biasStorage);
+  const Interval wc = weight ? *weight : Interval{1.0, 1.0};
+  auto store = [&](std::int64_t k, Interval v) {
+    const Interval s = roundOutward(v, m.inputStorage);
+    gilo[k] = s.lo;
+    gihi[k] = s.hi;
+  };
+  if (!m.training) {
+    for (std::int64_t k = 0; k < n; ++k) {
+      const Interval dyi{dylo[k], dyhi[k]};
+      store(k,
+            weight ? hull(ds.mul(ds.mul(dyi, r), wc), ds.mul(dyi, ds.mul(r, wc))) : ds.mul(dyi, r));
+    }
+    return;
+  }
+  // k = Σdy(x − μ)·r²/n and the mean gradient in the bracketings of the CPU kernels, the CUDA
+  // kernels and the decomposition.
+  const Interval nI = ds.lit(nd);
+  const Interval norm = ds.div(Interval{1.0, 1.0}, nI);
+  const Interval kk =
+      hull(hull(ds.div(ds.mul(ds.mul(dotP, r), r), nI), ds.mul(ds.mul(ds.mul(dotP, norm), r), r)),
+           ds.mul(ds.mul(dotP, norm), ds.mul(r, r)));
+  const Interval gm = hull(ds.div(sumDy, nI), ds.mul(sumDy, norm));
+  const Interval scale = weight ? ds.mul(r, wc) : r;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Interval dyi{dylo[k], dyhi[k]};
+    const Interval p = ds.mul(ds.sub(Interval{xlo[k], xhi[k]}, mu), kk);
+    const Interval t = hull(ds.sub(ds.sub(dyi, gm), p), ds.sub(ds.sub(dyi, p), gm));
+    store(k, weight ? hull(ds.mul(ds.mul(t, r), wc), ds.mul(t, scale)) : ds.mul(t, r));
+  }
+}
+
+/// Row r of Backend::batchNormBackwardRows: batchNormBackwardRow on the gathered channel r with
+/// mean[r], second[r] and weight[r] (lo == nullptr for None).
+LB_HD inline void batchNormBackwardRowAt(const BatchNormBackwardModel& m, std::int64_t r,
+                                         std::int64_t cols, ConstIntervalSpan dy,
+                                         ConstIntervalSpan x, ConstIntervalSpan mean,
+                                         ConstIntervalSpan second, ConstIntervalSpan weight,
+                                         IntervalSpan gradInput, IntervalSpan gradWeight,
+                                         IntervalSpan gradBias) {
+  const std::int64_t o = r * cols;
+  const Interval w = weight.lo ? Interval{weight.lo[r], weight.hi[r]} : Interval{};
+  Interval gw, gb;
+  batchNormBackwardRow(dy.lo + o, dy.hi + o, x.lo + o, x.hi + o, cols,
+                       Interval{mean.lo[r], mean.hi[r]}, Interval{second.lo[r], second.hi[r]},
+                       weight.lo ? &w : nullptr, m, gradInput.lo + o, gradInput.hi + o, &gw, &gb);
+  gradWeight.lo[r] = gw.lo;
+  gradWeight.hi[r] = gw.hi;
+  gradBias.lo[r] = gb.lo;
+  gradBias.hi[r] = gb.hi;
+}
+
 }  // namespace lossbound::kernels

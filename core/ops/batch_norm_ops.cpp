@@ -265,6 +265,23 @@ void bnForwardFormula(const D& d, const BnArgs& ba, bool statsOut,
 /// or nothing when it declines: the channels gathered into rows through an index map,
 /// Backend::batchNormRows (kernels::batchNormRow per row, the body the host loop below runs), the
 /// rows gathered back into x's layout. The same bits as the host loop.
+/// The index maps that gather the channels of a tensor of layout l into rows (channel ch's
+/// element k at ch·n + k) and back.
+struct ChannelMaps {
+  std::vector<std::int64_t> toRows, back;
+};
+ChannelMaps channelMaps(const BnLayout& l) {
+  const std::int64_t n = l.n(), rows = l.channels;
+  ChannelMaps m{std::vector<std::int64_t>(static_cast<std::size_t>(rows * n)),
+                std::vector<std::int64_t>(static_cast<std::size_t>(rows * n))};
+  for (std::int64_t ch = 0; ch < rows; ++ch)
+    for (std::int64_t k = 0; k < n; ++k) {
+      m.toRows[static_cast<std::size_t>(ch * n + k)] = l.at(ch, k);
+      m.back[static_cast<std::size_t>(l.at(ch, k))] = ch * n + k;
+    }
+  return m;
+}
+
 std::optional<std::vector<Tensor>> offerRows(const OpArgs& a, const BnArgs& ba, const Shape& ss,
                                              const kernels::BatchNormModel& bn, Backend& be) {
   const BnLayout& l = ba.l;
@@ -272,13 +289,7 @@ std::optional<std::vector<Tensor>> offerRows(const OpArgs& a, const BnArgs& ba, 
   if (!be.offersIntervalKernels() || n == 0 || rows == 0 || (numel(ss) != rows && numel(ss) != 0) ||
       (!ba.training && (!ba.rm || !ba.rv)))
     return std::nullopt;
-  std::vector<std::int64_t> toRows(static_cast<std::size_t>(rows * n)),
-      back(static_cast<std::size_t>(rows * n));
-  for (std::int64_t ch = 0; ch < rows; ++ch)
-    for (std::int64_t k = 0; k < n; ++k) {
-      toRows[static_cast<std::size_t>(ch * n + k)] = l.at(ch, k);
-      back[static_cast<std::size_t>(l.at(ch, k))] = ch * n + k;
-    }
+  const auto [toRows, back] = channelMaps(l);
   const auto x = offerGather(be, *ba.x, toRows, Shape{rows, n}, ba.x->dtype(), Interval{0.0, 0.0});
   if (!x) return std::nullopt;
   const auto r = static_cast<std::size_t>(rows);
@@ -617,6 +628,40 @@ BnBwdArgs bnBwdArgs(const OpArgs& a) {
   return r;
 }
 
+/// Returns a batch-norm backward computed through the backend's hooks, or nothing (empty) when
+/// it declines: dy and x gathered into channel rows, Backend::batchNormBackwardRows
+/// (kernels::batchNormBackwardRow per row, the body the host loop runs), grad_input gathered
+/// back into x's layout. The same bits as the host loop.
+std::vector<Tensor> offerRows(const OpArgs& a, const BnBwdArgs& ba,
+                              const kernels::BatchNormBackwardModel& m, const Tensor& mean,
+                              const Tensor& second, Backend& be) {
+  const BnLayout& l = ba.l;
+  const std::int64_t n = l.n(), rows = l.channels;
+  if (!be.offersIntervalKernels() || n == 0 || rows == 0) return {};
+  const auto [toRows, back] = channelMaps(l);
+  const auto dy = offerGather(be, *ba.dy, toRows, Shape{rows, n}, ba.dy->dtype(), {0.0, 0.0});
+  const auto x = offerGather(be, *ba.x, toRows, Shape{rows, n}, ba.x->dtype(), {0.0, 0.0});
+  if (!dy || !x) return {};
+  const auto r = static_cast<std::size_t>(rows);
+  std::vector<double> gl(r * static_cast<std::size_t>(n)), gh(gl.size()), wl(r), wh(r), bl(r),
+      bh(r);
+  auto spanOf = [](const Tensor* t) {
+    return t ? kernels::ConstIntervalSpan{t->lo().data(), t->hi().data()}
+             : kernels::ConstIntervalSpan{};
+  };
+  if (!be.batchNormBackwardRows(m, spanOf(&*dy), spanOf(&*x), spanOf(&mean), spanOf(&second),
+                                spanOf(ba.w), {gl.data(), gh.data()}, {wl.data(), wh.data()},
+                                {bl.data(), bh.data()}, rows, n))
+    return {};
+  const DType t0 = outDtypeOr(a, 0, ba.x->dtype());
+  const Tensor giRows = Tensor::interval(Shape{rows, n}, t0, std::move(gl), std::move(gh));
+  auto gi = offerGather(be, giRows, back, ba.x->shape(), t0, Interval{0.0, 0.0});
+  if (!gi) return {};
+  return {std::move(*gi),
+          Tensor::interval({rows}, outDtypeOr(a, 1, t0), std::move(wl), std::move(wh)),
+          Tensor::interval({rows}, outDtypeOr(a, 2, t0), std::move(bl), std::move(bh))};
+}
+
 /// The exact backward in a point-like domain (binary64 or AD): gI, gW, gB.
 template <class D>
 void bnBackwardFormula(const D& d, const BnBwdArgs& ba, const std::vector<typename D::V>& dy,
@@ -676,93 +721,66 @@ class BatchNormBackwardRule final : public OpRule {
     const Format stat = statFormat(ctx, ba, c);
     // Per-channel scalars and, when the stat format is coarser than c, the per-element ops too
     // (PyTorch's strided CPU path computes them as tensor ops in the input dtype, measured on
-    // torch 2.15 with fp16: gI and gW 1–4 ulps outside an opmath-only enclosure): ds. With
-    // nested formats ds encloses every evaluation in c as well.
-    const IntervalDomain ds{stat};
-    const bool storable = unitRoundoff(stat) > unitRoundoff(c);
-    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0),
-                 eta = smallestSubnormal(c), uS = statRoundoff(c, stat),
-                 etaS = std::fmax(eta, smallestSubnormal(stat));
-    const std::int64_t n = l.n();
-    const auto cs = static_cast<std::size_t>(l.channels);
-    std::vector<Interval> gi(static_cast<std::size_t>(ba.x->numel())), gw(cs), gb(cs);
-    ctx.backend.parallelFor(l.channels, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t ch = begin; ch < end; ++ch) {
-        const auto cu = static_cast<std::size_t>(ch);
-        Interval mu, r;
-        if (ba.train) {
-          mu = ba.saveMean->at(ch);
-          r = ba.saveInvstd->at(ch);
-        } else {
-          mu = ba.rm->at(ch);
-          r = rsqrtEnclosure(ba.rv->at(ch), ba.eps, c);
-          r = hull(r, roundOutward(r, stat));
-        }
-        // Σdy and Σdy·(x − μ) in any order, then possibly stored in the stat format.
-        SumEnclosure sdy{{0.0, 0.0}, 0.0}, dot{{0.0, 0.0}, 0.0};
-        for (std::int64_t k = 0; k < n; ++k) {
-          const std::int64_t i = l.at(ch, k);
-          accumulate(sdy, ba.dy->at(i));
-          accumulate(dot, lossbound::mul(ba.dy->at(i), lossbound::sub(ba.x->at(i), mu)));
-        }
-        const double eS = sumErrorBound(n, sdy.absSumUp, u);
-        double eD = dotErrorBound(n + 1, dot.absSumUp, u, eta);
-        if (storable) {
-          // PyTorch's strided CPU path: x − μ and each product rounded to the stat format
-          // (tensor ops in the input dtype), the sum accumulated in c.
-          const double g2 = gammaUp(2, uS);
-          const double eT = add_up(add_up(mul_up(g2, dot.absSumUp), mul_up(2.0 * n, etaS)),
-                                   sumErrorBound(n, mul_up(dot.absSumUp, add_up(1.0, g2)), u));
-          eD = std::fmax(eD, eT);
-        }
-        const Interval sumDy = ds.round(Interval{sub_down(sdy.sum.lo, eS), add_up(sdy.sum.hi, eS)});
-        const Interval dotP = ds.round(Interval{sub_down(dot.sum.lo, eD), add_up(dot.sum.hi, eD)});
-        gw[cu] = ds.mul(dotP, r);
-        gb[cu] = sumDy;
-        const Interval wc = ba.w ? ba.w->at(ch) : Interval{1.0, 1.0};
-        if (!ba.train) {
+    // torch 2.15 with fp16: gI and gW 1–4 ulps outside an opmath-only enclosure): the body
+    // computes in `stat`. With nested formats that encloses every evaluation in c as well.
+    kernels::BatchNormBackwardModel m;
+    m.compute = c;
+    m.stat = stat;
+    m.u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    m.eta = smallestSubnormal(c);
+    m.uS = statRoundoff(c, stat);
+    m.etaS = std::fmax(m.eta, smallestSubnormal(stat));
+    m.storable = unitRoundoff(stat) > unitRoundoff(c);
+    m.training = ba.train;
+    m.eps = ba.eps;
+    m.rsqrtUlps = modelUlps(LibmFn::Rsqrt, c);
+    m.inputStorage = formatOf(ctx, t0);
+    m.weightStorage = formatOf(ctx, outDtypeOr(a, 1, t0));
+    m.biasStorage = formatOf(ctx, outDtypeOr(a, 2, t0));
+    const Tensor* mean = ba.train ? ba.saveMean : ba.rm;
+    const Tensor* second = ba.train ? ba.saveInvstd : ba.rv;
+    std::vector<Tensor> out = offerRows(a, ba, m, *mean, *second, ctx.backend);
+    if (out.empty()) {
+      // Channel by channel through the same body (kernels::batchNormBackwardRow), here.
+      const std::int64_t n = l.n();
+      const auto cs = static_cast<std::size_t>(l.channels);
+      std::vector<double> giLo(static_cast<std::size_t>(ba.x->numel())), giHi(giLo.size()),
+          gwLo(cs), gwHi(cs), gbLo(cs), gbHi(cs);
+      ctx.backend.parallelFor(l.channels, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<double> row(static_cast<std::size_t>(6 * n));
+        const auto nu = static_cast<std::size_t>(n);
+        double *dyl = row.data(), *dyh = dyl + nu, *xl = dyh + nu, *xh = xl + nu, *gl = xh + nu,
+               *gh = gl + nu;
+        for (std::int64_t ch = begin; ch < end; ++ch) {
           for (std::int64_t k = 0; k < n; ++k) {
             const std::int64_t i = l.at(ch, k);
-            const Interval dyi = ba.dy->at(i);
-            gi[static_cast<std::size_t>(i)] =
-                ba.w ? hull(ds.mul(ds.mul(dyi, r), wc), ds.mul(dyi, ds.mul(r, wc)))
-                     : ds.mul(dyi, r);
+            const Interval dy = ba.dy->at(i), x = ba.x->at(i);
+            dyl[k] = dy.lo;
+            dyh[k] = dy.hi;
+            xl[k] = x.lo;
+            xh[k] = x.hi;
           }
-          continue;
+          const Interval wc = ba.w ? ba.w->at(ch) : Interval{};
+          Interval gw, gb;
+          kernels::batchNormBackwardRow(dyl, dyh, xl, xh, n, mean->at(ch), second->at(ch),
+                                        ba.w ? &wc : nullptr, m, gl, gh, &gw, &gb);
+          for (std::int64_t k = 0; k < n; ++k) {
+            const auto i = static_cast<std::size_t>(l.at(ch, k));
+            giLo[i] = gl[k];
+            giHi[i] = gh[k];
+          }
+          const auto cu = static_cast<std::size_t>(ch);
+          gwLo[cu] = gw.lo;
+          gwHi[cu] = gw.hi;
+          gbLo[cu] = gb.lo;
+          gbHi[cu] = gb.hi;
         }
-        // k = Σdy(x − μ)·r²/n and the mean gradient in the bracketings of the CPU kernels, the
-        // CUDA kernels and the decomposition (file comment).
-        const Interval nI = ds.lit(static_cast<double>(n));
-        const Interval norm = ds.div(Interval{1.0, 1.0}, nI);
-        const Interval kk = hull(
-            hull(ds.div(ds.mul(ds.mul(dotP, r), r), nI), ds.mul(ds.mul(ds.mul(dotP, norm), r), r)),
-            ds.mul(ds.mul(dotP, norm), ds.mul(r, r)));
-        const Interval gm = hull(ds.div(sumDy, nI), ds.mul(sumDy, norm));
-        const Interval scale = ba.w ? ds.mul(r, wc) : r;
-        for (std::int64_t k = 0; k < n; ++k) {
-          const std::int64_t i = l.at(ch, k);
-          const Interval dyi = ba.dy->at(i);
-          const Interval p = ds.mul(ds.sub(ba.x->at(i), mu), kk);
-          const Interval t = hull(ds.sub(ds.sub(dyi, gm), p), ds.sub(ds.sub(dyi, p), gm));
-          gi[static_cast<std::size_t>(i)] =
-              ba.w ? hull(ds.mul(ds.mul(t, r), wc), ds.mul(t, scale)) : ds.mul(t, r);
-        }
-      }
-    });
-    auto tensor = [](const Shape& sh, DType t, const std::vector<Interval>& v, Format f) {
-      std::vector<double> lo(v.size()), hi(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        const Interval r = roundOutward(v[i], f);
-        lo[i] = r.lo;
-        hi[i] = r.hi;
-      }
-      return Tensor::interval(sh, t, std::move(lo), std::move(hi));
-    };
-    const Format s0 = formatOf(ctx, t0), s1 = formatOf(ctx, outDtypeOr(a, 1, t0)),
-                 s2 = formatOf(ctx, outDtypeOr(a, 2, t0));
-    std::vector<Tensor> out{tensor(ba.x->shape(), t0, gi, s0),
-                            tensor({l.channels}, outDtypeOr(a, 1, t0), gw, s1),
-                            tensor({l.channels}, outDtypeOr(a, 2, t0), gb, s2)};
+      });
+      out = {
+          Tensor::interval(ba.x->shape(), t0, std::move(giLo), std::move(giHi)),
+          Tensor::interval({l.channels}, outDtypeOr(a, 1, t0), std::move(gwLo), std::move(gwHi)),
+          Tensor::interval({l.channels}, outDtypeOr(a, 2, t0), std::move(gbLo), std::move(gbHi))};
+    }
     for (std::size_t k = 0; k < 3; ++k)
       if (!ba.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
     return out;

@@ -67,6 +67,7 @@ enum class HookKind {
   LayerNorm,
   LayerNormBackward,
   EmbeddingBackward,
+  BatchNormBackward,
   BatchNorm,
   Gather,
   IntervalGemm
@@ -94,6 +95,7 @@ struct Call {
   kernels::LayerNormModel lnm;
   kernels::LayerNormBackwardModel lnb;
   kernels::EmbeddingBackwardModel ebm;
+  kernels::BatchNormBackwardModel bbm;
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
   kernels::GemmFinish gf;
@@ -147,6 +149,13 @@ bool sameModel(const kernels::LayerNormModel& a, const kernels::LayerNormModel& 
          a.rstdStorage == b.rstdStorage && sameBits(a.eps, b.eps) && a.rsqrtUlps == b.rsqrtUlps;
 }
 
+bool sameModel(const kernels::BatchNormBackwardModel& a, const kernels::BatchNormBackwardModel& b) {
+  return a.compute == b.compute && a.stat == b.stat && sameBits(a.u, b.u) &&
+         sameBits(a.eta, b.eta) && sameBits(a.uS, b.uS) && sameBits(a.etaS, b.etaS) &&
+         a.storable == b.storable && a.training == b.training && sameBits(a.eps, b.eps) &&
+         a.rsqrtUlps == b.rsqrtUlps && a.inputStorage == b.inputStorage &&
+         a.weightStorage == b.weightStorage && a.biasStorage == b.biasStorage;
+}
 bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::EmbeddingBackwardModel& b) {
   return sameBits(a.u, b.u) && a.storage == b.storage && a.numWeights == b.numWeights &&
          a.padding == b.padding;
@@ -191,12 +200,13 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.bnm, y.bnm) ||
-        !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
-        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
-        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
-        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
-        x.outPoint != y.outPoint || x.in.size() != y.in.size())
+        !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.bbm, y.bbm) ||
+        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
+        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
+        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
+        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
+        x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -369,6 +379,20 @@ class RecordingBackend final : public Backend {
     return record(std::move(c), {{out, rows * cols}, {mean, rows}, {rstd, rows}});
   }
 
+  bool batchNormBackwardRows(const kernels::BatchNormBackwardModel& model, ConstIntervalSpan dy,
+                             ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan second,
+                             ConstIntervalSpan weight, IntervalSpan gradInput,
+                             IntervalSpan gradWeight, IntervalSpan gradBias, std::int64_t rows,
+                             std::int64_t cols) override {
+    Call c;
+    c.kind = HookKind::BatchNormBackward;
+    c.bbm = model;
+    c.rows = rows;
+    c.cols = cols;
+    c.in = {resolve(dy, rows * cols), resolve(x, rows * cols), resolve(mean, rows),
+            resolve(second, rows), resolve(weight, rows)};
+    return record(std::move(c), {{gradInput, rows * cols}, {gradWeight, rows}, {gradBias, rows}});
+  }
   bool embeddingBackward(const kernels::EmbeddingBackwardModel& model, ConstIntervalSpan g,
                          const double* index, std::int64_t positions, std::int64_t dim,
                          IntervalSpan out) override {
@@ -897,6 +921,10 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::LayerNorm:
           device.layerNormRows(c.lnm, in[0], in[1], in[2], out[0], out[1], out[2], c.rows, c.cols);
+          break;
+        case HookKind::BatchNormBackward:
+          device.batchNormBackwardRows(c.bbm, in[0], in[1], in[2], in[3], in[4], out[0], out[1],
+                                       out[2], c.rows, c.cols);
           break;
         case HookKind::EmbeddingBackward:
           // An index out of range sets the flag, as for embedding.

@@ -325,6 +325,27 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        3},
+      // Batch-norm backward (grad_out and input I4, weight, running mean and var,
+      // save_mean and save_invstd, train, eps): dy and x gathered into channel rows, one row
+      // kernel, grad_input gathered back; training, eval, and training without a weight.
+      {"aten.native_batch_norm_backward.default",
+       {ref("I4"), ref("I4"), ref("C4"), ref("D4"), ref("P4"), ref("D4"), ref("P4"), boolean(true),
+        number(1e-5)},
+       false,
+       true,
+       4},
+      {"aten.native_batch_norm_backward.default",
+       {ref("I4"), ref("I4"), ref("C4"), ref("D4"), ref("P4"), ref("D4"), ref("P4"), boolean(false),
+        number(1e-5)},
+       false,
+       true,
+       4},
+      {"aten.native_batch_norm_backward.default",
+       {ref("I4"), ref("I4"), lossbound::IrValue{}, ref("D4"), ref("P4"), ref("C4"), ref("P4"),
+        boolean(true), number(1e-5)},
+       false,
+       true,
+       4},
       // Group norm: rows (n, g) of D·HxW elements, one row kernel; weight and bias per channel
       // (2 groups of 2 channels), none, and one group.
       {"aten.native_group_norm.default",
