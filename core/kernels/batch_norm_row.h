@@ -218,20 +218,14 @@ LB_HD inline void batchNormBackwardRow(const double* dylo, const double* dyhi, c
     dotAbs = add_up(dotAbs, t.hi > -t.lo ? t.hi : -t.lo);
   }
   const double nd = static_cast<double>(n);
-  auto sumError = [&](double count, double abs) {
-    return count <= 1.0 || abs == 0.0 ? 0.0 : mul_up(gammaUp(count - 1.0, m.u), abs);
-  };
-  const double eS = sumError(nd, sdyAbs);
-  double eD = 0.0;
-  if (n + 1 > 0)
-    eD = add_up(dotAbs == 0.0 ? 0.0 : mul_up(gammaUp(nd + 1.0, m.u), dotAbs),
-                mul_up(nd + 1.0, m.eta));
+  const double eS = sumErrorBound(nd, sdyAbs, m.u);
+  double eD = dotErrorBound(nd + 1.0, dotAbs, m.u, m.eta);
   if (m.storable) {
     // PyTorch's strided CPU path: x − μ and each product rounded to the stat format (tensor ops
     // in the input dtype), the sum accumulated in c.
     const double g2 = gammaUp(2.0, m.uS);
     const double eT = add_up(add_up(mul_up(g2, dotAbs), mul_up(2.0 * nd, m.etaS)),
-                             sumError(nd, mul_up(dotAbs, add_up(1.0, g2))));
+                             sumErrorBound(nd, mul_up(dotAbs, add_up(1.0, g2)), m.u));
     eD = ::fmax(eD, eT);
   }
   const Interval sumDy = ds.round(Interval{sub_down(sdy.lo, eS), add_up(sdy.hi, eS)});

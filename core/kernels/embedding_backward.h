@@ -58,8 +58,7 @@ LB_HD inline bool embeddingBackwardColumn(ConstIntervalSpan g, const double* ind
     count[k] += 1.0;
   }
   for (std::int64_t k = 0; k < m.numWeights; ++k) {
-    const double err =
-        count[k] <= 1.0 || absSum[k] == 0.0 ? 0.0 : mul_up(gammaUp(count[k] - 1.0, m.u), absSum[k]);
+    const double err = sumErrorBound(count[k], absSum[k], m.u);
     Interval r{sub_down(out.lo[k * dim + j], err), add_up(out.hi[k * dim + j], err)};
     if (!(add_up(absSum[k], err) < largestFinite(m.storage))) r = entireInterval();
     r = roundOutward(r, m.storage);

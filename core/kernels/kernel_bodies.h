@@ -329,6 +329,23 @@ LB_HD inline double gammaUp(double n, double u) {
   return div_up(nu, sub_down(1.0, nu));
 }
 
+/// Returns an upper bound of |fl(Σ x_i) − Σ x_i| for n terms summed in any order and bracketing
+/// with unit roundoff u, given absSumUp ≥ Σ|x_i|: γ_(n−1)·Σ|x_i| rounded up (Higham 2002 eq. 4.4;
+/// additions are exact in the subnormal range); the same bits as ops::sumErrorBound.
+LB_HD inline double sumErrorBound(double n, double absSumUp, double u) {
+  if (n <= 1.0 || absSumUp == 0.0) return 0.0;
+  return mul_up(gammaUp(n - 1.0, u), absSumUp);
+}
+
+/// Returns an upper bound of |fl(x·y) − x·y| for a length-n dot product in any order, with or
+/// without FMA, given absDotUp ≥ |x|·|y| and eta the format's smallest subnormal:
+/// γ_n·|x|·|y| + n·eta rounded up (Higham 2002 eq. 3.5); the same bits as ops::dotErrorBound.
+LB_HD inline double dotErrorBound(double n, double absDotUp, double u, double eta) {
+  if (n <= 0.0) return 0.0;
+  const double g = absDotUp == 0.0 ? 0.0 : mul_up(gammaUp(n, u), absDotUp);
+  return add_up(g, mul_up(n, eta));
+}
+
 /// Per-product constants of matmulFinish, computed once per GEMM shape and precision model.
 struct MatmulBound {
   double g64;      ///< γ_k(binary64)
@@ -413,7 +430,7 @@ LB_HD inline SumState merge(SumState a, const SumState& b) {
 LB_HD inline Interval sumFinish(const SumState& s, double n, Format acc, Format store,
                                 bool truncating) {
   const double u = unitRoundoff(acc) * (truncating ? 2.0 : 1.0);
-  const double e = (n <= 1.0 || s.absSumUp == 0.0) ? 0.0 : mul_up(gammaUp(n - 1.0, u), s.absSumUp);
+  const double e = sumErrorBound(n, s.absSumUp, u);
   if (!(add_up(s.absSumUp, e) < largestFinite(acc))) return entireInterval();
   const Interval r{sub_down(s.sum.lo, e), add_up(s.sum.hi, e)};
   return roundOutward(r, store);

@@ -42,11 +42,7 @@ LB_HD Interval dotEnclosure(std::int64_t count, std::int64_t m, const LayerNormB
     s = lossbound::add(s, v);
     absS = add_up(absS, magnitude(v));
   }
-  double e = 0.0;
-  if (m > 0) {
-    const double md64 = static_cast<double>(m);
-    e = add_up(absS == 0.0 ? 0.0 : mul_up(gammaUp(md64, md.u), absS), mul_up(md64, md.eta));
-  }
+  const double e = dotErrorBound(static_cast<double>(m), absS, md.u, md.eta);
   return roundOutward(Interval{sub_down(s.lo, e), add_up(s.hi, e)}, md.compute);
 }
 
@@ -86,8 +82,7 @@ LB_HD inline void layerNormBackwardRow(const double* dylo, const double* dyhi, c
       s.hi = add_up(s.hi, v.hi);
       absS = add_up(absS, v.hi > -v.lo ? v.hi : -v.lo);
     }
-    const double err =
-        n <= 1 || absS == 0.0 ? 0.0 : mul_up(gammaUp(static_cast<double>(n - 1), u), absS);
+    const double err = sumErrorBound(static_cast<double>(n), absS, u);
     sg = d.round(Interval{sub_down(s.lo, err), add_up(s.hi, err)});
   }
   const std::int64_t m = weighted ? 2 * n : n;

@@ -77,14 +77,9 @@ LB_HD inline Interval nllNoneElement(Interval term, const NllLossModel& m) {
 LB_HD inline void nllFinish(const NllLossState& s, const NllLossModel& m, Interval& out,
                             Interval& totalWeight) {
   const double n = static_cast<double>(s.kept);
-  double es = 0.0;
-  if (m.weighted) {
-    if (n > 0.0)
-      es = add_up(s.absSum == 0.0 ? 0.0 : mul_up(gammaUp(n, m.u), s.absSum), mul_up(n, m.eta));
-  } else if (n > 1.0 && s.absSum != 0.0) {
-    es = mul_up(gammaUp(n - 1.0, m.u), s.absSum);
-  }
-  const double ew = (n <= 1.0 || s.absW == 0.0) ? 0.0 : mul_up(gammaUp(n - 1.0, m.u), s.absW);
+  const double es =
+      m.weighted ? dotErrorBound(n, s.absSum, m.u, m.eta) : sumErrorBound(n, s.absSum, m.u);
+  const double ew = sumErrorBound(n, s.absW, m.u);
   const Interval sumC = roundOutward({sub_down(s.sum.lo, es), add_up(s.sum.hi, es)}, m.c);
   Interval twC = roundOutward({sub_down(s.tw.lo, ew), add_up(s.tw.hi, ew)}, m.c);
   if (!m.weighted) twC = hull(twC, roundOutward(s.tw, m.outStorage));  // the count, stored

@@ -311,12 +311,8 @@ LB_HD inline void softmaxBackwardRow(const double* glo, const double* ghi, const
     absSum = add_up(absSum, magnitude(t));
   }
   const double nd = static_cast<double>(n);
-  double err = 0.0;
-  if (log) {
-    if (n > 1 && absSum != 0.0) err = mul_up(gammaUp(nd - 1.0, m.uAcc), absSum);
-  } else if (n > 0) {
-    err = add_up(absSum == 0.0 ? 0.0 : mul_up(gammaUp(nd, m.uAcc), absSum), mul_up(nd, m.eta));
-  }
+  const double err =
+      log ? sumErrorBound(nd, absSum, m.uAcc) : dotErrorBound(nd, absSum, m.uAcc, m.eta);
   s = d.round(Interval{sub_down(s.lo, err), add_up(s.hi, err)});
   for (std::int64_t j = 0; j < n; ++j) {
     const Interval g{glo[j], ghi[j]}, y{ylo[j], yhi[j]};

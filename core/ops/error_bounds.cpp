@@ -1,26 +1,20 @@
 // Order-free error bounds of one rounding, sums and dot products (Higham 2002, ch. 3–4).
 #include "core/ops/error_bounds.h"
 
+#include "core/kernels/kernel_bodies.h"
+
 #include <cmath>
 
 namespace lossbound::ops {
 
-double gammaUp(std::int64_t n, double u) {
-  if (n <= 0) return 0.0;
-  const double nu = mul_up(static_cast<double>(n), u);
-  if (nu >= 1.0) return kInf;
-  return div_up(nu, sub_down(1.0, nu));
-}
+double gammaUp(std::int64_t n, double u) { return kernels::gammaUp(static_cast<double>(n), u); }
 
 double sumErrorBound(std::int64_t n, double absSumUp, double u) {
-  if (n <= 1 || absSumUp == 0.0) return 0.0;
-  return mul_up(gammaUp(n - 1, u), absSumUp);
+  return kernels::sumErrorBound(static_cast<double>(n), absSumUp, u);
 }
 
 double dotErrorBound(std::int64_t n, double absDotUp, double u, double eta) {
-  if (n <= 0) return 0.0;
-  const double g = absDotUp == 0.0 ? 0.0 : mul_up(gammaUp(n, u), absDotUp);
-  return add_up(g, mul_up(static_cast<double>(n), eta));
+  return kernels::dotErrorBound(static_cast<double>(n), absDotUp, u, eta);
 }
 
 Interval roundedSumEnclosure(const SumEnclosure& s, std::int64_t n, Format acc, Format store,

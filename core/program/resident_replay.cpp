@@ -743,8 +743,12 @@ struct ResidentEvaluator::Impl {
     return v[static_cast<std::size_t>(r.index)];
   }
 
-  /// Copies a host value in (once); counts it as an input or a boundary upload.
-  void ensureDevice(Value& v) {
+  /// How a copy-in is counted: a program input's or a boundary upload (by the value), or a
+  /// kept result's, which later replays read as a plan constant.
+  enum class Upload { ByValue, Constant };
+
+  /// Copies a host value in (once), counting it as `kind` says.
+  void ensureDevice(Value& v, Upload kind = Upload::ByValue) {
     if (v.onDevice()) return;
     const Tensor& t = *v.host;
     const std::int64_t n = t.numel();
@@ -753,7 +757,10 @@ struct ResidentEvaluator::Impl {
     device.copyIn(lo.get(), t.lo().data(), n);
     if (t.isInterval()) device.copyIn(hi.get(), t.hi().data(), n);
     const int arrays = t.isInterval() ? 2 : 1;
-    (v.leaf ? stats->inputUploads : stats->boundaryUploads) += arrays;
+    if (kind == Upload::Constant)
+      stats->constantUploads += arrays;
+    else
+      (v.leaf ? stats->inputUploads : stats->boundaryUploads) += arrays;
     v.lo = std::move(lo);
     v.hi = std::move(hi);
   }
@@ -785,9 +792,7 @@ struct ResidentEvaluator::Impl {
       for (double e : t.hi()) finite = finite && std::isfinite(e);
       if (!finite) continue;
       try {
-        ensureDevice(v);  // counted as a boundary upload: recount it as a constant's
-        stats->boundaryUploads -= v.meta.interval ? 2 : 1;
-        stats->constantUploads += v.meta.interval ? 2 : 1;
+        ensureDevice(v, Upload::Constant);
       } catch (const DeviceOutOfMemory&) {  // kept on the host only; a device reader copies it
       }
     }
