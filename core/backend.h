@@ -19,6 +19,7 @@ struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
+struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
@@ -125,6 +126,16 @@ class Backend {
                            const double* /*starts*/, std::int64_t /*count*/,
                            std::int64_t /*windows*/, std::int64_t /*k*/, Format /*s*/,
                            kernels::IntervalSpan /*value*/, kernels::IntervalSpan /*index*/) {
+    return false;
+  }
+
+  /// max_pool2d_with_indices_backward: kernels::maxPoolBackwardPlane for every plane of
+  /// out[planes × model.inPlane] from g and the index enclosures [planes × model.outPlane].
+  /// Declines (or, on a device, flags) an index that is NaN or a point outside the plane.
+  virtual bool maxPoolBackward(const kernels::MaxPoolBackwardModel& /*model*/,
+                               kernels::ConstIntervalSpan /*g*/,
+                               kernels::ConstIntervalSpan /*index*/, std::int64_t /*planes*/,
+                               kernels::IntervalSpan /*out*/) {
     return false;
   }
 

@@ -5,6 +5,7 @@
 
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 
@@ -135,6 +136,20 @@ void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::
   const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
                                                                     [this](double* p) { free(p); });
   doSoftmaxRows(model, log, x, out, rows, cols, scratch);
+  ++mCounters.launches;
+}
+
+void Device::maxPoolBackward(const kernels::MaxPoolBackwardModel& model,
+                             kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
+                             std::int64_t planes, kernels::IntervalSpan out, double* flag) {
+  check(g, planes * model.outPlane, "max-pool-backward gradient");
+  check(index, planes * model.outPlane, "max-pool-backward indices");
+  check(out, planes * model.inPlane, "max-pool-backward result");
+  check(flag, 1, "index flag");
+  double* scratch = allocate(planes * kernels::maxPoolBackwardScratch(model.inPlane));
+  const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
+                                                                    [this](double* p) { free(p); });
+  doMaxPoolBackward(model, g, index, planes, out, flag, scratch);
   ++mCounters.launches;
 }
 

@@ -27,6 +27,7 @@ struct SoftmaxModel;            // core/kernels/softmax_row.h
 struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
+struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
@@ -124,6 +125,13 @@ class Device {
   void maxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* starts,
                    std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
                    kernels::IntervalSpan value, kernels::IntervalSpan index);
+  /// Backend::maxPoolBackward, reading the indices on the device; an index that is NaN or a
+  /// point outside the plane sets flag[0] = kernels::kBadIndexFlag. Allocates a scratch of
+  /// planes × kernels::maxPoolBackwardScratch(inPlane) doubles for the launch (one plane per
+  /// thread), so it may throw DeviceOutOfMemory.
+  void maxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
+                       kernels::ConstIntervalSpan index, std::int64_t planes,
+                       kernels::IntervalSpan out, double* flag);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -251,6 +259,12 @@ class Device {
                              const double* starts, std::int64_t count, std::int64_t windows,
                              std::int64_t k, Format s, kernels::IntervalSpan value,
                              kernels::IntervalSpan index) = 0;
+  /// See maxPoolBackward. `scratch` is device memory of planes ×
+  /// kernels::maxPoolBackwardScratch(inPlane) doubles, allocated (and counted) by the base class.
+  virtual void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
+                                 kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
+                                 std::int64_t planes, kernels::IntervalSpan out, double* flag,
+                                 double* scratch) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

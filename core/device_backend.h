@@ -128,6 +128,12 @@ class DeviceBackend final : public Backend {
     return mInner->maxPoolRows(rows, offsets, starts, count, windows, k, s, value, index);
   }
   /// Delegates to the wrapped backend.
+  bool maxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
+                       kernels::ConstIntervalSpan index, std::int64_t planes,
+                       kernels::IntervalSpan out) override {
+    return mInner->maxPoolBackward(model, g, index, planes, out);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
               std::int64_t n) override {

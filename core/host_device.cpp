@@ -5,6 +5,7 @@
 
 #include "core/kernels/embedding_backward.h"
 #include "core/kernels/interval_gemm.h"
+#include "core/kernels/max_pool.h"
 
 #include <cmath>
 #include <cstring>
@@ -87,6 +88,17 @@ void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
     kernels::softmaxRow(x.lo + r * cols, x.hi + r * cols, cols, model, log, out.lo + r * cols,
                         out.hi + r * cols, scratch);
   nanToEntire(out, rows * cols);
+}
+
+void HostDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
+                                   kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
+                                   std::int64_t planes, kernels::IntervalSpan out, double* flag,
+                                   double* scratch) {
+  // One plane at a time on the host: the first plane's share of the scratch is enough.
+  for (std::int64_t pl = 0; pl < planes; ++pl)
+    if (!kernels::maxPoolBackwardPlane(g, index, pl, model, out, scratch))
+      flag[0] = kernels::kBadIndexFlag;
+  nanToEntire(out, planes * model.inPlane);
 }
 
 void HostDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,

@@ -220,6 +220,15 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool maxPoolBackward(const MaxPoolBackwardModel& model, ConstIntervalSpan g,
+                       ConstIntervalSpan index, std::int64_t planes, IntervalSpan out) override {
+    std::vector<double> scratch(static_cast<std::size_t>(maxPoolBackwardScratch(model.inPlane)));
+    for (std::int64_t pl = 0; pl < planes; ++pl)
+      if (!maxPoolBackwardPlane(g, index, pl, model, out, scratch.data())) return false;
+    ++rowKernelCalls;
+    return true;
+  }
+
   bool gather(ConstIntervalSpan x, std::int64_t /*xCount*/, const double* offsets,
               ConstIntervalSpan fill, std::int64_t fillCount, IntervalSpan out,
               std::int64_t n) override {

@@ -148,6 +148,16 @@ void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   launchNanToEntire(out.lo, out.hi, rows * cols, s);
 }
 
+void CudaDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
+                                   kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
+                                   std::int64_t planes, kernels::IntervalSpan out, double* flag,
+                                   double* scratch) {
+  const cudaStream_t s = mImpl->current();
+  launchMaxPoolBackward(model, g.lo, g.hi, index.lo, index.hi, planes, out.lo, out.hi, flag,
+                        scratch, s);
+  launchNanToEntire(out.lo, out.hi, planes * model.inPlane, s);
+}
+
 void CudaDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
                                      kernels::ConstIntervalSpan g, const double* index,
                                      std::int64_t positions, std::int64_t dim,

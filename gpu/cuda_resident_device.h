@@ -61,6 +61,9 @@ class CudaDevice final : public Device {
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                      kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
                      double* scratch) override;
+  void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
+                         kernels::ConstIntervalSpan index, std::int64_t planes,
+                         kernels::IntervalSpan out, double* flag, double* scratch) override;
   void doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
                            kernels::ConstIntervalSpan g, const double* index,
                            std::int64_t positions, std::int64_t dim, kernels::IntervalSpan out,

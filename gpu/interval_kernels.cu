@@ -250,6 +250,17 @@ __global__ void batchNormBackwardRowsKernel(BatchNormBackwardModel model, const 
                            {wlo, whi}, {gilo, gihi}, {gwlo, gwhi}, {gblo, gbhi});
 }
 
+// Max-pool backward: one thread per plane, the outputs in order (the bits of the CPU rule).
+__global__ void maxPoolBackwardKernel(MaxPoolBackwardModel model, const double* glo,
+                                      const double* ghi, const double* ilo, const double* ihi,
+                                      std::int64_t planes, double* olo, double* ohi, double* flag,
+                                      double* scratch) {
+  for (std::int64_t pl = firstIndex(); pl < planes; pl += strideOf())
+    if (!maxPoolBackwardPlane({glo, ghi}, {ilo, ihi}, pl, model, {olo, ohi},
+                              scratch + pl * maxPoolBackwardScratch(model.inPlane)))
+      flag[0] = kBadIndexFlag;  // benign race: every writer stores the same value
+}
+
 // Embedding backward: one thread per column of the weight gradient, the positions in order.
 __global__ void embeddingBackwardKernel(EmbeddingBackwardModel model, const double* glo,
                                         const double* ghi, const double* index,
@@ -526,6 +537,15 @@ void launchBatchNormBackwardRows(const BatchNormBackwardModel& model, const doub
       model, dylo, dyhi, xlo, xhi, mlo, mhi, slo, shi, wlo, whi, gilo, gihi, gwlo, gwhi, gblo, gbhi,
       rows, cols);
   LB_CUDA_CHECK_LAUNCH(batchNormBackwardRowsKernel);
+}
+
+void launchMaxPoolBackward(const MaxPoolBackwardModel& model, const double* glo, const double* ghi,
+                           const double* ilo, const double* ihi, std::int64_t planes, double* olo,
+                           double* ohi, double* flag, double* scratch, cudaStream_t stream) {
+  if (planes <= 0 || model.inPlane <= 0) return;
+  maxPoolBackwardKernel<<<gridFor(planes), kBlock, 0, stream>>>(model, glo, ghi, ilo, ihi, planes,
+                                                                olo, ohi, flag, scratch);
+  LB_CUDA_CHECK_LAUNCH(maxPoolBackwardKernel);
 }
 
 void launchEmbeddingBackward(const EmbeddingBackwardModel& model, const double* glo,

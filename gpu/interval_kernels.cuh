@@ -94,6 +94,13 @@ void launchBatchNormBackwardRows(const kernels::BatchNormBackwardModel& model, c
                                  double* gilo, double* gihi, double* gwlo, double* gwhi,
                                  double* gblo, double* gbhi, std::int64_t rows, std::int64_t cols,
                                  cudaStream_t stream);
+/// max_pool2d_with_indices_backward: maxPoolBackwardPlane per plane (one thread each, with
+/// maxPoolBackwardScratch(inPlane) doubles of `scratch`); an index that is NaN or a point outside
+/// the plane sets flag[0] = kBadIndexFlag.
+void launchMaxPoolBackward(const kernels::MaxPoolBackwardModel& model, const double* glo,
+                           const double* ghi, const double* ilo, const double* ihi,
+                           std::int64_t planes, double* olo, double* ohi, double* flag,
+                           double* scratch, cudaStream_t stream);
 /// embedding_dense_backward: embeddingBackwardColumn per column (one thread each, with
 /// 2·numWeights doubles of `scratch`); an index that is not a row sets flag[0] = kBadIndexFlag.
 void launchEmbeddingBackward(const kernels::EmbeddingBackwardModel& model, const double* glo,

@@ -230,33 +230,22 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Layout c = layout(a);
     const DType t = a.outSpec(0).dtype;
-    const Format s = outFormat(a, ctx);
+    // Plane by plane through kernels::maxPoolBackwardPlane (core/kernels/max_pool.h): offered to
+    // the backend (a device reads the indices where they are), else here. The sums run in any
+    // order in the storage format (CPU) or the accumulation format (CUDA): γ with u_s.
+    const kernels::MaxPoolBackwardModel m{outFormat(a, ctx), c.l.outPlane(), c.l.inPlane()};
     const std::size_t n = static_cast<std::size_t>(c.self.numel());
-    std::vector<SumEnclosure> sums(n, SumEnclosure{{0.0, 0.0}, 0.0});
-    std::vector<std::int64_t> count(n, 0);
-    for (std::int64_t pl = 0; pl < c.l.planes; ++pl)
-      for (std::int64_t o = 0; o < c.l.outPlane(); ++o) {
-        const std::int64_t k = pl * c.l.outPlane() + o;
-        const Interval g = sanitize(c.grad.at(k));
-        const Interval ix = c.indices.at(k);
-        const auto lo = std::max<std::int64_t>(static_cast<std::int64_t>(std::ceil(ix.lo)), 0);
-        const auto hi =
-            std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(ix.hi)), c.l.inPlane() - 1);
-        if (ix.lo == ix.hi) checkIndex(a, ix.lo, c.l);
-        // A definite index receives g; each offset of an undecided one receives g or nothing.
-        const Interval term = lo == hi ? g : hull(g, Interval{0.0, 0.0});
-        for (std::int64_t p = lo; p <= hi; ++p) {
-          const auto target = static_cast<std::size_t>(pl * c.l.inPlane() + p);
-          accumulate(sums[target], term);
-          ++count[target];
-        }
-      }
     std::vector<double> lo(n), hi(n);
-    for (std::size_t p = 0; p < n; ++p) {
-      // Any order, in the storage format (CPU) or the accumulation format (CUDA): γ with u_s.
-      const Interval r = roundedSumEnclosure(sums[p], count[p], s, s);
-      lo[p] = r.lo;
-      hi[p] = r.hi;
+    const kernels::ConstIntervalSpan gs{c.grad.lo().data(), c.grad.hi().data()};
+    const kernels::ConstIntervalSpan is{c.indices.lo().data(), c.indices.hi().data()};
+    const kernels::IntervalSpan out{lo.data(), hi.data()};
+    if (n == 0 || !ctx.backend.maxPoolBackward(m, gs, is, c.l.planes, out)) {
+      std::vector<double> scratch(
+          static_cast<std::size_t>(kernels::maxPoolBackwardScratch(m.inPlane)));
+      bool ok = true;
+      for (std::int64_t pl = 0; pl < c.l.planes; ++pl)
+        ok = kernels::maxPoolBackwardPlane(gs, is, pl, m, out, scratch.data()) && ok;
+      if (!ok) reportBadIndex(a, c);
     }
     return {Tensor::interval(c.self.shape(), t, std::move(lo), std::move(hi))};
   }
@@ -316,9 +305,23 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
     return {grad, self, indices, std::move(l)};
   }
   static void checkIndex(const OpArgs& a, double idx, const PoolLayout& l) {
+    if (std::isnan(idx))
+      a.fail("an index is NaN, expected an offset in the " + std::to_string(l.inH) + " x " +
+             std::to_string(l.inW) + " input plane");
     if (!(idx >= 0 && idx < static_cast<double>(l.inPlane())))
-      a.fail("index " + std::to_string(static_cast<long long>(idx)) + " is outside the " +
-             std::to_string(l.inH) + " x " + std::to_string(l.inW) + " input plane");
+      a.fail("index " +
+             (std::isfinite(idx) ? std::to_string(static_cast<long long>(idx))
+                                 : std::string(idx > 0 ? "inf" : "-inf")) +
+             " is outside the " + std::to_string(l.inH) + " x " + std::to_string(l.inW) +
+             " input plane");
+  }
+  /// Fails with the first index that is NaN or a point outside the plane.
+  static void reportBadIndex(const OpArgs& a, const Layout& c) {
+    for (std::int64_t k = 0; k < c.indices.numel(); ++k) {
+      const Interval ix = c.indices.at(k);
+      if (!(ix.lo <= ix.hi)) checkIndex(a, std::nan(""), c.l);
+      if (ix.lo == ix.hi) checkIndex(a, ix.lo, c.l);
+    }
   }
   /// Calls f(flat output k, flat input target) for every output with its point index.
   template <class F>

@@ -9,6 +9,7 @@
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
+#include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
 #include "core/ops/op_rule.h"
@@ -61,6 +62,7 @@ enum class HookKind {
   NllLoss,
   NllLossBackward,
   MaxPool,
+  MaxPoolBackward,
   RowSum,
   Softmax,
   SoftmaxBackward,
@@ -95,6 +97,7 @@ struct Call {
   kernels::LayerNormModel lnm;
   kernels::LayerNormBackwardModel lnb;
   kernels::EmbeddingBackwardModel ebm;
+  kernels::MaxPoolBackwardModel mpb;
   kernels::BatchNormBackwardModel bbm;
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
@@ -160,6 +163,9 @@ bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::Embeddin
   return sameBits(a.u, b.u) && a.storage == b.storage && a.numWeights == b.numWeights &&
          a.padding == b.padding;
 }
+bool sameModel(const kernels::MaxPoolBackwardModel& a, const kernels::MaxPoolBackwardModel& b) {
+  return a.storage == b.storage && a.outPlane == b.outPlane && a.inPlane == b.inPlane;
+}
 bool sameModel(const kernels::LayerNormBackwardModel& a, const kernels::LayerNormBackwardModel& b) {
   return a.compute == b.compute && sameBits(a.u, b.u) && sameBits(a.eta, b.eta) &&
          a.inputStorage == b.inputStorage && a.weightStorage == b.weightStorage &&
@@ -200,9 +206,9 @@ bool samePlan(const Plan& a, const Plan& b) {
     const Call &x = a.calls[j], &y = b.calls[j];
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
-        !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.bbm, y.bbm) ||
-        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
-        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.mpb, y.mpb) ||
+        !sameModel(x.bbm, y.bbm) || !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) ||
+        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
         x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
         x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
@@ -403,6 +409,15 @@ class RecordingBackend final : public Backend {
     c.cols = dim;
     c.in = {resolve(g, positions * dim), resolveLo(index, positions)};
     return record(std::move(c), {{out, model.numWeights * dim}});
+  }
+  bool maxPoolBackward(const kernels::MaxPoolBackwardModel& model, ConstIntervalSpan g,
+                       ConstIntervalSpan index, std::int64_t planes, IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::MaxPoolBackward;
+    c.mpb = model;
+    c.n = planes;
+    c.in = {resolve(g, planes * model.outPlane), resolve(index, planes * model.outPlane)};
+    return record(std::move(c), {{out, planes * model.inPlane}});
   }
   bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model, ConstIntervalSpan dy,
                              ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
@@ -934,6 +949,10 @@ struct ResidentEvaluator::Impl {
         case HookKind::EmbeddingBackward:
           // An index out of range sets the flag, as for embedding.
           device.embeddingBackward(c.ebm, in[0], in[1].lo, c.n, c.cols, out[0], flag);
+          break;
+        case HookKind::MaxPoolBackward:
+          // An index out of range sets the flag, as for embedding.
+          device.maxPoolBackward(c.mpb, in[0], in[1], c.n, out[0], flag);
           break;
         case HookKind::LayerNormBackward:
           device.layerNormBackwardRows(c.lnb, in[0], in[1], in[2], in[3], in[4], out[0], out[1],

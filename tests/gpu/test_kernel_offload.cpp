@@ -12,6 +12,7 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -311,6 +312,12 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        2},
+      // Max-pool backward (grad [2, 4, 3, 3], self I4, kernel 3, stride 2, padding 1, indices
+      // X9: points and intervals, some spanning several offsets, clipped at the plane's end):
+      // one thread per plane, the outputs in order.
+      {"aten.max_pool2d_with_indices_backward.default",
+       {ref("G3"), ref("I4"), intList({3, 3}), intList({2, 2}), intList({1, 1}), intList({1, 1}),
+        boolean(false), ref("X9")}},
       // A batch norm, training then eval: the channels gathered into rows, one row kernel, gathered
       // back.
       {"aten.native_batch_norm.default",
@@ -406,6 +413,14 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
       const Tensor g4 =
           randomOperand(rng, 2 * 6 * 5, 5, c.positive).reshaped({2, 6, 5, 5}).withDtype(dtype);
+      const Tensor g3 =
+          randomOperand(rng, 2 * 4 * 3, 3, c.positive).reshaped({2, 4, 3, 3}).withDtype(dtype);
+      std::vector<double> xlo(2 * 4 * 3 * 3), xhi(xlo.size());
+      for (std::size_t i = 0; i < xlo.size(); ++i) {
+        xlo[i] = double((i * 7) % 25);
+        xhi[i] = i % 3 == 1 ? std::min(xlo[i] + 6.0, 30.0) : xlo[i];  // 30: past the plane
+      }
+      const Tensor x9 = Tensor::interval({2, 4, 3, 3}, DType::Int64, xlo, xhi);
       lossbound::Node node;
       node.name = "node0";
       node.op = c.op;
@@ -422,6 +437,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "K4") return k4;
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;
+        if (r.name == "G3") return g3;
+        if (r.name == "X9") return x9;
         if (r.name == "C4") return c4;
         if (r.name == "D4") return d4;
         if (r.name == "P4") return p4;

@@ -902,11 +902,13 @@ void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
 
 void TestResidentReplay::maxPoolRunsOnTheDevice() {
   // max_pool2d_with_indices with padding (border windows are shorter): the windows gathered into
-  // rows through a shape-only index map, one row launch; values and indices have the CPU's bits,
-  // and a later replay copies in the input and copies out the two outputs only.
+  // rows through a shape-only index map, one row launch; its backward one thread per plane, with
+  // the forward's index enclosures and with indices read from an input. Every output has the
+  // CPU's bits, and a later replay copies in the inputs and copies out the outputs only.
   const Program p = parseProgram(
       R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
-  "inputs": [{"name": "batch:x", "shape": [2, 3, 5, 5], "dtype": "float32"}],
+  "inputs": [{"name": "batch:x", "shape": [2, 3, 5, 5], "dtype": "float32"},
+             {"name": "batch:i", "shape": [2, 3, 3, 3], "dtype": "int64"}],
   "nodes": [
     {"name": "e", "op": "aten.exp.default", "args": [{"ref": "batch:x"}], "kwargs": {},
      "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]},
@@ -915,30 +917,59 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
      "outputs": [{"shape": [2, 3, 3, 3], "dtype": "float32"},
                  {"shape": [2, 3, 3, 3], "dtype": "int64"}]},
     {"name": "l", "op": "aten.sum.default", "args": [{"ref": "mp", "index": 0}], "kwargs": {},
-     "outputs": [{"shape": [], "dtype": "float32"}]}],
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "gx", "op": "aten.max_pool2d_with_indices_backward.default",
+     "args": [{"ref": "mp", "index": 0}, {"ref": "e"}, [3, 3], [2, 2], [1, 1], [1, 1], false,
+              {"ref": "mp", "index": 1}], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]},
+    {"name": "gi", "op": "aten.max_pool2d_with_indices_backward.default",
+     "args": [{"ref": "mp", "index": 0}, {"ref": "e"}, [3, 3], [2, 2], [1, 1], [1, 1], false,
+              {"ref": "batch:i"}], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]}],
   "outputs": [{"name": "loss", "ref": {"ref": "l"}},
-              {"name": "indices", "ref": {"ref": "mp", "index": 1}}]})",
+              {"name": "indices", "ref": {"ref": "mp", "index": 1}},
+              {"name": "grad", "ref": {"ref": "gx"}},
+              {"name": "gradAtInputIndices", "ref": {"ref": "gi"}}]})",
       "maxpool");
-  std::vector<double> x(150);
+  std::vector<double> x(150), idx(54);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = 0.25 * static_cast<double>((i * 7) % 11) - 1.0;  // ties within windows
-  const TensorMap in{{"batch:x", Tensor::point({2, 3, 5, 5}, DType::Float32, x)}};
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 5) % 25);
+  const Tensor xs = Tensor::point({2, 3, 5, 5}, DType::Float32, x);
+  const TensorMap in{{"batch:x", xs}, {"batch:i", Tensor::point({2, 3, 3, 3}, DType::Int64, idx)}};
   const auto cpu = createCpuBackend(1);
   EvalOptions o;
   o.domain = EvalDomain::Interval;
-  o.outputs = {"loss", "indices"};
+  o.outputs = {"loss", "indices", "grad", "gradAtInputIndices"};
   const EvalResult ref = evaluate(p, in, *cpu, o);
   HostDevice device;
   {
     ResidentEvaluator ev(p, device, *cpu);
     for (int replay = 0; replay < 2; ++replay) {
       const ResidentResult r = ev.evaluate(in, o);
-      for (const char* name : {"loss", "indices"})
-        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
       QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
-      QCOMPARE(r.stats.nodesOnDevice, std::size_t{3});
-      if (replay == 1)  // x in, loss (lo, hi) and indices (lo, hi) out, the flag both ways
-        QCOMPARE(r.stats.device.transfers(), std::int64_t{1 + 4 + 2});
+      QCOMPARE(r.stats.nodesOnDevice, std::size_t{5});
+      // x and i in; loss, indices and both gradients (lo, hi) out; the flag both ways.
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 8 + 2});
+    }
+    // The backward's undecided indices (ties) send hull(0, g) to several offsets.
+    const Tensor& g = ref.outputs.at("grad");
+    bool spread = false;
+    for (std::int64_t k = 0; k < g.numel(); ++k) spread = spread || g.at(k).lo < g.at(k).hi;
+    QVERIFY(spread);
+    // An index past the 5 × 5 plane, or a negative one, read on the device: the rerun flag, then
+    // the host replay reports it as the CPU rule does.
+    for (const double bad : {25.0, -3.0}) {
+      std::vector<double> b = idx;
+      b[40] = bad;
+      const TensorMap badIn{{"batch:x", xs},
+                            {"batch:i", Tensor::point({2, 3, 3, 3}, DType::Int64, b)}};
+      const auto [cpuError, deviceError] = errorsOf(p, badIn, *cpu, ev, o);
+      QVERIFY2(cpuError.contains(QStringLiteral("outside the 5 x 5 input plane")),
+               qPrintable(cpuError));
+      QCOMPARE(deviceError, cpuError);
     }
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});

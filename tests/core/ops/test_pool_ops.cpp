@@ -594,6 +594,30 @@ class TestPoolOps : public QObject {
     // output_size of three values
     expectError("aten._adaptive_avg_pool2d.default", {ints({1, 2, 3})}, {1, 4, 4}, ao);
   }
+  void maxPoolBackwardBadIndexIsAnError() {
+    // A 2×2 plane pooled to one output: a point index past the plane, or a NaN one, is reported
+    // by the interval rule (which runs kernels::maxPoolBackwardPlane) with what was found.
+    for (const double bad : {4.0, -1.0, std::nan("")}) {
+      OpCase b;
+      b.op = "aten.max_pool2d_with_indices_backward.default";
+      b.precision = modelFor(std::nullopt);
+      b.inputs = {Tensor::point({1, 1, 1}, DType::Float32, {2.0}),
+                  Tensor::point({1, 2, 2}, DType::Float32, {1.0, 2.0, 3.0, 4.0}),
+                  Tensor::point({1, 1, 1}, DType::Int64, {bad})};
+      b.args = {in(0),        in(1),        ints({2, 2}), ints({2, 2}),
+                ints({0, 0}), ints({1, 1}), flag(false),  in(2)};
+      b.outDtypes = {DType::Float32};
+      std::string message;
+      try {
+        RuleCall(b).interval();
+      } catch (const OpError& e) {
+        message = e.what();
+      }
+      QVERIFY2(message.find(std::isnan(bad) ? "NaN" : "outside the 2 x 2 input plane") !=
+                   std::string::npos,
+               message.c_str());
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPoolOps)
