@@ -20,6 +20,7 @@ struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
+struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
@@ -136,6 +137,16 @@ class Backend {
                                kernels::ConstIntervalSpan /*g*/,
                                kernels::ConstIntervalSpan /*index*/, std::int64_t /*planes*/,
                                kernels::IntervalSpan /*out*/) {
+    return false;
+  }
+
+  /// native_group_norm_backward: the passes of core/kernels/group_norm_backward.h over dy and x
+  /// (N·C·HxW), mean and rstd (N·G), weight (C, lo == nullptr for None) → dx, dw and db (C).
+  virtual bool groupNormBackward(
+      const kernels::GroupNormBackwardModel& /*model*/, kernels::ConstIntervalSpan /*dy*/,
+      kernels::ConstIntervalSpan /*x*/, kernels::ConstIntervalSpan /*mean*/,
+      kernels::ConstIntervalSpan /*rstd*/, kernels::ConstIntervalSpan /*weight*/,
+      kernels::IntervalSpan /*dx*/, kernels::IntervalSpan /*dw*/, kernels::IntervalSpan /*db*/) {
     return false;
   }
 

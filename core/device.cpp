@@ -5,6 +5,7 @@
 
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/max_pool.h"
 #include "core/kernels/nll_loss.h"
 #include "core/kernels/softmax_row.h"
@@ -150,6 +151,27 @@ void Device::maxPoolBackward(const kernels::MaxPoolBackwardModel& model,
   const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
                                                                     [this](double* p) { free(p); });
   doMaxPoolBackward(model, g, index, planes, out, flag, scratch);
+  ++mCounters.launches;
+}
+
+void Device::groupNormBackward(const kernels::GroupNormBackwardModel& model,
+                               kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                               kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                               kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                               kernels::IntervalSpan dw, kernels::IntervalSpan db) {
+  const std::int64_t n = model.samples * model.channels * model.spatial;
+  check(dy, n, "group-norm-backward gradient");
+  check(x, n, "group-norm-backward input");
+  check(mean, model.rows(), "group-norm-backward mean");
+  check(rstd, model.rows(), "group-norm-backward rstd");
+  if (weight.lo) check(weight, model.channels, "group-norm-backward weight");
+  check(dx, n, "group-norm-backward grad_input");
+  check(dw, model.channels, "group-norm-backward grad_weight");
+  check(db, model.channels, "group-norm-backward grad_bias");
+  double* scratch = allocate(kernels::groupNormBackwardScratch(model));
+  const std::unique_ptr<double, std::function<void(double*)>> guard(scratch,
+                                                                    [this](double* p) { free(p); });
+  doGroupNormBackward(model, dy, x, mean, rstd, weight, dx, dw, db, scratch);
   ++mCounters.launches;
 }
 

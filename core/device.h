@@ -28,6 +28,7 @@ struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
+struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
 struct GemmFinish;              // core/kernels/interval_gemm.h
@@ -132,6 +133,14 @@ class Device {
   void maxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                        kernels::ConstIntervalSpan index, std::int64_t planes,
                        kernels::IntervalSpan out, double* flag);
+  /// Backend::groupNormBackward (weight lo == nullptr for None). Allocates a scratch of
+  /// kernels::groupNormBackwardScratch(model) doubles for ds and db between the passes, so it
+  /// may throw DeviceOutOfMemory.
+  void groupNormBackward(const kernels::GroupNormBackwardModel& model,
+                         kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                         kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                         kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                         kernels::IntervalSpan dw, kernels::IntervalSpan db);
   /// Encloses every row sum of x[rows×cols] in any order (Backend::rowSum).
   void rowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
               std::int64_t cols, const kernels::SumModel& model);
@@ -265,6 +274,14 @@ class Device {
                                  kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                                  std::int64_t planes, kernels::IntervalSpan out, double* flag,
                                  double* scratch) = 0;
+  /// See groupNormBackward. `scratch` is device memory of
+  /// kernels::groupNormBackwardScratch(model) doubles, allocated (and counted) by the base class.
+  virtual void doGroupNormBackward(const kernels::GroupNormBackwardModel& model,
+                                   kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                                   kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                                   kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                                   kernels::IntervalSpan dw, kernels::IntervalSpan db,
+                                   double* scratch) = 0;
   /// See rowSum.
   virtual void doRowSum(kernels::ConstIntervalSpan x, kernels::IntervalSpan out, std::int64_t rows,
                         std::int64_t cols, const kernels::SumModel& model) = 0;

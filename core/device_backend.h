@@ -134,6 +134,14 @@ class DeviceBackend final : public Backend {
     return mInner->maxPoolBackward(model, g, index, planes, out);
   }
   /// Delegates to the wrapped backend.
+  bool groupNormBackward(const kernels::GroupNormBackwardModel& model,
+                         kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                         kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                         kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                         kernels::IntervalSpan dw, kernels::IntervalSpan db) override {
+    return mInner->groupNormBackward(model, dy, x, mean, rstd, weight, dx, dw, db);
+  }
+  /// Delegates to the wrapped backend.
   bool gather(kernels::ConstIntervalSpan x, std::int64_t xCount, const double* offsets,
               kernels::ConstIntervalSpan fill, std::int64_t fillCount, kernels::IntervalSpan out,
               std::int64_t n) override {

@@ -4,6 +4,7 @@
 #include "core/host_device.h"
 
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/max_pool.h"
 
@@ -99,6 +100,19 @@ void HostDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
     if (!kernels::maxPoolBackwardPlane(g, index, pl, model, out, scratch))
       flag[0] = kernels::kBadIndexFlag;
   nanToEntire(out, planes * model.inPlane);
+}
+
+void HostDevice::doGroupNormBackward(const kernels::GroupNormBackwardModel& model,
+                                     kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                                     kernels::ConstIntervalSpan mean,
+                                     kernels::ConstIntervalSpan rstd,
+                                     kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                                     kernels::IntervalSpan dw, kernels::IntervalSpan db,
+                                     double* scratch) {
+  kernels::groupNormBackward(model, dy, x, mean, rstd, weight, dx, dw, db, scratch);
+  nanToEntire(dx, model.samples * model.channels * model.spatial);
+  nanToEntire(dw, model.channels);
+  nanToEntire(db, model.channels);
 }
 
 void HostDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,

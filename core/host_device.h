@@ -65,6 +65,12 @@ class HostDevice final : public Device {
   void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                          kernels::ConstIntervalSpan index, std::int64_t planes,
                          kernels::IntervalSpan out, double* flag, double* scratch) override;
+  void doGroupNormBackward(const kernels::GroupNormBackwardModel& model,
+                           kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                           kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                           kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                           kernels::IntervalSpan dw, kernels::IntervalSpan db,
+                           double* scratch) override;
   void doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
                            kernels::ConstIntervalSpan g, const double* index,
                            std::int64_t positions, std::int64_t dim, kernels::IntervalSpan out,

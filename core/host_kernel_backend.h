@@ -12,6 +12,7 @@
 #include "core/backend.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_backward.h"
@@ -226,6 +227,16 @@ class HostKernelBackend final : public Backend {
     for (std::int64_t pl = 0; pl < planes; ++pl)
       if (!maxPoolBackwardPlane(g, index, pl, model, out, scratch.data())) return false;
     ++rowKernelCalls;
+    return true;
+  }
+
+  bool groupNormBackward(const GroupNormBackwardModel& model, ConstIntervalSpan dy,
+                         ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
+                         ConstIntervalSpan weight, IntervalSpan dx, IntervalSpan dw,
+                         IntervalSpan db) override {
+    ++rowKernelCalls;
+    std::vector<double> scratch(static_cast<std::size_t>(groupNormBackwardScratch(model)));
+    kernels::groupNormBackward(model, dy, x, mean, rstd, weight, dx, dw, db, scratch.data());
     return true;
   }
 

@@ -158,6 +158,20 @@ void CudaDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
   launchNanToEntire(out.lo, out.hi, planes * model.inPlane, s);
 }
 
+void CudaDevice::doGroupNormBackward(const kernels::GroupNormBackwardModel& model,
+                                     kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                                     kernels::ConstIntervalSpan mean,
+                                     kernels::ConstIntervalSpan rstd,
+                                     kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                                     kernels::IntervalSpan dw, kernels::IntervalSpan db,
+                                     double* scratch) {
+  const cudaStream_t s = mImpl->current();
+  launchGroupNormBackward(model, dy, x, mean, rstd, weight, dx, dw, db, scratch, s);
+  launchNanToEntire(dx.lo, dx.hi, model.samples * model.channels * model.spatial, s);
+  launchNanToEntire(dw.lo, dw.hi, model.channels, s);
+  launchNanToEntire(db.lo, db.hi, model.channels, s);
+}
+
 void CudaDevice::doEmbeddingBackward(const kernels::EmbeddingBackwardModel& model,
                                      kernels::ConstIntervalSpan g, const double* index,
                                      std::int64_t positions, std::int64_t dim,

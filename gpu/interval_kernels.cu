@@ -250,6 +250,29 @@ __global__ void batchNormBackwardRowsKernel(BatchNormBackwardModel model, const 
                            {wlo, whi}, {gilo, gihi}, {gwlo, gwhi}, {gblo, gbhi});
 }
 
+// Group-norm backward: three passes (core/kernels/group_norm_backward.h), each a grid-stride
+// loop over its items; pass 2 and 3 read pass 1's ds and db from the scratch.
+__global__ void groupNormChannelSumsKernel(GroupNormBackwardModel model, ConstIntervalSpan dy,
+                                           ConstIntervalSpan x, IntervalSpan ds, IntervalSpan db) {
+  for (std::int64_t q = firstIndex(); q < model.samples * model.channels; q += strideOf())
+    groupNormChannelSums(model, q, dy, x, ds, db);
+}
+__global__ void groupNormWeightColumnsKernel(GroupNormBackwardModel model, ConstIntervalSpan ds,
+                                             ConstIntervalSpan db, ConstIntervalSpan mean,
+                                             ConstIntervalSpan rstd, IntervalSpan gw,
+                                             IntervalSpan gb) {
+  for (std::int64_t ch = firstIndex(); ch < model.channels; ch += strideOf())
+    groupNormWeightColumn(model, ch, ds, db, mean, rstd, gw, gb);
+}
+__global__ void groupNormBackwardRowsKernel(GroupNormBackwardModel model, ConstIntervalSpan dy,
+                                            ConstIntervalSpan x, ConstIntervalSpan mean,
+                                            ConstIntervalSpan rstd, ConstIntervalSpan weight,
+                                            ConstIntervalSpan ds, ConstIntervalSpan db,
+                                            IntervalSpan dx) {
+  for (std::int64_t r = firstIndex(); r < model.rows(); r += strideOf())
+    groupNormBackwardRow(model, r, dy, x, mean, rstd, weight, ds, db, dx);
+}
+
 // Max-pool backward: one thread per plane, the outputs in order (the bits of the CPU rule).
 __global__ void maxPoolBackwardKernel(MaxPoolBackwardModel model, const double* glo,
                                       const double* ghi, const double* ilo, const double* ihi,
@@ -537,6 +560,23 @@ void launchBatchNormBackwardRows(const BatchNormBackwardModel& model, const doub
       model, dylo, dyhi, xlo, xhi, mlo, mhi, slo, shi, wlo, whi, gilo, gihi, gwlo, gwhi, gblo, gbhi,
       rows, cols);
   LB_CUDA_CHECK_LAUNCH(batchNormBackwardRowsKernel);
+}
+
+void launchGroupNormBackward(const GroupNormBackwardModel& model, ConstIntervalSpan dy,
+                             ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
+                             ConstIntervalSpan weight, IntervalSpan dx, IntervalSpan dw,
+                             IntervalSpan db, double* scratch, cudaStream_t stream) {
+  const std::int64_t nc = model.samples * model.channels;
+  if (nc <= 0) return;
+  const IntervalSpan ds{scratch, scratch + nc}, dbs{scratch + 2 * nc, scratch + 3 * nc};
+  groupNormChannelSumsKernel<<<gridFor(nc), kBlock, 0, stream>>>(model, dy, x, ds, dbs);
+  LB_CUDA_CHECK_LAUNCH(groupNormChannelSumsKernel);
+  groupNormWeightColumnsKernel<<<gridFor(model.channels), kBlock, 0, stream>>>(
+      model, {ds.lo, ds.hi}, {dbs.lo, dbs.hi}, mean, rstd, dw, db);
+  LB_CUDA_CHECK_LAUNCH(groupNormWeightColumnsKernel);
+  groupNormBackwardRowsKernel<<<gridFor(model.rows()), kBlock, 0, stream>>>(
+      model, dy, x, mean, rstd, weight, {ds.lo, ds.hi}, {dbs.lo, dbs.hi}, dx);
+  LB_CUDA_CHECK_LAUNCH(groupNormBackwardRowsKernel);
 }
 
 void launchMaxPoolBackward(const MaxPoolBackwardModel& model, const double* glo, const double* ghi,

@@ -6,6 +6,7 @@
 
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/kernels/layer_norm_backward.h"
@@ -94,6 +95,15 @@ void launchBatchNormBackwardRows(const kernels::BatchNormBackwardModel& model, c
                                  double* gilo, double* gihi, double* gwlo, double* gwhi,
                                  double* gblo, double* gbhi, std::int64_t rows, std::int64_t cols,
                                  cudaStream_t stream);
+/// native_group_norm_backward: the three passes of core/kernels/group_norm_backward.h, one
+/// launch each (one thread per (sample, channel) sum, per channel, per row); `scratch` holds
+/// groupNormBackwardScratch(model) doubles (ds and db between the passes).
+void launchGroupNormBackward(const kernels::GroupNormBackwardModel& model,
+                             kernels::ConstIntervalSpan dy, kernels::ConstIntervalSpan x,
+                             kernels::ConstIntervalSpan mean, kernels::ConstIntervalSpan rstd,
+                             kernels::ConstIntervalSpan weight, kernels::IntervalSpan dx,
+                             kernels::IntervalSpan dw, kernels::IntervalSpan db, double* scratch,
+                             cudaStream_t stream);
 /// max_pool2d_with_indices_backward: maxPoolBackwardPlane per plane (one thread each, with
 /// maxPoolBackwardScratch(inPlane) doubles of `scratch`); an index that is NaN or a point outside
 /// the plane sets flag[0] = kBadIndexFlag.

@@ -43,6 +43,7 @@
 
 #include "core/backend.h"
 #include "core/kernels/batch_norm_row.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/channel_norm_support.h"
@@ -115,16 +116,6 @@ std::vector<double> valuesOf(const Tensor* t) {
 
 Format storageOf(const OpContext& ctx, DType t) {
   return isIntegral(t) ? Format::Fp64 : ctx.precision.storageFor(t);
-}
-
-Tensor intervalTensor(const Shape& sh, DType t, const std::vector<Interval>& v, Format f) {
-  std::vector<double> lo(v.size()), hi(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const Interval r = roundOutward(v[i], f);
-    lo[i] = r.lo;
-    hi[i] = r.hi;
-  }
-  return Tensor::interval(sh, t, std::move(lo), std::move(hi));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -420,114 +411,59 @@ class GroupNormBackwardRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const GnBwdArgs ga = gnBwdArgs(a);
     const GnLayout& l = ga.l;
-    const DType t0 = outDtypeOr(a, 0, ga.x->dtype());
+    const DType t0 = outDtypeOr(a, 0, ga.x->dtype()), t1 = outDtypeOr(a, 1, t0),
+                t2 = outDtypeOr(a, 2, t0);
     const Format c = accumulationFormat(ctx.precision, t0);
     const Format stat = statFormat(ctx, ga, c);
-    const IntervalDomain d{c}, ds{stat};
-    const double u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0),
-                 eta = smallestSubnormal(c), uS = std::fmax(u, statRoundoff(c, stat)),
-                 etaS = std::fmax(eta, smallestSubnormal(stat));
-    const std::int64_t m = l.m(), hw = l.spatial, dg = l.perGroup();
-    // Per (n, c): ds = Σ_hw dy·x and db = Σ_hw dy, in any order, possibly stored.
-    const std::int64_t nc = l.samples * l.channels;
-    std::vector<Interval> dsA(static_cast<std::size_t>(nc)), dbA(dsA.size());
-    ctx.backend.parallelFor(nc, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t q = begin; q < end; ++q) {
-        SumEnclosure sd{{0.0, 0.0}, 0.0}, sb{{0.0, 0.0}, 0.0};
-        for (std::int64_t k = 0; k < hw; ++k) {
-          const std::int64_t i = q * hw + k;
-          accumulate(sd, lossbound::mul(ga.dy->at(i), ga.x->at(i)));
-          accumulate(sb, ga.dy->at(i));
-        }
-        const double ed = dotErrorBound(hw, sd.absSumUp, u, eta);
-        const double eb = sumErrorBound(hw, sb.absSumUp, u);
-        dsA[static_cast<std::size_t>(q)] =
-            ds.round(Interval{sub_down(sd.sum.lo, ed), add_up(sd.sum.hi, ed)});
-        dbA[static_cast<std::size_t>(q)] =
-            ds.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)});
-      }
-    });
-    // dw_c = Σ_n fl(fl(ds − fl(db·μ))·r), db_c = Σ_n db, sums over n in any order.
-    std::vector<Interval> dw(static_cast<std::size_t>(l.channels)), db(dw.size());
-    for (std::int64_t ch = 0; ch < l.channels; ++ch) {
-      SumEnclosure sw{{0.0, 0.0}, 0.0}, sb{{0.0, 0.0}, 0.0};
-      const std::int64_t g = dg > 0 ? ch / dg : 0;
-      for (std::int64_t n = 0; n < l.samples; ++n) {
-        const auto q = static_cast<std::size_t>(n * l.channels + ch);
-        const std::int64_t r = n * l.groups + g;
-        accumulate(sw, ds.mul(ds.sub(dsA[q], ds.mul(dbA[q], ga.mean->at(r))), ga.rstd->at(r)));
-        accumulate(sb, dbA[q]);
-      }
-      const double ew = sumErrorBound(l.samples, sw.absSumUp, u);
-      const double eb = sumErrorBound(l.samples, sb.absSumUp, u);
-      dw[static_cast<std::size_t>(ch)] =
-          ds.round(Interval{sub_down(sw.sum.lo, ew), add_up(sw.sum.hi, ew)});
-      db[static_cast<std::size_t>(ch)] =
-          ds.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)});
+    kernels::GroupNormBackwardModel m;
+    m.compute = c;
+    m.stat = stat;
+    m.u = unitRoundoff(c) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0);
+    m.eta = smallestSubnormal(c);
+    m.uS = std::fmax(m.u, statRoundoff(c, stat));
+    m.etaS = std::fmax(m.eta, smallestSubnormal(stat));
+    m.samples = l.samples;
+    m.channels = l.channels;
+    m.spatial = l.spatial;
+    m.groups = l.groups;
+    m.inputStorage = storageOf(ctx, t0);
+    m.weightStorage = storageOf(ctx, t1);
+    m.biasStorage = storageOf(ctx, t2);
+    const std::size_t nx = static_cast<std::size_t>(ga.x->numel()),
+                      nch = static_cast<std::size_t>(l.channels);
+    std::vector<double> dxLo(nx), dxHi(nx), dwLo(nch), dwHi(nch), dbLo(nch), dbHi(nch);
+    auto span = [](const Tensor* t) -> kernels::ConstIntervalSpan {
+      return t ? kernels::ConstIntervalSpan{t->lo().data(), t->hi().data()}
+               : kernels::ConstIntervalSpan{};
+    };
+    const kernels::ConstIntervalSpan dy = span(ga.dy), x = span(ga.x), mean = span(ga.mean),
+                                     rstd = span(ga.rstd), w = span(ga.w);
+    const kernels::IntervalSpan dx{dxLo.data(), dxHi.data()}, dw{dwLo.data(), dwHi.data()},
+        db{dbLo.data(), dbHi.data()};
+    // The passes of core/kernels/group_norm_backward.h: offered to the backend (a device runs
+    // them where the tensors are), else here, the sums and the rows in parallel.
+    if (nx == 0 || nch == 0 ||
+        !ctx.backend.groupNormBackward(m, dy, x, mean, rstd, w, dx, dw, db)) {
+      const std::int64_t nc = l.samples * l.channels;
+      std::vector<double> scratch(static_cast<std::size_t>(kernels::groupNormBackwardScratch(m)));
+      const kernels::IntervalSpan ds{scratch.data(), scratch.data() + nc},
+          dbs{scratch.data() + 2 * nc, scratch.data() + 3 * nc};
+      const kernels::ConstIntervalSpan dsC{ds.lo, ds.hi}, dbC{dbs.lo, dbs.hi};
+      ctx.backend.parallelFor(nc, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t q = begin; q < end; ++q)
+          kernels::groupNormChannelSums(m, q, dy, x, ds, dbs);
+      });
+      for (std::int64_t ch = 0; ch < l.channels; ++ch)
+        kernels::groupNormWeightColumn(m, ch, dsC, dbC, mean, rstd, dw, db);
+      ctx.backend.parallelFor(l.rows(), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r)
+          kernels::groupNormBackwardRow(m, r, dy, x, mean, rstd, w, dsC, dbC, dx);
+      });
     }
-    // dx per row (n, g).
-    std::vector<Interval> dx(static_cast<std::size_t>(ga.x->numel()));
-    const Interval one{1.0, 1.0};
-    ctx.backend.parallelFor(l.rows(), [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t r = begin; r < end; ++r) {
-        if (m == 0) continue;
-        const std::int64_t n = r / l.groups, g = r % l.groups;
-        const Interval mu = ga.mean->at(r), rs = ga.rstd->at(r);
-        // ds_g, db_g: dot products of the computed ds/db with w (or sums), in any order.
-        SumEnclosure sd{{0.0, 0.0}, 0.0}, sb{{0.0, 0.0}, 0.0};
-        for (std::int64_t cg = 0; cg < dg; ++cg) {
-          const std::int64_t ch = g * dg + cg;
-          const auto q = static_cast<std::size_t>(n * l.channels + ch);
-          const Interval wc = ga.w ? ga.w->at(ch) : one;
-          accumulate(sd, lossbound::mul(dsA[q], wc));
-          accumulate(sb, lossbound::mul(dbA[q], wc));
-        }
-        const double ed =
-            ga.w ? dotErrorBound(dg, sd.absSumUp, u, eta) : sumErrorBound(dg, sd.absSumUp, u);
-        const double eb =
-            ga.w ? dotErrorBound(dg, sb.absSumUp, u, eta) : sumErrorBound(dg, sb.absSumUp, u);
-        const Interval dsG = ds.round(Interval{sub_down(sd.sum.lo, ed), add_up(sd.sum.hi, ed)});
-        const Interval dbG = ds.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)});
-        const Interval s = hull(ds.div(one, ds.lit(static_cast<double>(m))),
-                                scalarEnclosure(1.0 / static_cast<double>(m), stat));
-        const Interval q = hull(ds.sub(ds.mul(dbG, mu), dsG),
-                                ds.round(lossbound::sub(lossbound::mul(dbG, mu), dsG)));
-        const Interval c2 = ds.mul(ds.mul(ds.mul(ds.mul(q, rs), rs), rs), s);
-        const Interval tt = ds.mul(ds.mul(dbG, rs), s);
-        const double c2mu = mul_up(mag(c2), mag(mu));
-        const double c3mag =
-            mul_up(add_up(mul_up(c2mu, add_up(1.0, uS)), mag(tt)), add_up(1.0, uS));
-        if (!(c3mag <= largestFinite(stat))) {  // c3 may overflow where it is stored: ±inf
-          for (std::int64_t j = 0; j < m; ++j)
-            dx[static_cast<std::size_t>(r * m + j)] = entireInterval();
-          continue;
-        }
-        for (std::int64_t j = 0; j < m; ++j) {
-          const std::int64_t i = r * m + j;
-          const std::int64_t ch = l.channel(r, j);
-          const Interval c1 = ga.w ? ds.mul(rs, ga.w->at(ch)) : rs;
-          const Interval xi = ga.x->at(i);
-          const Interval p1 = lossbound::mul(c1, ga.dy->at(i));
-          const double m1 = mag(p1), m2 = mul_up(mag(c2), mag(xi));
-          double err = add_up(mul_up(u, m1), mul_up(u, m2));
-          err = add_up(err, mul_up(u, add_up(mul_up(add_up(m1, m2), add_up(1.0, u)), c3mag)));
-          err = add_up(err, add_up(mul_up(uS, c2mu),
-                                   mul_up(uS, add_up(mul_up(c2mu, add_up(1.0, uS)), mag(tt)))));
-          err = add_up(err, add_up(2.0 * eta, 2.0 * etaS));
-          const Interval core =
-              lossbound::sub(lossbound::add(p1, lossbound::mul(c2, lossbound::sub(xi, mu))), tt);
-          dx[static_cast<std::size_t>(i)] =
-              d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},
-                                     Interval{sub_down(1.0, u), add_up(1.0, u)}));
-        }
-      }
-    });
-    const Format s0 = storageOf(ctx, t0), s1 = storageOf(ctx, outDtypeOr(a, 1, t0)),
-                 s2 = storageOf(ctx, outDtypeOr(a, 2, t0));
     const Shape cs{l.channels};
-    std::vector<Tensor> out{intervalTensor(ga.x->shape(), t0, dx, s0),
-                            intervalTensor(cs, outDtypeOr(a, 1, t0), dw, s1),
-                            intervalTensor(cs, outDtypeOr(a, 2, t0), db, s2)};
+    std::vector<Tensor> out{Tensor::interval(ga.x->shape(), t0, std::move(dxLo), std::move(dxHi)),
+                            Tensor::interval(cs, t1, std::move(dwLo), std::move(dwHi)),
+                            Tensor::interval(cs, t2, std::move(dbLo), std::move(dbHi))};
     for (std::size_t k = 0; k < 3; ++k)
       if (!ga.mask[k]) out[k] = zerosLike(out[k], out[k].dtype()).toInterval();
     return out;

@@ -6,6 +6,7 @@
 #include "core/ir/program_parser.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/kernels/layer_norm_backward.h"
 #include "core/kernels/layer_norm_row.h"
@@ -63,6 +64,7 @@ enum class HookKind {
   NllLossBackward,
   MaxPool,
   MaxPoolBackward,
+  GroupNormBackward,
   RowSum,
   Softmax,
   SoftmaxBackward,
@@ -98,6 +100,7 @@ struct Call {
   kernels::LayerNormBackwardModel lnb;
   kernels::EmbeddingBackwardModel ebm;
   kernels::MaxPoolBackwardModel mpb;
+  kernels::GroupNormBackwardModel gnb;
   kernels::BatchNormBackwardModel bbm;
   kernels::BatchNormModel bnm;
   kernels::NllLossModel nll;
@@ -166,6 +169,13 @@ bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::Embeddin
 bool sameModel(const kernels::MaxPoolBackwardModel& a, const kernels::MaxPoolBackwardModel& b) {
   return a.storage == b.storage && a.outPlane == b.outPlane && a.inPlane == b.inPlane;
 }
+bool sameModel(const kernels::GroupNormBackwardModel& a, const kernels::GroupNormBackwardModel& b) {
+  return a.compute == b.compute && a.stat == b.stat && sameBits(a.u, b.u) &&
+         sameBits(a.eta, b.eta) && sameBits(a.uS, b.uS) && sameBits(a.etaS, b.etaS) &&
+         a.samples == b.samples && a.channels == b.channels && a.spatial == b.spatial &&
+         a.groups == b.groups && a.inputStorage == b.inputStorage &&
+         a.weightStorage == b.weightStorage && a.biasStorage == b.biasStorage;
+}
 bool sameModel(const kernels::LayerNormBackwardModel& a, const kernels::LayerNormBackwardModel& b) {
   return a.compute == b.compute && sameBits(a.u, b.u) && sameBits(a.eta, b.eta) &&
          a.inputStorage == b.inputStorage && a.weightStorage == b.weightStorage &&
@@ -207,12 +217,12 @@ bool samePlan(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
         !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.mpb, y.mpb) ||
-        !sameModel(x.bbm, y.bbm) || !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) ||
-        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
-        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
-        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
-        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
-        x.in.size() != y.in.size())
+        !sameModel(x.gnb, y.gnb) || !sameModel(x.bbm, y.bbm) || !sameModel(x.bnm, y.bnm) ||
+        !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
+        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
+        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
+        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
+        x.outPoint != y.outPoint || x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -418,6 +428,18 @@ class RecordingBackend final : public Backend {
     c.n = planes;
     c.in = {resolve(g, planes * model.outPlane), resolve(index, planes * model.outPlane)};
     return record(std::move(c), {{out, planes * model.inPlane}});
+  }
+  bool groupNormBackward(const kernels::GroupNormBackwardModel& model, ConstIntervalSpan dy,
+                         ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
+                         ConstIntervalSpan weight, IntervalSpan dx, IntervalSpan dw,
+                         IntervalSpan db) override {
+    Call c;
+    c.kind = HookKind::GroupNormBackward;
+    c.gnb = model;
+    const std::int64_t n = model.samples * model.channels * model.spatial;
+    c.in = {resolve(dy, n), resolve(x, n), resolve(mean, model.rows()), resolve(rstd, model.rows()),
+            resolve(weight, model.channels)};
+    return record(std::move(c), {{dx, n}, {dw, model.channels}, {db, model.channels}});
   }
   bool layerNormBackwardRows(const kernels::LayerNormBackwardModel& model, ConstIntervalSpan dy,
                              ConstIntervalSpan x, ConstIntervalSpan mean, ConstIntervalSpan rstd,
@@ -953,6 +975,10 @@ struct ResidentEvaluator::Impl {
         case HookKind::MaxPoolBackward:
           // An index out of range sets the flag, as for embedding.
           device.maxPoolBackward(c.mpb, in[0], in[1], c.n, out[0], flag);
+          break;
+        case HookKind::GroupNormBackward:
+          device.groupNormBackward(c.gnb, in[0], in[1], in[2], in[3], in[4], out[0], out[1],
+                                   out[2]);
           break;
         case HookKind::LayerNormBackward:
           device.layerNormBackwardRows(c.lnb, in[0], in[1], in[2], in[3], in[4], out[0], out[1],

@@ -364,6 +364,18 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.native_group_norm.default",
        {ref("I4"), ref("C4"), lossbound::IrValue{}, integer(2), integer(4), integer(25), integer(1),
         number(1e-5)}},
+      // Group-norm backward (dy, x I4, mean and rstd per (sample, group), weight, N, C, HxW,
+      // group, mask): ds/db per (sample, channel), then weight columns and input rows; with and
+      // without a weight, one sample of 4 one-channel groups, grad_weight masked off.
+      {"aten.native_group_norm_backward.default",
+       {ref("I4"), ref("I4"), ref("C4"), ref("P4"), ref("D4"), integer(2), integer(4), integer(25),
+        integer(2), boolList({true, true, true})}},
+      {"aten.native_group_norm_backward.default",
+       {ref("I4"), ref("I4"), ref("C4"), ref("P4"), lossbound::IrValue{}, integer(2), integer(4),
+        integer(25), integer(2), boolList({true, true, true})}},
+      {"aten.native_group_norm_backward.default",
+       {ref("I4"), ref("I4"), ref("D4"), ref("P4"), ref("C4"), integer(1), integer(4), integer(50),
+        integer(4), boolList({true, false, true})}},
   };
   std::mt19937_64 rng(20261123);
   const lossbound::PrecisionModel precision;

@@ -201,6 +201,7 @@ class TestResidentReplay : public QObject {
   void convolutionAndBatchNormRunOnTheDevice();
   void embeddingIndexOutOfRangeIsReported();
   void maxPoolRunsOnTheDevice();
+  void groupNormBackwardRunsOnTheDevice();
   void lossTargetOutOfRangeIsReported();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
@@ -973,6 +974,71 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
     }
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::groupNormBackwardRunsOnTheDevice() {
+  // native_group_norm and its backward (2 samples, 4 channels in 2 groups, 3 elements each): the
+  // backward's three passes (per-channel sums, weight columns, input rows) run on the device with
+  // a counted scratch; every output has the CPU's bits, with and without the weight, and a later
+  // replay copies in the inputs and copies out the outputs only.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [2, 4, 3], "dtype": "float32"},
+             {"name": "param:w", "shape": [4], "dtype": "float32"},
+             {"name": "param:b", "shape": [4], "dtype": "float32"}],
+  "nodes": [
+    {"name": "gn", "op": "aten.native_group_norm.default",
+     "args": [{"ref": "batch:x"}, {"ref": "param:w"}, {"ref": "param:b"}, 2, 4, 3, 2, 1e-05],
+     "kwargs": {}, "outputs": [{"shape": [2, 4, 3], "dtype": "float32"},
+                               {"shape": [2, 2], "dtype": "float32"},
+                               {"shape": [2, 2], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "gn", "index": 0}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "gb", "op": "aten.native_group_norm_backward.default",
+     "args": [{"ref": "gn", "index": 0}, {"ref": "batch:x"}, {"ref": "gn", "index": 1},
+              {"ref": "gn", "index": 2}, {"ref": "param:w"}, 2, 4, 3, 2, [true, true, true]],
+     "kwargs": {}, "outputs": [{"shape": [2, 4, 3], "dtype": "float32"},
+                               {"shape": [4], "dtype": "float32"},
+                               {"shape": [4], "dtype": "float32"}]},
+    {"name": "gn2", "op": "aten.native_group_norm_backward.default",
+     "args": [{"ref": "gn", "index": 0}, {"ref": "batch:x"}, {"ref": "gn", "index": 1},
+              {"ref": "gn", "index": 2}, null, 2, 4, 3, 2, [true, true, true]],
+     "kwargs": {}, "outputs": [{"shape": [2, 4, 3], "dtype": "float32"},
+                               {"shape": [4], "dtype": "float32"},
+                               {"shape": [4], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}},
+              {"name": "dx", "ref": {"ref": "gb", "index": 0}},
+              {"name": "dw", "ref": {"ref": "gb", "index": 1}},
+              {"name": "db", "ref": {"ref": "gb", "index": 2}},
+              {"name": "dxNoWeight", "ref": {"ref": "gn2", "index": 0}}]})",
+      "groupnorm");
+  std::vector<double> x(24);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.375 * static_cast<double>((i * 5) % 7) - 1.0 + 0x1p-20 * static_cast<double>(i);
+  const TensorMap in{{"batch:x", Tensor::point({2, 4, 3}, DType::Float32, x)},
+                     {"param:w", Tensor::point({4}, DType::Float32, {0.5, -1.25, 2.0, 0.75})},
+                     {"param:b", Tensor::point({4}, DType::Float32, {0.0, 0.125, -0.5, 1.0})}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = allOutputs(p);
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (int replay = 0; replay < 2; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+      QCOMPARE(r.stats.nodesOnDevice, std::size_t{4});
+      checkBounded(r.stats, 3, 5, "group norm");
+      // x, w and b in (points); five interval outputs out; the flag both ways.
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{3 + 10 + 2});
+    }
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+  QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
 }
 
 void TestResidentReplay::lossTargetOutOfRangeIsReported() {
