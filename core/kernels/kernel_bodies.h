@@ -15,6 +15,7 @@
 #include "core/interval/precision.h"
 #include "core/interval/rounding.h"
 #include "core/kernels/kernel_types.h"
+#include "core/kernels/piecewise_activation.h"
 
 namespace lossbound::kernels {
 
@@ -62,8 +63,19 @@ LB_HD inline Interval scalarEnclosure(double s, Format f) {
 /// rounded outward to c, which encloses the correctly rounded result in c (the CPU activation
 /// rules' ops::nn::IntervalDomain, core/ops/nn_support.h, operation for operation).
 struct ComputeDomain {
+  using V = Interval;
   Format c;
   LB_HD Interval round(Interval x) const { return roundOutward(x, c); }
+  /// max, min: exact selections; gt, ge: the outcomes some pair of values can give; select: the
+  /// branch a sure outcome picks, the hull of both otherwise (IntervalDomain's).
+  LB_HD Interval max(Interval a, Interval b) const { return lossbound::max(a, b); }
+  LB_HD Interval min(Interval a, Interval b) const { return lossbound::min(a, b); }
+  LB_HD Tri gt(Interval a, Interval b) const { return {a.hi > b.lo, !(a.lo > b.hi)}; }
+  LB_HD Tri ge(Interval a, Interval b) const { return {a.hi >= b.lo, !(a.lo >= b.hi)}; }
+  LB_HD Interval select(Tri t, Interval a, Interval b) const {
+    if (t.canTrue && t.canFalse) return hull(a, b);
+    return t.canTrue ? a : b;
+  }
   LB_HD Interval lit(double v) const { return round(point(v)); }
   LB_HD Interval add(Interval a, Interval b) const { return round(lossbound::add(a, b)); }
   LB_HD Interval sub(Interval a, Interval b) const { return round(lossbound::sub(a, b)); }
@@ -140,6 +152,8 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
     case UnaryOp::PowScalar:
+    case UnaryOp::Hardswish:
+    case UnaryOp::Hardsigmoid:
       break;  // composed in the compute format, or reading the model: unaryBody only
   }
   return entireInterval();
@@ -162,7 +176,7 @@ LB_HD inline Interval binaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Max:
       return lossbound::max(x, y);
     default:
-      break;  // the comparisons: compareBody; GeluBackward: geluBackwardBody
+      break;  // the comparisons: compareBody; the activations' backward ops: binaryBody
   }
   return entireInterval();
 }
@@ -200,7 +214,8 @@ LB_HD inline Interval compareBody(BinaryOp op, Interval x, Interval y) {
 /// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1], gelu = (x·½)·(1 + erf(x·√½))
 /// with every step in the compute format (model.ulps are erf's), silu = the hull of x / (1 +
 /// exp(0 − x)) and x·(1 / (1 + exp(0 − x))) with every step in the compute format (model.ulps are
-/// exp's; the activation rule of core/ops/activation_ops.cpp); the others are the exact
+/// exp's; the activation rule of core/ops/activation_ops.cpp), hardswish and hardsigmoid = the
+/// hull of their variants (core/kernels/piecewise_activation.h); the others are the exact
 /// extension through storeResult (model.ulps are the function's own).
 LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
   const ComputeDomain d{model.compute};
@@ -226,6 +241,14 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
     }
     case UnaryOp::PowScalar:  // model.ulps: the libm pow's, 0 where PyTorch rounds once
       return storeResult(powScalarExact(x, model.exponent), model);
+    case UnaryOp::Hardswish:
+    case UnaryOp::Hardsigmoid: {  // the hull of the CPU and CUDA variants (the activation rule)
+      const bool swish = op == UnaryOp::Hardswish;
+      Interval r = swish ? hardswishF(d, x, 0) : hardsigmoidF(d, x, 0);
+      for (int v = 1; v < kPiecewiseVariants; ++v)
+        r = hull(r, swish ? hardswishF(d, x, v) : hardsigmoidF(d, x, v));
+      return roundOutward(r, model.storage);
+    }
     default:
       return storeResult(unaryExact(op, x), model);
   }
@@ -252,6 +275,15 @@ LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
                                  const ElementwiseModel& model) {
   if (isComparison(op)) return compareBody(op, x, y);  // exact: no storage rounding
   if (op == BinaryOp::GeluBackward) return geluBackwardBody(x, y, model);
+  if (op == BinaryOp::HardswishBackward || op == BinaryOp::HardsigmoidBackward) {
+    // (grad, self): the hull of the variants (the activation rule's), stored.
+    const ComputeDomain d{model.compute};
+    const bool swish = op == BinaryOp::HardswishBackward;
+    Interval r = swish ? hardswishBackwardF(d, x, y, 0) : hardsigmoidBackwardF(d, x, y, 0);
+    for (int v = 1; v < kPiecewiseVariants; ++v)
+      r = hull(r, swish ? hardswishBackwardF(d, x, y, v) : hardsigmoidBackwardF(d, x, y, v));
+    return roundOutward(r, model.storage);
+  }
   const Interval r = storeResult(binaryExact(op, x, y), model);
   if (op != BinaryOp::DivRecip) return r;
   // x · RN_c(1/y), stored: the hull with the true quotient covers both ways of dividing (the

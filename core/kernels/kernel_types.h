@@ -29,11 +29,13 @@ enum class UnaryOp : int {
   GeluErf,  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
   Sin,
   Cos,
-  Silu,      ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
-  PowScalar  ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
+  Silu,        ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
+  PowScalar,   ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
+  Hardswish,   ///< x·min(max(x + 3, 0), 6)/6 or ·RN32(1/6) (core/kernels/piecewise_activation.h)
+  Hardsigmoid  ///< min(max(x + 3, 0), 6)/6 or ·RN32(1/6)
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 19;
+inline constexpr int kUnaryOpCount = 21;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
@@ -53,16 +55,25 @@ enum class BinaryOp : int {
   Gt,
   Le,
   Ge,
-  GeluBackward
+  GeluBackward,
+  HardswishBackward,   ///< (grad, self): core/kernels/piecewise_activation.h
+  HardsigmoidBackward  ///< (grad, self)
 };
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 14;
+inline constexpr int kBinaryOpCount = 16;
 
 /// True for the comparisons Eq … Ge.
 LB_HD constexpr bool isComparison(BinaryOp op) {
   return static_cast<int>(op) >= static_cast<int>(BinaryOp::Eq) &&
          static_cast<int>(op) <= static_cast<int>(BinaryOp::Ge);
 }
+
+/// A comparison in the interval domain: which outcomes some pair of values in the operands'
+/// enclosures can give.
+struct Tri {
+  bool canTrue;
+  bool canFalse;
+};
 
 /// How the candidate computes one elementwise op: the format it computes in (PyTorch's opmath:
 /// fp32 for bf16/fp16/fp32 storage), the format it stores the result in, and the extra error of

@@ -12,6 +12,9 @@
 // and, for a binary (backward) formula z = f(grad, x), also
 //   static constexpr std::size_t kGradArg, kXArg;      positions of grad and x in the node
 //   template <class D> static typename D::V eval(const D&, const Params&, V g, V x, int variant);
+// and, optionally, kKernel: the kernels::UnaryOp / BinaryOp whose body is the same formula
+// (the hull of every variant in kernels::ComputeDomain), to which the interval rule offers its
+// elements (core/ops/kernel_offload.h).
 //
 // Domains: point = variant 0 in binary64; interval = hull of every variant in the IntervalDomain
 // of the opmath format c (fp32 for fp32/bf16/fp16 storage, fp64 for fp64), rounded outward to the
@@ -33,6 +36,7 @@
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 
 #include <cmath>
@@ -89,6 +93,9 @@ class UnaryActivationRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
+    if constexpr (requires { F::kKernel; }) {  // a kernel body of the same formula
+      if (auto r = offerUnary(ctx.backend, F::kKernel, {d.c, s, 0}, x, t)) return {std::move(*r)};
+    }
     return {mapInterval(x, t, [&](Interval v) { return enclose(d, p, v, s); })};
   }
 
@@ -175,6 +182,11 @@ class BinaryActivationRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
+    if constexpr (requires { F::kKernel; }) {  // a kernel body of the same formula
+      const Shape shape = broadcastAll(a, {grad(a).shape(), self(a).shape()});
+      if (auto r = offerBinary(ctx.backend, F::kKernel, {d.c, s, 0}, grad(a), self(a), shape, t))
+        return {std::move(*r)};
+    }
     return {mapInterval2(a, grad(a), self(a), t,
                          [&](Interval g, Interval v) { return enclose(d, p, g, v, s); })};
   }

@@ -5,8 +5,9 @@
 // input's *row-major elements*, not its storage. The recorder checks that the traced input is
 // row-major dense wherever the view can tell and rewrites storage_offset relative to the input.
 // aten.as_strided(x, size, stride, storage_offset) / aten.as_strided_copy: the exact gather
-// out[i] = x.flat[offset + Σ_k i_k·stride_k]; every domain copies the endpoints, the local error
-// is zero, the vjp adds the gradient back at the positions read (repeated positions accumulate).
+// out[i] = x.flat[offset + Σ_k i_k·stride_k]; every domain copies the endpoints (the interval
+// rule through the backend's gather hook when it offers one), the local error is zero, the vjp
+// adds the gradient back at the positions read (repeated positions accumulate).
 // aten.as_strided_scatter(base, src, size, stride, storage_offset): a copy of base whose
 // positions offset + Σ_k i_k·stride_k take src[i]. Exact writes; a position written more than
 // once holds any one of its candidates (torch's copy_ into an overlapping view leaves the winner
@@ -75,7 +76,9 @@ class AsStridedRule final : public OpRule {
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
-    return apply(a, ctx);
+    // A gather through a map made from shapes and IR arguments: a device keeps it resident.
+    const Tensor& x = a.tensor(0);
+    return {gatherVia(ctx.backend, x, viewMap(a, x.shape(), 1), a.outSpec().dtype)};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

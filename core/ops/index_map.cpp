@@ -1,6 +1,8 @@
 // Index maps of value-moving ops and the argument readers they share (index_map.h).
 #include "core/ops/index_map.h"
 
+#include "core/ops/kernel_offload.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -40,6 +42,12 @@ Tensor applyIndexMap(const Tensor& x, const IndexMap& m, DType dtype, Interval f
   for (std::size_t i = 0; i < hi.size(); ++i)
     if (m.offsets[i] >= 0) hi[i] = x.hi()[static_cast<std::size_t>(m.offsets[i])];
   return Tensor::interval(m.shape, dtype, std::move(lo), std::move(hi));
+}
+
+Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype) {
+  if (auto r = offerGather(backend, x, m.offsets, m.shape, dtype, Interval{0.0, 0.0}))
+    return std::move(*r);
+  return applyIndexMap(x, m, dtype);
 }
 
 Tensor scatterAddThrough(const Tensor& grad, const IndexMap& m, const Shape& in, DType dtype) {

@@ -22,6 +22,8 @@
 #include "core/interval/elementary.h"
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
+#include "core/kernels/kernel_bodies.h"
+#include "core/kernels/kernel_types.h"
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/op_rule.h"
@@ -92,12 +94,8 @@ inline double libm(Fn f, double x) {
   return x;
 }
 
-/// A comparison in the interval domain: which outcomes some pair of values in the operands'
-/// enclosures can give.
-struct Tri {
-  bool canTrue;
-  bool canFalse;
-};
+/// A comparison in the interval domain (kernels::Tri: the device domain gives the same).
+using Tri = kernels::Tri;
 
 /// Binary64 point evaluation.
 struct PointDomain {
@@ -118,16 +116,10 @@ struct PointDomain {
   V select(bool c, V a, V b) const { return c ? a : b; }
 };
 
-/// Enclosure of every execution in compute format c (see the file comment).
-struct IntervalDomain {
-  using V = Interval;
-  Format c;
-  V round(V x) const { return roundOutward(x, c); }
-  V add(V a, V b) const { return round(lossbound::add(a, b)); }
-  V sub(V a, V b) const { return round(lossbound::sub(a, b)); }
-  V mul(V a, V b) const { return round(lossbound::mul(a, b)); }
-  V div(V a, V b) const { return round(lossbound::div(a, b)); }
-  V sqr(V a) const { return round(lossbound::sqr(a)); }
+/// Enclosure of every execution in compute format c (see the file comment): the device's
+/// kernels::ComputeDomain (the same bits for + − × ÷, min, max, comparisons and selections), with
+/// the libm functions and constants of the host rules.
+struct IntervalDomain : kernels::ComputeDomain {
   V fn(Fn f, V a) const {
     Interval e;
     switch (f) {
@@ -158,15 +150,6 @@ struct IntervalDomain {
     return round(e);
   }
   V k(const Const& x) const { return round(hull(x.exact, point(x.value))); }
-  V lit(double v) const { return round(point(v)); }
-  V max(V a, V b) const { return lossbound::max(a, b); }
-  V min(V a, V b) const { return lossbound::min(a, b); }
-  Tri gt(V a, V b) const { return {a.hi > b.lo, !(a.lo > b.hi)}; }
-  Tri ge(V a, V b) const { return {a.hi >= b.lo, !(a.lo >= b.hi)}; }
-  V select(Tri c, V a, V b) const {
-    if (c.canTrue && c.canFalse) return hull(a, b);
-    return c.canTrue ? a : b;
-  }
 };
 
 /// One random execution in compute format c.

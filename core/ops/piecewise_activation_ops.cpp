@@ -33,6 +33,7 @@
 // hardsigmoid_backward / leaky_relu_backward / elu_backward at theirs. The vjp follows the branch
 // of the point value, as PyTorch's backward ops do at the breakpoint itself (hardswish'(−3) = −1/2,
 // hardswish'(3) = 3/2, hardsigmoid'(±3) = 0, leaky_relu'(0) = s, elu'(0) = σ·α·λ).
+#include "core/kernels/piecewise_activation.h"
 #include "core/ops/activation_rule.h"
 #include "core/ops/families.h"
 #include "core/ops/registry.h"
@@ -47,79 +48,62 @@ namespace {
 using namespace ops;
 using namespace ops::nn;
 
-/// RN_fp32(1/6): the `one_sixth(1.0f / 6.0f)` constant of the CUDA kernels.
-constexpr double kOneSixthF32 = static_cast<double>(1.0f / 6.0f);
-
 struct NoParams {};
 
 // ---------------------------------------------------------------------------------------------
-// hardswish, hardsigmoid
+// hardswish, hardsigmoid and their backward ops: the formulas of core/kernels/
+// piecewise_activation.h, which the device's kernel bodies share (kKernel: offered to the
+// backend's elementwise hooks).
 
 struct Hardswish {
   using Params = NoParams;
+  static constexpr kernels::UnaryOp kKernel = kernels::UnaryOp::Hardswish;
   static Params params(const OpArgs&) { return {}; }
-  static int variants(const Params&) { return 2; }
+  static int variants(const Params&) { return kernels::kPiecewiseVariants; }
   static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
   template <class D>
   static typename D::V eval(const D& d, const Params&, typename D::V x, int variant) {
-    const auto three = d.lit(3.0), six = d.lit(6.0), zero = d.lit(0.0);
-    // The kernels' m = min(max(RN(x + 3), 0), 6), with the branch chosen on x itself so that AD
-    // differentiates the branch of the exact x (RN(x + 3) can tie with 6 for x just above 3; the
-    // value is the same either way): slopes −1/2 at −3 and 3/2 at 3, as hardswish_backward's.
-    const auto mid = d.min(d.max(d.add(x, three), zero), six);
-    const auto m = d.select(d.gt(x, three), six, d.select(d.gt(d.lit(-3.0), x), zero, mid));
-    const auto xm = d.mul(x, m);
-    return variant == 0 ? d.div(xm, six) : d.mul(xm, d.lit(kOneSixthF32));
+    return kernels::hardswishF(d, x, variant);
   }
 };
 
 struct Hardsigmoid {
   using Params = NoParams;
+  static constexpr kernels::UnaryOp kKernel = kernels::UnaryOp::Hardsigmoid;
   static Params params(const OpArgs&) { return {}; }
-  static int variants(const Params&) { return 2; }
+  static int variants(const Params&) { return kernels::kPiecewiseVariants; }
   static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
   template <class D>
   static typename D::V eval(const D& d, const Params&, typename D::V x, int variant) {
-    const auto six = d.lit(6.0), zero = d.lit(0.0);
-    // As hardswish, but the constant branches include ±3: hardsigmoid_backward is 0 there.
-    const auto mid = d.min(d.max(d.add(x, d.lit(3.0)), zero), six);
-    const auto m = d.select(d.ge(x, d.lit(3.0)), six, d.select(d.ge(d.lit(-3.0), x), zero, mid));
-    return variant == 0 ? d.div(m, six) : d.mul(m, d.lit(kOneSixthF32));
+    return kernels::hardsigmoidF(d, x, variant);
   }
 };
 
 struct HardswishBackward {
   using Params = NoParams;
   static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static constexpr kernels::BinaryOp kKernel = kernels::BinaryOp::HardswishBackward;
   static Params params(const OpArgs&) { return {}; }
-  static int variants(const Params&) { return 2; }
+  static int variants(const Params&) { return kernels::kPiecewiseVariants; }
   static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
   template <class D>
   static typename D::V eval(const D& d, const Params&, typename D::V g, typename D::V x,
                             int variant) {
-    const auto three = d.lit(3.0), negThree = d.lit(-3.0);
-    // The middle branch on x clamped to [−3, 3] (identity there; keeps intervals tight).
-    const auto xc = d.min(d.max(x, negThree), three);
-    const auto mid = d.mul(g, d.add(d.div(xc, three), d.lit(0.5)));
-    // variant 0: scalar CPU path and CUDA (x <= 3 is the middle); 1: CPU vectorized (x >= 3 → g).
-    const auto upper = variant == 0 ? d.gt(x, three) : d.ge(x, three);
-    return d.select(d.gt(negThree, x), d.lit(0.0), d.select(upper, g, mid));
+    return kernels::hardswishBackwardF(d, g, x, variant);
   }
 };
 
 struct HardsigmoidBackward {
   using Params = NoParams;
   static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static constexpr kernels::BinaryOp kKernel = kernels::BinaryOp::HardsigmoidBackward;
   static Params params(const OpArgs&) { return {}; }
-  static int variants(const Params&) { return 2; }
+  static int variants(const Params&) { return kernels::kPiecewiseVariants; }
   static std::vector<double> kinks(const Params&) { return {-3.0, 3.0}; }
   template <class D>
   static typename D::V eval(const D& d, const Params&, typename D::V g, typename D::V x,
                             int variant) {
-    // variant 0: g/6 (the exact slope, the point reference); 1: g·RN32(1/6) (CPU and CUDA).
-    const auto mid = variant == 0 ? d.div(g, d.lit(6.0)) : d.mul(g, d.lit(kOneSixthF32));
-    const auto zero = d.lit(0.0);
-    return d.select(d.gt(x, d.lit(-3.0)), d.select(d.gt(d.lit(3.0), x), mid, zero), zero);
+    return kernels::hardsigmoidBackwardF(d, g, x, variant);
   }
 };
 

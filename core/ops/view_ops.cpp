@@ -36,15 +36,6 @@ using namespace ops;
 
 using Gather = IndexMap;
 
-/// Returns x gathered through m, by the backend's gather hook when it offers one (device-resident
-/// replays keep views on the device; the map depends on shapes and IR arguments only), else on
-/// the host: the same values either way.
-Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype) {
-  if (auto r = offerGather(backend, x, m.offsets, m.shape, dtype, Interval{0.0, 0.0}))
-    return std::move(*r);
-  return applyIndexMap(x, m, dtype);
-}
-
 /// Resolves a view size list with at most one -1 against numel n.
 Shape inferSize(const OpArgs& a, std::vector<std::int64_t> size, std::int64_t n) {
   std::int64_t known = 1;

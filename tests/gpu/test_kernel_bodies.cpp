@@ -72,15 +72,30 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {"neg",   "abs", "sqr",   "sqrt", "rsqrt", "reciprocal", "exp",
-                                "expm1", "log", "log1p", "tanh", "erf",   "sigmoid",    "relu",
-                                "gelu",  "sin", "cos",   "silu", "pow"};
+  static const char* names[] = {
+      "neg",   "abs", "sqr",   "sqrt", "rsqrt", "reciprocal", "exp",
+      "expm1", "log", "log1p", "tanh", "erf",   "sigmoid",    "relu",
+      "gelu",  "sin", "cos",   "silu", "pow",   "hardswish",  "hardsigmoid"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
 const char* binaryName(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "min", "max", "div_recip",
-                                "eq",  "ne",  "lt",  "gt",  "le",  "ge",  "gelu_backward"};
+  static const char* names[] = {"add",
+                                "sub",
+                                "mul",
+                                "div",
+                                "min",
+                                "max",
+                                "div_recip",
+                                "eq",
+                                "ne",
+                                "lt",
+                                "gt",
+                                "le",
+                                "ge",
+                                "gelu_backward",
+                                "hardswish_backward",
+                                "hardsigmoid_backward"};
   static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -126,6 +141,8 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return pow(x, 3);
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
+    case UnaryOp::Hardswish:
+    case UnaryOp::Hardsigmoid:
       break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
@@ -188,6 +205,8 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::Ge:
       return cpuCompare(op, x, y);
     case BinaryOp::GeluBackward:
+    case BinaryOp::HardswishBackward:
+    case BinaryOp::HardsigmoidBackward:
       break;  // composed in the compute format (cpuBinary)
   }
   return entireInterval();
@@ -255,6 +274,17 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     return lossbound::roundOutward(
         d.mul(d.mul(x, half), d.add(one, d.fn(ops::nn::Fn::Erf, d.mul(x, d.k(sqrtHalf))))), store);
   }
+  if (op == UnaryOp::Hardswish || op == UnaryOp::Hardsigmoid) {
+    // The formula is shared with the rule (core/kernels/piecewise_activation.h), here in the
+    // host's IntervalDomain: this checks the device domain's primitives; the formula itself is
+    // checked against the randomized executor (tests/core/ops/test_piecewise_activation_ops).
+    const bool swish = op == UnaryOp::Hardswish;
+    auto f = [&](int v) {
+      return swish ? lossbound::kernels::hardswishF(d, x, v)
+                   : lossbound::kernels::hardsigmoidF(d, x, v);
+    };
+    return lossbound::roundOutward(lossbound::hull(f(0), f(1)), store);
+  }
   const Interval exact = cpuUnaryExact(op, x);
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
@@ -282,6 +312,16 @@ Interval cpuBinary(BinaryOp op, Interval x, Interval y, Format compute, Format s
     const Interval cdf = d.mul(half, d.add(one, d.fn(ops::nn::Fn::Erf, d.mul(y, d.k(sqrtHalf)))));
     const Interval pdf = d.mul(d.k(beta), d.fn(ops::nn::Fn::Exp, d.mul(d.sqr(y), d.lit(-0.5))));
     return lossbound::roundOutward(d.mul(x, d.add(cdf, d.mul(y, pdf))), store);
+  }
+  if (op == BinaryOp::HardswishBackward || op == BinaryOp::HardsigmoidBackward) {
+    // Shared formula in the host's IntervalDomain, as for hardswish in cpuUnary.
+    const ops::nn::IntervalDomain d{compute};
+    const bool swish = op == BinaryOp::HardswishBackward;
+    auto f = [&](int v) {
+      return swish ? lossbound::kernels::hardswishBackwardF(d, x, y, v)
+                   : lossbound::kernels::hardsigmoidBackwardF(d, x, y, v);
+    };
+    return lossbound::roundOutward(lossbound::hull(f(0), f(1)), store);
   }
   Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
   if (op == BinaryOp::DivRecip)  // or x times the reciprocal rounded to the compute format
@@ -647,23 +687,26 @@ void TestKernelBodies::sumBodiesMatchCpuHelpers() {
 
 void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   // Float32 tensors: the CPU rules compute in fp32 opmath and store in fp32.
-  const std::map<std::string, UnaryOp> unaryOps = {{"aten.neg.default", UnaryOp::Neg},
-                                                   {"aten.abs.default", UnaryOp::Abs},
-                                                   {"aten.sqrt.default", UnaryOp::Sqrt},
-                                                   {"aten.rsqrt.default", UnaryOp::Rsqrt},
-                                                   {"aten.reciprocal.default", UnaryOp::Reciprocal},
-                                                   {"aten.exp.default", UnaryOp::Exp},
-                                                   {"aten.expm1.default", UnaryOp::Expm1},
-                                                   {"aten.log.default", UnaryOp::Log},
-                                                   {"aten.log1p.default", UnaryOp::Log1p},
-                                                   {"aten.tanh.default", UnaryOp::Tanh},
-                                                   {"aten.erf.default", UnaryOp::Erf},
-                                                   {"aten.sigmoid.default", UnaryOp::Sigmoid},
-                                                   {"aten.relu.default", UnaryOp::Relu},
-                                                   {"aten.gelu.default", UnaryOp::GeluErf},
-                                                   {"aten.sin.default", UnaryOp::Sin},
-                                                   {"aten.cos.default", UnaryOp::Cos},
-                                                   {"aten.silu.default", UnaryOp::Silu}};
+  const std::map<std::string, UnaryOp> unaryOps = {
+      {"aten.neg.default", UnaryOp::Neg},
+      {"aten.abs.default", UnaryOp::Abs},
+      {"aten.sqrt.default", UnaryOp::Sqrt},
+      {"aten.rsqrt.default", UnaryOp::Rsqrt},
+      {"aten.reciprocal.default", UnaryOp::Reciprocal},
+      {"aten.exp.default", UnaryOp::Exp},
+      {"aten.expm1.default", UnaryOp::Expm1},
+      {"aten.log.default", UnaryOp::Log},
+      {"aten.log1p.default", UnaryOp::Log1p},
+      {"aten.tanh.default", UnaryOp::Tanh},
+      {"aten.erf.default", UnaryOp::Erf},
+      {"aten.sigmoid.default", UnaryOp::Sigmoid},
+      {"aten.relu.default", UnaryOp::Relu},
+      {"aten.gelu.default", UnaryOp::GeluErf},
+      {"aten.sin.default", UnaryOp::Sin},
+      {"aten.cos.default", UnaryOp::Cos},
+      {"aten.silu.default", UnaryOp::Silu},
+      {"aten.hardswish.default", UnaryOp::Hardswish},
+      {"aten.hardsigmoid.default", UnaryOp::Hardsigmoid}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},
       {"aten.sub.Tensor", BinaryOp::Sub},
@@ -677,7 +720,9 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.gt.Tensor", BinaryOp::Gt},
       {"aten.le.Tensor", BinaryOp::Le},
       {"aten.ge.Tensor", BinaryOp::Ge},
-      {"aten.gelu_backward.default", BinaryOp::GeluBackward}};
+      {"aten.gelu_backward.default", BinaryOp::GeluBackward},
+      {"aten.hardswish_backward.default", BinaryOp::HardswishBackward},
+      {"aten.hardsigmoid_backward.default", BinaryOp::HardsigmoidBackward}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
   // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is

@@ -141,6 +141,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.silu.default", {ref("x")}},
       {"aten.sin.default", {ref("x")}},
       {"aten.cos.default", {ref("x")}},
+      {"aten.hardswish.default", {ref("x")}},  // the CPU and CUDA variants' hull
+      {"aten.hardsigmoid.default", {ref("x")}},
+      {"aten.hardswish_backward.default", {ref("x"), ref("y")}},
+      {"aten.hardsigmoid_backward.default", {ref("x"), ref("y")}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(2.0)}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}},  // libm pow, exponent in the model
       {"aten.pow.Tensor_Scalar", {ref("x"), number(1.0)}},  // rounded once (PyTorch: a copy)
@@ -276,6 +280,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.slice_backward.default",
        {ref("c"), intList({7, 33}), integer(1), integer(3), integer(4), integer(1)}},
       {"aten.select_backward.default", {ref("b"), intList({7, 33}), integer(0), integer(-1)}},
+      // A strided view (one gather through a map made from the IR arguments).
+      {"aten.as_strided.default", {ref("x"), intList({5, 3}), intList({1, 33}), integer(2)}},
       {"aten.mm.default", {ref("x"), ref("w")}},
       {"aten.addmm.default", {ref("v"), ref("x"), ref("w")}, false, true, 2},
       // Batched products: one offer for the whole batch (bmm, baddbmm with its bias gather, a
