@@ -165,6 +165,15 @@ __global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t 
                              std::int64_t cols, SumModel model, double* olo, double* ohi) {
   // Plain arrays: __shared__ variables must not have constructors (SumState has initialisers).
   __shared__ double pLo[kBlock], pHi[kBlock], pAbs[kBlock];
+  if (model.extremum != 0) {  // amax/amin: one thread folds the row in order (the host's bits)
+    for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+      if (threadIdx.x == 0) {
+        const Interval v = rowExtremum(xlo + row * cols, xhi + row * cols, cols, 1, model);
+        olo[row] = v.lo;
+        ohi[row] = v.hi;
+      }
+    return;
+  }
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     SumState acc;
     for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)

@@ -483,6 +483,20 @@ LB_HD inline Interval meanFinish(const SumState& s, double n, Format acc, Format
   return roundOutward(hull(q1, q2), store);
 }
 
+/// Encloses the maximum (model.extremum 1) or minimum (-1) of the n > 0 elements x[0], x[stride],
+/// ...: the elementwise interval max (min) folded from the first element in order (exact
+/// selections; the reduction rule, core/ops/reduction_ops.cpp), rounded outward to the storage
+/// unless the result is an integer (model.exact).
+LB_HD inline Interval rowExtremum(const double* lo, const double* hi, std::int64_t n,
+                                  std::int64_t stride, const SumModel& model) {
+  Interval r{lo[0], hi[0]};
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Interval e{lo[i * stride], hi[i * stride]};
+    r = model.extremum > 0 ? lossbound::max(r, e) : lossbound::min(r, e);
+  }
+  return model.exact ? r : roundOutward(r, model.storage);
+}
+
 /// Returns sumFinish or meanFinish of a row of n terms as `model` says; an integer sum (exact) is
 /// the directed-rounding sum itself (exact, hence the same in any order, below 2^53).
 LB_HD inline Interval rowFinish(const SumState& s, double n, const SumModel& model) {

@@ -95,6 +95,7 @@ struct SumModel {
   bool truncating = false;
   bool mean = false;   ///< divide by the count: a mean (kernels::meanFinish)
   bool exact = false;  ///< an integer sum: the enclosure of the exact sum, nothing rounds
+  int extremum = 0;    ///< 1: the row's maximum (amax), -1: its minimum (amin), 0: a sum
 };
 
 /// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for

@@ -103,10 +103,15 @@ class ReduceRule final : public OpRule {
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
     const auto rows = static_cast<std::int64_t>(l.outer.size());
-    if ((mKind == Kind::Sum || (mKind == Kind::Mean && !integral)) && n > 0 &&
+    const bool extremum = mKind == Kind::Amax || mKind == Kind::Amin;
+    const kernels::SumModel model{acc,
+                                  store,
+                                  ctx.precision.truncatingAccumulation,
+                                  mKind == Kind::Mean,
+                                  integral,
+                                  mKind == Kind::Amax ? 1 : (mKind == Kind::Amin ? -1 : 0)};
+    if ((mKind == Kind::Sum || extremum || (mKind == Kind::Mean && !integral)) && n > 0 &&
         ctx.backend.offersIntervalKernels()) {
-      const kernels::SumModel model{acc, store, ctx.precision.truncatingAccumulation,
-                                    mKind == Kind::Mean, integral};
       const Shape rs = reducedShape(x.shape(), ra.dims, ra.keepdim);
       if (rowsAreContiguous(l, n)) {
         if (auto r = offerRowSum(ctx.backend, model, x, rows, n, rs, t)) return {std::move(*r)};
@@ -125,12 +130,17 @@ class ReduceRule final : public OpRule {
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {
       Interval r;
-      if (mKind == Kind::Amax || mKind == Kind::Amin) {
+      if (extremum) {
         if (n == 0) a.fail("max/min of an empty dimension");
-        r = x.at(l.outer[i] + l.inner[0]);
-        for (std::int64_t off : l.inner)
-          r = mKind == Kind::Amax ? max(r, x.at(l.outer[i] + off)) : min(r, x.at(l.outer[i] + off));
-        r = integral ? r : roundOutward(r, store);
+        // The row's elements gathered in the order of l.inner (kernels::rowExtremum, which a
+        // device runs on the gathered rows).
+        std::vector<double> elo(static_cast<std::size_t>(n)), ehi(elo.size());
+        for (std::size_t k = 0; k < elo.size(); ++k) {
+          const Interval e = x.at(l.outer[i] + l.inner[k]);
+          elo[k] = e.lo;
+          ehi[k] = e.hi;
+        }
+        r = kernels::rowExtremum(elo.data(), ehi.data(), n, 1, model);
       } else {
         SumEnclosure s{{0.0, 0.0}, 0.0};
         for (std::int64_t off : l.inner) accumulate(s, sanitize(x.at(l.outer[i] + off)));

@@ -142,7 +142,8 @@ bool sameModel(const kernels::ElementwiseModel& a, const kernels::ElementwiseMod
 }
 bool sameModel(const kernels::SumModel& a, const kernels::SumModel& b) {
   return a.accumulation == b.accumulation && a.storage == b.storage &&
-         a.truncating == b.truncating && a.mean == b.mean && a.exact == b.exact;
+         a.truncating == b.truncating && a.mean == b.mean && a.exact == b.exact &&
+         a.extremum == b.extremum;
 }
 bool sameModel(const kernels::SoftmaxModel& a, const kernels::SoftmaxModel& b) {
   return a.c == b.c && a.s == b.s && sameBits(a.u, b.u) && sameBits(a.uAcc, b.uAcc) &&

@@ -182,6 +182,12 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.le.Scalar", {ref("x"), number(0.0)}},
       {"aten.eq.Tensor", {ref("b"), ref("x")}},
       {"aten.gt.Tensor", {ref("b"), ref("x")}, false, true, 2},
+      // amax/amin over trailing dims (rows folded in order, exact selections, stored), over the
+      // leading dim (gathered into rows first), and of an integer tensor (not rounded).
+      {"aten.amax.default", {ref("x"), intList({-1}), boolean(false)}},
+      {"aten.amin.default", {ref("x"), intList({1}), boolean(true)}},
+      {"aten.amax.default", {ref("x"), intList({0}), boolean(false)}, false, true, 2},
+      {"aten.amax.default", {ref("E"), intList({-1}), boolean(false)}, false, true, 1, true},
       // Integer sums (a token count): exact.
       {"aten.sum.default", {ref("E")}, false, true, 1, true},
       {"aten.sum.dim_IntList", {ref("M"), intList({-1})}, false, true, 1, true},

@@ -202,6 +202,7 @@ class TestResidentReplay : public QObject {
   void embeddingIndexOutOfRangeIsReported();
   void maxPoolRunsOnTheDevice();
   void groupNormBackwardRunsOnTheDevice();
+  void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
   void cancellingFreesTheDevice();
   void analysisIntervalRunsDeviceResident();
@@ -1039,6 +1040,46 @@ void TestResidentReplay::groupNormBackwardRunsOnTheDevice() {
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
   QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
+}
+
+void TestResidentReplay::extremaRunOnTheDevice() {
+  // amax over the last dim (contiguous rows) and amin over the first (gathered into rows): the
+  // row hook folds each row in order; the CPU's bits, no host node, inputs and outputs only.
+  const Program p = parseProgram(
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [3, 5], "dtype": "float32"}],
+  "nodes": [
+    {"name": "e", "op": "aten.exp.default", "args": [{"ref": "batch:x"}], "kwargs": {},
+     "outputs": [{"shape": [3, 5], "dtype": "float32"}]},
+    {"name": "mx", "op": "aten.amax.default", "args": [{"ref": "e"}, [-1], true], "kwargs": {},
+     "outputs": [{"shape": [3, 1], "dtype": "float32"}]},
+    {"name": "mn", "op": "aten.amin.default", "args": [{"ref": "e"}, [0]], "kwargs": {},
+     "outputs": [{"shape": [5], "dtype": "float32"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "mx"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "max", "ref": {"ref": "mx"}},
+              {"name": "min", "ref": {"ref": "mn"}}]})",
+      "extrema");
+  std::vector<double> x(15);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.5 * static_cast<double>((i * 4) % 7) - 1.5;
+  const TensorMap in{{"batch:x", Tensor::point({3, 5}, DType::Float32, x)}};
+  const auto cpu = createCpuBackend(1);
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = allOutputs(p);
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (int replay = 0; replay < 2; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{1 + 6 + 2});
+    }
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 void TestResidentReplay::lossTargetOutOfRangeIsReported() {
