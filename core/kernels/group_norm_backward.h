@@ -64,12 +64,8 @@ LB_HD inline void groupNormChannelSums(const GroupNormBackwardModel& m, std::int
   const double n = static_cast<double>(m.spatial);
   const double ed = dotErrorBound(n, sd.absSumUp, m.u, m.eta);
   const double eb = sumErrorBound(n, sb.absSumUp, m.u);
-  const Interval s = st.round(Interval{sub_down(sd.sum.lo, ed), add_up(sd.sum.hi, ed)});
-  const Interval b = st.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)});
-  ds.lo[q] = s.lo;
-  ds.hi[q] = s.hi;
-  db.lo[q] = b.lo;
-  db.hi[q] = b.hi;
+  store(ds, q, st.round(widenBy(sd.sum, ed)));
+  store(db, q, st.round(widenBy(sb.sum, eb)));
 }
 
 /// Pass 2, channel ch: gw[ch] = Σ_n fl(fl(ds − fl(db·μ))·r) and gb[ch] = Σ_n db in any order
@@ -93,14 +89,8 @@ LB_HD inline void groupNormWeightColumn(const GroupNormBackwardModel& m, std::in
   const double n = static_cast<double>(m.samples);
   const double ew = sumErrorBound(n, sw.absSumUp, m.u);
   const double eb = sumErrorBound(n, sb.absSumUp, m.u);
-  const Interval w = roundOutward(
-      st.round(Interval{sub_down(sw.sum.lo, ew), add_up(sw.sum.hi, ew)}), m.weightStorage);
-  const Interval b = roundOutward(
-      st.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)}), m.biasStorage);
-  gw.lo[ch] = w.lo;
-  gw.hi[ch] = w.hi;
-  gb.lo[ch] = b.lo;
-  gb.hi[ch] = b.hi;
+  store(gw, ch, roundOutward(st.round(widenBy(sw.sum, ew)), m.weightStorage));
+  store(gb, ch, roundOutward(st.round(widenBy(sb.sum, eb)), m.biasStorage));
 }
 
 /// Pass 3, row r = n·G + g: the group sums ds_g, db_g as dot products of the computed ds/db with
@@ -135,8 +125,8 @@ LB_HD inline void groupNormBackwardRow(const GroupNormBackwardModel& m, std::int
       weight.lo ? dotErrorBound(dgd, sd.absSumUp, u, m.eta) : sumErrorBound(dgd, sd.absSumUp, u);
   const double eb =
       weight.lo ? dotErrorBound(dgd, sb.absSumUp, u, m.eta) : sumErrorBound(dgd, sb.absSumUp, u);
-  const Interval dsG = ds.round(Interval{sub_down(sd.sum.lo, ed), add_up(sd.sum.hi, ed)});
-  const Interval dbG = ds.round(Interval{sub_down(sb.sum.lo, eb), add_up(sb.sum.hi, eb)});
+  const Interval dsG = ds.round(widenBy(sd.sum, ed));
+  const Interval dbG = ds.round(widenBy(sb.sum, eb));
   const double md = static_cast<double>(len);
   const Interval s = hull(ds.div(one, ds.lit(md)), scalarEnclosure(1.0 / md, m.stat));
   const Interval qq =
@@ -150,8 +140,7 @@ LB_HD inline void groupNormBackwardRow(const GroupNormBackwardModel& m, std::int
   if (!(c3mag <= largestFinite(m.stat))) {  // c3 may overflow where it is stored: ±inf
     const Interval e = roundOutward(entireInterval(), m.inputStorage);
     for (std::int64_t j = 0; j < len; ++j) {
-      dx.lo[o + j] = e.lo;
-      dx.hi[o + j] = e.hi;
+      store(dx, o + j, e);
     }
     return;
   }
@@ -170,11 +159,9 @@ LB_HD inline void groupNormBackwardRow(const GroupNormBackwardModel& m, std::int
     err = add_up(err, add_up(2.0 * m.eta, 2.0 * m.etaS));
     const Interval core =
         lossbound::sub(lossbound::add(p1, lossbound::mul(c2, lossbound::sub(xi, mu))), tt);
-    const Interval v = roundOutward(
-        d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)}, shrink)),
-        m.inputStorage);
-    dx.lo[i] = v.lo;
-    dx.hi[i] = v.hi;
+    const Interval v =
+        roundOutward(d.round(lossbound::mul(widenBy(core, err), shrink)), m.inputStorage);
+    store(dx, i, v);
   }
 }
 

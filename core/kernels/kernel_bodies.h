@@ -22,6 +22,16 @@ namespace lossbound::kernels {
 /// Returns x widened outward by `ulps` ulps of f in relative terms, exactly as the CPU rules'
 /// ops::widenUlps (core/ops/libm_model.cpp): [lo − (rel·|lo| + ulps·η_f), hi + (rel·|hi| +
 /// ulps·η_f)] with rel = 2·ulps·u_f·(1 + 2^-10) rounded up (ulp(y) <= 2u|y| + η for any y).
+/// Returns [x.lo − e, x.hi + e] rounded outward in binary64 (an enclosure widened by an error
+/// bound).
+LB_HD inline Interval widenBy(Interval x, double e) { return {sub_down(x.lo, e), add_up(x.hi, e)}; }
+
+/// Stores v as element i of out.
+LB_HD inline void store(IntervalSpan out, std::int64_t i, Interval v) {
+  out.lo[i] = v.lo;
+  out.hi[i] = v.hi;
+}
+
 LB_HD inline Interval widenUlps(Interval x, int ulps, Format f) {
   x = sanitize(x);
   if (isEmpty(x) || ulps <= 0) return x;
