@@ -211,12 +211,15 @@ int main(int argc, char** argv) {
   std::printf(
       "  nodes: %zu run, %zu device launches, %zu views, %zu constant, %zu host-fallback "
       "(%zu operand and %zu result values cross), %zu kept from the first replay (they read no "
-      "input), %zu views of host data on the host; peak device memory %.3f MiB; "
-      "%lld launches, %lld allocations, %lld frees\n",
+      "input), %zu views of host data on the host, %zu on the host after a non-finite operand in "
+      "an "
+      "earlier replay, %zu met one in this replay (rerun on the host: %s); peak device memory "
+      "%.3f MiB; %lld launches, %lld allocations, %lld frees\n",
       steady.result.nodesEvaluated, s.nodesOnDevice, s.nodesAliased, s.nodesConstant, s.nodesOnHost,
-      s.hostFallbackOperands, s.hostFallbackResults, s.nodesKept, s.nodesHostViews,
-      mib(s.device.peakBytes), static_cast<long long>(s.device.launches),
-      static_cast<long long>(s.device.allocations), static_cast<long long>(s.device.frees));
+      s.hostFallbackOperands, s.hostFallbackResults, s.nodesKept, s.nodesHostViews, s.nodesPinned,
+      s.nodesFlagged, s.rerunOnHost ? "yes" : "no", mib(s.device.peakBytes),
+      static_cast<long long>(s.device.launches), static_cast<long long>(s.device.allocations),
+      static_cast<long long>(s.device.frees));
   std::string hostOps;
   for (const auto& [op, n] : s.hostOps) hostOps += " " + op + "x" + std::to_string(n);
   std::printf("  host-fallback ops:%s\n", hostOps.c_str());

@@ -11,7 +11,8 @@
 // aten.as_strided_scatter(base, src, size, stride, storage_offset): a copy of base whose
 // positions offset + Σ_k i_k·stride_k take src[i]. Exact writes; a position written more than
 // once holds any one of its candidates (torch's copy_ into an overlapping view leaves the winner
-// unspecified), so the interval rule takes their hull (scatter_writes.h, Overwrite) and the
+// unspecified), so the interval rule takes their hull (scatter_writes.h, Overwrite; without such a
+// position, a gather of src over base through the backend's hook when it offers one) and the
 // first-order local error is the distance of the point value to that hull. vjp: base gets the
 // gradient with the written positions zeroed, src the gradient gathered at the position it writes
 // (for a multiply written position, the write the point value keeps).
@@ -20,6 +21,7 @@
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/index_map.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
@@ -115,8 +117,25 @@ class AsStridedScatterRule final : public OpRule {
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
-    return {scatterInterval(a.tensor(0), source(a), writes(a), ScatterMode::Overwrite, t,
-                            outFormat(a, ctx), isIntegral(t))};
+    const Tensor& base = a.tensor(0);
+    const Tensor& src = source(a);
+    const std::vector<ScatterWrite> w = writes(a);
+    // No position written twice (the geometry says so, not the values): a gather of src over
+    // base, which a device keeps resident. Offered when an operand is an interval, the form the
+    // host rule returns.
+    if (base.isInterval() || src.isInterval()) {
+      std::vector<std::int64_t> from(static_cast<std::size_t>(base.numel()), -1);
+      bool once = true;
+      for (const ScatterWrite& s : w) {
+        auto& f = from[static_cast<std::size_t>(s.target)];
+        once = once && f < 0;
+        f = s.source;
+      }
+      if (once)
+        if (auto r = offerGatherOver(ctx.backend, src, from, base, t)) return {std::move(*r)};
+    }
+    return {
+        scatterInterval(base, src, w, ScatterMode::Overwrite, t, outFormat(a, ctx), isIntegral(t))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

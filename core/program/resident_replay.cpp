@@ -768,6 +768,10 @@ struct ResidentEvaluator::Impl {
     std::vector<Value> values;
   };
   std::vector<std::optional<Kept>> kept;
+  /// Per node: it met an operand with a non-finite endpoint on the device in an earlier replay
+  /// (which then ran again on the host); later replays run it on the host, where the CPU rule
+  /// keeps ±inf exact, instead of evaluating the whole replay twice.
+  std::vector<char> pinned;
 
   // Per replay.
   std::unordered_map<std::string, std::size_t> slotOf;
@@ -1079,6 +1083,7 @@ ResidentEvaluator::ResidentEvaluator(const Program& program, Device& device, Bac
   mImpl->plans.resize(program.nodes.size());
   mImpl->planKeys.resize(program.nodes.size());
   mImpl->kept.resize(program.nodes.size());
+  mImpl->pinned.resize(program.nodes.size(), 0);
 }
 
 ResidentEvaluator::~ResidentEvaluator() = default;
@@ -1210,13 +1215,14 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     m.values[program.inputs.size() + k] = {std::move(v)};
   }
 
-  // The rerun flag (a non-finite operand, an index out of range): one double on the device,
-  // zeroed now and read once at the end.
+  // The rerun flags (a non-finite operand, an index out of range): one double per node on the
+  // device, zeroed now and read once at the end (one transfer each way).
+  const auto flagCount = static_cast<std::int64_t>(std::max<std::size_t>(program.nodes.size(), 1));
   std::shared_ptr<double> flag;
   try {
-    flag = deviceArray(m.device, 1);
-    const double zero = 0.0;
-    m.device.copyIn(flag.get(), &zero, 1);
+    flag = deviceArray(m.device, flagCount);
+    const std::vector<double> zeros(static_cast<std::size_t>(flagCount), 0.0);
+    m.device.copyIn(flag.get(), zeros.data(), flagCount);
     ++stats.controlTransfers;
   } catch (const DeviceOutOfMemory& e) {
     stats.messages.push_back(std::string(e.what()) + ": the whole replay ran on the host");
@@ -1268,9 +1274,14 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
           reason = "a view of host data (data movement stays with its data)";
           hostView = true;
         }
+        if (fits && m.pinned[i]) {
+          fits = false;
+          reason = "an operand with a non-finite endpoint in an earlier replay";
+          ++stats.nodesPinned;
+        }
         if (fits) {
           try {
-            onDevice = m.runOnDevice(i, plan, refs, flag.get());
+            onDevice = m.runOnDevice(i, plan, refs, flag.get() + i);
           } catch (const DeviceOutOfMemory& e) {
             ++stats.outOfMemoryNodes;
             reason = "out of device memory";
@@ -1355,19 +1366,28 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
   out.result.nodesEvaluated = total;
   out.result.nodesSkipped = program.nodes.size() - total;
   if (flag) {
-    double set = 0.0;
-    m.device.copyOut(&set, flag.get(), 1);
+    std::vector<double> set(static_cast<std::size_t>(flagCount), 0.0);
+    m.device.copyOut(set.data(), flag.get(), flagCount);
     ++stats.controlTransfers;
-    if (set != 0.0) {
+    bool badIndex = false;
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      if (set[i] == 0.0) continue;
       stats.rerunOnHost = true;
-      stats.messages.push_back(
-          set == kernels::kBadIndexFlag
-              ? "an embedding index was not a row of its table on the device: the replay was "
-                "evaluated again on the host"
-              : "a device-resident operand of an elementwise or sum kernel had a non-finite "
-                "endpoint, which the CPU rules keep exact on the host: the replay was evaluated "
-                "again on the host");
+      badIndex = badIndex || set[i] == kernels::kBadIndexFlag;
+      if (set[i] != kernels::kBadIndexFlag) {  // a bad index is an error: the host reports it
+        m.pinned[i] = 1;
+        ++stats.nodesFlagged;
+      }
     }
+    if (stats.rerunOnHost)
+      stats.messages.push_back(
+          badIndex ? "an index was not a row of its table (or inside its plane) on the device: "
+                     "the replay was evaluated again on the host"
+                   : "a device-resident operand of an elementwise or sum kernel had a non-finite "
+                     "endpoint, which the CPU rules keep exact on the host: the replay was "
+                     "evaluated again on the host, and the " +
+                         std::to_string(stats.nodesFlagged) +
+                         " nodes that met one run on the host in later replays");
   }
   m.device.synchronize();
   m.values.clear();

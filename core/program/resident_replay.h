@@ -63,6 +63,8 @@ struct ResidentStats {
   std::size_t hostFallbackResults = 0;   ///< result values of host-fallback nodes
   std::size_t outOfMemoryNodes = 0;      ///< nodes sent to the host because an allocation failed
   bool rerunOnHost = false;  ///< a device operand had a non-finite endpoint: host evaluation used
+  std::size_t nodesFlagged = 0;  ///< device nodes that met a non-finite operand in this replay
+  std::size_t nodesPinned = 0;   ///< nodes run on the host because they met one in an earlier one
   std::map<std::string, int> hostOps;              ///< op → number of host-fallback nodes
   std::map<std::string, std::string> hostReasons;  ///< op → why (its first node's plan)
   std::vector<std::string> messages;               ///< user-facing notes (out of memory, rerun)

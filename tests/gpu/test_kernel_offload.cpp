@@ -288,6 +288,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.select_backward.default", {ref("b"), intList({7, 33}), integer(0), integer(-1)}},
       // A strided view (one gather through a map made from the IR arguments).
       {"aten.as_strided.default", {ref("x"), intList({5, 3}), intList({1, 33}), integer(2)}},
+      // Writes through a strided view, no position twice: a gather of src over base.
+      {"aten.as_strided_scatter.default",
+       {ref("x"), ref("S53"), intList({5, 3}), intList({1, 33}), integer(2)}},
       {"aten.mm.default", {ref("x"), ref("w")}},
       {"aten.addmm.default", {ref("v"), ref("x"), ref("w")}, false, true, 2},
       // Batched products: one offer for the whole batch (bmm, baddbmm with its bias gather, a
@@ -437,6 +440,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor p4 = randomOperand(rng, 1, 4, true).reshaped({4}).withDtype(dtype);
       const Tensor g4 =
           randomOperand(rng, 2 * 6 * 5, 5, c.positive).reshaped({2, 6, 5, 5}).withDtype(dtype);
+      const Tensor s53 = randomOperand(rng, 5, 3, c.positive).withDtype(dtype);
       const Tensor g3 =
           randomOperand(rng, 2 * 4 * 3, 3, c.positive).reshaped({2, 4, 3, 3}).withDtype(dtype);
       std::vector<double> xlo(2 * 4 * 3 * 3), xhi(xlo.size());
@@ -462,6 +466,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;
         if (r.name == "G3") return g3;
+        if (r.name == "S53") return s53;
         if (r.name == "X9") return x9;
         if (r.name == "C4") return c4;
         if (r.name == "D4") return d4;

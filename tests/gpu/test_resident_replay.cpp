@@ -572,11 +572,29 @@ void TestResidentReplay::nonFiniteDeviceOperandRerunsOnTheHost() {
     const ResidentResult r = ev.evaluate(in, o);
     QVERIFY(r.stats.rerunOnHost);
     QVERIFY(!r.stats.messages.empty());
+    QVERIFY(r.stats.nodesFlagged >= 1);
+    QCOMPARE(r.stats.nodesPinned, std::size_t{0});
     for (const auto& [name, t] : ref.outputs)
       QVERIFY2(sameBits(t, r.result.outputs.at(name)), name.c_str());
-    // Without the huge value the same program stays on the device.
+    // The nodes that met the non-finite operand run on the host in the next replay (the CPU rule
+    // keeps ±inf exact there): the same bits, no second evaluation.
+    const ResidentResult again = ev.evaluate(in, o);
+    QVERIFY(!again.stats.rerunOnHost);
+    QCOMPARE(again.stats.nodesPinned, r.stats.nodesFlagged);
+    QCOMPARE(again.stats.nodesFlagged, std::size_t{0});
+    QVERIFY(again.stats.nodesOnHost >= again.stats.nodesPinned);
+    for (const auto& [name, t] : ref.outputs)
+      QVERIFY2(sameBits(t, again.result.outputs.at(name)), name.c_str());
+    // Without the huge value the program runs without a rerun (the pinned nodes on the host).
     const ResidentResult f = ev.evaluate(chainInputs(4, 9), o);
     QVERIFY(!f.stats.rerunOnHost);
+  }
+  {
+    // A fresh evaluator keeps the same program on the device when nothing overflows.
+    ResidentEvaluator ev(p, device, *cpu);
+    const ResidentResult f = ev.evaluate(chainInputs(4, 9), o);
+    QVERIFY(!f.stats.rerunOnHost);
+    QCOMPARE(f.stats.nodesOnHost, std::size_t{0});
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
