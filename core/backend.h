@@ -20,6 +20,7 @@ struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
+struct AvgPoolModel;            // core/kernels/avg_pool.h
 struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
@@ -127,6 +128,16 @@ class Backend {
                            const double* /*starts*/, std::int64_t /*count*/,
                            std::int64_t /*windows*/, std::int64_t /*k*/, Format /*s*/,
                            kernels::IntervalSpan /*value*/, kernels::IntervalSpan /*index*/) {
+    return false;
+  }
+
+  /// Average pooling: for each r < count, kernels::avgPoolWindow over row r of rows[count×k] with
+  /// the window w = r mod windows (its plane offsets offsets[w·k..], -1 past its end, and its
+  /// divisor, kH and kW params[3w..]; both shape-only) → out[r].
+  virtual bool avgPoolRows(kernels::ConstIntervalSpan /*rows*/, const double* /*offsets*/,
+                           const double* /*params*/, std::int64_t /*count*/,
+                           std::int64_t /*windows*/, std::int64_t /*k*/,
+                           const kernels::AvgPoolModel& /*model*/, kernels::IntervalSpan /*out*/) {
     return false;
   }
 

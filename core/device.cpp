@@ -140,6 +140,20 @@ void Device::softmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::
   ++mCounters.launches;
 }
 
+void Device::avgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                         const double* params, std::int64_t count, std::int64_t windows,
+                         std::int64_t k, const kernels::AvgPoolModel& model,
+                         kernels::IntervalSpan out) {
+  if (windows < 1 || count % windows != 0)
+    throw std::logic_error("avgPoolRows: count must be a multiple of windows");
+  check(rows, count * k, "avg-pool rows");
+  check(offsets, windows * k, "avg-pool offsets");
+  check(params, 3 * windows, "avg-pool divisors");
+  check(out, count, "avg-pool values");
+  doAvgPoolRows(rows, offsets, params, count, windows, k, model, out);
+  ++mCounters.launches;
+}
+
 void Device::maxPoolBackward(const kernels::MaxPoolBackwardModel& model,
                              kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                              std::int64_t planes, kernels::IntervalSpan out, double* flag) {

@@ -28,6 +28,7 @@ struct LayerNormModel;          // core/kernels/layer_norm_row.h
 struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
+struct AvgPoolModel;            // core/kernels/avg_pool.h
 struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
@@ -126,6 +127,10 @@ class Device {
   void maxPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* starts,
                    std::int64_t count, std::int64_t windows, std::int64_t k, Format s,
                    kernels::IntervalSpan value, kernels::IntervalSpan index);
+  /// Backend::avgPoolRows (offsets and params in device memory).
+  void avgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
+                   std::int64_t count, std::int64_t windows, std::int64_t k,
+                   const kernels::AvgPoolModel& model, kernels::IntervalSpan out);
   /// Backend::maxPoolBackward, reading the indices on the device; an index that is NaN or a
   /// point outside the plane sets flag[0] = kernels::kBadIndexFlag. Allocates a scratch of
   /// planes × kernels::maxPoolBackwardScratch(inPlane) doubles for the launch (one plane per
@@ -268,6 +273,11 @@ class Device {
                              const double* starts, std::int64_t count, std::int64_t windows,
                              std::int64_t k, Format s, kernels::IntervalSpan value,
                              kernels::IntervalSpan index) = 0;
+  /// See avgPoolRows.
+  virtual void doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                             const double* params, std::int64_t count, std::int64_t windows,
+                             std::int64_t k, const kernels::AvgPoolModel& model,
+                             kernels::IntervalSpan out) = 0;
   /// See maxPoolBackward. `scratch` is device memory of planes ×
   /// kernels::maxPoolBackwardScratch(inPlane) doubles, allocated (and counted) by the base class.
   virtual void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,

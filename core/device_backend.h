@@ -128,6 +128,12 @@ class DeviceBackend final : public Backend {
     return mInner->maxPoolRows(rows, offsets, starts, count, windows, k, s, value, index);
   }
   /// Delegates to the wrapped backend.
+  bool avgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
+                   std::int64_t count, std::int64_t windows, std::int64_t k,
+                   const kernels::AvgPoolModel& model, kernels::IntervalSpan out) override {
+    return mInner->avgPoolRows(rows, offsets, params, count, windows, k, model, out);
+  }
+  /// Delegates to the wrapped backend.
   bool maxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                        kernels::ConstIntervalSpan index, std::int64_t planes,
                        kernels::IntervalSpan out) override {

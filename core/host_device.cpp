@@ -91,6 +91,14 @@ void HostDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   nanToEntire(out, rows * cols);
 }
 
+void HostDevice::doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                               const double* params, std::int64_t count, std::int64_t windows,
+                               std::int64_t k, const kernels::AvgPoolModel& model,
+                               kernels::IntervalSpan out) {
+  mKernels.avgPoolRows(rows, offsets, params, count, windows, k, model, out);
+  nanToEntire(out, count);
+}
+
 void HostDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
                                    kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                                    std::int64_t planes, kernels::IntervalSpan out, double* flag,

@@ -10,6 +10,7 @@
 // rules too; HostDevice (core/host_device.h) runs its launches through these methods.
 
 #include "core/backend.h"
+#include "core/kernels/avg_pool.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
 #include "core/kernels/group_norm_backward.h"
@@ -222,6 +223,19 @@ class HostKernelBackend final : public Backend {
       maxPoolWindow(rows.lo + r * k, rows.hi + r * k, offsets + w * k, k, starts[w], s, v, ix);
       put(value, r, v);
       put(index, r, ix);
+    }
+    return true;
+  }
+
+  bool avgPoolRows(ConstIntervalSpan rows, const double* offsets, const double* params,
+                   std::int64_t count, std::int64_t windows, std::int64_t k,
+                   const AvgPoolModel& model, IntervalSpan out) override {
+    ++rowKernelCalls;
+    for (std::int64_t r = 0; r < count; ++r) {
+      const std::int64_t w = r % windows;
+      put(out, r,
+          avgPoolWindow(rows.lo + r * k, rows.hi + r * k, offsets + w * k, k, params + 3 * w,
+                        model));
     }
     return true;
   }

@@ -148,6 +148,15 @@ void CudaDevice::doSoftmaxRows(const kernels::SoftmaxModel& model, bool log,
   launchNanToEntire(out.lo, out.hi, rows * cols, s);
 }
 
+void CudaDevice::doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
+                               const double* params, std::int64_t count, std::int64_t windows,
+                               std::int64_t k, const kernels::AvgPoolModel& model,
+                               kernels::IntervalSpan out) {
+  const cudaStream_t s = mImpl->current();
+  launchAvgPoolRows(rows, offsets, params, count, windows, k, model, out, s);
+  launchNanToEntire(out.lo, out.hi, count, s);
+}
+
 void CudaDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
                                    kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                                    std::int64_t planes, kernels::IntervalSpan out, double* flag,

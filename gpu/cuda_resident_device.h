@@ -61,6 +61,9 @@ class CudaDevice final : public Device {
   void doSoftmaxRows(const kernels::SoftmaxModel& model, bool log, kernels::ConstIntervalSpan x,
                      kernels::IntervalSpan out, std::int64_t rows, std::int64_t cols,
                      double* scratch) override;
+  void doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
+                     std::int64_t count, std::int64_t windows, std::int64_t k,
+                     const kernels::AvgPoolModel& model, kernels::IntervalSpan out) override;
   void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                          kernels::ConstIntervalSpan index, std::int64_t planes,
                          kernels::IntervalSpan out, double* flag, double* scratch) override;

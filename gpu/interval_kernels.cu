@@ -259,6 +259,19 @@ __global__ void batchNormBackwardRowsKernel(BatchNormBackwardModel model, const 
                            {wlo, whi}, {gilo, gihi}, {gwlo, gwhi}, {gblo, gbhi});
 }
 
+// Average pooling: one thread per gathered window row.
+__global__ void avgPoolRowsKernel(ConstIntervalSpan rows, const double* offsets,
+                                  const double* params, std::int64_t count, std::int64_t windows,
+                                  std::int64_t k, AvgPoolModel model, IntervalSpan out) {
+  for (std::int64_t r = firstIndex(); r < count; r += strideOf()) {
+    const std::int64_t w = r % windows;
+    const Interval v =
+        avgPoolWindow(rows.lo + r * k, rows.hi + r * k, offsets + w * k, k, params + 3 * w, model);
+    out.lo[r] = v.lo;
+    out.hi[r] = v.hi;
+  }
+}
+
 // Group-norm backward: three passes (core/kernels/group_norm_backward.h), each a grid-stride
 // loop over its items; pass 2 and 3 read pass 1's ds and db from the scratch.
 __global__ void groupNormChannelSumsKernel(GroupNormBackwardModel model, ConstIntervalSpan dy,
@@ -569,6 +582,15 @@ void launchBatchNormBackwardRows(const BatchNormBackwardModel& model, const doub
       model, dylo, dyhi, xlo, xhi, mlo, mhi, slo, shi, wlo, whi, gilo, gihi, gwlo, gwhi, gblo, gbhi,
       rows, cols);
   LB_CUDA_CHECK_LAUNCH(batchNormBackwardRowsKernel);
+}
+
+void launchAvgPoolRows(ConstIntervalSpan rows, const double* offsets, const double* params,
+                       std::int64_t count, std::int64_t windows, std::int64_t k,
+                       const AvgPoolModel& model, IntervalSpan out, cudaStream_t stream) {
+  if (count <= 0) return;
+  avgPoolRowsKernel<<<gridFor(count), kBlock, 0, stream>>>(rows, offsets, params, count, windows, k,
+                                                           model, out);
+  LB_CUDA_CHECK_LAUNCH(avgPoolRowsKernel);
 }
 
 void launchGroupNormBackward(const GroupNormBackwardModel& model, ConstIntervalSpan dy,

@@ -4,6 +4,7 @@
 // with a grid-stride loop; all launches are
 // asynchronous on the given stream and checked (LB_CUDA_CHECK_LAUNCH).
 
+#include "core/kernels/avg_pool.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
 #include "core/kernels/group_norm_backward.h"
@@ -95,6 +96,11 @@ void launchBatchNormBackwardRows(const kernels::BatchNormBackwardModel& model, c
                                  double* gilo, double* gihi, double* gwlo, double* gwhi,
                                  double* gblo, double* gbhi, std::int64_t rows, std::int64_t cols,
                                  cudaStream_t stream);
+/// Average pooling: avgPoolWindow per gathered window row (one thread each).
+void launchAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
+                       std::int64_t count, std::int64_t windows, std::int64_t k,
+                       const kernels::AvgPoolModel& model, kernels::IntervalSpan out,
+                       cudaStream_t stream);
 /// native_group_norm_backward: the three passes of core/kernels/group_norm_backward.h, one
 /// launch each (one thread per (sample, channel) sum, per channel, per row); `scratch` holds
 /// groupNormBackwardScratch(model) doubles (ds and db between the passes).

@@ -26,15 +26,18 @@
 // enclosure at the exact inputs. Averages are smooth: the vjp is exact everywhere (1/d to every
 // element of the window; the backward ops are linear in grad_output, and self gives only the
 // shape: zero gradient).
+#include "core/kernels/avg_pool.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/pool_geometry.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -49,11 +52,7 @@ enum class Pool { Avg, Adaptive };
 
 /// The arithmetic of one node: accumulation and storage formats, and whether the sum and the
 /// division may also run in the storage format (adaptive forward, every backward).
-struct Arith {
-  Format acc, store;
-  bool narrow;
-  bool adaptive;
-};
+using Arith = kernels::AvgPoolModel;
 
 Arith arithOf(const OpArgs& a, const OpContext& ctx, Pool pool, bool backward) {
   const DType t = a.outSpec(0).dtype;
@@ -67,29 +66,10 @@ void requireFloating(const OpArgs& a, const Tensor& t, const char* what) {
            std::string(dtypeName(t.dtype())));
 }
 
-/// Encloses an integer as the kernels' formats hold it: n, RN_acc(n) and (narrow) RN_store(n).
-Interval integerIn(std::int64_t n, const Arith& m) {
-  const double v = static_cast<double>(n);
-  Interval r = roundOutward(point(v), m.acc);
-  if (m.narrow) r = hull(r, roundOutward(point(v), m.store));
-  return hull(r, point(v));
-}
-
 /// Encloses every quotient v ⊘ d of the kernels (see the file comment), before storage.
 Interval divideEnclosure(Interval v, const PoolWindow& w, const Arith& m) {
-  const Format f = m.narrow ? m.store : m.acc;  // roundOutward in store ⊇ in acc
-  const auto r = [f](Interval x) { return roundOutward(x, f); };
-  const Interval one{1.0, 1.0};
-  const Interval d = integerIn(w.divisor, m);
-  Interval q = r(div(v, d));
-  q = hull(q, r(mul(v, r(div(one, d)))));
-  if (m.adaptive) {
-    const Interval kh = integerIn(w.kH, m), kw = integerIn(w.kW, m);
-    q = hull(q, r(div(r(div(v, kh)), kw)));
-    q = hull(q, r(div(r(div(v, kw)), kh)));
-    q = hull(q, r(mul(v, r(mul(r(div(one, kw)), r(div(one, kh)))))));
-  }
-  return q;
+  return kernels::avgPoolDivide(v, static_cast<double>(w.divisor), static_cast<double>(w.kH),
+                                static_cast<double>(w.kW), m);
 }
 
 /// One random execution's choices.
@@ -163,24 +143,45 @@ class AvgPoolRule final : public OpRule {
     requireFloating(a, x, "self");
     const PoolLayout l = forwardLayout(a, mPool, x.shape(), 1);
     const Arith m = arithOf(a, ctx, mPool, false);
-    const std::size_t n = static_cast<std::size_t>(l.planes * l.outPlane());
-    std::vector<double> lo(n), hi(n);
-    forEachWindow(l, [&](std::size_t k, std::int64_t base, const PoolWindow& w) {
-      Interval r{0.0, 0.0};
-      if (!w.offsets.empty()) {
-        SumEnclosure e{{0.0, 0.0}, 0.0};
-        for (std::int64_t off : w.offsets) accumulate(e, sanitize(x.at(base + off)));
-        const auto cnt = static_cast<std::int64_t>(w.offsets.size());
-        // The sum as held in acc, accumulated in acc or (narrow) in the storage format, and
-        // possibly rounded to storage before the division.
-        Interval s = roundedSumEnclosure(e, cnt, m.narrow ? m.store : m.acc, m.acc);
-        if (m.narrow) s = roundOutward(s, m.store);
-        r = roundOutward(divideEnclosure(s, w, m), m.store);
+    // Each window through kernels::avgPoolWindow (core/kernels/avg_pool.h): its elements
+    // gathered into a row of k (plane offsets, -1 past the window's end), with its divisor, kH
+    // and kW; offered to the backend (a device gathers and averages where x is), else here.
+    const auto windows = static_cast<std::int64_t>(l.windows.size());
+    std::int64_t k = 0;
+    for (const PoolWindow& w : l.windows)
+      k = std::max(k, static_cast<std::int64_t>(w.offsets.size()));
+    std::vector<double> off(static_cast<std::size_t>(windows * k), -1.0),
+        params(static_cast<std::size_t>(3 * windows));
+    for (std::int64_t o = 0; o < windows; ++o) {
+      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
+      for (std::size_t i = 0; i < w.offsets.size(); ++i)
+        off[static_cast<std::size_t>(o * k) + i] = static_cast<double>(w.offsets[i]);
+      params[static_cast<std::size_t>(3 * o)] = static_cast<double>(w.divisor);
+      params[static_cast<std::size_t>(3 * o + 1)] = static_cast<double>(w.kH);
+      params[static_cast<std::size_t>(3 * o + 2)] = static_cast<double>(w.kW);
+    }
+    const DType t = a.outSpec(0).dtype;
+    if (auto r = offerAvgPool(ctx.backend, x, l.planes, l.inPlane(), windows, k, off, params, m,
+                              l.outShape, t))
+      return {std::move(*r)};
+    const std::size_t n = static_cast<std::size_t>(l.planes * windows);
+    std::vector<double> lo(n), hi(n), wlo(static_cast<std::size_t>(k)), whi(wlo.size());
+    for (std::int64_t pl = 0; pl < l.planes; ++pl)
+      for (std::int64_t o = 0; o < windows; ++o) {
+        const double* wo = off.data() + o * k;
+        for (std::int64_t i = 0; i < k; ++i)
+          if (wo[i] >= 0.0) {
+            const Interval e = x.at(pl * l.inPlane() + static_cast<std::int64_t>(wo[i]));
+            wlo[static_cast<std::size_t>(i)] = e.lo;
+            whi[static_cast<std::size_t>(i)] = e.hi;
+          }
+        const Interval r =
+            kernels::avgPoolWindow(wlo.data(), whi.data(), wo, k, params.data() + 3 * o, m);
+        const auto j = static_cast<std::size_t>(pl * windows + o);
+        lo[j] = r.lo;
+        hi[j] = r.hi;
       }
-      lo[k] = r.lo;
-      hi[k] = r.hi;
-    });
-    return {Tensor::interval(l.outShape, a.outSpec(0).dtype, std::move(lo), std::move(hi))};
+    return {Tensor::interval(l.outShape, t, std::move(lo), std::move(hi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

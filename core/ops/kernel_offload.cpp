@@ -179,12 +179,14 @@ std::optional<Tensor> offerNllLossBackward(Backend& backend, const kernels::NllL
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
-std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& x,
-                                                std::int64_t planes, std::int64_t inPlane,
-                                                std::int64_t windows, std::int64_t k,
-                                                const std::vector<double>& offsets,
-                                                const std::vector<double>& starts, Format s,
-                                                const Shape& shape, DType dtype) {
+namespace {
+
+/// Gathers every plane's pooling windows of x into rows of k (offsets: windows·k plane offsets,
+/// -1 past a window's end, which reads 0): planes·windows rows; nothing when the backend declines
+/// or x is not offerable.
+std::optional<Tensor> offerWindowRows(Backend& backend, const Tensor& x, std::int64_t planes,
+                                      std::int64_t inPlane, std::int64_t windows, std::int64_t k,
+                                      const std::vector<double>& offsets) {
   const std::int64_t count = planes * windows;
   if (k == 0 || count == 0 || !offerable(backend, {&x})) return std::nullopt;
   std::vector<std::int64_t> map(static_cast<std::size_t>(count * k), -1);
@@ -196,7 +198,19 @@ std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& 
           map[static_cast<std::size_t>((pl * windows + o) * k + i)] =
               pl * inPlane + static_cast<std::int64_t>(off);
       }
-  const auto rows = offerGather(backend, x, map, {count, k}, x.dtype(), {0.0, 0.0});
+  return offerGather(backend, x, map, {count, k}, x.dtype(), {0.0, 0.0});
+}
+
+}  // namespace
+
+std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& x,
+                                                std::int64_t planes, std::int64_t inPlane,
+                                                std::int64_t windows, std::int64_t k,
+                                                const std::vector<double>& offsets,
+                                                const std::vector<double>& starts, Format s,
+                                                const Shape& shape, DType dtype) {
+  const std::int64_t count = planes * windows;
+  const auto rows = offerWindowRows(backend, x, planes, inPlane, windows, k, offsets);
   if (!rows) return std::nullopt;
   const auto n = static_cast<std::size_t>(count);
   std::vector<double> vlo(n), vhi(n), ilo(n), ihi(n);
@@ -207,6 +221,22 @@ std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& 
   r.push_back(resultTensor(shape, dtype, std::move(vlo), std::move(vhi)));
   r.push_back(Tensor::interval(shape, DType::Int64, std::move(ilo), std::move(ihi)));
   return r;
+}
+
+std::optional<Tensor> offerAvgPool(Backend& backend, const Tensor& x, std::int64_t planes,
+                                   std::int64_t inPlane, std::int64_t windows, std::int64_t k,
+                                   const std::vector<double>& offsets,
+                                   const std::vector<double>& params,
+                                   const kernels::AvgPoolModel& model, const Shape& shape,
+                                   DType dtype) {
+  const std::int64_t count = planes * windows;
+  const auto rows = offerWindowRows(backend, x, planes, inPlane, windows, k, offsets);
+  if (!rows) return std::nullopt;
+  std::vector<double> lo(static_cast<std::size_t>(count)), hi(lo.size());
+  if (!backend.avgPoolRows(span(*rows), offsets.data(), params.data(), count, windows, k, model,
+                           {lo.data(), hi.data()}))
+    return std::nullopt;
+  return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
 namespace {

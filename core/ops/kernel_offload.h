@@ -72,6 +72,17 @@ std::optional<std::vector<Tensor>> offerMaxPool(Backend& backend, const Tensor& 
                                                 const std::vector<double>& starts, Format s,
                                                 const Shape& shape, DType dtype);
 
+/// Returns avg_pool2d's (or _adaptive_avg_pool2d's) output labelled `dtype`, shaped `shape`, for
+/// x of `planes` planes of inPlane elements: each plane's windows gathered into rows of k (as for
+/// offerMaxPool), then Backend::avgPoolRows with each window's divisor, kH and kW (params: 3 per
+/// window). Offered for finite x.
+std::optional<Tensor> offerAvgPool(Backend& backend, const Tensor& x, std::int64_t planes,
+                                   std::int64_t inPlane, std::int64_t windows, std::int64_t k,
+                                   const std::vector<double>& offsets,
+                                   const std::vector<double>& params,
+                                   const kernels::AvgPoolModel& model, const Shape& shape,
+                                   DType dtype);
+
 /// Returns x gathered through `offsets` (output element i takes x[offsets[i]], -1: `fill`), shaped
 /// `shape`, labelled `dtype`: a point tensor when x and fill are points, else an interval tensor
 /// (the form ops::applyIndexMap gives). Offered for any endpoints (moving a value is exact).

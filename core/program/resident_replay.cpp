@@ -4,6 +4,7 @@
 
 #include "core/backend.h"
 #include "core/ir/program_parser.h"
+#include "core/kernels/avg_pool.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
 #include "core/kernels/group_norm_backward.h"
@@ -63,6 +64,7 @@ enum class HookKind {
   NllLoss,
   NllLossBackward,
   MaxPool,
+  AvgPool,
   MaxPoolBackward,
   GroupNormBackward,
   RowSum,
@@ -100,6 +102,7 @@ struct Call {
   kernels::LayerNormBackwardModel lnb;
   kernels::EmbeddingBackwardModel ebm;
   kernels::MaxPoolBackwardModel mpb;
+  kernels::AvgPoolModel apm;
   kernels::GroupNormBackwardModel gnb;
   kernels::BatchNormBackwardModel bbm;
   kernels::BatchNormModel bnm;
@@ -167,6 +170,9 @@ bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::Embeddin
   return sameBits(a.u, b.u) && a.storage == b.storage && a.numWeights == b.numWeights &&
          a.padding == b.padding;
 }
+bool sameModel(const kernels::AvgPoolModel& a, const kernels::AvgPoolModel& b) {
+  return a.acc == b.acc && a.store == b.store && a.narrow == b.narrow && a.adaptive == b.adaptive;
+}
 bool sameModel(const kernels::MaxPoolBackwardModel& a, const kernels::MaxPoolBackwardModel& b) {
   return a.storage == b.storage && a.outPlane == b.outPlane && a.inPlane == b.inPlane;
 }
@@ -218,12 +224,13 @@ bool samePlan(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
         !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.mpb, y.mpb) ||
-        !sameModel(x.gnb, y.gnb) || !sameModel(x.bbm, y.bbm) || !sameModel(x.bnm, y.bnm) ||
-        !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm ||
-        x.gk != y.gk || x.gn != y.gn || x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride ||
-        x.gb.bStride != y.gb.bStride || x.log != y.log || x.n != y.n || x.yCount != y.yCount ||
-        x.rows != y.rows || x.cols != y.cols || x.outCounts != y.outCounts ||
-        x.outPoint != y.outPoint || x.in.size() != y.in.size())
+        !sameModel(x.apm, y.apm) || !sameModel(x.gnb, y.gnb) || !sameModel(x.bbm, y.bbm) ||
+        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
+        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
+        x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
+        x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
+        x.in.size() != y.in.size())
       return false;
     for (std::size_t s = 0; s < x.in.size(); ++s) {
       const Source &p = x.in[s], &q = y.in[s];
@@ -349,6 +356,19 @@ class RecordingBackend final : public Backend {
     c.in = {resolve(rows, count * k), shapeConstant(offsets, windows * k),
             shapeConstant(starts, windows)};
     return record(std::move(c), {{value, count}, {index, count}});
+  }
+  bool avgPoolRows(ConstIntervalSpan rows, const double* offsets, const double* params,
+                   std::int64_t count, std::int64_t windows, std::int64_t k,
+                   const kernels::AvgPoolModel& model, IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::AvgPool;
+    c.apm = model;
+    c.n = count;
+    c.rows = windows;
+    c.cols = k;
+    c.in = {resolve(rows, count * k), shapeConstant(offsets, windows * k),
+            shapeConstant(params, 3 * windows)};
+    return record(std::move(c), {{out, count}});
   }
   bool rowSum(ConstIntervalSpan x, IntervalSpan out, std::int64_t rows, std::int64_t cols,
               const kernels::SumModel& model) override {
@@ -867,7 +887,7 @@ struct ResidentEvaluator::Impl {
     for (const Call& c : plan.calls) {
       if (c.kind != HookKind::Unary && c.kind != HookKind::Binary && c.kind != HookKind::RowSum &&
           c.kind != HookKind::NllLoss && c.kind != HookKind::NllLossBackward &&
-          c.kind != HookKind::MaxPool)
+          c.kind != HookKind::MaxPool && c.kind != HookKind::AvgPool)
         continue;
       for (const Source& s : c.in) {
         if (s.kind == Source::Kind::Const && !s.indexMap)  // shape-only index maps are finite
@@ -956,6 +976,9 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::MaxPool:
           device.maxPoolRows(in[0], in[1].lo, in[2].lo, c.n, c.rows, c.cols, c.gin, out[0], out[1]);
+          break;
+        case HookKind::AvgPool:
+          device.avgPoolRows(in[0], in[1].lo, in[2].lo, c.n, c.rows, c.cols, c.apm, out[0]);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);

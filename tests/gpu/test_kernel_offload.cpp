@@ -327,6 +327,27 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        false,
        true,
        2},
+      // Average pooling: the windows gathered into rows, one row kernel; padding counted or not,
+      // ceil mode, a divisor override, and adaptive windows of two sizes (overlapping).
+      {"aten.avg_pool2d.default",
+       {ref("I4"), intList({3, 3}), intList({2, 2}), intList({1, 1}), boolean(false),
+        boolean(true)},
+       false,
+       true,
+       2},
+      {"aten.avg_pool2d.default",
+       {ref("I4"), intList({2, 2}), intList({2, 2}), intList({1, 1}), boolean(true),
+        boolean(false)},
+       false,
+       true,
+       2},
+      {"aten.avg_pool2d.default",
+       {ref("I4"), intList({2, 3}), intList({1, 2}), intList({0, 1}), boolean(false), boolean(true),
+        integer(5)},
+       false,
+       true,
+       2},
+      {"aten._adaptive_avg_pool2d.default", {ref("I4"), intList({2, 3})}, false, true, 2},
       // Max-pool backward (grad [2, 4, 3, 3], self I4, kernel 3, stride 2, padding 1, indices
       // X9: points and intervals, some spanning several offsets, clipped at the plane's end):
       // one thread per plane, the outputs in order.

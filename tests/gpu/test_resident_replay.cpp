@@ -922,7 +922,8 @@ void TestResidentReplay::embeddingIndexOutOfRangeIsReported() {
 
 void TestResidentReplay::maxPoolRunsOnTheDevice() {
   // max_pool2d_with_indices with padding (border windows are shorter): the windows gathered into
-  // rows through a shape-only index map, one row launch; its backward one thread per plane, with
+  // rows through a shape-only index map, one row launch (avg_pool2d likewise, padding not
+  // counted: each window's divisor a shape-only constant); its backward one thread per plane, with
   // the forward's index enclosures and with indices read from an input. Every output has the
   // CPU's bits, and a later replay copies in the inputs and copies out the outputs only.
   const Program p = parseProgram(
@@ -938,6 +939,9 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
                  {"shape": [2, 3, 3, 3], "dtype": "int64"}]},
     {"name": "l", "op": "aten.sum.default", "args": [{"ref": "mp", "index": 0}], "kwargs": {},
      "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "ap", "op": "aten.avg_pool2d.default",
+     "args": [{"ref": "e"}, [3, 3], [2, 2], [1, 1], false, false], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 3, 3], "dtype": "float32"}]},
     {"name": "gx", "op": "aten.max_pool2d_with_indices_backward.default",
      "args": [{"ref": "mp", "index": 0}, {"ref": "e"}, [3, 3], [2, 2], [1, 1], [1, 1], false,
               {"ref": "mp", "index": 1}], "kwargs": {},
@@ -949,7 +953,8 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
   "outputs": [{"name": "loss", "ref": {"ref": "l"}},
               {"name": "indices", "ref": {"ref": "mp", "index": 1}},
               {"name": "grad", "ref": {"ref": "gx"}},
-              {"name": "gradAtInputIndices", "ref": {"ref": "gi"}}]})",
+              {"name": "gradAtInputIndices", "ref": {"ref": "gi"}},
+              {"name": "average", "ref": {"ref": "ap"}}]})",
       "maxpool");
   std::vector<double> x(150), idx(54);
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -960,7 +965,7 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
   const auto cpu = createCpuBackend(1);
   EvalOptions o;
   o.domain = EvalDomain::Interval;
-  o.outputs = {"loss", "indices", "grad", "gradAtInputIndices"};
+  o.outputs = {"loss", "indices", "grad", "gradAtInputIndices", "average"};
   const EvalResult ref = evaluate(p, in, *cpu, o);
   HostDevice device;
   {
@@ -970,9 +975,10 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
       for (const std::string& name : o.outputs)
         QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
       QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
-      QCOMPARE(r.stats.nodesOnDevice, std::size_t{5});
-      // x and i in; loss, indices and both gradients (lo, hi) out; the flag both ways.
-      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 8 + 2});
+      QCOMPARE(r.stats.nodesOnDevice, std::size_t{6});
+      // x and i in; loss, indices, both gradients and the average (lo, hi) out; the flags both
+      // ways.
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 10 + 2});
     }
     // The backward's undecided indices (ties) send hull(0, g) to several offsets.
     const Tensor& g = ref.outputs.at("grad");
