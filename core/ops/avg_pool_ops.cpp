@@ -147,15 +147,11 @@ class AvgPoolRule final : public OpRule {
     // gathered into a row of k (plane offsets, -1 past the window's end), with its divisor, kH
     // and kW; offered to the backend (a device gathers and averages where x is), else here.
     const auto windows = static_cast<std::int64_t>(l.windows.size());
-    std::int64_t k = 0;
-    for (const PoolWindow& w : l.windows)
-      k = std::max(k, static_cast<std::int64_t>(w.offsets.size()));
-    std::vector<double> off(static_cast<std::size_t>(windows * k), -1.0),
-        params(static_cast<std::size_t>(3 * windows));
+    const std::int64_t k = l.windowSize();
+    const std::vector<double> off = l.windowOffsets();
+    std::vector<double> params(static_cast<std::size_t>(3 * windows));
     for (std::int64_t o = 0; o < windows; ++o) {
       const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
-      for (std::size_t i = 0; i < w.offsets.size(); ++i)
-        off[static_cast<std::size_t>(o * k) + i] = static_cast<double>(w.offsets[i]);
       params[static_cast<std::size_t>(3 * o)] = static_cast<double>(w.divisor);
       params[static_cast<std::size_t>(3 * o + 1)] = static_cast<double>(w.kH);
       params[static_cast<std::size_t>(3 * o + 2)] = static_cast<double>(w.kW);
@@ -169,12 +165,7 @@ class AvgPoolRule final : public OpRule {
     for (std::int64_t pl = 0; pl < l.planes; ++pl)
       for (std::int64_t o = 0; o < windows; ++o) {
         const double* wo = off.data() + o * k;
-        for (std::int64_t i = 0; i < k; ++i)
-          if (wo[i] >= 0.0) {
-            const Interval e = x.at(pl * l.inPlane() + static_cast<std::int64_t>(wo[i]));
-            wlo[static_cast<std::size_t>(i)] = e.lo;
-            whi[static_cast<std::size_t>(i)] = e.hi;
-          }
+        windowElements(x, l, pl, wo, k, wlo.data(), whi.data());
         const Interval r =
             kernels::avgPoolWindow(wlo.data(), whi.data(), wo, k, params.data() + 3 * o, m);
         const auto j = static_cast<std::size_t>(pl * windows + o);

@@ -90,19 +90,13 @@ class MaxPool2dWithIndicesRule final : public OpRule {
     requireFloating(a, x, "self");
     const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
     const Format s = outFormat(a, ctx);
-    const std::int64_t windows = l.outPlane(), count = l.planes * windows;
-    std::int64_t k = 0;
-    for (const PoolWindow& w : l.windows)
-      k = std::max<std::int64_t>(k, static_cast<std::int64_t>(w.offsets.size()));
+    const std::int64_t windows = l.outPlane(), count = l.planes * windows, k = l.windowSize();
     // The windows' plane offsets in scan order (-1 past a window's end) and starts: shape-only.
-    std::vector<double> off(static_cast<std::size_t>(windows * k), -1.0),
-        starts(static_cast<std::size_t>(windows));
-    for (std::int64_t o = 0; o < windows; ++o) {
-      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
-      starts[static_cast<std::size_t>(o)] = static_cast<double>(w.start);
-      for (std::size_t i = 0; i < w.offsets.size(); ++i)
-        off[static_cast<std::size_t>(o * k) + i] = static_cast<double>(w.offsets[i]);
-    }
+    const std::vector<double> off = l.windowOffsets();
+    std::vector<double> starts(static_cast<std::size_t>(windows));
+    for (std::int64_t o = 0; o < windows; ++o)
+      starts[static_cast<std::size_t>(o)] =
+          static_cast<double>(l.windows[static_cast<std::size_t>(o)].start);
     if (auto r = offerMaxPool(ctx.backend, x, l.planes, l.inPlane(), windows, k, off, starts, s,
                               l.outShape, a.outSpec(0).dtype))
       return std::move(*r);
@@ -111,12 +105,7 @@ class MaxPool2dWithIndicesRule final : public OpRule {
     for (std::int64_t pl = 0; pl < l.planes; ++pl)
       for (std::int64_t o = 0; o < windows; ++o) {
         const double* wo = off.data() + o * k;
-        for (std::int64_t i = 0; i < k; ++i)
-          if (wo[i] >= 0.0) {
-            const Interval e = x.at(pl * l.inPlane() + static_cast<std::int64_t>(wo[i]));
-            wlo[static_cast<std::size_t>(i)] = e.lo;
-            whi[static_cast<std::size_t>(i)] = e.hi;
-          }
+        windowElements(x, l, pl, wo, k, wlo.data(), whi.data());
         Interval v, ix;
         kernels::maxPoolWindow(wlo.data(), whi.data(), wo, k, starts[static_cast<std::size_t>(o)],
                                s, v, ix);

@@ -190,4 +190,29 @@ void requireOutputShape(const OpArgs& a, const PoolLayout& l, const Shape& grad)
            shapeString(grad));
 }
 
+std::int64_t PoolLayout::windowSize() const {
+  std::int64_t k = 0;
+  for (const PoolWindow& w : windows) k = std::max(k, static_cast<std::int64_t>(w.offsets.size()));
+  return k;
+}
+
+std::vector<double> PoolLayout::windowOffsets() const {
+  const std::size_t k = static_cast<std::size_t>(windowSize());
+  std::vector<double> off(windows.size() * k, -1.0);
+  for (std::size_t o = 0; o < windows.size(); ++o)
+    for (std::size_t i = 0; i < windows[o].offsets.size(); ++i)
+      off[o * k + i] = static_cast<double>(windows[o].offsets[i]);
+  return off;
+}
+
+void windowElements(const Tensor& x, const PoolLayout& l, std::int64_t pl, const double* off,
+                    std::int64_t k, double* lo, double* hi) {
+  for (std::int64_t i = 0; i < k; ++i)
+    if (off[i] >= 0.0) {
+      const Interval e = x.at(pl * l.inPlane() + static_cast<std::int64_t>(off[i]));
+      lo[i] = e.lo;
+      hi[i] = e.hi;
+    }
+}
+
 }  // namespace lossbound::ops

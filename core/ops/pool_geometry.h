@@ -9,6 +9,7 @@
 
 #include "core/ops/op_rule.h"
 #include "core/tensor/shape.h"
+#include "core/tensor/tensor.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -42,7 +43,17 @@ struct PoolLayout {
   std::int64_t inPlane() const { return inH * inW; }
   /// Returns the number of elements of one output plane.
   std::int64_t outPlane() const { return outH * outW; }
+  /// Returns the largest window's element count.
+  std::int64_t windowSize() const;
+  /// Returns the windows' plane offsets in scan order as rows of windowSize(), -1 past a window's
+  /// end (shape-only: what the backend's window hooks and kernel bodies read).
+  std::vector<double> windowOffsets() const;
 };
+
+/// Copies the elements of one window of plane `pl` of x (its k offsets `off`, -1 past its end)
+/// into lo[i], hi[i]; entries past the end are left as they are.
+void windowElements(const Tensor& x, const PoolLayout& l, std::int64_t pl, const double* off,
+                    std::int64_t k, double* lo, double* hi);
 
 /// Returns the layout of max_pool2d_with_indices (or its backward) on input shape `in`, reading
 /// kernel_size, stride, padding, dilation, ceil_mode from positions first, first + 1, ...;
