@@ -83,6 +83,66 @@ Interval rsqrtEnclosure(Interval var, double eps, Format c) {
   return kernels::rsqrtEnclosure(var, eps, c, modelUlps(LibmFn::Rsqrt, c));
 }
 
+// momentSpread: the probabilistic method's model (Higham & Mary 2019, §2: every rounding a
+// (1 + δ_i) factor, |δ_i| <= u, the δ_i independent and mean-zero) makes each computed statistic,
+// to first order, exact + Σ δ_i·c_i, which the method bounds by λ·sqrt(Σ c_i²) with its one λ
+// (Hoeffding). The |c_i| below are u × the magnitude of the rounded value × the statistic's
+// sensitivity to it, for every algorithm randomMoments executes (A = max|x|, W = max x − min x,
+// S = Σ(x − μ)² <= mo.m2.hi, n elements):
+// - the mean. Two-pass: n − 1 additions of partial sums <= Σ|x| (sensitivity 1/n) and the
+//   division, one or two roundings <= u·A: Σc² <= (n − 1)(uΣ|x|/n)² + (2uA)². Welford's element
+//   update m += (x − m)/k and the tree's m = m_a + (n_b/n)(m_b − m_a): a perturbation of an
+//   accumulator's mean reaches the result damped (the weights are in [0, 1]), and each of the
+//   n − 1 updates rounds a difference <= W, one or two quotients or products <= W and the sum
+//   <= A: Σc² <= (n − 1)(u(A + 3W))².
+// - S. Two-pass: the differences (2u·d²) and the squares (u·d²) give Σc² <= 9u²S'² (Σd⁴ <= S'²,
+//   S' = Σ(x − μ̂)² <= mo.m2.hi), the n − 1 additions (n − 1)(uS')²; the mean's error enters S'
+//   at second order only (Σ(x − μ) = 0). Welford and trees: each increment t (Σt = S, Chan, Golub
+//   & LeVeque 1983) is hit by at most 6 roundings, 36u²S²; 2(n − 1) additions <= uS; and a
+//   rounding ε of the mean of an accumulator of k elements is, for the rest of the algorithm
+//   (exact), a shift of those k elements, which moves S by 2ε·Σ_acc(x − μ), |Σ_acc(x − μ)| <=
+//   sqrt(k·S) (Cauchy–Schwarz), with Σk <= n(n + 1)/2 over the updates: 2u²(A + 3W)²·S·n(n + 1).
+//   A rounding that reaches S both ways (the difference δ) is counted in each, and
+//   (a + b)² <= 2(a² + b²) covers that: the Welford sum is doubled.
+// - rstd r = (fl(S/n) + eps)^(-1/2): the sensitivity to the variance is ½r³; the variance takes
+//   S's spread / n, one or two roundings <= u·v, eps read in c (<= u·eps), the addition
+//   <= u(v + eps); the rsqrt itself max(ulps, 2)·2u·r (two rounded steps or a libm result). r, v
+//   are their enclosures' upper ends (first order at the exact values, which they bound).
+MomentSpread momentSpread(const double* x, std::int64_t n, const kernels::RowMoments& mo,
+                          double eps, Format c, int rsqrtUlps) {
+  MomentSpread sp;
+  if (n <= 0 || !mo.bounded) return sp;
+  const double u = unitRoundoff(c), nd = static_cast<double>(n);
+  double a = 0.0, sumAbs = 0.0, lo = x[0], hi = x[0];
+  for (std::int64_t j = 0; j < n; ++j) {
+    a = std::fmax(a, std::fabs(x[j]));
+    sumAbs = add_up(sumAbs, std::fabs(x[j]));
+    lo = std::fmin(lo, x[j]);
+    hi = std::fmax(hi, x[j]);
+  }
+  const double w = sub_up(hi, lo), s = mo.m2.hi, v = mo.var.hi, r = mo.rstd.hi;
+  if (!std::isfinite(s) || !std::isfinite(r) || s < 0.0 || v < 0.0) return sp;
+  const auto sq = [](double t) { return mul_up(t, t); };
+  const double upd = mul_up(u, add_up(a, mul_up(3.0, w)));  // one Welford/tree update
+  const double meanTwoPass =
+      add_up(mul_up(nd - 1.0, sq(mul_up(u, div_up(sumAbs, nd)))), sq(mul_up(2.0 * u, a)));
+  const double meanWelford = mul_up(nd - 1.0, sq(upd));
+  sp.mean = sqrt_up(std::fmax(meanTwoPass, meanWelford));
+  const double us = mul_up(u, s);
+  const double m2TwoPass = mul_up(add_up(9.0, nd - 1.0), sq(us));
+  const double m2Welford =
+      mul_up(2.0, add_up(add_up(mul_up(36.0, sq(us)), mul_up(2.0 * (nd - 1.0), sq(us))),
+                         mul_up(mul_up(2.0, sq(upd)), mul_up(s, mul_up(nd, nd + 1.0)))));
+  sp.m2 = sqrt_up(std::fmax(m2TwoPass, m2Welford));
+  const double varSquares = add_up(add_up(sq(div_up(sp.m2, nd)), mul_up(2.0, sq(mul_up(u, v)))),
+                                   add_up(sq(mul_up(u, eps)), sq(mul_up(u, add_up(v, eps)))));
+  const double halfR3 = mul_up(0.5, mul_up(r, mul_up(r, r)));
+  const double rsqrtOwn = mul_up(std::fmax(rsqrtUlps, 2) * 2.0 * u, r);
+  sp.rstd = sqrt_up(add_up(mul_up(sq(halfR3), varSquares), sq(rsqrtOwn)));
+  if (!std::isfinite(sp.rstd)) sp = MomentSpread{};
+  return sp;
+}
+
 double randomRsqrt(double var, double eps, Format c, std::mt19937_64& rng) {
   const double ve = roundNearest(var + randomScalar(eps, c, rng), c);
   if (rng() & 1) return roundNearest(1.0 / roundNearest(std::sqrt(ve), c), c);

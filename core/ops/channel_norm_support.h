@@ -10,9 +10,12 @@
 #include "core/interval/interval.h"
 #include "core/interval/precision.h"
 #include "core/kernels/channel_norm_affine.h"
+#include "core/kernels/layer_norm_row.h"
 #include "core/ops/op_rule.h"
 #include "core/tensor/tensor.h"
 
+#include <cmath>
+#include <cstdint>
 #include <random>
 #include <span>
 #include <utility>
@@ -32,6 +35,20 @@ using kernels::statRoundoff;
 /// norm CPU kernels on some paths); with stat = Fp64 the draws are those of the layer norm rule.
 std::pair<double, double> randomMoments(std::vector<double> x, Format c, std::mt19937_64& rng,
                                         Format stat = Format::Fp64);
+
+/// The probabilistic spread of one row's statistics: root-sum-squares of the first-order effects
+/// of the individual roundings (each |δ| <= u, independent and mean-zero: Higham & Mary 2019) on
+/// the mean, on the sum of squared deviations and on the rstd, the largest over the algorithms
+/// randomMoments executes; derivation in core/ops/channel_norm_support.cpp. Infinite when the
+/// row gives no bound.
+struct MomentSpread {
+  double mean = HUGE_VAL, m2 = HUGE_VAL, rstd = HUGE_VAL;
+};
+/// Returns the MomentSpread of the exact row x[0..n) with the row's enclosures `mo`
+/// (kernels::rowMoments: its m2, var and rstd upper ends bound the exact values), computed in c,
+/// eps the Python scalar, an rsqrt within `rsqrtUlps` ulps.
+MomentSpread momentSpread(const double* x, std::int64_t n, const kernels::RowMoments& mo,
+                          double eps, Format c, int rsqrtUlps);
 
 /// Encloses every 1/sqrt(var + eps) the candidate computes from a variance in `var`: two
 /// correctly rounded steps in c, or a libm/device rsqrt within modelUlps(Rsqrt, c) ulps (which

@@ -65,9 +65,12 @@
 //   (|x − μ|·r·|w| + |b|) for the binary64 point value y itself. The stored mean and rstd
 //   outputs add |g_μ|·|μ̃ − μ| and |g_r|·|r̃ − r| with their own (storage-rounded) enclosures
 //   (the triangle inequality: they need not be the μ̂, r̂ used for y). Probabilistic: the two
-//   shared terms are one rounding each per row, in quadrature across rows, with the per-element
-//   terms |g_j|·ε̄_j (every term is nonnegative and in the first-order sum, so the root of the
-//   sum of squares never exceeds it). Signed row sums instead of Σ|g_j|·r_j: ~√n tighter.
+//   shared terms are the root-sum-squares of the row's individual roundings through δμ and δr
+//   (ops::norm::momentSpread, ~√n·u where the worst case is ~n·u), at most the worst-case terms
+//   taken as one rounding each, in quadrature across rows, with the per-element terms |g_j|·ε̄_j
+//   (every term is nonnegative and at most its first-order counterpart, so the root of the sum of
+//   squares never exceeds the first-order bound). Signed row sums instead of Σ|g_j|·r_j: ~√n
+//   tighter.
 // The forward interval rule is the LB_HD row body kernels::layerNormRow
 // (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
 // layerNormRows (the CUDA backend runs the same body on the device).
@@ -417,9 +420,18 @@ class LayerNormRule final : public OpRule {
       const double tr =
           g2[ri] == 0.0 ? 0.0 : mul_up(std::fabs(g2[ri]), far(roundOutward(mo.rstd, sr), rPt));
       res.bound = add_up(res.bound, add_up(add_up(add_up(sh1, sh2), perElement), add_up(tm, tr)));
-      res.sumSquares = add_up(res.sumSquares,
-                              add_up(add_up(add_up(mul_up(sh1, sh1), mul_up(sh2, sh2)), perSquares),
-                                     add_up(mul_up(tm, tm), mul_up(tr, tr))));
+      // Probabilistic: δμ and δr are sums of the row's individual roundings (momentSpread); the
+      // same roundings reach both, so 2(a² + b²) >= (a + b)²; the δμ·δr term stays worst case.
+      // Never above the worst-case shared terms taken as one rounding each.
+      const ops::norm::MomentSpread sp =
+          ops::norm::momentSpread(xr, s.n, mo, model.eps, c, model.rsqrtUlps);
+      const double pr1 = mul_up(sp.rstd, mag(s1)), pr2 = mul_up(mul_up(sp.mean, rHat), mag(s2));
+      const double cross = mul_up(mul_up(dMu, dR), mag(s2));
+      const double shared = std::fmin(
+          add_up(mul_up(sh1, sh1), mul_up(sh2, sh2)),
+          add_up(mul_up(2.0, add_up(mul_up(pr1, pr1), mul_up(pr2, pr2))), mul_up(cross, cross)));
+      res.sumSquares = add_up(res.sumSquares, add_up(add_up(shared, perSquares),
+                                                     add_up(mul_up(tm, tm), mul_up(tr, tr))));
     }
     return res;
   }
