@@ -3,6 +3,7 @@
 
 #include "core/kernels/kernel_bodies.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lossbound::ops {
@@ -11,6 +12,17 @@ double gammaUp(std::int64_t n, double u) { return kernels::gammaUp(static_cast<d
 
 double sumErrorBound(std::int64_t n, double absSumUp, double u) {
   return kernels::sumErrorBound(static_cast<double>(n), absSumUp, u);
+}
+
+double partialSumsRootSquares(std::span<double> magnitudes) {
+  std::sort(magnitudes.begin(), magnitudes.end(),
+            [](double a, double b) { return std::fabs(a) > std::fabs(b); });
+  double prefix = 0.0, squares = 0.0;
+  for (std::size_t k = 0; k < magnitudes.size(); ++k) {
+    prefix = add_up(prefix, std::fabs(magnitudes[k]));
+    if (k > 0) squares = add_up(squares, mul_up(prefix, prefix));
+  }
+  return sqrt_up(squares);
 }
 
 double dotErrorBound(std::int64_t n, double absDotUp, double u, double eta) {

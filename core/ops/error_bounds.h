@@ -8,6 +8,7 @@
 #include "core/interval/rounding.h"
 
 #include <cstdint>
+#include <span>
 
 namespace lossbound::ops {
 
@@ -18,6 +19,15 @@ double gammaUp(std::int64_t n, double u);
 /// (Higham 2002, eq. 4.4 for any summation tree; Jeannerod–Rump 2013 show (n−1)u suffices).
 /// Additions are exact in the subnormal range, so no underflow term is needed.
 double sumErrorBound(std::int64_t n, double absSumUp, double u);
+/// Returns an upper bound of sqrt(Σ p²) over the m − 1 partial sums p (internal nodes) of a sum of
+/// the given magnitudes |x_i| in any order and bracketing, rounded up: Σ_{k=2..m} P_k² with P_k
+/// the sum of the k largest |x_i|. The probabilistic method's root-sum-square of a sum's
+/// roundings is u times this (Higham & Mary 2019); sqrt(m − 1)·Σ|x| bounds it too, and is ~√3
+/// larger for magnitudes of one size. Why P_k: in any binary tree of m leaves, the internal nodes
+/// of at least s leaves are at most m − s + 1 (they form a subtree; each of its ℓ minimal nodes
+/// holds s leaves and each node with one child in it one more leaf outside), so the j-th largest
+/// node holds at most m − j + 1 leaves and its sum at most P_{m−j+1}. Reorders `magnitudes`.
+double partialSumsRootSquares(std::span<double> magnitudes);
 /// Returns an upper bound of |fl(x·y) − x·y| for a length-n dot product in any order, with or
 /// without FMA, where absDotUp ≥ |x|·|y| and eta is the format's smallest subnormal:
 /// γ_n·|x|·|y| + n·eta (Higham 2002, eq. 3.5; the n·eta term covers underflow in products).

@@ -18,7 +18,8 @@
 //  - backward: grad_input[n, t] = −w_t·g / total_weight computed as (−w)·fl(g / tw) (CPU) or
 //    fl(−w·g) / tw, two roundings in c, then stored in s; every other element is exactly 0.
 //  - probabilistic term (probabilisticLocalError, unweighted sum/mean in c = s, round to nearest):
-//    the m − 1 roundings of the partial sums in quadrature, sqrt(m − 1)·u·Σ|x| (+ m·η), over the
+//    the m − 1 roundings of the partial sums in quadrature, u·sqrt(Σ_k P_k²) <= sqrt(m − 1)·u·Σ|x|
+//    (P_k the sum of the k largest |x|; + m·η), over the
 //    count for the mean, with the division's u·|out| in quadrature: √m instead of the worst
 //    case's m (the Higham–Mary 2019 model: independent mean-zero roundings; not a guarantee).
 // The log-softmax → nll composition (cross-entropy) is tight because the log-softmax enclosure
@@ -281,9 +282,11 @@ class NllLossRule final : public OpRule {
     return localErrorVia(*this, a, o, ctx);
   }
 
-  // The sum of m unweighted terms in any order makes m − 1 roundings, each of a partial sum p_i
-  // with |p_i| ≤ S = Σ|x|: sqrt(Σ(u·p_i)²) ≤ sqrt(m − 1)·u·S (the Higham–Mary 2019 model the
-  // probabilistic method uses, applied to each rounding inside the sum), plus m·η for underflow;
+  // The sum of m unweighted terms in any order makes m − 1 roundings, each of a partial sum p_i:
+  // sqrt(Σ(u·p_i)²) <= u·partialSumsRootSquares(|x|) (the k-th largest partial sum is at most the
+  // sum of the m − k + 1 largest terms; ~√3 below sqrt(m − 1)·u·Σ|x| for terms of one size) (the
+  // Higham–Mary 2019 model the probabilistic method uses, applied to each rounding inside the
+  // sum), plus m·η for underflow;
   // mean: that over the exact count, and the division's rounding u·|out|. Only where the count is
   // exact and nothing else rounds: no weights (their products round too), c = s (no partial sums or
   // count in a coarser storage format), round to nearest (truncating accumulation is biased: not
@@ -299,10 +302,10 @@ class NllLossRule final : public OpRule {
     const auto m = static_cast<double>(l.kept.size());
     if (s0 != c || !(m * u < 0.5) || m == 0) return {};
     const Tensor& x = a.tensor(0);
-    double absSum = 0.0;
-    for (const Entry& e : l.kept)
-      absSum = add_up(absSum, std::fabs(x.values()[static_cast<std::size_t>(e.self)]));
-    double r = add_up(mul_up(mul_up(sqrt_up(m - 1.0), u), absSum), mul_up(m, smallestSubnormal(c)));
+    std::vector<double> terms;
+    terms.reserve(l.kept.size());
+    for (const Entry& e : l.kept) terms.push_back(x.values()[static_cast<std::size_t>(e.self)]);
+    double r = add_up(mul_up(u, partialSumsRootSquares(terms)), mul_up(m, smallestSubnormal(c)));
     if (l.reduction == kMean) {
       const double out = std::fabs(o[0].values()[0]);
       r = div_up(r, m);

@@ -260,6 +260,75 @@ class SoftmaxRule final : public OpRule {
     return localErrorVia(*this, a, o, ctx);
   }
 
+  // Probabilistic term (log-softmax, round to nearest; softmax keeps the worst case): per
+  // element, the root-sum-square of the first-order effects of the roundings of steps 2–6 of the
+  // file comment on y_i = d_i − L, with p_j = e_j/S: d_j's rounding u|d_j| moves y_i by
+  // (δ_ij − p_j)·u|d_j|; exp's error β·e_j by p_j·β; the sum's roundings by u·(partial sum)/S,
+  // u·partialSumsRootSquares(e)/S in all; log's by 2·kLog·u·|L|; the final fl(d_i − L), or
+  // fl(m + L) and fl(x_i − ·), by u|y_i| and u|m + L|; storage in a coarser s by u_s|y_i|. The
+  // unshifted form (every |x| <= T) has no d rounding and L + m for L: the terms of every form
+  // together bound each form's. Plus, linearly, exp's underflow n·η_exp/S and the point value's
+  // own error (rowPoint's roundings, below). A masked entry (−inf) is exact.
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                              OpContext& ctx) const override {
+    if (!mLog || ctx.precision.truncatingAccumulation) return {};
+    const Tensor& x = a.tensor(0);
+    const Rows rows = rowsAlong(x.shape(), softmaxDim(a, x));
+    const kernels::SoftmaxModel m = modelFor(a, ctx);
+    const double u = m.u, uS = unitRoundoff(m.s) > u ? unitRoundoff(m.s) : 0.0;
+    const auto xv = x.values(), yv = o[0].values();
+    std::vector<double> out(xv.size(), 0.0), d(static_cast<std::size_t>(rows.n)), e(d.size());
+    const auto sq = [](double t) { return mul_up(t, t); };
+    for (std::int64_t r = 0; r < rows.count(); ++r) {
+      double mx = -kInf;
+      for (std::int64_t j = 0; j < rows.n; ++j) {
+        const double v = xv[static_cast<std::size_t>(rows.at(r, j))];
+        if (std::isnan(v) || v == kInf) return {};
+        mx = std::max(mx, v);
+      }
+      if (mx == -kInf) continue;  // every entry masked: exact −inf (or NaN) everywhere
+      double sum = 0.0;
+      for (std::size_t j = 0; j < d.size(); ++j) {
+        d[j] = xv[static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)))] - mx;
+        e[j] = d[j] == -kInf ? 0.0 : std::exp(d[j]);
+        sum += e[j];
+      }
+      const double lse = std::log(sum);
+      double pd = 0.0, pp = 0.0, pAbsD = 0.0;  // Σ p_j² d_j², Σ p_j², Σ p_j|d_j|
+      for (std::size_t j = 0; j < d.size(); ++j) {
+        if (e[j] == 0.0) continue;
+        const double p = e[j] / sum;
+        pd = add_up(pd, sq(mul_up(p, std::fabs(d[j]))));
+        pp = add_up(pp, sq(p));
+        pAbsD = add_up(pAbsD, mul_up(p, std::fabs(d[j])));
+      }
+      const double sumTerm = div_up(mul_up(u, partialSumsRootSquares(e)), sum);
+      const double lMax = std::fmax(std::fabs(lse), std::fabs(lse + mx));
+      const double shared = add_up(add_up(mul_up(sq(m.beta), pp), sq(sumTerm)),
+                                   add_up(sq(mul_up(2.0 * m.kLog * u, lMax)), sq(mul_up(u, lMax))));
+      const double under = div_up(mul_up(static_cast<double>(rows.n), m.etaExp), sum);
+      for (std::int64_t j = 0; j < rows.n; ++j) {
+        const auto k = static_cast<std::size_t>(rows.at(r, j));
+        if (xv[k] == -kInf) continue;
+        const auto jj = static_cast<std::size_t>(j);
+        const double p = e[jj] / sum, dj = std::fabs(d[jj]), y = std::fabs(yv[k]);
+        // Σ_l (δ_jl − p_l)² d_l² = Σ p_l² d_l² − p_j² d_j² + (1 − p_j)² d_j²
+        const double own =
+            add_up(std::fmax(0.0, sub_up(pd, sq(mul_up(p, dj)))), sq(mul_up(1.0 - p, dj)));
+        const double squares =
+            add_up(add_up(mul_up(u * u, own), shared), add_up(sq(mul_up(u, y)), sq(mul_up(uS, y))));
+        // rowPoint: x_i − m and each d_l in binary64 (u64·(|d_i| + Σ p_l|d_l|) on y_i), the rest
+        // in long double (the exps, the sum, the log, the subtraction: 2^-62·(n + 2 + |L| + |y|)),
+        // the result rounded to binary64 (u64·|y|).
+        const double point =
+            add_up(mul_up(0x1p-53, add_up(add_up(dj, pAbsD), y)),
+                   mul_up(0x1p-62, add_up(add_up(static_cast<double>(rows.n) + 2.0, lMax), y)));
+        out[k] = mul_up(add_up(add_up(sqrt_up(squares), under), point), 1.0 + 0x1p-40);
+      }
+    }
+    return {Tensor::point(o[0].shape(), o[0].dtype(), std::move(out))};
+  }
+
  private:
   bool mLog;  // log-softmax
 };

@@ -230,6 +230,29 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
   }
 }
 
+// Adds Σ|g|·r to `sum` and Σ(g·min(r, c))² to `sumSquares`, with r the local bounds of `local`
+// and c the rule's probabilisticLocalError `spread`: a rule's root-sum-square is never used above
+// its worst case (OpRule's contract, enforced here for every rule).
+void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
+                     const std::vector<Tensor>& local, const std::vector<Tensor>& spread,
+                     double& sum, double& sumSquares) {
+  double unused = 0.0;
+  addWeightedBounds(node, adjoints, local, sum, unused);
+  std::vector<Tensor> least;
+  least.reserve(spread.size());
+  for (std::size_t k = 0; k < spread.size() && k < local.size(); ++k) {
+    const auto r = local[k].hi(), c = spread[k].hi();
+    if (r.size() != c.size()) {
+      least.push_back(local[k]);
+      continue;
+    }
+    std::vector<double> v(r.size());
+    for (std::size_t e = 0; e < v.size(); ++e) v[e] = std::fmin(r[e], c[e]);
+    least.push_back(Tensor::point(local[k].shape(), local[k].dtype(), std::move(v)));
+  }
+  addWeightedBounds(node, adjoints, least, unused, sumSquares);
+}
+
 // Returns one adjoint per output of a node: its adjoint, or zeros where it has none.
 std::vector<Tensor> outGradsOf(const std::vector<Tensor>& outputs,
                                const std::vector<std::optional<Tensor>>& outAdj) {
@@ -415,9 +438,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
             addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares);
           } else {
             checkResults(node, spread, "probabilisticLocalError", false);
-            double unusedSum = 0.0;
-            addWeightedBounds(node, outAdj, local, b.bound, unusedSquares);
-            addWeightedBounds(node, outAdj, spread, unusedSum, b.sumSquares);
+            addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares);
           }
         } else
           addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
@@ -617,9 +638,7 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
       if (st.spread[i]->empty()) {
         addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
       } else {
-        double unusedSum = 0.0;
-        addWeightedBounds(node, outAdj, *(*cache)[i], sum, unusedSquares);
-        addWeightedBounds(node, outAdj, *st.spread[i], unusedSum, squares);
+        addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares);
       }
     }
 

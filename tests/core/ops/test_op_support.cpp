@@ -177,6 +177,39 @@ class TestOpSupport : public QObject {
     QCOMPARE(digest, kFrozenExecutorDigest);
   }
 
+  /// partialSumsRootSquares bounds sqrt(Σ p²) over the internal nodes p of every summation tree:
+  /// random trees (random adjacent merges of a random permutation, which reach sequential,
+  /// pairwise and blocked shapes) over skewed magnitudes never pass it; for terms of one size it
+  /// is ~1/√3 of the cruder sqrt(m − 1)·Σ|x|.
+  void partialSumsRootSquaresBoundsEveryTree() {
+    std::mt19937_64 rng(31);
+    std::exponential_distribution<double> skew(1.0);
+    for (int t = 0; t < 2000; ++t) {
+      const std::size_t m = 2 + rng() % 40;
+      std::vector<double> x(m);
+      for (double& v : x) v = std::pow(skew(rng), 4.0) * ((rng() & 1) ? 1.0 : -1.0);
+      std::vector<double> copy = x;
+      const double bound = partialSumsRootSquares(copy);
+      std::shuffle(x.begin(), x.end(), rng);
+      std::vector<long double> nodes(x.begin(), x.end());
+      long double squares = 0;
+      while (nodes.size() > 1) {
+        const std::size_t i = rng() % (nodes.size() - 1);
+        nodes[i] += nodes[i + 1];
+        nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        squares += nodes[i] * nodes[i];
+      }
+      QVERIFY2(std::sqrt(static_cast<double>(squares)) <= bound * (1 + 1e-12),
+               qPrintable(QStringLiteral("m %1: %2 > %3")
+                              .arg(m)
+                              .arg(std::sqrt(static_cast<double>(squares)))
+                              .arg(bound)));
+    }
+    std::vector<double> ones(1000, 1.0);
+    const double r = partialSumsRootSquares(ones) / (std::sqrt(999.0) * 1000.0);
+    QVERIFY2(r > 0.57 && r < 0.58, qPrintable(QString::number(r)));
+  }
+
   void libmPerturbationInsideTheTable() {
     std::mt19937_64 rng(4);
     for (Format store : {Format::Fp32, Format::Bf16, Format::Fp64}) {
