@@ -234,15 +234,40 @@ GemmLocalBound::GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t
   // e = 2u_in: truncation moves a value by up to one ulp) when the input format is coarser than
   // the storage format (tf32), plus the RN slack of the binary64 |A||B| itself (γ_k^64).
   const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);
-  mRel = add_up(add_up(gammaUp(terms, gm.uAcc), mul_up(uIn, 2.0 + uIn)), gammaUp(k + 1, 0x1p-53));
+  mG64 = gammaUp(k + 1, 0x1p-53);
+  mRel = add_up(add_up(gammaUp(terms, gm.uAcc), mul_up(uIn, 2.0 + uIn)), mG64);
   mEta = mul_up(static_cast<double>(k), smallestSubnormal(gm.acc));
+  // The signed-sum form. The result sums t = k (+1 with a bias) leaves z (the products, rounded
+  // or fused, and the bias) over a binary tree of t − 1 additions in any order and bracketing.
+  // Unrolling ŝ_v = σ_v(1 + ε_v), σ_v = ŝ_l + ŝ_r, gives ŝ − s = Σ_i z_i δ_i + Σ_v ε_v σ_v, so
+  // |ŝ − s| <= u·Σ|z| + u·Σ_v |σ_v|; |σ_v| <= |s_v| + γ_t·Σ|z| (the children's own errors, Higham
+  // 2002 eq. 4.4), and s_v, the exact sum of a subset of the z, lies in [−Σ⁻, Σ⁺] (the negative
+  // and positive parts): |ŝ − s| <= u(1 + (t − 1)γ_t)·Σ|z| + (t − 1)·u·max(Σ⁺, Σ⁻), with
+  // max(Σ⁺, Σ⁻) = (Σ|z| + |s|)/2; subnormal products add k·η as before. Not with an alpha
+  // scaling (a rounding outside the tree) or input rounding (tf32: the z are not the products).
+  const std::int64_t extra = terms - k;  // 2 for a bias, +1 for alpha != 1 (gemmTerms)
+  const std::int64_t leaves = k + (extra >= 2 ? 1 : 0);
+  mSigned = extra % 2 == 0 && uIn == 0.0 && leaves >= 1;
+  if (mSigned) {
+    const double nodes = static_cast<double>(leaves - 1);
+    mLeafRel = mul_up(gm.uAcc, add_up(1.0, mul_up(nodes, gammaUp(leaves, gm.uAcc))));
+    mNodes = mul_up(nodes, gm.uAcc);
+  }
 }
 
 double GemmLocalBound::operator()(double magnitude, double y) const {
   // With accumulation in the storage format the last rounding of the sum is the storage
   // rounding, already inside γ; otherwise the fp32 result is rounded once more to bf16/fp16.
-  return add_up(add_up(mul_up(mRel, magnitude), mEta),
-                mModel.acc == mModel.out ? 0.0 : roundingError(y, mModel.out, mModel.out));
+  const double store = mModel.acc == mModel.out ? 0.0 : roundingError(y, mModel.out, mModel.out);
+  const double worst = add_up(add_up(mul_up(mRel, magnitude), mEta), store);
+  if (!mSigned) return worst;
+  // Σ|z| and s from their binary64 values: |A||B| and y are within γ_{k+1}^{64}·Σ|z| of them.
+  const double absSum = mul_up(magnitude, add_up(1.0, mG64));
+  const double s = add_up(std::fabs(y), mul_up(mG64, absSum));
+  const double side = std::fmin(absSum, mul_up(0.5, add_up(absSum, s)));  // max(Σ⁺, Σ⁻)
+  const double signedForm =
+      add_up(add_up(add_up(mul_up(mLeafRel, absSum), mul_up(mNodes, side)), mEta), store);
+  return std::fmin(worst, signedForm);  // fmin: a NaN y leaves the first form
 }
 
 }  // namespace lossbound::ops

@@ -65,7 +65,9 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
 
 /// The first-order local error bound of one product: for a result element with magnitude
 /// M >= |alpha|·(|A|·|B|)_ij + |beta|·|bias_ij| (|A|·|B| computed in binary64 round-to-nearest by
-/// the Backend) and computed value y, |computed − exact| <= rel·M + eta + storage(y).
+/// the Backend) and computed value y, |computed − exact| <= rel·M + eta + storage(y); with
+/// alpha = 1 and no input rounding, also the signed-sum form u·M(1 + (t − 1)γ_t) +
+/// (t − 1)·u·max(Σ⁺, Σ⁻) + eta + storage(y) (gemm.cpp), ~2× smaller when the terms' signs mix.
 class GemmLocalBound {
  public:
   /// Prepares the bound for inner dimension k and `terms` summed terms (gemmTerms).
@@ -77,6 +79,10 @@ class GemmLocalBound {
   GemmModel mModel;
   double mRel = 0.0;
   double mEta = 0.0;
+  bool mSigned = false;   // the signed-sum form applies
+  double mLeafRel = 0.0;  // u(1 + (t − 1)γ_t), on Σ|z|
+  double mNodes = 0.0;    // (t − 1)·u, on max(Σ⁺, Σ⁻)
+  double mG64 = 0.0;      // γ_{k+1}^{64}: the binary64 |A||B| and y
 };
 
 }  // namespace ops

@@ -2,12 +2,14 @@
 // executor (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius
 // interval rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1
 // dims, wide value ranges, underflow and overflow; adjoints against finite differences.
+#include "core/ops/error_bounds.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 #include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -255,6 +257,70 @@ class TestMatmulOps : public QObject {
     const double m = 0.75 * 1.5 * static_cast<double>(k), u = 0x1p-24;
     QVERIFY(p >= 64.0 * u * m && p <= 64.0 * u * m * 1.01);
     QVERIFY(r >= 4096.0 * u * m);
+  }
+
+  /// The signed-sum form of the local bound (u·Σ|z| + (k − 1)·u·max(Σ⁺, Σ⁻) to first order):
+  /// fp32 dot products of mixed-sign terms summed in the orders that make the partial sums
+  /// largest (every positive term first, largest first, then the negatives; the reverse;
+  /// ascending magnitudes), with rounded products or as an FMA chain, stay inside it; for terms
+  /// of random sign it is below 0.55·γ_k·Σ|z| (the worst-case form), and for terms of one sign
+  /// it is still k·u·Σ|z|.
+  void signedSumFormCoversAdversarialOrders() {
+    std::mt19937_64 rng(41);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    const double u = 0x1p-24;
+    for (std::int64_t k : {1, 2, 16, 255, 1000, 4096})
+      for (double positiveShare : {0.5, 0.8, 1.0}) {
+        std::vector<double> a(static_cast<std::size_t>(k)), b(a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          a[i] = static_cast<double>(static_cast<float>(std::fabs(normal(rng))));
+          b[i] = static_cast<double>(static_cast<float>(std::fabs(normal(rng)))) *
+                 (std::uniform_real_distribution<double>(0, 1)(rng) < positiveShare ? 1 : -1);
+        }
+        OpCase c;
+        c.op = "aten.mm.default";
+        c.precision = modelFor(Format::Fp32);
+        c.outDtypes = {DType::Float32};
+        c.inputs = {Tensor::point({1, k}, DType::Float32, a),
+                    Tensor::point({k, 1}, DType::Float32, b)};
+        c.args = {in(0), in(1)};
+        const RuleCall call(c);
+        const double bound = call.localError()[0].at(0).hi;
+        long double exact = 0, absSum = 0;
+        std::vector<std::size_t> idx(a.size());
+        for (std::size_t i = 0; i < idx.size(); ++i) {
+          idx[i] = i;
+          exact += static_cast<long double>(a[i]) * b[i];
+          absSum += std::fabs(static_cast<long double>(a[i]) * b[i]);
+        }
+        const auto z = [&](std::size_t i) { return a[i] * b[i]; };
+        const auto orderBy = [&](auto less) { std::sort(idx.begin(), idx.end(), less); };
+        for (int order = 0; order < 3; ++order) {
+          if (order == 0) orderBy([&](std::size_t i, std::size_t j) { return z(i) > z(j); });
+          if (order == 1) orderBy([&](std::size_t i, std::size_t j) { return z(i) < z(j); });
+          if (order == 2)
+            orderBy(
+                [&](std::size_t i, std::size_t j) { return std::fabs(z(i)) < std::fabs(z(j)); });
+          for (bool fused : {false, true}) {
+            float acc = 0.0f;
+            for (std::size_t i : idx)
+              acc = fused ? std::fmaf(static_cast<float>(a[i]), static_cast<float>(b[i]), acc)
+                          : acc + static_cast<float>(a[i]) * static_cast<float>(b[i]);
+            const double err = static_cast<double>(std::fabs(acc - exact));
+            QVERIFY2(err <= bound, qPrintable(QStringLiteral("k %1, share %2, order %3: %4 > %5")
+                                                  .arg(k)
+                                                  .arg(positiveShare)
+                                                  .arg(order)
+                                                  .arg(err)
+                                                  .arg(bound)));
+          }
+        }
+        const double worstForm = ops::gammaUp(k, u) * static_cast<double>(absSum);
+        if (k >= 1000 && positiveShare == 0.5)
+          QVERIFY2(bound < 0.55 * worstForm, qPrintable(QString::number(bound / worstForm)));
+        if (positiveShare == 1.0)  // no cancellation: no gain, k·u·Σ|z| to first order
+          QVERIFY(bound >= static_cast<double>(k) * u * static_cast<double>(absSum));
+      }
   }
 
   void baddbmmMatchesNaiveLoop() {
