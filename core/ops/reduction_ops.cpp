@@ -266,6 +266,49 @@ class ReduceRule final : public OpRule {
     return {Tensor::point(outs[0].shape(), t, std::move(out))};
   }
 
+  // Probabilistic term of sum and mean (round to nearest): the n − 1 additions round partial
+  // sums, u·partialSumsRootSquares(|x|) in quadrature (Higham & Mary 2019; the k-th largest
+  // partial sum of any tree is at most the sum of the n − k + 1 largest terms); mean: that over
+  // n, and its one or two division roundings u|y| each; a storage format coarser than the
+  // accumulation format rounds the sum before the division and the result, u_s|y| each; the
+  // binary64 point value's own error γ_{n−1}^{64}·Σ|x| (over n for mean) and the divisions' and
+  // storage's underflow stay linear. The
+  // evaluator never uses it above localError. Truncating accumulation is biased: none.
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> outs,
+                                              OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    if (isIntegral(t) || (mKind != Kind::Sum && mKind != Kind::Mean) ||
+        ctx.precision.truncatingAccumulation)
+      return {};
+    const Tensor& x = a.tensor(0);
+    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    const ReduceArgs ra = reduceArgs(a, mFull, x.rank());
+    const ReductionLayout l = reductionLayout(x.shape(), ra.dims);
+    const auto n = static_cast<std::int64_t>(l.inner.size());
+    const double u = unitRoundoff(acc), uS = store == acc ? 0.0 : unitRoundoff(store);
+    const double nd = std::max<double>(1.0, static_cast<double>(n));
+    const auto sq = [](double v) { return mul_up(v, v); };
+    std::vector<double> out(l.outer.size()), terms(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      double abs = 0.0;
+      for (std::size_t j = 0; j < terms.size(); ++j) {
+        terms[j] = x.values()[static_cast<std::size_t>(l.outer[i] + l.inner[j])];
+        abs = add_up(abs, std::fabs(terms[j]));
+      }
+      const double y = std::fabs(outs[0].values()[i]);
+      double squares = sq(mul_up(u, partialSumsRootSquares(terms)));
+      double point = sumErrorBound(n, abs, 0x1p-53);
+      if (mKind == Kind::Mean) {
+        squares = add_up(div_up(squares, mul_up(nd, nd)), mul_up(2.0, sq(mul_up(u, y))));
+        point = add_up(div_up(point, nd), 2.0 * smallestSubnormal(acc));  // + underflow
+      }
+      if (uS > 0.0) point = add_up(point, 2.0 * smallestSubnormal(store));
+      squares = add_up(squares, mul_up(mKind == Kind::Mean ? 2.0 : 1.0, sq(mul_up(uS, y))));
+      out[i] = add_up(sqrt_up(squares), point);
+    }
+    return {Tensor::point(outs[0].shape(), t, std::move(out))};
+  }
+
  private:
   Kind mKind;
   bool mFull;  // sum.default / mean.default / max.default: every dim, no keepdim
