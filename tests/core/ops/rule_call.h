@@ -7,9 +7,13 @@
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 
+#include <cmath>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,5 +86,39 @@ class RuleCall {
   const OpRule* mRule = nullptr;
   std::vector<Tensor> mPoint;
 };
+
+/// Checks a probabilistic term p (per element of output 0) against `executions` random
+/// executions of `call`: every error |ŷ − y| within λ·p (λ = 5.39, the method's at confidence
+/// 1 − 1e-6), and the root-mean-square error within 1.5·p (the model's variance is at most p²,
+/// each rounding |δ_i·c_i| <= c_i; 1.5 for sampling noise: a factor lost in a derivation shows
+/// here, not at λ). Elements with skip(i) are left out. Returns the first failure, or "".
+inline std::string checkProbabilisticTerm(const RuleCall& call, std::span<const double> p,
+                                          int executions, std::mt19937_64& rng,
+                                          const std::function<bool(std::size_t)>& skip = {}) {
+  const double lambda = std::sqrt(2.0 * std::log(2.0 / 1e-6));
+  const auto g = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return std::string(b);
+  };
+  const auto y = call.point()[0].values();
+  std::vector<double> squares(y.size(), 0.0);
+  for (int k = 0; k < executions; ++k) {
+    const std::vector<Tensor> run = call.random(rng);
+    const auto e = run[0].values();
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (skip && skip(i)) continue;
+      const double err = std::fabs(e[i] - y[i]);
+      squares[i] += err * err / executions;
+      if (!(err <= lambda * p[i]))
+        return "element " + std::to_string(i) + ": " + g(err) + " off, term " + g(p[i]);
+    }
+  }
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (!(skip && skip(i)) && !(std::sqrt(squares[i]) <= 1.5 * p[i]))
+      return "element " + std::to_string(i) + ": root-mean-square " + g(std::sqrt(squares[i])) +
+             ", term " + g(p[i]);
+  return "";
+}
 
 }  // namespace lossbound::test
