@@ -25,8 +25,9 @@ double sumErrorBound(std::int64_t n, double absSumUp, double u);
 /// roundings is u times this (Higham & Mary 2019); sqrt(m − 1)·Σ|x| bounds it too, and is ~√3
 /// larger for magnitudes of one size. Why P_k: in any binary tree of m leaves, the internal nodes
 /// of at least s leaves are at most m − s + 1 (they form a subtree; each of its ℓ minimal nodes
-/// holds s leaves and each node with one child in it one more leaf outside), so the j-th largest
-/// node holds at most m − j + 1 leaves and its sum at most P_{m−j+1}. Reorders `magnitudes`.
+/// holds at least s leaves and each node with one child in it one more leaf outside), so the j-th
+/// largest node holds at most m − j + 1 leaves and its sum at most P_{m−j+1}. Reorders
+/// `magnitudes`.
 double partialSumsRootSquares(std::span<double> magnitudes);
 /// Returns an upper bound of |fl(x·y) − x·y| for a length-n dot product in any order, with or
 /// without FMA, where absDotUp ≥ |x|·|y| and eta is the format's smallest subnormal:

@@ -228,7 +228,7 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
 // ---------------------------------------------------------------------------------------------
 // The local error
 
-GemmLocalBound::GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t terms)
+GemmLocalBound::GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t terms, double beta)
     : mModel(gm) {
   // γ for the accumulation, plus the input rounding (|Ã B̃ - A B| <= (2e + e²)|A||B| with
   // e = 2u_in: truncation moves a value by up to one ulp) when the input format is coarser than
@@ -244,10 +244,11 @@ GemmLocalBound::GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t
   // 2002 eq. 4.4), and s_v, the exact sum of a subset of the z, lies in [−Σ⁻, Σ⁺] (the negative
   // and positive parts): |ŝ − s| <= u(1 + (t − 1)γ_t)·Σ|z| + (t − 1)·u·max(Σ⁺, Σ⁻), with
   // max(Σ⁺, Σ⁻) = (Σ|z| + |s|)/2; subnormal products add k·η as before. Not with an alpha
-  // scaling (a rounding outside the tree) or input rounding (tf32: the z are not the products).
+  // scaling (a rounding outside the tree), a beta != 1 (the bias leaf fl(fl(β)·b) rounds twice,
+  // more than the u·|z| a leaf is allowed) or input rounding (tf32: the z are not the products).
   const std::int64_t extra = terms - k;  // 2 for a bias, +1 for alpha != 1 (gemmTerms)
   const std::int64_t leaves = k + (extra >= 2 ? 1 : 0);
-  mSigned = extra % 2 == 0 && uIn == 0.0 && leaves >= 1;
+  mSigned = extra % 2 == 0 && (extra < 2 || beta == 1.0) && uIn == 0.0 && leaves >= 1;
   if (mSigned) {
     const double nodes = static_cast<double>(leaves - 1);
     mLeafRel = mul_up(gm.uAcc, add_up(1.0, mul_up(nodes, gammaUp(leaves, gm.uAcc))));
@@ -261,7 +262,8 @@ double GemmLocalBound::operator()(double magnitude, double y) const {
   const double store = mModel.acc == mModel.out ? 0.0 : roundingError(y, mModel.out, mModel.out);
   // Every term is nonnegative and at most 14 operations deep, evaluated to nearest: each
   // operation is within a factor 1 ± 2^-53 of its exact value, so the result times 1 + 2^-48
-  // (itself rounded), plus 16 subnormals for products that underflow, is an upper bound. (The
+  // (itself rounded), plus 16 subnormals for the underflow of these operations, is an upper
+  // bound. (The
   // directed operations cost ~9% of a first-order replay here: called for every GEMM element.)
   constexpr double kUp = 1.0 + 0x1p-48, kTiny = 16 * 0x1p-1074;
   const double worst = (mRel * magnitude + mEta) + store;

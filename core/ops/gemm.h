@@ -70,8 +70,9 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
 /// (t − 1)·u·max(Σ⁺, Σ⁻) + eta + storage(y) (gemm.cpp), ~2× smaller when the terms' signs mix.
 class GemmLocalBound {
  public:
-  /// Prepares the bound for inner dimension k and `terms` summed terms (gemmTerms).
-  GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t terms);
+  /// Prepares the bound for inner dimension k and `terms` summed terms (gemmTerms), a bias
+  /// scaled by `beta` (the signed-sum form needs beta = 1: fl(β)·bias rounds twice).
+  GemmLocalBound(const GemmModel& gm, std::int64_t k, std::int64_t terms, double beta = 1.0);
   /// Returns the bound for one element of magnitude `magnitude` whose computed value is y.
   double operator()(double magnitude, double y) const;
 

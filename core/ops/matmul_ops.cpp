@@ -337,7 +337,7 @@ std::vector<Tensor> MatmulRule::localError(const OpArgs& a, std::span<const Tens
                                            OpContext& ctx) const {
   const MatmulPlan p = plan(a);
   const GemmModel gm = gemmModel(a, ctx);
-  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)));
+  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)), beta(a));
   std::vector<double> out = magnitudes(a, p, ctx);
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = bound(out[i], outs[0].values()[i]);
   return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
@@ -354,7 +354,7 @@ std::vector<Tensor> MatmulRule::probabilisticLocalError(const OpArgs& a,
   // a scaled product's partial sums are not bounded by |alpha|·|A||B|).
   const double gT = gammaUp(terms, gm.uAcc);
   if (ctx.precision.truncatingAccumulation || alpha(a) != 1.0 || !(gT < 1.0)) return {};
-  const GemmLocalBound worst(gm, p.k, terms);
+  const GemmLocalBound worst(gm, p.k, terms, beta(a));
   const double slack64 = add_up(1.0, gammaUp(p.k + 1, 0x1p-53));  // the RN |A||B| itself
   const double rss = mul_up(mul_up(gm.uAcc, sqrt_up(static_cast<double>(terms))), add_up(1.0, gT));
   const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);

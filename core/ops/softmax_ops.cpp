@@ -268,7 +268,12 @@ class SoftmaxRule final : public OpRule {
   // fl(m + L) and fl(x_i − ·), by u|y_i| and u|m + L|; storage in a coarser s by u_s|y_i|. The
   // unshifted form (every |x| <= T) has no d rounding and L + m for L: the terms of every form
   // together bound each form's. Plus, linearly, exp's underflow n·η_exp/S and the point value's
-  // own error (rowPoint's roundings, below). A masked entry (−inf) is exact.
+  // own error (rowPoint's roundings, below). A masked entry (−inf) is exact. Limitation: the
+  // roundings shared by a row (the sum, the log, the exps, the other d's) are in every element's
+  // term, and the evaluator puts elements in quadrature: exact when a row has one nonzero adjoint
+  // (nll_loss after log-softmax: cross-entropy), an under-count by up to √(nonzero adjoints of
+  // the row) otherwise (label smoothing, KL); an adjointLocalError weighing them by |Σ_row g|
+  // would close it (not done).
   std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> o,
                                               OpContext& ctx) const override {
     if (!mLog || ctx.precision.truncatingAccumulation) return {};
@@ -291,7 +296,7 @@ class SoftmaxRule final : public OpRule {
       for (std::size_t j = 0; j < d.size(); ++j) {
         d[j] = xv[static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)))] - mx;
         e[j] = d[j] == -kInf ? 0.0 : std::exp(d[j]);
-        sum += e[j];
+        sum = add_up(sum, e[j]);
       }
       const double lse = std::log(sum);
       double pd = 0.0, pp = 0.0, pAbsD = 0.0;  // Σ p_j² d_j², Σ p_j², Σ p_j|d_j|
@@ -302,7 +307,8 @@ class SoftmaxRule final : public OpRule {
         pp = add_up(pp, sq(p));
         pAbsD = add_up(pAbsD, mul_up(p, std::fabs(d[j])));
       }
-      const double sumTerm = div_up(mul_up(u, partialSumsRootSquares(e)), sum);
+      std::vector<double> sorted = e;  // partialSumsRootSquares reorders; e is read below
+      const double sumTerm = div_up(mul_up(u, partialSumsRootSquares(sorted)), sum);
       const double lMax = std::fmax(std::fabs(lse), std::fabs(lse + mx));
       const double shared = add_up(add_up(mul_up(sq(m.beta), pp), sq(sumTerm)),
                                    add_up(sq(mul_up(2.0 * m.kLog * u, lMax)), sq(mul_up(u, lMax))));

@@ -323,6 +323,32 @@ class TestMatmulOps : public QObject {
       }
   }
 
+  /// beta != 1 keeps the worst-case form: the bias leaf fl(fl(β)·c) rounds twice. A review's
+  /// counterexample (fp32, k = 1): β = 1 + 2^-22 + 2^-24 − 2^-40 rounds to 1 + 2^-22, fl(β̃·c) and
+  /// fl(p + q) both round down, 3.25·2^-24 in all, above the signed-sum form's 2.5·2^-24.
+  void betaKeepsTheWorstCaseForm() {
+    const double beta = 1 + 0x1p-22 + 0x1p-24 - 0x1p-40, c = 1 + (0x1p21 - 1) * 0x1p-23;
+    const double p = 0x1p-24 - 0x1p-40;
+    const float pf = static_cast<float>(p), cf = static_cast<float>(c);
+    QCOMPARE(static_cast<double>(pf), p);
+    QCOMPARE(static_cast<double>(cf), c);
+    const float candidate = pf * 1.0f + static_cast<float>(beta) * cf;
+    const long double exact = static_cast<long double>(p) + static_cast<long double>(beta) * c;
+    const double err = static_cast<double>(std::fabs(candidate - exact));
+    OpCase k;
+    k.op = "aten.addmm.default";
+    k.precision = modelFor(Format::Fp32);
+    k.outDtypes = {DType::Float32};
+    k.inputs = {Tensor::point({1, 1}, DType::Float32, {c}),
+                Tensor::point({1, 1}, DType::Float32, {p}),
+                Tensor::point({1, 1}, DType::Float32, {1.0})};
+    k.args = {in(0), in(1), in(2)};
+    k.kwargs["beta"] = num(beta);
+    const double bound = RuleCall(k).localError()[0].at(0).hi;
+    QVERIFY2(err > 3.0 * 0x1p-24, qPrintable(QString::number(err / 0x1p-24)));
+    QVERIFY2(err <= bound, qPrintable(QStringLiteral("%1 > %2").arg(err).arg(bound)));
+  }
+
   void baddbmmMatchesNaiveLoop() {
     // beta·self + alpha·(batch1 @ batch2), self [3, 1] broadcast to [2, 3, 4], against a loop.
     std::mt19937_64 rng(9);
