@@ -263,8 +263,8 @@ double GemmLocalBound::operator()(double magnitude, double y) const {
   // Every term is nonnegative and at most 14 operations deep, evaluated to nearest: each
   // operation is within a factor 1 ± 2^-53 of its exact value, so the result times 1 + 2^-48
   // (itself rounded), plus 16 subnormals for the underflow of these operations, is an upper
-  // bound. (The
-  // directed operations cost ~9% of a first-order replay here: called for every GEMM element.)
+  // bound. (Directed operations cost ~9% of a first-order replay here: this runs for every GEMM
+  // element.)
   constexpr double kUp = 1.0 + 0x1p-48, kTiny = 16 * 0x1p-1074;
   const double worst = (mRel * magnitude + mEta) + store;
   if (!mSigned) return worst * kUp + kTiny;

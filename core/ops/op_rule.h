@@ -162,7 +162,9 @@ class OpRule {
   /// Optionally bounds, per output element, the root-sum-square sqrt(Σ_i c_i²) of the bounds c_i
   /// of the individual roundings inside this op (exact inputs, first order): the term the
   /// probabilistic method puts in quadrature (Higham–Mary 2019: independent, mean-zero
-  /// roundings), at most localError's r_k. Empty (the default): the probabilistic method uses r_k.
+  /// roundings), meant to be at most localError's r_k (the evaluator uses min(r_k, this) per
+  /// element, so a rule need not take the minimum itself). Empty (the default): the
+  /// probabilistic method uses r_k.
   virtual std::vector<Tensor> probabilisticLocalError(const OpArgs& /*args*/,
                                                       std::span<const Tensor> /*outputs*/,
                                                       OpContext& /*ctx*/) const {
