@@ -56,7 +56,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace lossbound {
 
@@ -260,79 +262,104 @@ class SoftmaxRule final : public OpRule {
     return localErrorVia(*this, a, o, ctx);
   }
 
-  // Probabilistic term (log-softmax, round to nearest; softmax keeps the worst case): per
-  // element, the root-sum-square of the first-order effects of the roundings of steps 2–6 of the
-  // file comment on y_i = d_i − L, with p_j = e_j/S: d_j's rounding u|d_j| moves y_i by
-  // (δ_ij − p_j)·u|d_j|; exp's error β·e_j by p_j·β; the sum's roundings by u·(partial sum)/S,
-  // u·partialSumsRootSquares(e)/S in all; log's by 2·kLog·u·|L|; the final fl(d_i − L), or
-  // fl(m + L) and fl(x_i − ·), by u|y_i| and u|m + L|; storage in a coarser s by u_s|y_i|. The
-  // unshifted form (every |x| <= T) has no d rounding and L + m for L: the terms of every form
-  // together bound each form's. Plus, linearly, exp's underflow n·η_exp/S and the point value's
-  // own error (rowPoint's roundings, below). A masked entry (−inf) is exact. Limitation: the
-  // roundings shared by a row (the sum, the log, the exps, the other d's) are in every element's
-  // term, and the evaluator puts elements in quadrature: exact when a row has one nonzero adjoint
-  // (nll_loss after log-softmax: cross-entropy), an under-count by up to √(nonzero adjoints of
-  // the row) otherwise (label smoothing, KL); an adjointLocalError weighing them by |Σ_row g|
-  // would close it (not done).
-  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> o,
-                                              OpContext& ctx) const override {
-    if (!mLog || ctx.precision.truncatingAccumulation) return {};
+  // Adjoint-weighted local error (log-softmax, round to nearest; softmax and truncating sums:
+  // nullopt, localError is used). bound = Σ|g_i|·r_i, r = localError: the first-order term
+  // unchanged. sumSquares: every rounding of steps 2–6 of the file comment weighed by its
+  // first-order effect on Σ_i g_i·y_i, y_i = d_i − L, p_j = e_j/S, G = Σ_row g_i (unmasked):
+  // d_l's rounding u|d_l| by max(|g_l − p_l·G|, p_l·|G|) (it reaches y_l and L, or only L in the
+  // fl(x_i − fl(m + L)) form); exp's error β·e_l by |G|·p_l; the sum's roundings by
+  // |G|·u·partialSumsRootSquares(e)/S; the log's by |G|·2·kLog·u·|L|, fl(m + L)'s by
+  // |G|·u·|m + L|; per element fl(d_i − L) or fl(x_i − ·) by |g_i|·u|y_i|, storage in a coarser
+  // s by |g_i|·u_s|y_i|, these last roundings summed over the row as one term: they are not
+  // independent (d_i on a grid as coarse as y_i's, bf16 inputs, round with the same offset L:
+  // measured, an all-ones adjoint in bf16 had 3× their root-sum-square). The unshifted form (every
+  // |x| <= T) has no d rounding and L + m for L: the terms of every form together bound each
+  // form's. Linearly, added to the root: exp's underflow |G|·n·η_exp/S and the binary64 point
+  // value's own error (rowPoint's roundings, below) times |g_i|. The roundings a row shares (the
+  // sum, the log, the exps, the d's) are weighed once by the row's adjoints together, so this holds
+  // for any adjoint: one nonzero per row (cross-entropy) as well as all of them (label smoothing,
+  // KL). Never above bound².
+  std::optional<AdjointLocalError> adjointLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                                     std::span<const Tensor> g,
+                                                     OpContext& ctx) const override {
+    if (!mLog || ctx.precision.truncatingAccumulation || g.empty() || o.empty())
+      return std::nullopt;
     const Tensor& x = a.tensor(0);
     const Rows rows = rowsAlong(x.shape(), softmaxDim(a, x));
     const kernels::SoftmaxModel m = modelFor(a, ctx);
     const double u = m.u, uS = unitRoundoff(m.s) > u ? unitRoundoff(m.s) : 0.0;
-    const auto xv = x.values(), yv = o[0].values();
-    std::vector<double> out(xv.size(), 0.0), d(static_cast<std::size_t>(rows.n)), e(d.size());
+    const auto xv = x.values(), yv = o[0].values(), gv = g[0].values();
+    if (gv.size() != xv.size()) return std::nullopt;
+    AdjointLocalError res;
+    const std::vector<Tensor> local = localError(a, o, ctx);
+    const auto r = local.at(0).hi();
+    for (std::size_t k = 0; k < gv.size(); ++k) {
+      const double t = mul_up(std::fabs(gv[k]), r[k]);
+      res.bound = add_up(res.bound, std::isnan(t) ? HUGE_VAL : t);
+    }
     const auto sq = [](double t) { return mul_up(t, t); };
-    for (std::int64_t r = 0; r < rows.count(); ++r) {
-      double mx = -kInf;
+    std::vector<double> d(static_cast<std::size_t>(rows.n)), e(d.size());
+    double squares = 0.0, linear = 0.0;
+    for (std::int64_t row = 0; row < rows.count(); ++row) {
+      double mx = -kInf, gUp = 0.0, gDown = 0.0;
       for (std::int64_t j = 0; j < rows.n; ++j) {
-        const double v = xv[static_cast<std::size_t>(rows.at(r, j))];
-        if (std::isnan(v) || v == kInf) return {};
-        mx = std::max(mx, v);
+        const auto k = static_cast<std::size_t>(rows.at(row, j));
+        if (std::isnan(xv[k]) || xv[k] == kInf) return std::nullopt;
+        mx = std::max(mx, xv[k]);
+        if (xv[k] == -kInf) continue;  // masked: y = −inf exactly, whatever L is
+        gUp = add_up(gUp, gv[k]);
+        gDown = add_down(gDown, gv[k]);
       }
-      if (mx == -kInf) continue;  // every entry masked: exact −inf (or NaN) everywhere
+      if (mx == -kInf) continue;  // every entry masked: exact −inf everywhere
+      const double bigG = std::fmax(std::fabs(gUp), std::fabs(gDown));  // >= |G|
       double sum = 0.0;
       for (std::size_t j = 0; j < d.size(); ++j) {
-        d[j] = xv[static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)))] - mx;
+        d[j] = xv[static_cast<std::size_t>(rows.at(row, static_cast<std::int64_t>(j)))] - mx;
         e[j] = d[j] == -kInf ? 0.0 : std::exp(d[j]);
         sum = add_up(sum, e[j]);
       }
       const double lse = std::log(sum);
-      double pd = 0.0, pp = 0.0, pAbsD = 0.0;  // Σ p_j² d_j², Σ p_j², Σ p_j|d_j|
+      const double lMax = std::fmax(std::fabs(lse), std::fabs(lse + mx));
+      // Σ p², Σ p|d|, Σ (coef·u|d|)², Σ|g|(u + u_s)|y| (the last roundings), the point's error
+      double pp = 0.0, pAbsD = 0.0, own = 0.0, last = 0.0, point = 0.0;
       for (std::size_t j = 0; j < d.size(); ++j) {
         if (e[j] == 0.0) continue;
         const double p = e[j] / sum;
-        pd = add_up(pd, sq(mul_up(p, std::fabs(d[j]))));
         pp = add_up(pp, sq(p));
         pAbsD = add_up(pAbsD, mul_up(p, std::fabs(d[j])));
       }
-      std::vector<double> sorted = e;  // partialSumsRootSquares reorders; e is read below
+      std::vector<double> sorted = e;  // partialSumsRootSquares reorders its span
       const double sumTerm = div_up(mul_up(u, partialSumsRootSquares(sorted)), sum);
-      const double lMax = std::fmax(std::fabs(lse), std::fabs(lse + mx));
-      const double shared = add_up(add_up(mul_up(sq(m.beta), pp), sq(sumTerm)),
-                                   add_up(sq(mul_up(2.0 * m.kLog * u, lMax)), sq(mul_up(u, lMax))));
-      const double under = div_up(mul_up(static_cast<double>(rows.n), m.etaExp), sum);
       for (std::int64_t j = 0; j < rows.n; ++j) {
-        const auto k = static_cast<std::size_t>(rows.at(r, j));
+        const auto k = static_cast<std::size_t>(rows.at(row, j));
         if (xv[k] == -kInf) continue;
         const auto jj = static_cast<std::size_t>(j);
         const double p = e[jj] / sum, dj = std::fabs(d[jj]), y = std::fabs(yv[k]);
-        // Σ_l (δ_jl − p_l)² d_l² = Σ p_l² d_l² − p_j² d_j² + (1 − p_j)² d_j²
-        const double own =
-            add_up(std::fmax(0.0, sub_up(pd, sq(mul_up(p, dj)))), sq(mul_up(1.0 - p, dj)));
-        const double squares =
-            add_up(add_up(mul_up(u * u, own), shared), add_up(sq(mul_up(u, y)), sq(mul_up(uS, y))));
+        const double gj = std::fabs(gv[k]), pG = mul_up(p, bigG);
+        // |g_l − p_l·G| in binary64 to within 2^-52·(|g_l| + p_l·|G|)
+        const double diff =
+            add_up(std::fabs(gv[k] - p * (gUp + gDown) / 2),
+                   add_up(mul_up(0x1p-52, add_up(gj, pG)), mul_up(p, sub_up(gUp, gDown))));
+        own = add_up(own, sq(mul_up(mul_up(u, dj), std::fmax(diff, pG))));
+        last = add_up(last, mul_up(gj, add_up(mul_up(u, y), mul_up(uS, y))));
         // rowPoint: x_i − m and each d_l in binary64 (u64·(|d_i| + Σ p_l|d_l|) on y_i), the rest
         // in long double (the exps, the sum, the log, the subtraction: 2^-62·(n + 2 + |L| + |y|)),
         // the result rounded to binary64 (u64·|y|).
-        const double point =
-            add_up(mul_up(0x1p-53, add_up(add_up(dj, pAbsD), y)),
-                   mul_up(0x1p-62, add_up(add_up(static_cast<double>(rows.n) + 2.0, lMax), y)));
-        out[k] = mul_up(add_up(add_up(sqrt_up(squares), under), point), 1.0 + 0x1p-40);
+        point = add_up(
+            point,
+            mul_up(gj, add_up(mul_up(0x1p-53, add_up(add_up(dj, pAbsD), y)),
+                              mul_up(0x1p-62,
+                                     add_up(add_up(static_cast<double>(rows.n) + 2.0, lMax), y)))));
       }
+      const double shared = add_up(add_up(mul_up(sq(m.beta), pp), sq(sumTerm)),
+                                   add_up(sq(mul_up(2.0 * m.kLog * u, lMax)), sq(mul_up(u, lMax))));
+      squares = add_up(squares, add_up(add_up(own, sq(last)), mul_up(sq(bigG), shared)));
+      const double under = div_up(mul_up(static_cast<double>(rows.n), m.etaExp), sum);
+      linear = add_up(linear, add_up(mul_up(bigG, under), point));
     }
-    return {Tensor::point(o[0].shape(), o[0].dtype(), std::move(out))};
+    const double root = mul_up(add_up(sqrt_up(squares), linear), 1.0 + 0x1p-40);
+    res.sumSquares = std::fmin(sq(root), sq(res.bound));
+    return res;
   }
 
  private:

@@ -65,6 +65,11 @@ class RuleCall {
     OpContext ctx = context(nullptr);
     return mRule->probabilisticLocalError(args(), mPoint, ctx);
   }
+  /// Returns the adjoint-weighted local error for the output gradients `g` (nullopt: none).
+  std::optional<AdjointLocalError> adjointLocalError(const std::vector<Tensor>& g) const {
+    OpContext ctx = context(nullptr);
+    return mRule->adjointLocalError(args(), mPoint, g, ctx);
+  }
 
  private:
   static Backend& backend() {
@@ -118,6 +123,38 @@ inline std::string checkProbabilisticTerm(const RuleCall& call, std::span<const 
     if (!(skip && skip(i)) && !(std::sqrt(squares[i]) <= 1.5 * p[i]))
       return "element " + std::to_string(i) + ": root-mean-square " + g(std::sqrt(squares[i])) +
              ", term " + g(p[i]);
+  return "";
+}
+
+/// Checks an adjoint-weighted probabilistic term p = sqrt(sumSquares) for output gradients g
+/// (output 0) as checkProbabilisticTerm checks an element's: |Σ g_i(ŷ_i − y_i)| within λ·p for
+/// every one of `executions` random executions, and its root-mean-square within 1.5·p. Elements
+/// where y or ŷ is not finite are left out. Returns the first failure, or "".
+inline std::string checkAdjointProbabilisticTerm(const RuleCall& call, std::span<const double> g,
+                                                 double p, int executions, std::mt19937_64& rng) {
+  const double lambda = std::sqrt(2.0 * std::log(2.0 / 1e-6));
+  const auto y = call.point()[0].values();
+  double squares = 0.0;
+  for (int k = 0; k < executions; ++k) {
+    const std::vector<Tensor> run = call.random(rng);
+    const auto e = run[0].values();
+    long double dot = 0.0L;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      if (g[i] != 0.0 && std::isfinite(y[i]) && std::isfinite(e[i]))
+        dot += static_cast<long double>(g[i]) * (static_cast<long double>(e[i]) - y[i]);
+    const double err = std::fabs(static_cast<double>(dot));
+    squares += err * err / executions;
+    if (!(err <= lambda * p)) {
+      char b[96];
+      std::snprintf(b, sizeof b, "execution %d: %.3g off, term %.3g", k, err, p);
+      return b;
+    }
+  }
+  if (!(std::sqrt(squares) <= 1.5 * p)) {
+    char b[96];
+    std::snprintf(b, sizeof b, "root-mean-square %.3g, term %.3g", std::sqrt(squares), p);
+    return b;
+  }
   return "";
 }
 
