@@ -64,7 +64,9 @@
 // fp32 the rstd enclosure of unit-range channels is ~22% wide at n = 16,384, ~77% at 32,768 and
 // entire from ~60,000 elements per channel (bench-norm).
 // vjp: reverse-mode AD through the two-pass formula (point arithmetic); localError: the interval
-// rule on the exact point inputs (ops::norm::localErrorFromInterval).
+// rule on the exact point inputs (ops::norm::localErrorFromInterval); adjointLocalError
+// (training): a channel's shared statistics weighed by the signed adjoint sums
+// (ops::norm::normRowAdjoint, core/ops/norm_row_adjoint.cpp).
 
 #include "core/backend.h"
 #include "core/kernels/batch_norm_row.h"
@@ -77,6 +79,7 @@
 #include "core/ops/kernel_offload.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
+#include "core/ops/norm_row_adjoint.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
@@ -560,6 +563,56 @@ class BatchNormForwardRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outputs,
                                  OpContext& ctx) const override {
     return localErrorFromInterval(*this, a, outputs, ctx);
+  }
+
+  // Training: a channel's mean and rstd are shared by its n elements, weighed by the signed
+  // adjoint sums (ops::norm::normRowAdjoint with the channel affine form; core/ops/norm_ops.cpp,
+  // "Adjoint-weighted local error"), the probabilistic term ~√n·u through momentSpread where
+  // localError's worst case put ~n·u in every element. nullopt (→ localError): eval, statistics
+  // stored coarser than c, adjoints on the running statistics, or a channel without a bound.
+  std::optional<AdjointLocalError> adjointLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                                     std::span<const Tensor> g,
+                                                     OpContext& ctx) const override {
+    const BnArgs ba = bnArgs(a, mVariant);
+    const BnLayout& l = ba.l;
+    const std::int64_t n = l.n();
+    if (!ba.training || n == 0 || o.size() < 3 || g.size() < 3) return std::nullopt;
+    const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+    const Format stat = forwardStatFormat(a, ctx, c);
+    if (stat != c) return std::nullopt;
+    for (std::size_t k = 3; k < g.size(); ++k)
+      for (double v : g[k].values())
+        if (v != 0.0) return std::nullopt;
+    const NormRowModel m{kernels::RowMomentsModel{c, ba.eps, modelUlps(LibmFn::Rsqrt, c), stat},
+                         outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), true};
+    const auto xv = ba.x->values(), g0 = g[0].values();
+    const auto nu = static_cast<std::size_t>(n);
+    std::vector<double> x(nu), gr(nu), w(ba.w ? nu : 0), b(ba.b ? nu : 0), scratch;
+    AdjointLocalError res;
+    for (std::int64_t ch = 0; ch < l.channels; ++ch) {
+      const auto cu = static_cast<std::size_t>(ch);
+      for (std::int64_t k = 0; k < n; ++k) {
+        const auto i = static_cast<std::size_t>(l.at(ch, k)), ku = static_cast<std::size_t>(k);
+        x[ku] = xv[i];
+        gr[ku] = g0[i];
+      }
+      if (ba.w) std::fill(w.begin(), w.end(), ba.w->values()[cu]);
+      if (ba.b) std::fill(b.begin(), b.end(), ba.b->values()[cu]);
+      const NormRow row{x.data(),
+                        gr.data(),
+                        ba.w ? w.data() : nullptr,
+                        ba.b ? b.data() : nullptr,
+                        n,
+                        o[1].values()[cu],
+                        o[2].values()[cu],
+                        g[1].values()[cu],
+                        g[2].values()[cu]};
+      const auto t = normRowAdjoint(row, m, scratch);
+      if (!t) return std::nullopt;
+      res.bound = add_up(res.bound, t->bound);
+      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
+    }
+    return res;
   }
 
  private:

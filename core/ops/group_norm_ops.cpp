@@ -39,7 +39,8 @@
 // accumulate partly in bf16 (mean and rstd 1–2 bf16 ulps off; 2.15 is inside; measured in
 // tests/core/ops/test_norm_torch_cases).
 // vjp: reverse-mode AD through the formulas (point arithmetic); localError: the interval rule on
-// the exact point inputs (ops::norm::localErrorFromInterval).
+// the exact point inputs (ops::norm::localErrorFromInterval); adjointLocalError: a row's shared
+// statistics weighed by the signed adjoint sums (ops::norm::normRowAdjoint).
 
 #include "core/backend.h"
 #include "core/kernels/batch_norm_row.h"
@@ -52,6 +53,7 @@
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
+#include "core/ops/norm_row_adjoint.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
@@ -321,6 +323,49 @@ class GroupNormForwardRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outputs,
                                  OpContext& ctx) const override {
     return localErrorFromInterval(*this, a, outputs, ctx);
+  }
+
+  // A row's mean and rstd are shared by its m elements, weighed by the signed adjoint sums
+  // (ops::norm::normRowAdjoint with the channel affine form, as batch norm). nullopt
+  // (→ localError): statistics stored coarser than c, or a row without a bound.
+  std::optional<AdjointLocalError> adjointLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                                     std::span<const Tensor> g,
+                                                     OpContext& ctx) const override {
+    const GnArgs ga = gnArgs(a);
+    const GnLayout& l = ga.l;
+    const std::int64_t m = l.m();
+    if (m == 0 || o.size() < 3 || g.size() < 3) return std::nullopt;
+    const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
+    const Format sMean = outFormat(a, ctx, 1), sRstd = outFormat(a, ctx, 2);
+    if (coarser(coarser(c, sMean), sRstd) != c) return std::nullopt;
+    const NormRowModel model{kernels::RowMomentsModel{c, ga.eps, modelUlps(LibmFn::Rsqrt, c), c},
+                             outFormat(a, ctx, 0), sMean, sRstd, true};
+    const auto xv = ga.x->values(), g0 = g[0].values();
+    const auto mu = static_cast<std::size_t>(m);
+    std::vector<double> w(ga.w ? mu : 0), b(ga.b ? mu : 0), scratch;
+    AdjointLocalError res;
+    for (std::int64_t r = 0; r < l.rows(); ++r) {
+      const auto ru = static_cast<std::size_t>(r), off = ru * mu;
+      for (std::int64_t j = 0; j < m; ++j) {
+        const auto ch = static_cast<std::size_t>(l.channel(r, j));
+        if (ga.w) w[static_cast<std::size_t>(j)] = ga.w->values()[ch];
+        if (ga.b) b[static_cast<std::size_t>(j)] = ga.b->values()[ch];
+      }
+      const NormRow row{xv.data() + off,
+                        g0.data() + off,
+                        ga.w ? w.data() : nullptr,
+                        ga.b ? b.data() : nullptr,
+                        m,
+                        o[1].values()[ru],
+                        o[2].values()[ru],
+                        g[1].values()[ru],
+                        g[2].values()[ru]};
+      const auto t = normRowAdjoint(row, model, scratch);
+      if (!t) return std::nullopt;
+      res.bound = add_up(res.bound, t->bound);
+      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
+    }
+    return res;
   }
 };
 

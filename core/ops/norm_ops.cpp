@@ -66,11 +66,13 @@
 //   outputs add |g_μ|·|μ̃ − μ| and |g_r|·|r̃ − r| with their own (storage-rounded) enclosures
 //   (the triangle inequality: they need not be the μ̂, r̂ used for y). Probabilistic: the two
 //   shared terms are the root-sum-squares of the row's individual roundings through δμ and δr
-//   (ops::norm::momentSpread, ~√n·u where the worst case is ~n·u), at most the worst-case terms
+//   (ops::norm::momentSpread, ~√n·u where the worst case is ~n·u; r·δμ + δμ·δr = δμ·r̂ is
+//   weighed by sup r̂, so the cross term needs no term of its own), at most the worst-case terms
 //   taken as one rounding each, in quadrature across rows, with the per-element terms |g_j|·ε̄_j
 //   (every term is nonnegative and at most its first-order counterpart, so the root of the sum of
 //   squares never exceeds the first-order bound). Signed row sums instead of Σ|g_j|·r_j: ~√n
-//   tighter.
+//   tighter. The row's term is ops::norm::normRowAdjoint (core/ops/norm_row_adjoint.cpp), which
+//   batch and group norm share with the channel affine form x·α + β.
 // The forward interval rule is the LB_HD row body kernels::layerNormRow
 // (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
 // layerNormRows (the CUDA backend runs the same body on the device).
@@ -93,6 +95,7 @@
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
+#include "core/ops/norm_row_adjoint.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 
@@ -350,88 +353,28 @@ class LayerNormRule final : public OpRule {
     const Tensor* b = optTensor(a, 3, s.n);
     if (s.n == 0 || o.size() < 3 || g.size() < 3) return std::nullopt;
     const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
-    const Format so = outFormat(a, ctx, 0), sm = outFormat(a, ctx, 1), sr = outFormat(a, ctx, 2);
-    const kernels::RowMomentsModel model{c, epsArg(a, 4), modelUlps(LibmFn::Rsqrt, c),
-                                         Format::Fp64};
-    const double u = unitRoundoff(c), etaC = smallestSubnormal(c);
-    const double uS = unitRoundoff(so) > u ? unitRoundoff(so) : 0.0;
-    const double etaS = uS > 0.0 ? smallestSubnormal(so) : 0.0;
-    const double gk = gammaUp(w ? 3 : 2, u);  // centred form: 2 or 3 roundings
-    const double onePlusU2 = mul_up(add_up(1.0, u), add_up(1.0, u));
-    const double twoUu = add_up(2.0 * u, mul_up(u, u));
-    const double g64 = gammaUp(4, 0x1p-53);  // the binary64 point evaluation of y (≤ 4 ops)
-    const auto xv = x.values();
-    const auto g0 = g[0].values(), g1 = g[1].values(), g2 = g[2].values();
+    const ops::norm::NormRowModel m{
+        kernels::RowMomentsModel{c, epsArg(a, 4), modelUlps(LibmFn::Rsqrt, c), Format::Fp64},
+        outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), false};
+    const auto xv = x.values(), g0 = g[0].values(), g1 = g[1].values(), g2 = g[2].values();
     const auto y1 = o[1].values(), y2 = o[2].values();
-    std::vector<double> clo(static_cast<std::size_t>(s.n)), chi(clo.size());
+    std::vector<double> scratch;
     AdjointLocalError res;
-    // Distance from a point value to the far end of an enclosure (|v̂ − v| for every v̂ in it).
-    auto far = [](Interval e, double v) { return std::fmax(sub_up(e.hi, v), sub_up(v, e.lo)); };
     for (std::int64_t r = 0; r < s.rows; ++r) {
-      const std::int64_t off = r * s.n;
-      const double* xr = xv.data() + off;
-      const kernels::RowMoments mo =
-          kernels::rowMoments(xr, xr, s.n, model, clo.data(), chi.data());
-      const auto ri = static_cast<std::size_t>(r);
-      const double muPt = y1[ri], rPt = y2[ri];
-      if (!mo.bounded || !std::isfinite(muPt) || !std::isfinite(rPt)) return std::nullopt;
-      // Shared: δμ = μ̂ − μ, δr = r̂ − r against the point statistics (the mean enclosure is
-      // μ ± meanError in c, RowMoments; the rstd enclosure is every r̂ the candidate computes).
-      const double dMu = far(mo.mean, muPt), dR = far(mo.rstd, rPt);
-      const double rHat = mag(mo.rstd), muHat = mag(mo.mean);
-      if (!std::isfinite(dMu) || !std::isfinite(dR) || !std::isfinite(rHat)) return std::nullopt;
-      Interval s1{0.0, 0.0}, s2{0.0, 0.0};  // Σ g w (x − μ), Σ g w, enclosed
-      double perElement = 0.0, perSquares = 0.0;
-      for (std::int64_t j = 0; j < s.n; ++j) {
-        const auto jj = static_cast<std::size_t>(j), i = static_cast<std::size_t>(off + j);
-        const double gj = g0[i];
-        if (gj == 0.0) continue;
-        const double wj = w ? w->values()[jj] : 1.0, aw = std::fabs(wj);
-        const double bj = b ? std::fabs(b->values()[jj]) : 0.0;
-        const Interval dj{sub_down(xr[j], muPt), sub_up(xr[j], muPt)};  // x − μ exactly
-        const Interval gw = lossbound::mul(Interval{gj, gj}, Interval{wj, wj});
-        s1 = lossbound::add(s1, lossbound::mul(gw, dj));
-        s2 = lossbound::add(s2, gw);
-        // ε̄_j: the affine part given μ̂ and r̂, |x − μ̂| ≤ |x − μ| + δμ.
-        const double dHat = mul_up(add_up(mag(dj), dMu), rHat);  // |x − μ̂|·r̂
-        const double p = mul_up(dHat, aw);
-        const double centred = mul_up(gk, p);
-        const double h = mul_up(u, mul_up(add_up(std::fabs(xr[j]), muHat), rHat));
-        const double cpu = w ? mul_up(aw, add_up(mul_up(onePlusU2, h), mul_up(twoUu, dHat)))
-                             : add_up(mul_up(add_up(1.0, u), h), mul_up(u, dHat));
-        double e = std::fmax(centred, cpu);
-        e = add_up(e, 3.0 * etaC);  // underflow of the ≤ 3 products
-        if (b) e = add_up(e, mul_up(u, add_up(add_up(p, bj), e)));
-        if (uS > 0.0) e = add_up(e, add_up(mul_up(uS, add_up(add_up(p, bj), e)), etaS));
-        // The point value's own binary64 rounding (y = ((x − μ)·r)·w + b in 4 operations).
-        const double pPt = mul_up(mul_up(mag(dj), rPt), aw);
-        e = add_up(e, add_up(mul_up(g64, add_up(pPt, bj)), 4.0 * 0x1p-1074));
-        const double t = mul_up(std::fabs(gj), e);
-        perElement = add_up(perElement, t);
-        perSquares = add_up(perSquares, mul_up(t, t));
-      }
-      // Δy_j = w_j[(x_j − μ)·δr − r·δμ − δμ·δr] + ε_j, so |Σ g Δy| ≤ δr|Σ g w (x − μ)| +
-      // (r δμ + δμ δr)|Σ g w| + Σ|g| ε̄_j; the shared terms are one rounding each per row.
-      const double sh1 = mul_up(dR, mag(s1));
-      const double sh2 = mul_up(add_up(mul_up(dMu, rPt), mul_up(dMu, dR)), mag(s2));
-      // The stored mean and rstd outputs: their own errors, not assumed to be the ones used.
-      const double tm =
-          g1[ri] == 0.0 ? 0.0 : mul_up(std::fabs(g1[ri]), far(roundOutward(mo.mean, sm), muPt));
-      const double tr =
-          g2[ri] == 0.0 ? 0.0 : mul_up(std::fabs(g2[ri]), far(roundOutward(mo.rstd, sr), rPt));
-      res.bound = add_up(res.bound, add_up(add_up(add_up(sh1, sh2), perElement), add_up(tm, tr)));
-      // Probabilistic: δμ and δr are sums of the row's individual roundings (momentSpread); the
-      // same roundings reach both, so 2(a² + b²) >= (a + b)²; the δμ·δr term stays worst case.
-      // Never above the worst-case shared terms taken as one rounding each.
-      const ops::norm::MomentSpread sp =
-          ops::norm::momentSpread(xr, s.n, mo, model.eps, c, model.rsqrtUlps);
-      const double pr1 = mul_up(sp.rstd, mag(s1)), pr2 = mul_up(mul_up(sp.mean, rHat), mag(s2));
-      const double cross = mul_up(mul_up(dMu, dR), mag(s2));
-      const double shared = std::fmin(
-          add_up(mul_up(sh1, sh1), mul_up(sh2, sh2)),
-          add_up(mul_up(2.0, add_up(mul_up(pr1, pr1), mul_up(pr2, pr2))), mul_up(cross, cross)));
-      res.sumSquares = add_up(res.sumSquares, add_up(add_up(shared, perSquares),
-                                                     add_up(mul_up(tm, tm), mul_up(tr, tr))));
+      const auto off = static_cast<std::size_t>(r * s.n), ri = static_cast<std::size_t>(r);
+      const ops::norm::NormRow row{xv.data() + off,
+                                   g0.data() + off,
+                                   w ? w->values().data() : nullptr,
+                                   b ? b->values().data() : nullptr,
+                                   s.n,
+                                   y1[ri],
+                                   y2[ri],
+                                   g1[ri],
+                                   g2[ri]};
+      const auto t = ops::norm::normRowAdjoint(row, m, scratch);
+      if (!t) return std::nullopt;
+      res.bound = add_up(res.bound, t->bound);
+      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
     }
     return res;
   }

@@ -8,9 +8,14 @@
 #include "core/backend.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
+#include "tests/core/ops/rule_call.h"
+
+#include <QtTest>
 
 #include <cmath>
 #include <memory>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -294,6 +299,99 @@ struct Bound {
 inline Backend& cpuBackend() {
   static std::unique_ptr<Backend> b = createCpuBackend();
   return *b;
+}
+
+/// The adjoint-weighted local error of a normalization's forward against random executions
+/// (checkAdjointLocalError: four adjoints, `trials` executions each): no execution above the
+/// bound, the probabilistic term never above it, no execution above λ times it and its
+/// root-mean-square within 1.5 times it. Returns the first failure, or "" — and in `hooked`
+/// whether the rule had a term for the case (nullopt: the evaluator uses localError).
+inline std::string adjointFailure(const OpCase& c, int trials, std::mt19937_64& rng, bool& hooked) {
+  const AdjointErrorReport rep = checkAdjointLocalError(c, trials, rng);
+  hooked = rep.hooked;
+  if (!rep.hooked) return "";
+  if (rep.violations > 0) return rep.first;
+  if (rep.probabilisticAbove > 0) return "the probabilistic term exceeds the bound";
+  if (rep.probabilisticEscapes > 0)
+    return std::to_string(rep.probabilisticEscapes) + " executions beyond λ·term";
+  if (rep.maxRmsRatio > 1.5)
+    return "root-mean-square " + std::to_string(rep.maxRmsRatio) + " × the term";
+  return "";
+}
+
+/// Runs adjointFailure on 24 cases of `make` per format (100 executions each, exact inputs) and
+/// requires at least a quarter of them to have an adjoint term; prints how many did.
+inline void checkAdjointCases(const char* name, const CaseMaker& make, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  int hooked = 0, cases = 0;
+  for (Format f : nn::kFormats)
+    for (int k = 0; k < 24; ++k) {
+      bool h = false;
+      const std::string failure = adjointFailure(make(f, false, rng), 100, rng, h);
+      QVERIFY2(failure.empty(),
+               (std::string(name) + " " + std::string(nn::formatName(f)) + ": " + failure).c_str());
+      hooked += h;
+      ++cases;
+    }
+  std::printf("%s: %d of %d random cases have an adjoint term\n", name, hooked, cases);
+  QVERIFY(hooked >= cases / 4);
+}
+
+/// Returns sqrt(Σ(g·r)²) over output 0 with r = localError: the probabilistic term of a rule
+/// without adjointLocalError (elements in quadrature, each with its worst-case local error).
+inline double perElementTerm(const OpCase& c, std::span<const double> g) {
+  Bound b(c);
+  OpContext ctx{c.precision, cpuBackend(), nullptr};
+  const std::vector<Tensor> out = b.rule().point(b.args(), ctx);
+  Bound shaped(c, {out[0].shape(), out[1].shape(), out[2].shape()});
+  const std::vector<Tensor> le = shaped.rule().localError(shaped.args(), out, ctx);
+  const auto r = le[0].hi();
+  double ss = 0.0;
+  for (std::size_t i = 0; i < r.size(); ++i) ss += (g[i] * r[i]) * (g[i] * r[i]);
+  return std::sqrt(ss);
+}
+
+/// Returns a forward case of `op` on fp32 x of shape `xs` (uniform in ±1 around `off`), with a
+/// weight near 1 and a bias of `channels` elements, then the arguments `tail`.
+inline OpCase largeNormCase(const std::string& op, const Shape& xs, std::int64_t channels,
+                            double off, std::vector<IrValue> tail, std::mt19937_64& rng) {
+  OpCase c;
+  c.op = op;
+  c.precision = modelFor(std::nullopt);
+  const DType t = DType::Float32;
+  c.inputs = {uniform(xs, t, false, rng, 1.0, off), uniform({channels}, t, false, rng, 1.0, 1.0),
+              uniform({channels}, t, false, rng, 0.5)};
+  c.args = {in(0), in(1), in(2)};
+  c.args.insert(c.args.end(), tail.begin(), tail.end());
+  c.outDtypes = {t, t, t};
+  return c;
+}
+
+/// The adjoint term of a normalization case with long rows against 60 executions for three
+/// adjoints of output 0 (ones, ∝ y, random signs), and against perElementTerm: prints both and
+/// requires the adjoint term below a tenth of it for random signs.
+inline void checkLargeRows(const OpCase& c, std::mt19937_64& rng, const char* name, double off) {
+  const RuleCall call(c);
+  const std::vector<Tensor>& out = call.point();
+  const auto y = out[0].values();
+  for (int kind = 0; kind < 3; ++kind) {
+    std::vector<double> g(y.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+      g[i] = kind == 0 ? 1.0 : kind == 1 ? y[i] : ((rng() & 1) ? 1.0 : -1.0);
+    std::vector<Tensor> grads{Tensor::point(out[0].shape(), out[0].dtype(), g)};
+    for (std::size_t k = 1; k < out.size(); ++k)
+      grads.push_back(Tensor::full(out[k].shape(), out[k].dtype(), 0.0));
+    const auto term = call.adjointLocalError(grads);
+    QVERIFY2(term.has_value(), name);
+    const double p = std::sqrt(term->sumSquares), old = perElementTerm(c, g);
+    std::printf("%s, offset %g, adjoint %d: probabilistic term %.3g, per-element %.3g (%.0f×)\n",
+                name, off, kind, p, old, old / p);
+    // Random signs, as a network's gradients: the shared statistics' terms cancel in Σ g·w
+    // and Σ g·w·(x − μ), which the per-element worst cases in quadrature cannot see.
+    if (kind == 2) QVERIFY2(p < 0.1 * old, name);
+    const std::string failure = checkAdjointProbabilisticTerm(call, g, p, 60, rng);
+    QVERIFY2(failure.empty(), (std::string(name) + ": " + failure).c_str());
+  }
 }
 
 }  // namespace lossbound::test::norm

@@ -498,6 +498,8 @@ AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19
     if (!(std::sqrt(t->sumSquares) <= t->bound * (1.0 + 1e-12))) ++rep.probabilisticAbove;
   }
   rep.hooked = true;
+  const double lambda = std::sqrt(2.0 * std::log(2.0 / 1e-6));
+  std::vector<double> meanSquares(adjoints.size(), 0.0);
   for (int t = 0; t < trials; ++t) {
     const auto r = rule.random(b.args(), ctx);
     ++rep.trials;
@@ -512,6 +514,9 @@ AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19
           dot += static_cast<long double>(g) * (static_cast<long double>(v) - y);
         }
       const double d = std::fabs(static_cast<double>(dot)), bound = bounds[a].bound;
+      const double p = std::sqrt(bounds[a].sumSquares);
+      meanSquares[a] += d * d / trials;
+      if (!(d <= lambda * p * (1.0 + 1e-6))) ++rep.probabilisticEscapes;
       ++rep.checks;
       if (bound > 0) rep.maxRatio = std::max(rep.maxRatio, d / bound);
       if (!(d <= bound * (1.0 + 1e-6))) {
@@ -526,6 +531,10 @@ AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19
         }
       }
     }
+  }
+  for (std::size_t a = 0; a < adjoints.size(); ++a) {
+    const double p = std::sqrt(bounds[a].sumSquares), rms = std::sqrt(meanSquares[a]);
+    if (rms > 0.0) rep.maxRmsRatio = std::max(rep.maxRmsRatio, p > 0.0 ? rms / p : HUGE_VAL);
   }
   return rep;
 }

@@ -98,10 +98,16 @@ struct AdjointErrorReport {
   int probabilisticAbove = 0;  ///< adjoints whose sqrt(sumSquares) exceeds the bound
   std::string first;           ///< description of the first violation
   double maxRatio = 0.0;       ///< max |Σ⟨g, ŷ − y⟩| / bound
+  /// The probabilistic term p = sqrt(sumSquares), as checkProbabilisticTerm (rule_call.h)
+  /// checks an element's: executions with |Σ⟨g, ŷ − y⟩| > λ·p (λ = 5.39), and the largest
+  /// root-mean-square of Σ⟨g, ŷ − y⟩ over the executions, over p, among the adjoints.
+  int probabilisticEscapes = 0;
+  double maxRmsRatio = 0.0;
 };
 /// For exact point inputs and four adjoints (random signs, all ones, g ∝ y, one element of
 /// output 0), checks |Σ_k ⟨g_k, ŷ_k − y_k⟩| <= adjointLocalError's bound·(1 + 1e-6) for `trials`
-/// random executions ŷ and the point outputs y, and sqrt(sumSquares) <= bound.
+/// random executions ŷ and the point outputs y, and sqrt(sumSquares) <= bound; reports the
+/// probabilistic term's escapes and root-mean-square ratio (the test asserts them).
 AdjointErrorReport checkAdjointLocalError(const OpCase& c, int trials, std::mt19937_64& rng);
 
 /// Returns a random value with a wide dynamic range: sign · 2^U(-spread, spread) · U(1, 2).

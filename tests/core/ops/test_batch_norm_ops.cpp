@@ -156,6 +156,23 @@ class TestBatchNormOps : public QObject {
     QCOMPARE(p[2].values()[2], 0.5);  // 1/sqrt(4 + 0)
     QVERIFY(contains(iv[2].at(2), 0.5) && contains(iv[1].at(0), 0.5));
   }
+  /// adjointLocalError in training (a channel's statistics shared by its elements,
+  /// ops::norm::normRowAdjoint): random cases of every format against 100 executions each, the
+  /// bound and the probabilistic term (adjointFailure, channel_norm_cases.h).
+  void adjointLocalErrorBoundsTheExecutions() {
+    checkAdjointCases("native_batch_norm", forward(BnOp::Native, 64), 19);
+    checkAdjointCases("native_batch_norm (short channels)", forward(BnOp::Native), 20);
+  }
+  /// Channels of 4,096 fp32 elements (centred, and shifted to 100): the adjoint term against 60
+  /// executions for three adjoints (ones, ∝ y, random signs), and against the per-element worst
+  /// cases put in quadrature that the probabilistic method used before.
+  void adjointTermOnLargeChannels() {
+    std::mt19937_64 rng(23);
+    for (double off : {0.0, 100.0})
+      checkLargeRows(largeNormCase("aten.native_batch_norm.default", {16, 4, 16, 16}, 4, off,
+                                   {none(), none(), flag(true), num(0.1), num(1e-5)}, rng),
+                     rng, "native_batch_norm", off);
+  }
   void badArgumentsAreErrors() {
     std::mt19937_64 rng(4);
     OpCase c = bnForwardCase(BnOp::NoTraining, Format::Fp32, false, rng);

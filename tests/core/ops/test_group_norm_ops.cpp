@@ -93,6 +93,22 @@ class TestGroupNormOps : public QObject {
         compared, worst);
     QVERIFY(compared > 300);
   }
+  /// adjointLocalError (a row's statistics shared by its elements, ops::norm::normRowAdjoint):
+  /// random cases of every format against 100 executions each, the bound and the probabilistic
+  /// term (adjointFailure, channel_norm_cases.h).
+  void adjointLocalErrorBoundsTheExecutions() {
+    checkAdjointCases("native_group_norm", gnForwardCase, 29);
+  }
+  /// Rows of 4,096 fp32 elements (2 groups of 4 channels of 32×32; centred, and shifted to 100):
+  /// checkLargeRows (channel_norm_cases.h).
+  void adjointTermOnLargeRows() {
+    std::mt19937_64 rng(31);
+    for (double off : {0.0, 100.0})
+      checkLargeRows(
+          largeNormCase("aten.native_group_norm.default", {2, 8, 32, 32}, 8, off,
+                        {integer(2), integer(8), integer(1024), integer(2), num(1e-5)}, rng),
+          rng, "native_group_norm", off);
+  }
   void badArgumentsAreErrors() {
     std::mt19937_64 rng(4);
     OpCase c = gnForwardCase(Format::Fp32, false, rng);
