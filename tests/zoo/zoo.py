@@ -7,7 +7,8 @@
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
-checkpoint before every step, model.eval() so dropout is off, parameters and buffers passed
+checkpoint before every step, model.eval() so dropout is off (resnet18_train: its batch norms in
+train mode), parameters and buffers passed
 through functional_call; every step function returns the loss and the gradients):
 
   reference   the plain step.
@@ -27,7 +28,8 @@ every program's ops are supported (`info`), no step is "not bounded", the self-c
 every step, the correct pair exits 0 (no exit) and the buggy pair exits 3 with its first exit at
 step 0 (default method first-order, --no-cache, --json). Soundness at step 0 of the correct pair:
 the first-order envelope contains [min, max] of the loss of --ensemble N randomized executions of
-the candidate program on the reference's state (0 escapes), and so does the interval envelope
+the candidate program on the reference's state (0 escapes), and so do the probabilistic envelope
+(a confidence statement, 1 - 1e-6) and the interval envelope
 from the inputs wherever it is finite; that interval analysis gives the same values on
 --backend host-device (the device-resident replay on the host's counting device). Recordings go
 to a temporary folder (removed unless --keep). Exit 0 when every check holds, 1 otherwise; every check failure is printed.
@@ -296,6 +298,7 @@ class Arch:
     smoothing: float = 0.0
     about: str = ""
     ensemble: int = 50            # randomized executions for the step-0 soundness check
+    train: bool = False           # batch norm in train mode (batch statistics) instead of eval
     notes: List[str] = field(default_factory=list)
 
 
@@ -348,6 +351,9 @@ ZOO: Dict[str, Arch] = {
     "resnet18": Arch(_resnet18(8), "classify", images(2, (3, 32, 32), 10),
                      about="torchvision resnet18 (ResNet, BasicBlock, [2, 2, 2, 2]) with widths "
                            "8-64 instead of 64-512, num_classes=10, 3x32x32, batch 2"),
+    "resnet18_train": Arch(_resnet18(8), "classify", images(2, (3, 32, 32), 10), train=True,
+                           about="the narrow resnet18 with its batch norms in train mode (batch "
+                                 "statistics), batch 2"),
     "mobilenet_v3_small": Arch(_tv("mobilenet_v3_small", num_classes=10, width_mult=0.25),
                                "classify", images(2, (3, 32, 32), 10),
                                about="torchvision mobilenet_v3_small(num_classes=10, "
@@ -403,6 +409,11 @@ def initial_params(arch: Arch) -> Tuple[nn.Module, Batch]:
         calibrate_batch_norm(model, arch.batches(seed=CALIBRATION_SEED,
                                                  count=CALIBRATION_BATCHES))
     model.eval()
+    if arch.train:  # batch statistics; running statistics updated with PyTorch's momentum
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.momentum = 0.1
+        model.train()
     params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
     params.update({k: v.detach().clone() for k, v in model.named_buffers()})
     return model, params
@@ -427,6 +438,9 @@ def record(name: str, folder: str) -> Dict[str, float]:
         path = os.path.join(folder, f"{variant}.h5")
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # e.g. traced loss != logged loss
+            if arch.train:  # the running statistics' in-place update: not part of the loss
+                warnings.filterwarnings("ignore", message=".*writes into its inputs in place",
+                                        category=RuntimeWarning)
             with RunRecorder(path, run_name=f"{name}/{variant}", role=variant, step_fn=step,
                              notes=arch.about) as rec:
                 for step_no, batch in enumerate(batches):
@@ -572,6 +586,20 @@ def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> d
         c.check(ok, f"soundness: the first-order envelope [{fo['envelope_lo']}, "
                     f"{fo['envelope_hi']}] at step 0 does not contain the {ensemble} randomized "
                     f"executions [{e0['envelope_lo']}, {e0['envelope_hi']}]")
+    # The probabilistic envelope is a confidence statement (1 - 1e-6), not a guarantee; an
+    # execution outside it would still be a finding worth failing on.
+    code, pro, text, _ = analyze(cli, files["reference"], files["correct"],
+                                 os.path.join(folder, "probabilistic.json"),
+                                 ["--steps", "0", "--method", "probabilistic"])
+    p0 = pro.get("steps", [{}])[0] if pro.get("steps") else None
+    c.check(code == 0 and p0 is not None, f"probabilistic at step 0: exit {code}\n{text}")
+    if p0 and e0:
+        result["probabilistic_rel_half_width"] = half_width(p0)
+        ok = contains(p0, e0)
+        result["probabilistic_escapes"] = 0 if ok else 1
+        c.check(ok, f"the probabilistic envelope [{p0['envelope_lo']}, {p0['envelope_hi']}] at "
+                    f"step 0 does not contain the randomized executions "
+                    f"[{e0['envelope_lo']}, {e0['envelope_hi']}]")
     code, itv, text, secs = analyze(cli, files["reference"], files["correct"],
                                     os.path.join(folder, "interval.json"),
                                     ["--steps", "0", "--method", "interval"])
@@ -665,7 +693,8 @@ def main() -> int:
                   f"correct exit {r.get('correct_exit')} ({r.get('correct_seconds')} s), buggy "
                   f"exit {r.get('buggy_exit')} first exit {r.get('buggy_first_exit')} "
                   f"({r.get('buggy_seconds')} s); step 0 rel. half-widths: first-order "
-                  f"{r.get('correct_first_order_rel_half_width', math.nan):.2e}, interval "
+                  f"{r.get('correct_first_order_rel_half_width', math.nan):.2e}, probabilistic "
+                  f"{r.get('probabilistic_rel_half_width', math.nan):.2e}, interval "
                   f"{r.get('interval_rel_half_width', math.nan):.2e}, ensemble({args.ensemble}) "
                   f"{r.get('ensemble_rel_half_width', math.nan):.2e}; buggy gap "
                   f"{r.get('buggy_reference_gap', math.nan):.2e}; total {r['total_seconds']} s",
