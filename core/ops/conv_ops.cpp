@@ -30,9 +30,11 @@
 // γ_k may be k·u), the underflow term k·η, and outward storage rounding; random: randomGemm (random
 // permutation, bracketing, blocking, FMA or not, tf32 truncation, bias inside or after the
 // accumulation); localError: the same bound on |w|·|col| (+|b|) plus storage rounding
-// (GemmLocalBound); vjp: the exact adjoint of the bilinear products (point arithmetic), also for
-// convolution_backward (whose outputs are bilinear in grad_output and input/weight).
-// Convolutions are linear in each operand: there are no kinks.
+// (GemmLocalBound); probabilisticLocalError (convolution): the GEMM's root-sum-square term on the
+// same magnitudes (GemmSpreadBound, core/ops/matmul_ops.cpp's file comment); vjp: the exact adjoint
+// of the bilinear products (point arithmetic), also for convolution_backward (whose outputs are
+// bilinear in grad_output and input/weight). Convolutions are linear in each operand: there are no
+// kinks.
 
 #include "core/backend.h"
 #include "core/kernels/interval_gemm.h"
@@ -212,17 +214,18 @@ Tensor randomProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts
   return Tensor::point(s, t, std::move(out));
 }
 
-/// Bounds |computed − exact| per element of product p for exact inputs (GemmLocalBound on
-/// |A|·|B| + |bias|), `computed` being the point result.
-Tensor localErrorProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
-                         const Tensor& computed, const GemmModel& gm, Backend& be) {
+/// Returns, per element of product p for exact inputs, bound(|A|·|B| + |bias|, computed) with
+/// the bound make(k, terms) of each gathered GEMM (GemmLocalBound or GemmSpreadBound).
+template <class MakeBound>
+Tensor boundProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
+                    const Tensor& computed, Backend& be, const MakeBound& make) {
   std::vector<double> out(static_cast<std::size_t>(computed.numel()), 0.0), absProd;
   const auto y = computed.values();
   forEachConvGemm(g, p, ts.bias != nullptr, [&](const GatheredGemm& q) {
     const Tensor A = ts.gatherA(q, false), B = ts.gatherB(q, false);
     absProd.resize(static_cast<std::size_t>(q.m * q.n));
     be.gemm(A.values().data(), B.values().data(), absProd.data(), q.m, q.k, q.n, true);
-    const GemmLocalBound bound(gm, q.k, gemmTerms(q.k, q.biasRow0 >= 0, 1.0));
+    const auto bound = make(q.k, gemmTerms(q.k, q.biasRow0 >= 0, 1.0));
     for (std::int64_t i = 0; i < q.m; ++i)
       for (std::int64_t j = 0; j < q.n; ++j) {
         double mag = absProd[static_cast<std::size_t>(i * q.n + j)];
@@ -233,6 +236,15 @@ Tensor localErrorProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors
       }
   });
   return Tensor::point(computed.shape(), computed.dtype(), std::move(out));
+}
+
+/// Bounds |computed − exact| per element of product p for exact inputs (GemmLocalBound on
+/// |A|·|B| + |bias|), `computed` being the point result.
+Tensor localErrorProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts,
+                         const Tensor& computed, const GemmModel& gm, Backend& be) {
+  return boundProduct(g, p, ts, computed, be, [&](std::int64_t k, std::int64_t terms) {
+    return GemmLocalBound(gm, k, terms);
+  });
 }
 
 /// Gradients of Σ h·(product p) with respect to its sources (and bias), accumulated into
@@ -348,6 +360,19 @@ class ConvolutionRule final : public OpRule {
     const ConvForward f = forwardArgs(a);
     const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, ConvProduct::Output);
     return {localErrorProduct(f.g, ConvProduct::Output, f.ts, outputs[0], gm, ctx.backend)};
+  }
+
+  // The probabilistic term of every output element: the GEMM's (GemmSpreadBound, the
+  // root-sum-square of the roundings of one dot product of length k, ~√k·u where the worst case
+  // is ~k·u), on the same |w|·|col| (+|b|); truncating accumulation keeps the worst case.
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> outputs,
+                                              OpContext& ctx) const override {
+    if (ctx.precision.truncatingAccumulation) return {};
+    const ConvForward f = forwardArgs(a);
+    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, ConvProduct::Output);
+    return {boundProduct(
+        f.g, ConvProduct::Output, f.ts, outputs[0], ctx.backend,
+        [&](std::int64_t k, std::int64_t terms) { return GemmSpreadBound(gm, k, terms, false); })};
   }
 };
 

@@ -276,4 +276,26 @@ double GemmLocalBound::operator()(double magnitude, double y) const {
   return std::fmin(worst, signedForm) * kUp + kTiny;  // fmin: a NaN y leaves the first form
 }
 
+GemmSpreadBound::GemmSpreadBound(const GemmModel& gm, std::int64_t k, std::int64_t terms,
+                                 bool truncating, double alpha, double beta)
+    : mWorst(gm, k, terms, beta), mModel(gm) {
+  const double gT = gammaUp(terms, gm.uAcc);
+  mApplies = !truncating && alpha == 1.0 && gT < 1.0;
+  mSlack64 = add_up(1.0, gammaUp(k + 1, 0x1p-53));  // the RN |A||B| itself
+  mRss = mul_up(mul_up(gm.uAcc, sqrt_up(static_cast<double>(terms))), add_up(1.0, gT));
+  const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);
+  mInRel = mul_up(uIn, 2.0 + uIn);
+  mEta = mul_up(static_cast<double>(k), smallestSubnormal(gm.acc));
+}
+
+double GemmSpreadBound::operator()(double magnitude, double y) const {
+  if (!mApplies) return mWorst(magnitude, y);
+  const double mag = mul_up(magnitude, mSlack64);
+  const double sum = mul_up(mRss, mag);
+  const double store = mModel.acc == mModel.out ? 0.0 : roundingError(y, mModel.out, mModel.out);
+  const double c = add_up(
+      add_up(sqrt_up(add_up(mul_up(sum, sum), mul_up(store, store))), mul_up(mInRel, mag)), mEta);
+  return std::fmin(c, mWorst(magnitude, y));  // never above the worst case
+}
+
 }  // namespace lossbound::ops

@@ -86,5 +86,33 @@ class GemmLocalBound {
   double mG64 = 0.0;      // γ_{k+1}^{64}: the binary64 |A||B| and y
 };
 
+/// The probabilistic term of one product element (core/ops/matmul_ops.cpp's file comment): the
+/// root-sum-square of the individual roundings' bounds, u·sqrt(terms)·M·(1 + γ_terms), in
+/// quadrature with the storage rounding, plus the input rounding (tf32, not mean-zero: linear)
+/// and k·η, never above GemmLocalBound. It applies only to round-to-nearest accumulation with
+/// alpha = 1 (a scaled product's partial sums are not bounded by |alpha|·|A||B|) and
+/// γ_terms < 1; elsewhere applies() is false and the worst case stands.
+class GemmSpreadBound {
+ public:
+  /// Prepares the term for inner dimension k, `terms` summed terms (gemmTerms), the accumulation
+  /// truncating or not, and the product's alpha and beta.
+  GemmSpreadBound(const GemmModel& gm, std::int64_t k, std::int64_t terms, bool truncating,
+                  double alpha = 1.0, double beta = 1.0);
+  /// Returns whether the term applies (else the caller keeps the worst case).
+  bool applies() const { return mApplies; }
+  /// Returns the term for one element of magnitude `magnitude` whose computed value is y (the
+  /// worst case where the term does not apply).
+  double operator()(double magnitude, double y) const;
+
+ private:
+  GemmLocalBound mWorst;
+  GemmModel mModel;
+  bool mApplies = false;
+  double mRss = 0.0;    // u·sqrt(terms)·(1 + γ_terms)
+  double mInRel = 0.0;  // input rounding, relative
+  double mEta = 0.0;    // k·η_acc
+  double mSlack64 = 0.0;
+};
+
 }  // namespace ops
 }  // namespace lossbound

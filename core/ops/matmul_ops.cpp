@@ -348,27 +348,11 @@ std::vector<Tensor> MatmulRule::probabilisticLocalError(const OpArgs& a,
                                                         OpContext& ctx) const {
   const MatmulPlan p = plan(a);
   const GemmModel gm = gemmModel(a, ctx);
-  const bool withBias = bias(a, p).has_value();
-  const std::int64_t terms = gemmTerms(p.k, withBias, alpha(a));
-  // Only where every rounding is a mean-zero round to nearest of a value bounded by M (alpha = 1:
-  // a scaled product's partial sums are not bounded by |alpha|·|A||B|).
-  const double gT = gammaUp(terms, gm.uAcc);
-  if (ctx.precision.truncatingAccumulation || alpha(a) != 1.0 || !(gT < 1.0)) return {};
-  const GemmLocalBound worst(gm, p.k, terms, beta(a));
-  const double slack64 = add_up(1.0, gammaUp(p.k + 1, 0x1p-53));  // the RN |A||B| itself
-  const double rss = mul_up(mul_up(gm.uAcc, sqrt_up(static_cast<double>(terms))), add_up(1.0, gT));
-  const double uIn = gm.in == gm.out ? 0.0 : 2 * unitRoundoff(gm.in);
-  const double inRel = mul_up(uIn, 2.0 + uIn);
-  const double eta = mul_up(static_cast<double>(p.k), smallestSubnormal(gm.acc));
+  const GemmSpreadBound spread(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)),
+                               ctx.precision.truncatingAccumulation, alpha(a), beta(a));
+  if (!spread.applies()) return {};
   std::vector<double> out = magnitudes(a, p, ctx);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const double mag = mul_up(out[i], slack64), y = outs[0].values()[i];
-    const double sum = mul_up(rss, mag);
-    const double store = gm.acc == gm.out ? 0.0 : roundingError(y, gm.out, gm.out);
-    const double c = add_up(
-        add_up(sqrt_up(add_up(mul_up(sum, sum), mul_up(store, store))), mul_up(inRel, mag)), eta);
-    out[i] = std::fmin(c, worst(out[i], y));  // never above the worst case
-  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = spread(out[i], outs[0].values()[i]);
   return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
 }
 

@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -396,6 +397,47 @@ class TestConvOps : public QObject {
     }
   }
 
+  /// probabilisticLocalError: never above localError, and checkProbabilisticTerm (every
+  /// execution within λ times it, root-mean-square within 1.5 times it) on random geometries of
+  /// every format and on a long dot product (k = 576, positive terms: √k·u where the worst case
+  /// has k·u).
+  void probabilisticTermBoundsTheExecutions() {
+    std::mt19937_64 rng(33);
+    for (Format f : kFormats)
+      for (int t = 0; t < 12; ++t) {
+        const OpCase c = forwardCase(randomConfig(1 + t % 3, rng), f, false, rng);
+        const RuleCall call(c);
+        const std::vector<Tensor> pr = call.probabilisticLocalError(), le = call.localError();
+        QCOMPARE(pr.size(), std::size_t{1});
+        for (std::int64_t i = 0; i < pr[0].numel(); ++i) QVERIFY(pr[0].at(i).hi <= le[0].at(i).hi);
+        const std::string failure = checkProbabilisticTerm(call, pr[0].hi(), 40, rng);
+        QVERIFY2(failure.empty(), (std::string(formatName(f)) + ": " + failure).c_str());
+      }
+    OpCase c;
+    c.op = "aten.convolution.default";
+    c.precision = modelFor(Format::Fp32);
+    c.outDtypes = {DType::Float32};
+    const auto positive = [&](const Shape& sh) {  // fp32 values in [0.5, 1.5)
+      std::uniform_real_distribution<double> u(0.5, 1.5);
+      std::vector<double> v(static_cast<std::size_t>(numel(sh)));
+      for (double& e : v) e = static_cast<float>(u(rng));
+      return Tensor::point(sh, DType::Float32, std::move(v));
+    };
+    c.inputs = {positive({1, 64, 6, 6}), positive({8, 64, 3, 3})};
+    c.args = {in(0), in(1), none()};
+    Config g;
+    g.stride = {1, 1};
+    g.padding = {0, 0};
+    g.dilation = {1, 1};
+    for (const IrValue& v : g.tail()) c.args.push_back(v);
+    const RuleCall call(c);
+    const std::vector<Tensor> pr = call.probabilisticLocalError(), le = call.localError();
+    for (std::int64_t i = 0; i < pr[0].numel(); ++i)
+      QVERIFY2(pr[0].at(i).hi < 0.1 * le[0].at(i).hi,
+               qPrintable(QStringLiteral("%1 vs %2").arg(pr[0].at(i).hi).arg(le[0].at(i).hi)));
+    const std::string failure = checkProbabilisticTerm(call, pr[0].hi(), 40, rng);
+    QVERIFY2(failure.empty(), failure.c_str());
+  }
   void pointMatchesTorch() {
     QFile file(QStringLiteral(LOSSBOUND_SOURCE_DIR "/tests/core/ops/data/conv_torch_cases.json"));
     QVERIFY(file.open(QIODevice::ReadOnly));
