@@ -60,7 +60,9 @@
 //   CPU fl(fl(x·r̂) + fl(−r̂·μ̂)) = ((x − μ̂)r̂ + η)(1 + β), |η| <= H = u(|x| + |μ̂|)r̂, so it is
 //   within H(1 + u) + u|x − μ̂|r̂ of (x − μ̂)r̂, and after ·w within
 //   |w|[(1 + u)²H + (2u + u²)|x − μ̂|r̂];
-//   the larger of the two, + 3η_c (underflow of the products), + u(P + |b| + E) for the bias
+//   the larger of the two, + η_c(3 + |w| + r̂ + |x − μ̂| + |x| + |μ̂|) (underflow of the <= 3
+//   products, scaled by the later ones; none where the affine part may overflow in c: no
+//   adjoint term then), + u(P + |b| + E) for the bias
 //   add, + u_s(P + |b| + E) + η_s when the output is stored in a coarser format s, + γ_4^{64}
 //   (|x − μ|·r·|w| + |b|) for the binary64 point value y itself. The stored mean and rstd
 //   outputs add |g_μ|·|μ̃ − μ| and |g_r|·|r̃ − r| with their own (storage-rounded) enclosures
@@ -69,6 +71,8 @@
 //   (ops::norm::momentSpread, ~√n·u where the worst case is ~n·u; r·δμ + δμ·δr = δμ·r̂ is
 //   weighed by sup r̂, so the cross term needs no term of its own), at most the worst-case terms
 //   taken as one rounding each, in quadrature across rows, with the per-element terms |g_j|·ε̄_j
+//   (added linearly within each binade of x − μ and of the output, where roundings can share an
+//   offset; norm_row_adjoint.cpp)
 //   (every term is nonnegative and at most its first-order counterpart, so the root of the sum of
 //   squares never exceeds the first-order bound). Signed row sums instead of Σ|g_j|·r_j: ~√n
 //   tighter. The row's term is ops::norm::normRowAdjoint (core/ops/norm_row_adjoint.cpp), which

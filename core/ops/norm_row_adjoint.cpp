@@ -26,21 +26,30 @@ namespace lossbound::ops::norm {
 
 namespace {
 
-/// One element's inputs, adjoint and local bound ε̄ (given the shared μ̂, r̂).
+/// One element's inputs, adjoint and local bound ε̄ (given the shared μ̂, r̂), and the binades
+/// of x − μ and of its affine value z (point statistics).
 struct Element {
   double x, w, b, g, e;
+  int binadeD, binadeZ;
 };
 
-// Returns Σ_groups (|Σ_group g|·ε̄)² over the groups of elements with equal (x, w, b): in one
-// execution every element's affine rounding is a function of its inputs and of the row's shared
-// μ̂, r̂, so equal elements round alike and their adjoints add up before squaring (measured: bf16
-// channels of a few distinct values had 2.7× the root-sum-square of per-element terms in
-// root-mean-square). Sorts `elements`.
+// Returns the probabilistic sum of squares of the per-element terms. In one execution every
+// element's affine rounding is a function of its inputs and of the row's shared μ̂, r̂ (and b in
+// batch and group norm), so (1) equal (x, w, b) round alike: their adjoints add up, signed,
+// before the term is taken (measured: bf16 channels of a few distinct values had 2.7× the
+// per-element root-sum-square); and (2) unequal elements whose x − μ̂ (or z) falls in one binade
+// can round by one offset: x on the grid of that binade makes fl(x − μ̂)'s error a function of
+// μ̂ alone, and a shared β or b does the same to the sums (review counterexample: x on a 2^-20
+// grid, μ ≈ 0.3, had 3.4× the per-element root-sum-square). So the terms of a binade pair
+// (x − μ, z) are added linearly and the pairs put in quadrature. An element whose x − μ̂ lands in
+// the binade next to x − μ's (δμ moves it) is counted in its own pair. Sorts `elements`.
 double groupedSquares(std::vector<Element>& elements) {
-  const auto key = [](const Element& a) { return std::tie(a.x, a.w, a.b); };
+  const auto key = [](const Element& a) {
+    return std::make_tuple(a.binadeD, a.binadeZ, a.x, a.w, a.b);
+  };
   std::sort(elements.begin(), elements.end(),
             [&](const Element& a, const Element& b) { return key(a) < key(b); });
-  double squares = 0.0;
+  double squares = 0.0, binade = 0.0;
   for (std::size_t i = 0; i < elements.size();) {
     double up = 0.0, down = 0.0;
     std::size_t j = i;
@@ -48,12 +57,20 @@ double groupedSquares(std::vector<Element>& elements) {
       up = add_up(up, elements[j].g);
       down = add_down(down, elements[j].g);
     }
-    const double t = mul_up(std::fmax(std::fabs(up), std::fabs(down)), elements[i].e);
-    squares = add_up(squares, mul_up(t, t));
+    binade = add_up(binade, mul_up(std::fmax(std::fabs(up), std::fabs(down)), elements[i].e));
+    const bool last = j == elements.size() || elements[j].binadeD != elements[i].binadeD ||
+                      elements[j].binadeZ != elements[i].binadeZ;
+    if (last) {
+      squares = add_up(squares, mul_up(binade, binade));
+      binade = 0.0;
+    }
     i = j;
   }
   return squares;
 }
+
+/// Returns the binary exponent of v (0 for 0 and non-finite values).
+int binadeOf(double v) { return v == 0.0 || !std::isfinite(v) ? 0 : std::ilogb(v); }
 
 // Distance from a point value to the far end of an enclosure (|v̂ − v| for every v̂ in it).
 double far(Interval e, double v) { return std::fmax(sub_up(e.hi, v), sub_up(v, e.lo)); }
@@ -72,6 +89,7 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
   const double onePlusU2 = mul_up(onePlusU, onePlusU);
   const double twoUu = add_up(2.0 * u, mul_up(u, u));
   const double g64 = gammaUp(4, 0x1p-53);  // the binary64 point evaluation of y (≤ 4 ops)
+  const double bigC = 0.25 * largestFinite(c);
   const std::int64_t n = row.n;
   scratch.resize(2 * static_cast<std::size_t>(n));
   const kernels::RowMoments mo =
@@ -112,8 +130,18 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
       cpu = row.w ? mul_up(aw, add_up(mul_up(onePlusU2, h), mul_up(twoUu, dHat)))
                   : add_up(mul_up(onePlusU, h), mul_up(u, dHat));
     }
+    // Overflow in c (x·α, β, the centred products): no bound here (the interval rule's
+    // enclosure is entire there too).
+    const double scale = mul_up(std::fmax(1.0, rHat), std::fmax(1.0, aw));
+    const double dAbs = add_up(mag(dj), dMu);  // >= |x − μ̂|
+    if (!(add_up(mul_up(add_up(add_up(std::fabs(xj), muHat), dAbs), scale), bj) < bigC))
+      return std::nullopt;
     double e = std::fmax(centred, cpu);
-    e = add_up(e, 3.0 * etaC);  // underflow of the ≤ 3 products
+    // Underflow: each of the <= 3 products of a form may round by η_c in absolute terms, and the
+    // later products scale that error: by |w| (fl(t·r̂)·w, layer norm's CPU form), by r̂
+    // (fl(w·t)·r̂), by |x − μ̂| (t·fl(r̂·w)), by |x| + |μ̂| (α = fl(r̂·w) in x·α and μ̂·α).
+    e = add_up(e, mul_up(etaC, add_up(add_up(3.0, add_up(aw, rHat)),
+                                      add_up(dAbs, add_up(std::fabs(xj), muHat)))));
     if (row.b) e = add_up(e, mul_up(u, add_up(add_up(p, bj), e)));
     if (uS > 0.0) e = add_up(e, add_up(mul_up(uS, add_up(add_up(p, bj), e)), etaS));
     // The point value's own binary64 rounding (y = ((x − μ)·r)·w + b in 4 operations).
@@ -121,7 +149,8 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
     e = add_up(e, add_up(mul_up(g64, add_up(pPt, bj)), 4.0 * 0x1p-1074));
     const double t = mul_up(std::fabs(gj), e);
     perElement = add_up(perElement, t);
-    elements.push_back({xj, wj, row.b ? row.b[j] : 0.0, gj, e});
+    const double z = (xj - muPt) * rPt * wj + (row.b ? row.b[j] : 0.0);
+    elements.push_back({xj, wj, row.b ? row.b[j] : 0.0, gj, e, binadeOf(xj - muPt), binadeOf(z)});
   }
   // Δy_j = w_j[(x_j − μ)·δr − r·δμ − δμ·δr] + ε_j, so |Σ g Δy| ≤ δr|Σ g w (x − μ)| +
   // (r δμ + δμ δr)|Σ g w| + Σ|g| ε̄_j; the shared terms are one rounding each per row.
@@ -140,10 +169,11 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
   // Probabilistic: δμ and δr are sums of the row's individual roundings (momentSpread). Exactly,
   // Σ g Δy = δr·Σ g w (x − μ) − δμ·r̂·Σ g w + Σ g ε with r̂ = r + δr <= sup r̂: the δμ·δr term
   // is inside the second, weighed by sup r̂, and needs no term of its own. The same roundings
-  // reach δμ and δr, so 2(a² + b²) >= (a + b)². Never above the worst-case shared terms.
+  // reach δμ and δr, so 2(a² + b²) >= (a + b)². Never above the worst-case shared terms, which
+  // come from the same roundings: (sh1 + sh2)².
   const MomentSpread sp = momentSpread(row.x, n, mo, m.moments.eps, c, m.moments.rsqrtUlps);
   const double pr1 = mul_up(sp.rstd, mag(s1)), pr2 = mul_up(mul_up(sp.mean, rHat), mag(s2));
-  const double shared = std::fmin(add_up(mul_up(sh1, sh1), mul_up(sh2, sh2)),
+  const double shared = std::fmin(mul_up(add_up(sh1, sh2), add_up(sh1, sh2)),
                                   mul_up(2.0, add_up(mul_up(pr1, pr1), mul_up(pr2, pr2))));
   res.sumSquares = add_up(add_up(shared, perSquares), add_up(mul_up(tm, tm), mul_up(tr, tr)));
   return res;

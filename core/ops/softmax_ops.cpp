@@ -357,7 +357,10 @@ class SoftmaxRule final : public OpRule {
       const double under = div_up(mul_up(static_cast<double>(rows.n), m.etaExp), sum);
       linear = add_up(linear, add_up(mul_up(bigG, under), point));
     }
-    const double root = mul_up(add_up(sqrt_up(squares), linear), 1.0 + 0x1p-40);
+    // The weights p_j, Σp² and S/sum come from binary64 exps, quotients and an upward sum of
+    // n terms: relative errors up to ~n·2^-52, low as well as high; 2^-40 + n·2^-48 covers them.
+    const double slack = add_up(1.0 + 0x1p-40, mul_up(static_cast<double>(rows.n), 0x1p-48));
+    const double root = mul_up(add_up(sqrt_up(squares), linear), slack);
     res.sumSquares = std::fmin(sq(root), sq(res.bound));
     return res;
   }

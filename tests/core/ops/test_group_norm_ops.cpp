@@ -109,6 +109,84 @@ class TestGroupNormOps : public QObject {
                         {integer(2), integer(8), integer(1024), integer(2), num(1e-5)}, rng),
           rng, "native_group_norm", off);
   }
+  /// One row, x on a 2^-20 grid with |x − μ| in [1, 2) and [2, 4), μ ≈ 0.3, an adjoint with
+  /// Σg = 0 and Σg·(x − μ) = 0 (no shared term): fl(x − μ̂) rounds every element of a binade by
+  /// the same offset, so the per-element terms must add up within a binade (the review's
+  /// counterexample: 3.4× the root-sum-square in root-mean-square before).
+  void coherentRoundingsOfOneBinade() {
+    std::mt19937_64 rng(41);
+    const std::int64_t n = 4096;
+    std::uniform_real_distribution<double> uni(0.0, 1.0);
+    std::vector<double> x(static_cast<std::size_t>(n)), g(x.size());
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      const bool wide = k % 2;
+      const double m = wide ? 2.05 + 1.9 * uni(rng) : 1.05 + 0.9 * uni(rng);
+      x[k] = std::ldexp(std::nearbyint(std::ldexp(0.3 + ((k / 2) % 2 ? m : -m), 20)), -20);
+      g[k] = wide ? -1.0 : 1.0;
+    }
+    long double sum = 0;
+    for (double v : x) sum += v;
+    const double mu = static_cast<double>(sum / n);
+    for (int it = 0; it < 3; ++it) {  // project g off 1 and x − μ
+      long double sg = 0, sgd = 0, sdd = 0;
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        sg += g[k];
+        sgd += static_cast<long double>(g[k]) * (x[k] - mu);
+        sdd += static_cast<long double>(x[k] - mu) * (x[k] - mu);
+      }
+      const double a = static_cast<double>(sg / n), b = static_cast<double>(sgd / sdd);
+      for (std::size_t k = 0; k < x.size(); ++k) g[k] -= a + b * (x[k] - mu);
+    }
+    OpCase c;
+    c.op = "aten.native_group_norm.default";
+    c.precision = modelFor(std::nullopt);
+    c.inputs = {Tensor::point({1, 1, n}, DType::Float32, x)};
+    c.args = {in(0), none(), none(), integer(1), integer(1), integer(n), integer(1), num(1e-5)};
+    c.outDtypes = {DType::Float32, DType::Float32, DType::Float32};
+    const RuleCall call(c);
+    const auto term = call.adjointLocalError({Tensor::point({1, 1, n}, DType::Float32, g),
+                                              Tensor::full({1, 1}, DType::Float32, 0.0),
+                                              Tensor::full({1, 1}, DType::Float32, 0.0)});
+    QVERIFY(term.has_value());
+    const std::string failure =
+        checkAdjointProbabilisticTerm(call, g, std::sqrt(term->sumSquares), 200, rng);
+    QVERIFY2(failure.empty(), failure.c_str());
+  }
+  /// The first-order bound with subnormal products, which later products scale (the review's
+  /// counterexample: w·(x − μ̂) subnormal, then ·r̂: 127 η against a bound of 6 η before), and
+  /// no bound where the affine part may overflow in fp32.
+  void underflowAndOverflow() {
+    std::mt19937_64 rng(43);
+    const auto rowCase = [](std::vector<double> x, double w) {
+      OpCase c;
+      c.op = "aten.native_group_norm.default";
+      c.precision = modelFor(std::nullopt);
+      const auto n = static_cast<std::int64_t>(x.size());
+      c.inputs = {Tensor::point({1, 1, n}, DType::Float32, std::move(x)),
+                  Tensor::point({1}, DType::Float32, {w})};
+      c.args = {in(0), in(1), none(), integer(1), integer(1), integer(n), integer(1), num(1e-5)};
+      c.outDtypes = {DType::Float32, DType::Float32, DType::Float32};
+      return c;
+    };
+    const std::vector<Tensor> g{Tensor::point({1, 1, 2}, DType::Float32, {-1.0, 1.0}),
+                                Tensor::full({1, 1}, DType::Float32, 0.0),
+                                Tensor::full({1, 1}, DType::Float32, 0.0)};
+    for (const OpCase& c : {rowCase({0.0, 0x1p-140}, static_cast<float>(0.3)),
+                            rowCase({-1000.0, 1000.0}, 0x1.3p-140)}) {
+      const RuleCall call(c);
+      const auto term = call.adjointLocalError(g);
+      QVERIFY(term.has_value());
+      const auto y = call.point()[0].values();
+      for (int e = 0; e < 300; ++e) {
+        const std::vector<Tensor> run = call.random(rng);
+        const auto v = run[0].values();
+        const double d = std::fabs(-(v[0] - y[0]) + (v[1] - y[1]));
+        QVERIFY2(d <= term->bound,
+                 qPrintable(QStringLiteral("%1 > bound %2").arg(d).arg(term->bound)));
+      }
+    }
+    QVERIFY(!RuleCall(rowCase({1e36, 1e36}, 2.0)).adjointLocalError(g).has_value());
+  }
   void badArgumentsAreErrors() {
     std::mt19937_64 rng(4);
     OpCase c = gnForwardCase(Format::Fp32, false, rng);
