@@ -2,6 +2,7 @@
 
 #include "core/kernels/batch_norm_row.h"
 #include "core/ops/broadcasting.h"
+#include "core/ops/error_bounds.h"
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
@@ -89,25 +90,64 @@ Interval rsqrtEnclosure(Interval var, double eps, Format c) {
 // (Hoeffding). The |c_i| below are u × the magnitude of the rounded value × the statistic's
 // sensitivity to it, for every algorithm randomMoments executes (A = max|x|, W = max x − min x,
 // S = Σ(x − μ)² <= mo.m2.hi, n elements):
-// - the mean. Two-pass: n − 1 additions of partial sums <= Σ|x| (sensitivity 1/n) and the
-//   division, one or two roundings <= u·A: Σc² <= (n − 1)(uΣ|x|/n)² + (2uA)². Welford's element
-//   update m += (x − m)/k and the tree's m = m_a + (n_b/n)(m_b − m_a): a perturbation of an
-//   accumulator's mean reaches the result damped (the weights are in [0, 1]), and each of the
-//   n − 1 updates rounds a difference <= W, one or two quotients or products <= W and the sum
-//   <= A: Σc² <= (n − 1)(u(A + 3W))².
+// - the mean. Two-pass: n − 1 additions (sensitivity 1/n) of partial sums, the j-th largest at
+//   most P_{n−j+1} (the sum of the n − j + 1 largest |x|; ops::partialSumsRootSquares), and the
+//   division, one or two roundings <= u·A: Σc² <= (u/n)²·Σ_k P_k² + (2uA)². Welford's element
+//   update m += (x − m)/k and the tree's m = m_a + (n_b/n)(m_b − m_a): a perturbation of the
+//   mean of an accumulator of k elements reaches the result times k/n (each later update keeps
+//   the share n_a/n of its first operand), and each of the n − 1 updates rounds a difference
+//   <= W, one or two quotients or products <= W and the sum <= A, all on that accumulator:
+//   Σc² <= (u(A + 3W))²·Σ_nodes (k/n)² <= (u(A + 3W))²·Σ_{k=2..n} (k/n)² (the j-th largest
+//   internal node of any tree holds at most n − j + 1 leaves).
 // - S. Two-pass: the differences (2u·d²) and the squares (u·d²) give Σc² <= 9u²S'² (Σd⁴ <= S'²,
 //   S' = Σ(x − μ̂)² <= mo.m2.hi), the n − 1 additions (n − 1)(uS')²; the mean's error enters S'
 //   at second order only (Σ(x − μ) = 0). Welford and trees: each increment t (Σt = S, Chan, Golub
 //   & LeVeque 1983) is hit by at most 6 roundings, 36u²S²; 2(n − 1) additions <= uS; and a
 //   rounding ε of the mean of an accumulator of k elements is, for the rest of the algorithm
-//   (exact), a shift of those k elements, which moves S by 2ε·Σ_acc(x − μ), |Σ_acc(x − μ)| <=
-//   sqrt(k·S) (Cauchy–Schwarz), with Σk <= n(n + 1)/2 over the updates: 2u²(A + 3W)²·S·n(n + 1).
+//   (exact), a shift of those k elements, which moves S by 2ε·Σ_acc(x − μ), |Σ_acc(x − μ)| <= D_k
+//   = the larger of the sums of the k largest positive and negative parts of x − μ (any
+//   k-subset; D_k <= sqrt(k·S), Cauchy–Schwarz, the bound used before), nondecreasing in k; the
+//   accumulators' sizes are those of a tree's nodes, at most n − j + 1 for the j-th largest, and
+//   Welford's element updates have one of each size: Σc² <= 4u²(A + 3W)²·Σ_{k=1..n} D_k².
 //   A rounding that reaches S both ways (the difference δ) is counted in each, and
 //   (a + b)² <= 2(a² + b²) covers that: the Welford sum is doubled.
 // - rstd r = (fl(S/n) + eps)^(-1/2): the sensitivity to the variance is ½r³; the variance takes
 //   S's spread / n, one or two roundings <= u·v, eps read in c (<= u·eps), the addition
 //   <= u(v + eps); the rsqrt itself max(ulps, 2)·2u·r (two rounded steps or a libm result). r, v
 //   are their enclosures' upper ends (first order at the exact values, which they bound).
+// Returns Σ_{k=1..n} D_k² with D_k >= |Σ_{j in J}(x_j − μ)| for every k-subset J (μ the exact
+// mean): the larger of the sums of the k largest positive and of the k largest negative parts of
+// x − μ, from binary64 deviations, each widened by the binary64 mean's error γ_{n+1}·Σ|x|/n and
+// its own rounding.
+double subsetSumSquares(const double* x, std::int64_t n) {
+  long double sum = 0.0L, absSum = 0.0L;
+  for (std::int64_t j = 0; j < n; ++j) {
+    sum += x[j];
+    absSum += std::fabs(x[j]);
+  }
+  const double mu = static_cast<double>(sum / static_cast<long double>(n));
+  const double slackMu =
+      mul_up(gammaUp(n + 1, 0x1p-53),
+             div_up(static_cast<double>(absSum) * (1.0 + 0x1p-50), static_cast<double>(n)));
+  std::vector<double> pos, neg;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double d = x[j] - mu;
+    const double slack = add_up(slackMu, mul_up(0x1p-52, std::fabs(d)));
+    pos.push_back(add_up(std::fmax(d, 0.0), slack));
+    neg.push_back(add_up(std::fmax(-d, 0.0), slack));
+  }
+  std::sort(pos.begin(), pos.end(), std::greater<>());
+  std::sort(neg.begin(), neg.end(), std::greater<>());
+  double p = 0.0, q = 0.0, squares = 0.0;
+  for (std::size_t k = 0; k < pos.size(); ++k) {
+    p = add_up(p, pos[k]);
+    q = add_up(q, neg[k]);
+    const double dk = std::fmax(p, q);
+    squares = add_up(squares, mul_up(dk, dk));
+  }
+  return squares;
+}
+
 MomentSpread momentSpread(const double* x, std::int64_t n, const kernels::RowMoments& mo,
                           double eps, Format c, int rsqrtUlps) {
   MomentSpread sp;
@@ -124,15 +164,19 @@ MomentSpread momentSpread(const double* x, std::int64_t n, const kernels::RowMom
   if (!std::isfinite(s) || !std::isfinite(r) || s < 0.0 || v < 0.0) return sp;
   const auto sq = [](double t) { return mul_up(t, t); };
   const double upd = mul_up(u, add_up(a, mul_up(3.0, w)));  // one Welford/tree update
-  const double meanTwoPass =
-      add_up(mul_up(nd - 1.0, sq(mul_up(u, div_up(sumAbs, nd)))), sq(mul_up(2.0 * u, a)));
-  const double meanWelford = mul_up(nd - 1.0, sq(upd));
+  std::vector<double> mags(x, x + n);
+  const double partial = partialSumsRootSquares(mags);  // sqrt(Σ_{k>=2} P_k²)
+  const double meanTwoPass = add_up(sq(div_up(mul_up(u, partial), nd)), sq(mul_up(2.0 * u, a)));
+  // Σ_{k=2..n} (k/n)² = (n(n + 1)(2n + 1)/6 − 1)/n²
+  const double shares = div_up(
+      sub_up(div_up(mul_up(mul_up(nd, nd + 1.0), 2.0 * nd + 1.0), 6.0), 1.0), mul_up(nd, nd));
+  const double meanWelford = mul_up(shares, sq(upd));
   sp.mean = sqrt_up(std::fmax(meanTwoPass, meanWelford));
   const double us = mul_up(u, s);
   const double m2TwoPass = mul_up(add_up(9.0, nd - 1.0), sq(us));
   const double m2Welford =
       mul_up(2.0, add_up(add_up(mul_up(36.0, sq(us)), mul_up(2.0 * (nd - 1.0), sq(us))),
-                         mul_up(mul_up(2.0, sq(upd)), mul_up(s, mul_up(nd, nd + 1.0)))));
+                         mul_up(mul_up(4.0, sq(upd)), subsetSumSquares(x, n))));
   sp.m2 = sqrt_up(std::fmax(m2TwoPass, m2Welford));
   const double varSquares = add_up(add_up(sq(div_up(sp.m2, nd)), mul_up(2.0, sq(mul_up(u, v)))),
                                    add_up(sq(mul_up(u, eps)), sq(mul_up(u, add_up(v, eps)))));

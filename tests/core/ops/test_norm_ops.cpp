@@ -410,15 +410,19 @@ class TestNormOps : public QObject {
     const Format c = Format::Fp32;
     const int ulps = ops::modelUlps(ops::LibmFn::Rsqrt, c);
     const kernels::RowMomentsModel model{c, eps, ulps, Format::Fp64};
-    double worst[3] = {0, 0, 0};  // the largest |error| / spread seen, per statistic
-    for (int shape = 0; shape < 3; ++shape)
-      for (std::int64_t n : {2, 5, 64, 256, 768}) {
+    double worst[3] = {0, 0, 0};     // the largest |error| / spread seen, per statistic
+    double worstRms[3] = {0, 0, 0};  // the largest root-mean-square error / spread
+    for (int shape = 0; shape < 4; ++shape)
+      for (std::int64_t n : {2, 5, 64, 256, 768, 2048}) {
         std::normal_distribution<double> normal(shape == 1 ? 50.0 : 0.0, 1.0);
         std::vector<double> x(static_cast<std::size_t>(n));
         for (double& v : x) {
           const double z = normal(rng);
           v = ops::roundNearest(shape == 2 ? z * z * z : z, c);
         }
+        // shape 3: sorted, the order whose Welford accumulators have the largest Σ(x − μ)
+        if (shape == 3) std::sort(x.begin(), x.end());
+        double meanSquares[3] = {0, 0, 0};
         long double sum = 0, ss = 0;
         for (double v : x) sum += v;
         const long double mu = sum / n;
@@ -443,6 +447,7 @@ class TestNormOps : public QObject {
                                static_cast<double>(std::fabs(rs - r))};
           const double spread[3] = {sp.mean, sp.m2, sp.rstd};
           for (int k = 0; k < 3; ++k) {
+            meanSquares[k] += e[k] * e[k] / 300;
             if (spread[k] > 0) worst[k] = std::max(worst[k], e[k] / spread[k]);
             QVERIFY2(e[k] <= lambda * spread[k],
                      qPrintable(QStringLiteral("statistic %1, shape %2, n %3: error %4 > λ·%5")
@@ -453,8 +458,24 @@ class TestNormOps : public QObject {
                                     .arg(spread[k])));
           }
         }
+        const double spreadOf[3] = {sp.mean, sp.m2, sp.rstd};
+        for (int k = 0; k < 3; ++k) {
+          const double rms = std::sqrt(meanSquares[k]);
+          worstRms[k] = std::max(worstRms[k], rms / spreadOf[k]);
+          QVERIFY2(rms <= 1.5 * spreadOf[k],
+                   qPrintable(QStringLiteral("statistic %1, shape %2, n %3: root-mean-square %4 > "
+                                             "1.5·%5")
+                                  .arg(k)
+                                  .arg(shape)
+                                  .arg(n)
+                                  .arg(rms)
+                                  .arg(spreadOf[k])));
+        }
       }
-    qInfo("largest error / spread: mean %.3g, m2 %.3g, rstd %.3g", worst[0], worst[1], worst[2]);
+    qInfo(
+        "largest error / spread: mean %.3g, m2 %.3g, rstd %.3g; root-mean-square / spread: %.3g, "
+        "%.3g, %.3g",
+        worst[0], worst[1], worst[2], worstRms[0], worstRms[1], worstRms[2]);
   }
   void intervalRuleIsTheRowBody() {
     // The registered rule on the CPU backend (which offers no hook) against kernels::layerNormRow
