@@ -101,16 +101,19 @@ Interval rsqrtEnclosure(Interval var, double eps, Format c) {
 //   internal node of any tree holds at most n − j + 1 leaves).
 // - S. Two-pass: the differences (2u·d²) and the squares (u·d²) give Σc² <= 9u²S'² (Σd⁴ <= S'²,
 //   S' = Σ(x − μ̂)² <= mo.m2.hi), the n − 1 additions (n − 1)(uS')²; the mean's error enters S'
-//   at second order only (Σ(x − μ) = 0). Welford and trees: each increment t (Σt = S, Chan, Golub
-//   & LeVeque 1983) is hit by at most 6 roundings, 36u²S²; 2(n − 1) additions <= uS; and a
-//   rounding ε of the mean of an accumulator of k elements is, for the rest of the algorithm
-//   (exact), a shift of those k elements, which moves S by 2ε·Σ_acc(x − μ), |Σ_acc(x − μ)| <= D_k
-//   = the larger of the sums of the k largest positive and negative parts of x − μ (any
-//   k-subset; D_k <= sqrt(k·S), Cauchy–Schwarz, the bound used before), nondecreasing in k; the
-//   accumulators' sizes are those of a tree's nodes, at most n − j + 1 for the j-th largest, and
-//   Welford's element updates have one of each size: Σc² <= 4u²(A + 3W)²·Σ_{k=1..n} D_k².
-//   A rounding that reaches S both ways (the difference δ) is counted in each, and
-//   (a + b)² <= 2(a² + b²) covers that: the Welford sum is doubled.
+//   as n(μ̂ − μ)² (Σ(x − μ) = 0): second order, but it dominates near-constant rows, so it is
+//   added linearly, with |μ̂ − μ| at most the mean enclosure's width or 8 mean spreads.
+//   Near-constant rows (W < 8nuA) also keep the mean's worst case: their sums stagnate and the
+//   roundings share a sign. Welford and trees: each increment t (Σt = S, Chan, Golub & LeVeque
+//   1983) is hit by at most 6 roundings, 36u²S²; 2(n − 1) additions <= uS; and a rounding ε of the
+//   mean of an accumulator of k elements is, for the rest of the algorithm (exact), a shift of
+//   those k elements, which moves S by 2ε·Σ_acc(x − μ), |Σ_acc(x − μ)| <= D_k = the larger of the
+//   sums of the k largest positive and negative parts of x − μ (any k-subset; D_k <= sqrt(k·S),
+//   Cauchy–Schwarz, the bound used before), nondecreasing in k; the accumulators' sizes are those
+//   of a tree's nodes, at most n − j + 1 for the j-th largest, and Welford's element updates have
+//   one of each size: Σc² <= 4u²(A + 3W)²·Σ_{k=1..n} D_k². A rounding that reaches S both ways (the
+//   difference δ) is counted in each, and (a + b)² <= 2(a² + b²) covers that: the Welford sum is
+//   doubled.
 // - rstd r = (fl(S/n) + eps)^(-1/2): the sensitivity to the variance is ½r³; the variance takes
 //   S's spread / n, one or two roundings <= u·v, eps read in c (<= u·eps), the addition
 //   <= u(v + eps); the rsqrt itself max(ulps, 2)·2u·r (two rounded steps or a libm result). r, v
@@ -172,12 +175,24 @@ MomentSpread momentSpread(const double* x, std::int64_t n, const kernels::RowMom
       sub_up(div_up(mul_up(mul_up(nd, nd + 1.0), 2.0 * nd + 1.0), 6.0), 1.0), mul_up(nd, nd));
   const double meanWelford = mul_up(shares, sq(upd));
   sp.mean = sqrt_up(std::fmax(meanTwoPass, meanWelford));
+  // |μ̂ − μ| <= rad for every computed mean (the enclosure holds μ and every μ̂).
+  const double rad = sub_up(mo.mean.hi, mo.mean.lo);
+  // Near-constant rows (W < 8·n·u·A): the sums stagnate, x mod the partial sums' ulp is nearly
+  // the same for every element and the roundings share a sign, so the mean's error grows like
+  // n·u·A, not √n (review: 26× the root-sum-square at n = 8,192): the worst case stands.
+  if (!(w >= mul_up(mul_up(8.0 * nd, u), a))) sp.mean = std::fmax(sp.mean, rad);
   const double us = mul_up(u, s);
   const double m2TwoPass = mul_up(add_up(9.0, nd - 1.0), sq(us));
+  // Two-pass S' = Σ(x − μ̂)² = S + n(μ̂ − μ)²: the second term is no rounding of S's own but
+  // the mean's error squared, which dominates near-constant rows (S <~ n·rad²): added linearly,
+  // with |μ̂ − μ| <= min(rad, 8·sp.mean) (8 spreads: Hoeffding's 2·exp(−32) < 1e-13, beyond every
+  // confidence the method offers; near-constant rows have sp.mean = rad).
+  const double dMean = std::fmin(rad, mul_up(8.0, sp.mean));
+  const double meanShift = mul_up(nd, sq(dMean));
   const double m2Welford =
       mul_up(2.0, add_up(add_up(mul_up(36.0, sq(us)), mul_up(2.0 * (nd - 1.0), sq(us))),
                          mul_up(mul_up(4.0, sq(upd)), subsetSumSquares(x, n))));
-  sp.m2 = sqrt_up(std::fmax(m2TwoPass, m2Welford));
+  sp.m2 = std::fmax(add_up(sqrt_up(m2TwoPass), meanShift), sqrt_up(m2Welford));
   const double varSquares = add_up(add_up(sq(div_up(sp.m2, nd)), mul_up(2.0, sq(mul_up(u, v)))),
                                    add_up(sq(mul_up(u, eps)), sq(mul_up(u, add_up(v, eps)))));
   const double halfR3 = mul_up(0.5, mul_up(r, mul_up(r, r)));
