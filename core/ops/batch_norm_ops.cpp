@@ -587,9 +587,8 @@ class BatchNormForwardRule final : public OpRule {
                          outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), true};
     const auto xv = ba.x->values(), g0 = g[0].values();
     const auto nu = static_cast<std::size_t>(n);
-    std::vector<double> x(nu), gr(nu), w(ba.w ? nu : 0), b(ba.b ? nu : 0), scratch;
-    AdjointLocalError res;
-    for (std::int64_t ch = 0; ch < l.channels; ++ch) {
+    std::vector<double> x(nu), gr(nu), w(ba.w ? nu : 0), b(ba.b ? nu : 0);
+    return normRowsAdjoint(l.channels, m, o, g, [&](std::int64_t ch) {
       const auto cu = static_cast<std::size_t>(ch);
       for (std::int64_t k = 0; k < n; ++k) {
         const auto i = static_cast<std::size_t>(l.at(ch, k)), ku = static_cast<std::size_t>(k);
@@ -598,21 +597,8 @@ class BatchNormForwardRule final : public OpRule {
       }
       if (ba.w) std::fill(w.begin(), w.end(), ba.w->values()[cu]);
       if (ba.b) std::fill(b.begin(), b.end(), ba.b->values()[cu]);
-      const NormRow row{x.data(),
-                        gr.data(),
-                        ba.w ? w.data() : nullptr,
-                        ba.b ? b.data() : nullptr,
-                        n,
-                        o[1].values()[cu],
-                        o[2].values()[cu],
-                        g[1].values()[cu],
-                        g[2].values()[cu]};
-      const auto t = normRowAdjoint(row, m, scratch);
-      if (!t) return std::nullopt;
-      res.bound = add_up(res.bound, t->bound);
-      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
-    }
-    return res;
+      return NormRow{x.data(), gr.data(), ba.w ? w.data() : nullptr, ba.b ? b.data() : nullptr, n};
+    });
   }
 
  private:

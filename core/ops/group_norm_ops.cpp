@@ -342,30 +342,17 @@ class GroupNormForwardRule final : public OpRule {
                              outFormat(a, ctx, 0), sMean, sRstd, true};
     const auto xv = ga.x->values(), g0 = g[0].values();
     const auto mu = static_cast<std::size_t>(m);
-    std::vector<double> w(ga.w ? mu : 0), b(ga.b ? mu : 0), scratch;
-    AdjointLocalError res;
-    for (std::int64_t r = 0; r < l.rows(); ++r) {
-      const auto ru = static_cast<std::size_t>(r), off = ru * mu;
+    std::vector<double> w(ga.w ? mu : 0), b(ga.b ? mu : 0);
+    return normRowsAdjoint(l.rows(), model, o, g, [&](std::int64_t r) {
+      const auto off = static_cast<std::size_t>(r) * mu;
       for (std::int64_t j = 0; j < m; ++j) {
         const auto ch = static_cast<std::size_t>(l.channel(r, j));
         if (ga.w) w[static_cast<std::size_t>(j)] = ga.w->values()[ch];
         if (ga.b) b[static_cast<std::size_t>(j)] = ga.b->values()[ch];
       }
-      const NormRow row{xv.data() + off,
-                        g0.data() + off,
-                        ga.w ? w.data() : nullptr,
-                        ga.b ? b.data() : nullptr,
-                        m,
-                        o[1].values()[ru],
-                        o[2].values()[ru],
-                        g[1].values()[ru],
-                        g[2].values()[ru]};
-      const auto t = normRowAdjoint(row, model, scratch);
-      if (!t) return std::nullopt;
-      res.bound = add_up(res.bound, t->bound);
-      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
-    }
-    return res;
+      return NormRow{xv.data() + off, g0.data() + off, ga.w ? w.data() : nullptr,
+                     ga.b ? b.data() : nullptr, m};
+    });
   }
 };
 

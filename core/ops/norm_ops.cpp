@@ -360,27 +360,12 @@ class LayerNormRule final : public OpRule {
     const ops::norm::NormRowModel m{
         kernels::RowMomentsModel{c, epsArg(a, 4), modelUlps(LibmFn::Rsqrt, c), Format::Fp64},
         outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), false};
-    const auto xv = x.values(), g0 = g[0].values(), g1 = g[1].values(), g2 = g[2].values();
-    const auto y1 = o[1].values(), y2 = o[2].values();
-    std::vector<double> scratch;
-    AdjointLocalError res;
-    for (std::int64_t r = 0; r < s.rows; ++r) {
-      const auto off = static_cast<std::size_t>(r * s.n), ri = static_cast<std::size_t>(r);
-      const ops::norm::NormRow row{xv.data() + off,
-                                   g0.data() + off,
-                                   w ? w->values().data() : nullptr,
-                                   b ? b->values().data() : nullptr,
-                                   s.n,
-                                   y1[ri],
-                                   y2[ri],
-                                   g1[ri],
-                                   g2[ri]};
-      const auto t = ops::norm::normRowAdjoint(row, m, scratch);
-      if (!t) return std::nullopt;
-      res.bound = add_up(res.bound, t->bound);
-      res.sumSquares = add_up(res.sumSquares, t->sumSquares);
-    }
-    return res;
+    const auto xv = x.values(), g0 = g[0].values();
+    return ops::norm::normRowsAdjoint(s.rows, m, o, g, [&](std::int64_t r) {
+      const auto off = static_cast<std::size_t>(r * s.n);
+      return ops::norm::NormRow{xv.data() + off, g0.data() + off, w ? w->values().data() : nullptr,
+                                b ? b->values().data() : nullptr, s.n};
+    });
   }
 };
 

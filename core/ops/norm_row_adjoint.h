@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace lossbound::ops::norm {
@@ -41,5 +42,29 @@ struct NormRow {
 /// <= bound; nullopt when the moments have no bound. `scratch` is reused across rows.
 std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRowModel& m,
                                                 std::vector<double>& scratch);
+
+/// Sums normRowAdjoint over `rows` rows: rowAt(r) returns row r's elements (x, g, w, b, n); its
+/// point statistics and their adjoints are element r of outputs o[1], o[2] and adjoints g[1],
+/// g[2]. nullopt when a row has no term.
+template <class RowAt>
+std::optional<AdjointLocalError> normRowsAdjoint(std::int64_t rows, const NormRowModel& m,
+                                                 std::span<const Tensor> o,
+                                                 std::span<const Tensor> g, RowAt rowAt) {
+  std::vector<double> scratch;
+  AdjointLocalError sum;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto ru = static_cast<std::size_t>(r);
+    NormRow row = rowAt(r);
+    row.mean = o[1].values()[ru];
+    row.rstd = o[2].values()[ru];
+    row.gMean = g[1].values()[ru];
+    row.gRstd = g[2].values()[ru];
+    const auto t = normRowAdjoint(row, m, scratch);
+    if (!t) return std::nullopt;
+    sum.bound = add_up(sum.bound, t->bound);
+    sum.sumSquares = add_up(sum.sumSquares, t->sumSquares);
+  }
+  return sum;
+}
 
 }  // namespace lossbound::ops::norm
