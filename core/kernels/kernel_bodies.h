@@ -16,6 +16,7 @@
 #include "core/interval/rounding.h"
 #include "core/kernels/kernel_types.h"
 #include "core/kernels/piecewise_activation.h"
+#include "core/kernels/smooth_activation.h"
 
 namespace lossbound::kernels {
 
@@ -164,6 +165,7 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
     case UnaryOp::PowScalar:
     case UnaryOp::Hardswish:
     case UnaryOp::Hardsigmoid:
+    case UnaryOp::GeluTanh:
       break;  // composed in the compute format, or reading the model: unaryBody only
   }
   return entireInterval();
@@ -219,40 +221,60 @@ LB_HD inline Interval compareBody(BinaryOp op, Interval x, Interval y) {
   }
 }
 
-/// Encloses every value the candidate can store for op(a), a in x. Sigmoid and tanh follow the
-/// CPU activation rules: sigmoid = 1 / (1 + exp(0 - x)) with every step in the compute format
-/// (model.ulps are exp's), tanh = the libm value clamped to [-1, 1], gelu = (x·½)·(1 + erf(x·√½))
-/// with every step in the compute format (model.ulps are erf's), silu = the hull of x / (1 +
-/// exp(0 − x)) and x·(1 / (1 + exp(0 − x))) with every step in the compute format (model.ulps are
-/// exp's; the activation rule of core/ops/activation_ops.cpp), hardswish and hardsigmoid = the
-/// hull of their variants (core/kernels/piecewise_activation.h); the others are the exact
-/// extension through storeResult (model.ulps are the function's own).
+/// ComputeDomain with the libm functions and constants of the activation formulas
+/// (core/kernels/smooth_activation.h), as the host rules' ops::nn::IntervalDomain: fn(f, a) is
+/// f's exact value widened by `ulps` ulps of c for the op's own function `primary` (exp: by
+/// `expUlps` when exp is not it; another function: entire) and clamped to f's range; k(x) the
+/// constant's enclosure with its binary64 value, rounded to c.
+struct ActivationDomain : ComputeDomain {
+  Fn primary = Fn::Exp;
+  int ulps = 0;
+  int expUlps = 0;
+  LB_HD Interval fn(Fn f, Interval a) const {
+    const int n = f == primary ? ulps : expUlps;
+    if (f == Fn::Exp && (f == primary || expUlps > 0)) return exp(a, n);
+    if (f == primary && f == Fn::Tanh) return tanh(a, n);
+    if (f == primary && f == Fn::Erf) return erf(a, n);
+    return entireInterval();
+  }
+  LB_HD Interval k(const Const& x) const { return round(hull(x.exact, point(x.value))); }
+};
+
+/// Encloses every value the candidate stores for the activation op (sigmoid tanh silu gelu
+/// gelu-tanh) of a in x, or for the backward op (sigmoid tanh silu gelu gelu-tanh backward) of
+/// (g, v): the formula of core/kernels/smooth_activation.h with every step in the compute format
+/// (the hull of its bracketings), rounded outward to the storage format; model.ulps are the
+/// ulps of the op's libm function (kernels::activationLibm), model.expUlps exp's for gelu's
+/// backward.
+LB_HD inline Interval activationBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
+  const ActivationDomain d{{model.compute}, activationLibm(op), model.ulps, model.expUlps};
+  Interval r = activationF(d, op, x, 0);
+  for (int v = 1; v < activationVariants(op); ++v) r = hull(r, activationF(d, op, x, v));
+  return roundOutward(r, model.storage);
+}
+LB_HD inline Interval activationBackwardBody(BinaryOp op, Interval g, Interval v,
+                                             const ElementwiseModel& model) {
+  const ActivationDomain d{{model.compute}, activationLibm(op), model.ulps, model.expUlps};
+  return roundOutward(activationBackwardF(d, op, g, v), model.storage);
+}
+
+/// Encloses every value the candidate can store for op(a), a in x: the activations through
+/// activationBody, hardswish and hardsigmoid the hull of their variants
+/// (core/kernels/piecewise_activation.h); the others are the exact extension through storeResult
+/// (model.ulps are the function's own).
 LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
-  const ComputeDomain d{model.compute};
   switch (op) {
     case UnaryOp::Sigmoid:
-      return roundOutward(
-          d.div(d.lit(1.0), d.add(d.lit(1.0), d.exp(d.sub(d.lit(0.0), x), model.ulps))),
-          model.storage);
     case UnaryOp::Tanh:
-      return roundOutward(d.tanh(x, model.ulps), model.storage);
-    case UnaryOp::GeluErf: {
-      // √½: the binary64 M_SQRT1_2 = 0x1.6a09e667f3bcdp-1 widened by one ulp each way, which
-      // contains the exact value (the activation rules' nearConst(M_SQRT1_2, 1)).
-      const Interval k = d.round(Interval{0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bcep-1});
-      const Interval half = d.lit(0.5), one = d.lit(1.0);
-      return roundOutward(d.mul(d.mul(x, half), d.add(one, d.erf(d.mul(x, k), model.ulps))),
-                          model.storage);
-    }
-    case UnaryOp::Silu: {
-      const Interval one = d.lit(1.0);
-      const Interval e = d.add(one, d.exp(d.sub(d.lit(0.0), x), model.ulps));
-      return roundOutward(hull(d.div(x, e), d.mul(x, d.div(one, e))), model.storage);
-    }
+    case UnaryOp::GeluErf:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Silu:
+      return activationBody(op, x, model);
     case UnaryOp::PowScalar:  // model.ulps: the libm pow's, 0 where PyTorch rounds once
       return storeResult(powScalarExact(x, model.exponent), model);
     case UnaryOp::Hardswish:
     case UnaryOp::Hardsigmoid: {  // the hull of the CPU and CUDA variants (the activation rule)
+      const ComputeDomain d{model.compute};
       const bool swish = op == UnaryOp::Hardswish;
       Interval r = swish ? hardswishF(d, x, 0) : hardsigmoidF(d, x, 0);
       for (int v = 1; v < kPiecewiseVariants; ++v)
@@ -264,27 +286,15 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
   }
 }
 
-/// Encloses every gelu_backward(g, x, approximate='none') the candidate stores: g·(cdf + x·pdf)
-/// with cdf = ½(1 + erf(x·√½)) and pdf = (1/√(2π))·exp(x²·(−½)), every step in the compute
-/// format (model.ulps: erf's, model.expUlps: exp's; the constants PyTorch's binary64 values
-/// widened by 1 and 4 ulps, ops::nn::nearConst): the activation rule of
-/// core/ops/activation_ops.cpp, operation for operation.
-LB_HD inline Interval geluBackwardBody(Interval g, Interval x, const ElementwiseModel& model) {
-  const ComputeDomain d{model.compute};
-  const Interval sqrtHalf = d.round(Interval{0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bcep-1});
-  const Interval beta = d.round(Interval{0x1.9884533d4364dp-2, 0x1.9884533d43655p-2});
-  const Interval half = d.lit(0.5), one = d.lit(1.0);
-  const Interval cdf = d.mul(half, d.add(one, d.erf(d.mul(x, sqrtHalf), model.ulps)));
-  const Interval pdf = d.mul(beta, d.exp(d.mul(d.sqr(x), d.lit(-0.5)), model.expUlps));
-  return roundOutward(d.mul(g, d.add(cdf, d.mul(x, pdf))), model.storage);
-}
-
 /// Encloses every value the candidate can store for op(a, b), a in x, b in y (a comparison:
 /// compareBody).
 LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
                                  const ElementwiseModel& model) {
   if (isComparison(op)) return compareBody(op, x, y);  // exact: no storage rounding
-  if (op == BinaryOp::GeluBackward) return geluBackwardBody(x, y, model);
+  if (op == BinaryOp::GeluBackward || op == BinaryOp::GeluTanhBackward ||
+      op == BinaryOp::SigmoidBackward || op == BinaryOp::TanhBackward ||
+      op == BinaryOp::SiluBackward)
+    return activationBackwardBody(op, x, y, model);
   if (op == BinaryOp::HardswishBackward || op == BinaryOp::HardsigmoidBackward) {
     // (grad, self): the hull of the variants (the activation rule's), stored.
     const ComputeDomain d{model.compute};

@@ -29,13 +29,14 @@ enum class UnaryOp : int {
   GeluErf,  ///< gelu(x, approximate='none') = x·0.5·(1 + erf(x·√½)), composed in the compute format
   Sin,
   Cos,
-  Silu,        ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
-  PowScalar,   ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
-  Hardswish,   ///< x·min(max(x + 3, 0), 6)/6 or ·RN32(1/6) (core/kernels/piecewise_activation.h)
-  Hardsigmoid  ///< min(max(x + 3, 0), 6)/6 or ·RN32(1/6)
+  Silu,         ///< x / (1 + exp(−x)) or x·(1 / (1 + exp(−x))), composed in the compute format
+  PowScalar,    ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
+  Hardswish,    ///< x·min(max(x + 3, 0), 6)/6 or ·RN32(1/6) (core/kernels/piecewise_activation.h)
+  Hardsigmoid,  ///< min(max(x + 3, 0), 6)/6 or ·RN32(1/6)
+  GeluTanh      ///< gelu(x, approximate='tanh') (core/kernels/smooth_activation.h)
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 21;
+inline constexpr int kUnaryOpCount = 22;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
@@ -56,11 +57,15 @@ enum class BinaryOp : int {
   Le,
   Ge,
   GeluBackward,
-  HardswishBackward,   ///< (grad, self): core/kernels/piecewise_activation.h
-  HardsigmoidBackward  ///< (grad, self)
+  HardswishBackward,    ///< (grad, self): core/kernels/piecewise_activation.h
+  HardsigmoidBackward,  ///< (grad, self)
+  SigmoidBackward,      ///< (grad, output): core/kernels/smooth_activation.h
+  TanhBackward,         ///< (grad, output)
+  SiluBackward,         ///< (grad, self)
+  GeluTanhBackward      ///< gelu_backward(grad, self, approximate='tanh')
 };
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 16;
+inline constexpr int kBinaryOpCount = 20;
 
 /// True for the comparisons Eq … Ge.
 LB_HD constexpr bool isComparison(BinaryOp op) {
@@ -84,7 +89,7 @@ struct ElementwiseModel {
   Format storage = Format::Fp64;
   int ulps = 0;
   double exponent = 0.0;  ///< UnaryOp::PowScalar: the exponent p
-  int expUlps = 0;        ///< BinaryOp::GeluBackward: exp's ulps (ulps: erf's)
+  int expUlps = 0;  ///< BinaryOp::GeluBackward: exp's ulps (ulps: erf's; kernels::activationLibm)
 };
 
 /// How the candidate computes a sum (any order): accumulation format (2u when truncating) and

@@ -39,87 +39,12 @@ namespace {
 using namespace ops;
 using namespace ops::nn;
 
-// PyTorch's constants (aten/src/ATen/native/cpu/Activation.cpp, 1.13).
-const Const kSqrt1_2 = nearConst(M_SQRT1_2, 1);                          // 1/√2
-const Const kGeluBetaNone = nearConst(M_2_SQRTPI * M_SQRT1_2 * 0.5, 4);  // 1/√(2π)
-const Const kGeluBetaTanh = nearConst(M_SQRT2 * M_2_SQRTPI * 0.5, 4);    // √(2/π)
-const Const kKappa = nearConst(0.044715, 1);
-const Const kKappa3 = nearConst(3 * 0.044715, 2);
-
-enum class Unary { Sigmoid, Tanh, Silu, GeluNone, GeluTanh };
-enum class Binary {
-  SigmoidBackward,
-  TanhBackward,
-  SiluBackward,
-  GeluBackwardNone,
-  GeluBackwardTanh
-};
-
-int variants(Unary op) { return op == Unary::Silu ? 2 : 1; }
-int variants(Binary) { return 1; }
-
-/// The forward formulas; variant selects a bracketing.
-template <class D>
-typename D::V unaryF(const D& d, Unary op, typename D::V x, int variant) {
-  using V = typename D::V;
-  const V one = d.lit(1.0), half = d.lit(0.5);
-  switch (op) {
-    case Unary::Sigmoid:  // 1 / (1 + exp(-x))
-      return d.div(one, d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x))));
-    case Unary::Tanh:
-      return d.fn(Fn::Tanh, x);
-    case Unary::Silu: {
-      const V e = d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x)));
-      // CPU and CUDA: x / (1 + exp(-x)); variant: x * sigmoid(x).
-      return variant == 0 ? d.div(x, e) : d.mul(x, d.div(one, e));
-    }
-    case Unary::GeluNone:  // x * 0.5 * (1 + erf(x * M_SQRT1_2))
-      return d.mul(d.mul(x, half), d.add(one, d.fn(Fn::Erf, d.mul(x, d.k(kSqrt1_2)))));
-    case Unary::GeluTanh: {  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x^3)))
-      const V cube = d.mul(d.mul(x, x), x);
-      const V inner = d.mul(d.k(kGeluBetaTanh), d.add(x, d.mul(d.k(kKappa), cube)));
-      return d.mul(d.mul(half, x), d.add(one, d.fn(Fn::Tanh, inner)));
-    }
-  }
-  return x;
-}
-
-/// The backward formulas f(grad, v) where v is the forward input (silu, gelu) or output
-/// (sigmoid, tanh).
-template <class D>
-typename D::V binaryF(const D& d, Binary op, typename D::V g, typename D::V x, int /*variant*/) {
-  using V = typename D::V;
-  const V one = d.lit(1.0), half = d.lit(0.5);
-  switch (op) {
-    case Binary::SigmoidBackward:  // a * (1 - b) * b
-      return d.mul(d.mul(g, d.sub(one, x)), x);
-    case Binary::TanhBackward:  // a * (1 - b * b)
-      return d.mul(g, d.sub(one, d.sqr(x)));
-    case Binary::SiluBackward: {  // s = 1/(1+exp(-x)); dy * s * (1 + x * (1 - s))
-      const V s = d.div(one, d.add(one, d.fn(Fn::Exp, d.sub(d.lit(0.0), x))));
-      return d.mul(d.mul(g, s), d.add(one, d.mul(x, d.sub(one, s))));
-    }
-    case Binary::GeluBackwardNone: {
-      const V cdf = d.mul(half, d.add(one, d.fn(Fn::Erf, d.mul(x, d.k(kSqrt1_2)))));
-      const V pdf = d.mul(d.k(kGeluBetaNone), d.fn(Fn::Exp, d.mul(d.sqr(x), d.lit(-0.5))));
-      return d.mul(g, d.add(cdf, d.mul(x, pdf)));
-    }
-    case Binary::GeluBackwardTanh: {
-      const V xsq = d.sqr(x);
-      const V cube = d.mul(xsq, x);
-      const V inner = d.mul(d.k(kGeluBetaTanh), d.add(x, d.mul(d.k(kKappa), cube)));
-      const V t = d.fn(Fn::Tanh, inner);
-      const V left = d.mul(half, x);
-      const V right = d.add(one, t);
-      const V leftDerivative = d.mul(half, right);
-      const V tanhDerivative = d.sub(one, d.mul(t, t));
-      const V innerDerivative = d.mul(d.k(kGeluBetaTanh), d.add(one, d.mul(d.k(kKappa3), xsq)));
-      const V rightDerivative = d.mul(tanhDerivative, innerDerivative);
-      return d.mul(g, d.add(leftDerivative, d.mul(left, rightDerivative)));
-    }
-  }
-  return g;
-}
+// The formulas, their bracketings and PyTorch's constants: core/kernels/smooth_activation.h,
+// shared with the kernel bodies. The unary activations are kernels::UnaryOp values (Sigmoid, Tanh,
+// Silu, GeluErf, GeluTanh), the backward ops kernels::BinaryOp values (SigmoidBackward,
+// TanhBackward, SiluBackward, GeluBackward, GeluTanhBackward).
+using Unary = kernels::UnaryOp;
+using Binary = kernels::BinaryOp;
 
 std::string approximateArg(const OpArgs& args, std::size_t pos) {
   if (args.arg(pos).kind == IrValue::Kind::String) return args.arg(pos).stringValue;
@@ -130,15 +55,15 @@ std::string approximateArg(const OpArgs& args, std::size_t pos) {
 
 Unary geluKind(const OpArgs& args) {
   const std::string a = approximateArg(args, 1);
-  if (a == "none") return Unary::GeluNone;
+  if (a == "none") return Unary::GeluErf;
   if (a == "tanh") return Unary::GeluTanh;
   args.fail("approximate should be 'none' or 'tanh', found '" + a + "'");
 }
 
 Binary geluBackwardKind(const OpArgs& args) {
   const std::string a = approximateArg(args, 2);
-  if (a == "none") return Binary::GeluBackwardNone;
-  if (a == "tanh") return Binary::GeluBackwardTanh;
+  if (a == "none") return Binary::GeluBackward;
+  if (a == "tanh") return Binary::GeluTanhBackward;
   args.fail("approximate should be 'none' or 'tanh', found '" + a + "'");
 }
 
@@ -147,28 +72,13 @@ void requireFloating(const OpArgs& args, const Tensor& t) {
     args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
 }
 
-/// The backend kernel whose body is this activation's interval formula, if any (gelu's tanh form
-/// has none).
-std::optional<kernels::UnaryOp> kernelOf(Unary op) {
-  switch (op) {
-    case Unary::Sigmoid:
-      return kernels::UnaryOp::Sigmoid;
-    case Unary::Tanh:
-      return kernels::UnaryOp::Tanh;
-    case Unary::GeluNone:
-      return kernels::UnaryOp::GeluErf;
-    case Unary::Silu:
-      return kernels::UnaryOp::Silu;
-    default:
-      return std::nullopt;
-  }
-}
-
-/// The libm function whose ulps the kernel body of op takes (sigmoid, silu: exp; gelu: erf).
-LibmFn libmOf(kernels::UnaryOp op) {
-  if (op == kernels::UnaryOp::Sigmoid || op == kernels::UnaryOp::Silu) return LibmFn::Exp;
-  if (op == kernels::UnaryOp::Tanh) return LibmFn::Tanh;
-  return LibmFn::Erf;
+/// The model of the candidate's arithmetic for an activation op in compute format c stored in
+/// s: the ulps of its libm function (kernels::activationLibm), and exp's for gelu's backward.
+template <class Op>
+kernels::ElementwiseModel activationModel(Op op, Format c, Format s) {
+  kernels::ElementwiseModel m{c, s, modelUlps(libmFn(kernels::activationLibm(op)), c)};
+  m.expUlps = modelUlps(LibmFn::Exp, c);
+  return m;
 }
 
 /// sigmoid tanh silu gelu: y = f(x) elementwise in opmath c (hull of the bracketing variants),
@@ -183,8 +93,8 @@ class UnaryActivationRule final : public OpRule {
     requireFloating(a, x);
     const Unary op = mKind(a);
     const PointDomain d;
-    return std::vector<Tensor>{
-        mapPoint(x, a.outSpec(0).dtype, [&](double v) { return unaryF(d, op, v, 0); })};
+    return std::vector<Tensor>{mapPoint(
+        x, a.outSpec(0).dtype, [&](double v) { return kernels::activationF(d, op, v, 0); })};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
@@ -192,20 +102,14 @@ class UnaryActivationRule final : public OpRule {
     requireFloating(a, x);
     const Unary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
-    const IntervalDomain d{opmathFormat(ctx.precision, t)};
-    const Format s = outFormat(a, ctx);
-    // sigmoid, tanh, silu and gelu are kernel bodies of the same formulas
-    // (tests/gpu/test_kernel_offload).
-    if (const auto k = kernelOf(op)) {
-      const kernels::ElementwiseModel model{d.c, s, modelUlps(libmOf(*k), d.c)};
-      if (auto r = offerUnary(ctx.backend, *k, model, x, t))
-        return std::vector<Tensor>{std::move(*r)};
-    }
-    return std::vector<Tensor>{mapInterval(x, t, [&](Interval v) {
-      Interval r = unaryF(d, op, v, 0);
-      for (int k = 1; k < variants(op); ++k) r = hull(r, unaryF(d, op, v, k));
-      return roundOutward(r, s);
-    })};
+    const Format c = opmathFormat(ctx.precision, t);
+    // kernels::activationBody: the formula in the compute format, offered to the backend (a
+    // device), or run here per element (tests/gpu/test_kernel_bodies).
+    const kernels::ElementwiseModel model = activationModel(op, c, outFormat(a, ctx));
+    if (auto r = offerUnary(ctx.backend, op, model, x, t))
+      return std::vector<Tensor>{std::move(*r)};
+    return std::vector<Tensor>{
+        mapInterval(x, t, [&](Interval v) { return kernels::activationBody(op, v, model); })};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
@@ -215,9 +119,10 @@ class UnaryActivationRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
     const Format s = outFormat(a, ctx);
-    const int variant = static_cast<int>((*ctx.rng)() % static_cast<unsigned>(variants(op)));
-    return std::vector<Tensor>{
-        mapPoint(x, t, [&](double v) { return roundNearest(unaryF(d, op, v, variant), s); })};
+    const int variant =
+        static_cast<int>((*ctx.rng)() % static_cast<unsigned>(kernels::activationVariants(op)));
+    return std::vector<Tensor>{mapPoint(
+        x, t, [&](double v) { return roundNearest(kernels::activationF(d, op, v, variant), s); })};
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
@@ -230,7 +135,7 @@ class UnaryActivationRule final : public OpRule {
     for (std::size_t i = 0; i < out.size(); ++i) {
       tape.clear();
       const Var xv = d.leaf(x.values()[i]);
-      const Var y = unaryF(d, op, xv, 0);
+      const Var y = kernels::activationF(d, op, xv, 0);
       out[i] = tape.backward({{y.id, g[0].values()[i]}})[static_cast<std::size_t>(xv.id)];
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
@@ -257,29 +162,22 @@ class ActivationBackwardRule final : public OpRule {
     const PointDomain d;
     return std::vector<Tensor>{
         mapPoint2(a, a.tensor(0), a.tensor(1), a.outSpec(0).dtype,
-                  [&](double g, double v) { return binaryF(d, op, g, v, 0); })};
+                  [&](double g, double v) { return kernels::activationBackwardF(d, op, g, v); })};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Binary op = mKind(a);
     const DType t = a.outSpec(0).dtype;
-    const IntervalDomain d{opmathFormat(ctx.precision, t)};
-    const Format s = outFormat(a, ctx);
-    // gelu_backward (erf form) is a kernel body of the same formula (tests/gpu/test_kernel_bodies).
-    if (op == Binary::GeluBackwardNone) {
-      kernels::ElementwiseModel model{d.c, s, modelUlps(LibmFn::Erf, d.c)};
-      model.expUlps = modelUlps(LibmFn::Exp, d.c);
-      if (auto r = offerBinary(ctx.backend, kernels::BinaryOp::GeluBackward, model, a.tensor(0),
-                               a.tensor(1),
-                               broadcastAll(a, {a.tensor(0).shape(), a.tensor(1).shape()}), t))
-        return std::vector<Tensor>{std::move(*r)};
-    }
-    return std::vector<Tensor>{
-        mapInterval2(a, a.tensor(0), a.tensor(1), t, [&](Interval g, Interval v) {
-          Interval r = binaryF(d, op, g, v, 0);
-          for (int k = 1; k < variants(op); ++k) r = hull(r, binaryF(d, op, g, v, k));
-          return roundOutward(r, s);
-        })};
+    // kernels::activationBackwardBody, offered to the backend or run here per element.
+    const kernels::ElementwiseModel model =
+        activationModel(op, opmathFormat(ctx.precision, t), outFormat(a, ctx));
+    const Tensor &g = a.tensor(0), &v = a.tensor(1);
+    if (auto r =
+            offerBinary(ctx.backend, op, model, g, v, broadcastAll(a, {g.shape(), v.shape()}), t))
+      return std::vector<Tensor>{std::move(*r)};
+    return std::vector<Tensor>{mapInterval2(a, g, v, t, [&](Interval gv, Interval vv) {
+      return kernels::activationBackwardBody(op, gv, vv, model);
+    })};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
@@ -287,9 +185,8 @@ class ActivationBackwardRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
     const Format s = outFormat(a, ctx);
-    const int variant = static_cast<int>((*ctx.rng)() % static_cast<unsigned>(variants(op)));
     return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), t, [&](double g, double v) {
-      return roundNearest(binaryF(d, op, g, v, variant), s);
+      return roundNearest(kernels::activationBackwardF(d, op, g, v), s);
     })};
   }
 
@@ -309,7 +206,7 @@ class ActivationBackwardRule final : public OpRule {
       tape.clear();
       const Var gv = d.leaf(g.values()[static_cast<std::size_t>(off[0])]);
       const Var xv = d.leaf(x.values()[static_cast<std::size_t>(off[1])]);
-      const Var z = binaryF(d, op, gv, xv, 0);
+      const Var z = kernels::activationBackwardF(d, op, gv, xv);
       const auto adj = tape.backward({{z.id, h[0].values()[static_cast<std::size_t>(i)]}});
       dg[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(gv.id)];
       dx[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(xv.id)];

@@ -36,15 +36,11 @@
 
 namespace lossbound::ops::nn {
 
-/// The libm functions used by the formulas.
-enum class Fn { Exp, Log, Tanh, Erf, Expm1, Log1p };
+/// The libm functions used by the formulas (core/kernels/smooth_activation.h).
+using Fn = kernels::Fn;
 
-/// A mathematical constant: the binary64 value implementations use and an enclosure of the
-/// exact value (PyTorch computes some constants in double, e.g. M_SQRT2 * M_2_SQRTPI * 0.5).
-struct Const {
-  double value;
-  Interval exact;
-};
+/// A mathematical constant: its binary64 value and an enclosure of the exact value.
+using Const = kernels::Const;
 
 /// Returns the constant with value v whose exact value is within `ulps` binary64 ulps of v.
 inline Const nearConst(double v, int ulps = 4) {

@@ -73,9 +73,9 @@ QString show(Interval x) {
 
 const char* unaryName(UnaryOp op) {
   static const char* names[] = {
-      "neg",   "abs", "sqr",   "sqrt", "rsqrt", "reciprocal", "exp",
-      "expm1", "log", "log1p", "tanh", "erf",   "sigmoid",    "relu",
-      "gelu",  "sin", "cos",   "silu", "pow",   "hardswish",  "hardsigmoid"};
+      "neg", "abs",   "sqr",  "sqrt",      "rsqrt",       "reciprocal", "exp",  "expm1",
+      "log", "log1p", "tanh", "erf",       "sigmoid",     "relu",       "gelu", "sin",
+      "cos", "silu",  "pow",  "hardswish", "hardsigmoid", "gelu_tanh"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -95,7 +95,11 @@ const char* binaryName(BinaryOp op) {
                                 "ge",
                                 "gelu_backward",
                                 "hardswish_backward",
-                                "hardsigmoid_backward"};
+                                "hardsigmoid_backward",
+                                "sigmoid_backward",
+                                "tanh_backward",
+                                "silu_backward",
+                                "gelu_tanh_backward"};
   static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -143,6 +147,7 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Silu:
     case UnaryOp::Hardswish:
     case UnaryOp::Hardsigmoid:
+    case UnaryOp::GeluTanh:
       break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
@@ -207,6 +212,10 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::GeluBackward:
     case BinaryOp::HardswishBackward:
     case BinaryOp::HardsigmoidBackward:
+    case BinaryOp::SigmoidBackward:
+    case BinaryOp::TanhBackward:
+    case BinaryOp::SiluBackward:
+    case BinaryOp::GeluTanhBackward:
       break;  // composed in the compute format (cpuBinary)
   }
   return entireInterval();
@@ -250,6 +259,7 @@ ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
   if (op == UnaryOp::Sigmoid || op == UnaryOp::Silu)
     return {compute, store, ops::modelUlps(ops::LibmFn::Exp, compute)};
   if (op == UnaryOp::GeluErf) return {compute, store, ops::modelUlps(ops::LibmFn::Erf, compute)};
+  if (op == UnaryOp::GeluTanh) return {compute, store, ops::modelUlps(ops::LibmFn::Tanh, compute)};
   const auto fn = libmFn(op);
   return {compute, store, fn ? ops::modelUlps(*fn, compute) : 0};
 }
@@ -285,18 +295,28 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     };
     return lossbound::roundOutward(lossbound::hull(f(0), f(1)), store);
   }
+  if (op == UnaryOp::GeluTanh)  // the shared formula in the host's IntervalDomain, as hardswish
+    return lossbound::roundOutward(lossbound::kernels::activationF(d, op, x, 0), store);
   const Interval exact = cpuUnaryExact(op, x);
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
 }
 
-/// The model a CPU rule uses for a binary op (gelu_backward: erf's and exp's ulps).
+/// True for the activations' backward ops (core/kernels/smooth_activation.h).
+bool isActivationBackward(BinaryOp op) {
+  return op == BinaryOp::GeluBackward || op == BinaryOp::GeluTanhBackward ||
+         op == BinaryOp::SigmoidBackward || op == BinaryOp::TanhBackward ||
+         op == BinaryOp::SiluBackward;
+}
+
+/// The model a CPU rule uses for a binary op (gelu_backward: erf's and exp's ulps; the tanh form:
+/// tanh's; silu_backward: exp's).
 ElementwiseModel binaryModelFor(BinaryOp op, Format compute, Format store) {
   ElementwiseModel m{compute, store, 0};
-  if (op == BinaryOp::GeluBackward) {
-    m.ulps = ops::modelUlps(ops::LibmFn::Erf, compute);
-    m.expUlps = ops::modelUlps(ops::LibmFn::Exp, compute);
-  }
+  if (op == BinaryOp::GeluBackward) m.ulps = ops::modelUlps(ops::LibmFn::Erf, compute);
+  if (op == BinaryOp::GeluTanhBackward) m.ulps = ops::modelUlps(ops::LibmFn::Tanh, compute);
+  if (op == BinaryOp::SiluBackward) m.ulps = ops::modelUlps(ops::LibmFn::Exp, compute);
+  if (isActivationBackward(op)) m.expUlps = ops::modelUlps(ops::LibmFn::Exp, compute);
   return m;
 }
 
@@ -312,6 +332,10 @@ Interval cpuBinary(BinaryOp op, Interval x, Interval y, Format compute, Format s
     const Interval cdf = d.mul(half, d.add(one, d.fn(ops::nn::Fn::Erf, d.mul(y, d.k(sqrtHalf)))));
     const Interval pdf = d.mul(d.k(beta), d.fn(ops::nn::Fn::Exp, d.mul(d.sqr(y), d.lit(-0.5))));
     return lossbound::roundOutward(d.mul(x, d.add(cdf, d.mul(y, pdf))), store);
+  }
+  if (isActivationBackward(op)) {  // the shared formula in the host's IntervalDomain
+    const ops::nn::IntervalDomain d{compute};
+    return lossbound::roundOutward(lossbound::kernels::activationBackwardF(d, op, x, y), store);
   }
   if (op == BinaryOp::HardswishBackward || op == BinaryOp::HardsigmoidBackward) {
     // Shared formula in the host's IntervalDomain, as for hardswish in cpuUnary.
@@ -722,13 +746,17 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.ge.Tensor", BinaryOp::Ge},
       {"aten.gelu_backward.default", BinaryOp::GeluBackward},
       {"aten.hardswish_backward.default", BinaryOp::HardswishBackward},
-      {"aten.hardsigmoid_backward.default", BinaryOp::HardsigmoidBackward}};
+      {"aten.hardsigmoid_backward.default", BinaryOp::HardsigmoidBackward},
+      {"aten.sigmoid_backward.default", BinaryOp::SigmoidBackward},
+      {"aten.tanh_backward.default", BinaryOp::TanhBackward},
+      {"aten.silu_backward.default", BinaryOp::SiluBackward}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
   // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is
-  // aten.div.Tensor with a 0-d divisor, checked below).
-  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 2);
-  QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 1);
+  // aten.div.Tensor with a 0-d divisor, checked below; UnaryOp::GeluTanh and
+  // BinaryOp::GeluTanhBackward are gelu and gelu_backward with approximate='tanh', below).
+  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 3);
+  QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 2);
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the
   // rules that refuse operands outside their domain (log, sqrt, ... of an empty result).
@@ -767,7 +795,7 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   };
 
   QStringList compared, missing;
-  auto check = [&](const std::string& opName, int arity, auto body) {
+  auto check = [&](const std::string& opName, int arity, auto body, const char* approximate) {
     const lossbound::OpRule* rule = lossbound::opRegistry().find(opName);
     if (!rule) {
       missing << QString::fromStdString(opName);
@@ -782,6 +810,12 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       node.op = opName;
       node.args.push_back(ref("x"));
       if (arity == 2) node.args.push_back(ref("y"));
+      if (approximate) {
+        lossbound::IrValue a;
+        a.kind = lossbound::IrValue::Kind::String;
+        a.stringValue = approximate;
+        node.kwargs["approximate"] = a;
+      }
       node.outputs.push_back({x.shape(), lossbound::DType::Float32});
       auto lookup = [&](const lossbound::ValueRef& r) -> const lossbound::Tensor& {
         return r.name == "x" ? x : y;
@@ -809,17 +843,24 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
                              .arg(show(x.at(i)), show(y.at(i)), show(g), show(out[0].at(i)))));
     }
     compared << QString::fromStdString(opName) +
+                    (approximate ? QStringLiteral(" approximate=") + approximate : QString()) +
                     (operands == &positive ? QStringLiteral(" (positive operands)") : QString());
   };
-  for (const auto& [name, op] : unaryOps)
-    check(name, 1, [op = op](Interval a, Interval) {
+  const auto unary = [](UnaryOp op) {
+    return [op](Interval a, Interval) {
       return lossbound::kernels::unaryBody(op, a, modelFor(op, Format::Fp32, Format::Fp32));
-    });
-  for (const auto& [name, op] : binaryOps)
-    check(name, 2, [op = op](Interval a, Interval b) {
+    };
+  };
+  const auto binary = [](BinaryOp op) {
+    return [op](Interval a, Interval b) {
       return lossbound::kernels::binaryBody(op, a, b,
                                             binaryModelFor(op, Format::Fp32, Format::Fp32));
-    });
+    };
+  };
+  for (const auto& [name, op] : unaryOps) check(name, 1, unary(op), nullptr);
+  for (const auto& [name, op] : binaryOps) check(name, 2, binary(op), nullptr);
+  check("aten.gelu.default", 1, unary(UnaryOp::GeluTanh), "tanh");
+  check("aten.gelu_backward.default", 2, binary(BinaryOp::GeluTanhBackward), "tanh");
   // Every op with a kernel body is compared with its CPU rule, except these, whose bodies exist
   // but whose CPU rules are not written yet (so a trace using them is refused as unsupported).
   // A rule that disappears or is renamed fails here; so does a new rule left on this list.
@@ -829,7 +870,7 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   missing.sort();
   QCOMPARE(missing, withoutCpuRule);
   QCOMPARE(compared.size(),
-           static_cast<qsizetype>(unaryOps.size() + binaryOps.size()) - withoutCpuRule.size());
+           static_cast<qsizetype>(unaryOps.size() + binaryOps.size() + 2) - withoutCpuRule.size());
   using lossbound::Tensor;
   // aten.div.Tensor by a 0-d divisor: the rule's hull with x · RN(1/y) is BinaryOp::DivRecip.
   {

@@ -97,6 +97,13 @@ lossbound::IrValue intList(const std::vector<std::int64_t>& values) {
 
 lossbound::IrValue boolList(const std::vector<bool>& values) { return listOf(values, boolean); }
 
+lossbound::IrValue text(const char* s) {
+  lossbound::IrValue v;
+  v.kind = lossbound::IrValue::Kind::String;
+  v.stringValue = s;
+  return v;
+}
+
 bool sameBits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.numel() != b.numel()) return false;
   for (std::int64_t i = 0; i < a.numel(); ++i) {
@@ -138,6 +145,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.tanh.default", {ref("x")}},
       {"aten.relu.default", {ref("x")}},
       {"aten.gelu.default", {ref("x")}},
+      {"aten.gelu.default", {ref("x"), text("tanh")}},
       {"aten.silu.default", {ref("x")}},
       {"aten.sin.default", {ref("x")}},
       {"aten.cos.default", {ref("x")}},
@@ -277,6 +285,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       // gathered to the full shape first.
       {"aten.gelu_backward.default", {ref("x"), ref("y")}},
       {"aten.gelu_backward.default", {ref("b"), ref("y")}, false, true, 2},
+      // The other activations' backward ops (core/kernels/smooth_activation.h).
+      {"aten.gelu_backward.default", {ref("x"), ref("y"), text("tanh")}},
+      {"aten.sigmoid_backward.default", {ref("x"), ref("y")}},
+      {"aten.tanh_backward.default", {ref("x"), ref("y")}},
+      {"aten.silu_backward.default", {ref("x"), ref("y")}},
       // relu's backward: self > threshold (a comparison), then a selection of grad or 0.
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.0)}, false, true, 2},
       {"aten.threshold_backward.default", {ref("x"), ref("y"), number(0.25)}, false, true, 2},

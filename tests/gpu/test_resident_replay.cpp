@@ -16,6 +16,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -201,6 +202,7 @@ class TestResidentReplay : public QObject {
   void convolutionAndBatchNormRunOnTheDevice();
   void embeddingIndexOutOfRangeIsReported();
   void maxPoolRunsOnTheDevice();
+  void activationsRunOnTheDevice();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -996,6 +998,73 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
       QVERIFY2(cpuError.contains(QStringLiteral("outside the 5 x 5 input plane")),
                qPrintable(cpuError));
       QCOMPARE(deviceError, cpuError);
+    }
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::activationsRunOnTheDevice() {
+  // sigmoid, tanh, gelu's tanh form and silu with their backward ops: elementwise bodies of the
+  // shared formulas (core/kernels/smooth_activation.h); no node on the host, the CPU's bits, and
+  // a later replay copies in the two inputs and copies out the outputs only.
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {%4},
+     "outputs": [{"shape": [4, 9], "dtype": "float32"}]})";
+  const std::vector<std::array<QString, 4>> nodes = {
+      {"s", "sigmoid.default", R"({"ref": "batch:x"})", ""},
+      {"sb", "sigmoid_backward.default", R"({"ref": "batch:g"}, {"ref": "s"})", ""},
+      {"t", "tanh.default", R"({"ref": "batch:x"})", ""},
+      {"tb", "tanh_backward.default", R"({"ref": "batch:g"}, {"ref": "t"})", ""},
+      {"gt", "gelu.default", R"({"ref": "batch:x"})", R"("approximate": "tanh")"},
+      {"gtb", "gelu_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"})",
+       R"("approximate": "tanh")"},
+      {"si", "silu.default", R"({"ref": "batch:x"})", ""},
+      {"sib", "silu_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"})", ""}};
+  QStringList nodeJson, outputJson;
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  for (const auto& [name, op, args, kwargs] : nodes) {
+    nodeJson << QString::fromLatin1(node).arg(name, op, args, kwargs);
+    outputJson << QStringLiteral(R"({"name": "%1", "ref": {"ref": "%1"}})").arg(name);
+    o.outputs.push_back(name.toStdString());
+  }
+  // The program's required loss: a sum, on the device too.
+  nodeJson << QStringLiteral(R"({"name": "l", "op": "aten.sum.default", "args": [{"ref": "sb"}],
+     "kwargs": {}, "outputs": [{"shape": [], "dtype": "float32"}]})");
+  outputJson << QStringLiteral(R"({"name": "loss", "ref": {"ref": "l"}})");
+  o.outputs.push_back("loss");
+  const QString json =
+      QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4, 9], "dtype": "float32"},
+             {"name": "batch:g", "shape": [4, 9], "dtype": "float32"}],
+  "nodes": [%1], "outputs": [%2]})")
+          .arg(nodeJson.join(QStringLiteral(",\n")), outputJson.join(QStringLiteral(", ")));
+  Program p;
+  try {
+    p = parseProgram(json.toStdString(), "activations");
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  std::vector<double> x(36), g(36);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.375 * static_cast<double>(i) - 6.5;  // both tails and the middle
+    g[i] = 1.0 - 0.0625 * static_cast<double>((i * 5) % 31);
+  }
+  const TensorMap in{{"batch:x", Tensor::point({4, 9}, DType::Float32, x)},
+                     {"batch:g", Tensor::point({4, 9}, DType::Float32, g)}};
+  const auto cpu = createCpuBackend(1);
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (int replay = 0; replay < 2; ++replay) {
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+      QCOMPARE(r.stats.nodesOnDevice, nodes.size() + 1);
+      // x and g in (points: one array each); nine outputs (lo, hi) out; the flags both ways.
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 18 + 2});
     }
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});

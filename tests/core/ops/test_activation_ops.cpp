@@ -3,6 +3,8 @@
 // cases (shapes with size-0 and size-1 dims, wide value ranges, point and interval inputs) with
 // zero escapes from the interval rule, |random − point| ≤ localError, and vjp against finite
 // differences.
+#include "core/kernels/smooth_activation.h"
+#include "core/ops/nn_support.h"
 #include "tests/core/ops/nn_test_util.h"
 
 #include <QtTest>
@@ -144,6 +146,27 @@ class TestActivationOps : public QObject {
     checkAllFormats("gelu_backward(tanh)", tanh);
     checkVjpCases("gelu_backward(none)", forVjp(none));
     checkVjpCases("gelu_backward(tanh)", forVjp(tanh));
+  }
+  void constantsArePyTorchsWithinTheirUlps() {
+    // The shared formulas' constants (core/kernels/smooth_activation.h, hex literals so that a
+    // device can read them) are PyTorch's binary64 values and nearConst's enclosures.
+    using namespace lossbound::kernels;
+    const struct {
+      Const shared;
+      double value;
+      int ulps;
+    } cases[] = {{sqrtHalfConst(), M_SQRT1_2, 1},
+                 {geluBetaNoneConst(), M_2_SQRTPI * M_SQRT1_2 * 0.5, 4},
+                 {geluBetaTanhConst(), M_SQRT2 * M_2_SQRTPI * 0.5, 4},
+                 {geluKappaConst(), 0.044715, 1},
+                 {geluKappa3Const(), 3 * 0.044715, 2}};
+    for (const auto& c : cases) {
+      const Const near = lossbound::ops::nn::nearConst(c.value, c.ulps);
+      // Exact comparisons (QCOMPARE of doubles is fuzzy).
+      QVERIFY(c.shared.value == near.value);
+      QVERIFY(c.shared.exact.lo == near.exact.lo);
+      QVERIFY(c.shared.exact.hi == near.exact.hi);
+    }
   }
   void badApproximateIsAnError() {
     std::mt19937_64 rng(2);
