@@ -21,6 +21,7 @@ struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
 struct AvgPoolModel;            // core/kernels/avg_pool.h
+struct AvgPoolBackwardShape;    // core/kernels/avg_pool.h
 struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
@@ -138,6 +139,17 @@ class Backend {
                            const double* /*params*/, std::int64_t /*count*/,
                            std::int64_t /*windows*/, std::int64_t /*k*/,
                            const kernels::AvgPoolModel& /*model*/, kernels::IntervalSpan /*out*/) {
+    return false;
+  }
+
+  /// avg_pool2d_backward and _adaptive_avg_pool2d_backward: out[i] =
+  /// kernels::avgPoolBackwardInput(g, i, wins, params, shape, model) for every input i <
+  /// planes × inPlane (wins[inPlane × k]: each position's windows, -1 past the last; params[3 ×
+  /// windows]: each window's divisor, kH and kW; both shape-only).
+  virtual bool avgPoolBackward(const kernels::AvgPoolModel& /*model*/,
+                               const kernels::AvgPoolBackwardShape& /*shape*/,
+                               kernels::ConstIntervalSpan /*g*/, const double* /*wins*/,
+                               const double* /*params*/, kernels::IntervalSpan /*out*/) {
     return false;
   }
 

@@ -3,6 +3,7 @@
 // or too short buffer) fails on the host device exactly as it would corrupt memory on a GPU.
 #include "core/device.h"
 
+#include "core/kernels/avg_pool.h"
 #include "core/kernels/batch_norm_row.h"
 #include "core/kernels/embedding_backward.h"
 #include "core/kernels/group_norm_backward.h"
@@ -151,6 +152,18 @@ void Device::avgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
   check(params, 3 * windows, "avg-pool divisors");
   check(out, count, "avg-pool values");
   doAvgPoolRows(rows, offsets, params, count, windows, k, model, out);
+  ++mCounters.launches;
+}
+
+void Device::avgPoolBackward(const kernels::AvgPoolModel& model,
+                             const kernels::AvgPoolBackwardShape& shape,
+                             kernels::ConstIntervalSpan g, const double* wins, const double* params,
+                             kernels::IntervalSpan out) {
+  check(g, shape.planes * shape.windows, "avg-pool-backward gradient");
+  check(wins, shape.inPlane * shape.k, "avg-pool-backward windows");
+  check(params, 3 * shape.windows, "avg-pool-backward divisors");
+  check(out, shape.planes * shape.inPlane, "avg-pool-backward result");
+  doAvgPoolBackward(model, shape, g, wins, params, out);
   ++mCounters.launches;
 }
 

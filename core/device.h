@@ -29,6 +29,7 @@ struct LayerNormBackwardModel;  // core/kernels/layer_norm_backward.h
 struct EmbeddingBackwardModel;  // core/kernels/embedding_backward.h
 struct MaxPoolBackwardModel;    // core/kernels/max_pool.h
 struct AvgPoolModel;            // core/kernels/avg_pool.h
+struct AvgPoolBackwardShape;    // core/kernels/avg_pool.h
 struct GroupNormBackwardModel;  // core/kernels/group_norm_backward.h
 struct BatchNormBackwardModel;  // core/kernels/batch_norm_row.h
 struct BatchNormModel;          // core/kernels/batch_norm_row.h
@@ -131,6 +132,10 @@ class Device {
   void avgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
                    std::int64_t count, std::int64_t windows, std::int64_t k,
                    const kernels::AvgPoolModel& model, kernels::IntervalSpan out);
+  /// Backend::avgPoolBackward (wins and params in device memory), one thread per input.
+  void avgPoolBackward(const kernels::AvgPoolModel& model,
+                       const kernels::AvgPoolBackwardShape& shape, kernels::ConstIntervalSpan g,
+                       const double* wins, const double* params, kernels::IntervalSpan out);
   /// Backend::maxPoolBackward, reading the indices on the device; an index that is NaN or a
   /// point outside the plane sets flag[0] = kernels::kBadIndexFlag. Allocates a scratch of
   /// planes × kernels::maxPoolBackwardScratch(inPlane) doubles for the launch (one plane per
@@ -273,6 +278,11 @@ class Device {
                              const double* starts, std::int64_t count, std::int64_t windows,
                              std::int64_t k, Format s, kernels::IntervalSpan value,
                              kernels::IntervalSpan index) = 0;
+  /// See avgPoolBackward.
+  virtual void doAvgPoolBackward(const kernels::AvgPoolModel& model,
+                                 const kernels::AvgPoolBackwardShape& shape,
+                                 kernels::ConstIntervalSpan g, const double* wins,
+                                 const double* params, kernels::IntervalSpan out) = 0;
   /// See avgPoolRows.
   virtual void doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets,
                              const double* params, std::int64_t count, std::int64_t windows,

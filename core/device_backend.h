@@ -134,6 +134,13 @@ class DeviceBackend final : public Backend {
     return mInner->avgPoolRows(rows, offsets, params, count, windows, k, model, out);
   }
   /// Delegates to the wrapped backend.
+  bool avgPoolBackward(const kernels::AvgPoolModel& model,
+                       const kernels::AvgPoolBackwardShape& shape, kernels::ConstIntervalSpan g,
+                       const double* wins, const double* params,
+                       kernels::IntervalSpan out) override {
+    return mInner->avgPoolBackward(model, shape, g, wins, params, out);
+  }
+  /// Delegates to the wrapped backend.
   bool maxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                        kernels::ConstIntervalSpan index, std::int64_t planes,
                        kernels::IntervalSpan out) override {

@@ -99,6 +99,14 @@ void HostDevice::doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* of
   nanToEntire(out, count);
 }
 
+void HostDevice::doAvgPoolBackward(const kernels::AvgPoolModel& model,
+                                   const kernels::AvgPoolBackwardShape& shape,
+                                   kernels::ConstIntervalSpan g, const double* wins,
+                                   const double* params, kernels::IntervalSpan out) {
+  mKernels.avgPoolBackward(model, shape, g, wins, params, out);
+  nanToEntire(out, shape.planes * shape.inPlane);
+}
+
 void HostDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
                                    kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                                    std::int64_t planes, kernels::IntervalSpan out, double* flag,

@@ -65,6 +65,10 @@ class HostDevice final : public Device {
   void doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, const double* params,
                      std::int64_t count, std::int64_t windows, std::int64_t k,
                      const kernels::AvgPoolModel& model, kernels::IntervalSpan out) override;
+  void doAvgPoolBackward(const kernels::AvgPoolModel& model,
+                         const kernels::AvgPoolBackwardShape& shape, kernels::ConstIntervalSpan g,
+                         const double* wins, const double* params,
+                         kernels::IntervalSpan out) override;
   void doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model, kernels::ConstIntervalSpan g,
                          kernels::ConstIntervalSpan index, std::int64_t planes,
                          kernels::IntervalSpan out, double* flag, double* scratch) override;

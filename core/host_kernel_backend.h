@@ -240,6 +240,15 @@ class HostKernelBackend final : public Backend {
     return true;
   }
 
+  bool avgPoolBackward(const AvgPoolModel& model, const AvgPoolBackwardShape& shape,
+                       ConstIntervalSpan g, const double* wins, const double* params,
+                       IntervalSpan out) override {
+    ++rowKernelCalls;
+    for (std::int64_t i = 0; i < shape.planes * shape.inPlane; ++i)
+      put(out, i, avgPoolBackwardInput(g, i, wins, params, shape, model));
+    return true;
+  }
+
   bool maxPoolBackward(const MaxPoolBackwardModel& model, ConstIntervalSpan g,
                        ConstIntervalSpan index, std::int64_t planes, IntervalSpan out) override {
     std::vector<double> scratch(static_cast<std::size_t>(maxPoolBackwardScratch(model.inPlane)));

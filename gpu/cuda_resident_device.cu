@@ -157,6 +157,15 @@ void CudaDevice::doAvgPoolRows(kernels::ConstIntervalSpan rows, const double* of
   launchNanToEntire(out.lo, out.hi, count, s);
 }
 
+void CudaDevice::doAvgPoolBackward(const kernels::AvgPoolModel& model,
+                                   const kernels::AvgPoolBackwardShape& shape,
+                                   kernels::ConstIntervalSpan g, const double* wins,
+                                   const double* params, kernels::IntervalSpan out) {
+  const cudaStream_t s = mImpl->current();
+  launchAvgPoolBackward(model, shape, g, wins, params, out, s);
+  launchNanToEntire(out.lo, out.hi, shape.planes * shape.inPlane, s);
+}
+
 void CudaDevice::doMaxPoolBackward(const kernels::MaxPoolBackwardModel& model,
                                    kernels::ConstIntervalSpan g, kernels::ConstIntervalSpan index,
                                    std::int64_t planes, kernels::IntervalSpan out, double* flag,

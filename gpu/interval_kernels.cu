@@ -272,6 +272,18 @@ __global__ void avgPoolRowsKernel(ConstIntervalSpan rows, const double* offsets,
   }
 }
 
+// Average-pooling backward: one thread per input element.
+__global__ void avgPoolBackwardKernel(AvgPoolModel model, AvgPoolBackwardShape shape,
+                                      ConstIntervalSpan g, const double* wins, const double* params,
+                                      IntervalSpan out) {
+  const std::int64_t n = shape.planes * shape.inPlane;
+  for (std::int64_t i = firstIndex(); i < n; i += strideOf()) {
+    const Interval v = avgPoolBackwardInput(g, i, wins, params, shape, model);
+    out.lo[i] = v.lo;
+    out.hi[i] = v.hi;
+  }
+}
+
 // Group-norm backward: three passes (core/kernels/group_norm_backward.h), each a grid-stride
 // loop over its items; pass 2 and 3 read pass 1's ds and db from the scratch.
 __global__ void groupNormChannelSumsKernel(GroupNormBackwardModel model, ConstIntervalSpan dy,
@@ -591,6 +603,15 @@ void launchAvgPoolRows(ConstIntervalSpan rows, const double* offsets, const doub
   avgPoolRowsKernel<<<gridFor(count), kBlock, 0, stream>>>(rows, offsets, params, count, windows, k,
                                                            model, out);
   LB_CUDA_CHECK_LAUNCH(avgPoolRowsKernel);
+}
+
+void launchAvgPoolBackward(const AvgPoolModel& model, const AvgPoolBackwardShape& shape,
+                           ConstIntervalSpan g, const double* wins, const double* params,
+                           IntervalSpan out, cudaStream_t stream) {
+  const std::int64_t n = shape.planes * shape.inPlane;
+  if (n <= 0) return;
+  avgPoolBackwardKernel<<<gridFor(n), kBlock, 0, stream>>>(model, shape, g, wins, params, out);
+  LB_CUDA_CHECK_LAUNCH(avgPoolBackwardKernel);
 }
 
 void launchGroupNormBackward(const GroupNormBackwardModel& model, ConstIntervalSpan dy,

@@ -101,6 +101,11 @@ void launchAvgPoolRows(kernels::ConstIntervalSpan rows, const double* offsets, c
                        std::int64_t count, std::int64_t windows, std::int64_t k,
                        const kernels::AvgPoolModel& model, kernels::IntervalSpan out,
                        cudaStream_t stream);
+/// Average-pooling backward: avgPoolBackwardInput per input element (one thread each).
+void launchAvgPoolBackward(const kernels::AvgPoolModel& model,
+                           const kernels::AvgPoolBackwardShape& shape, kernels::ConstIntervalSpan g,
+                           const double* wins, const double* params, kernels::IntervalSpan out,
+                           cudaStream_t stream);
 /// native_group_norm_backward: the three passes of core/kernels/group_norm_backward.h, one
 /// launch each (one thread per (sample, channel) sum, per channel, per row); `scratch` holds
 /// groupNormBackwardScratch(model) doubles (ds and db between the passes).

@@ -1,5 +1,6 @@
 #pragma once
-// One window of avg_pool2d / _adaptive_avg_pool2d as an LB_HD body: the interval rule of
+// One window of avg_pool2d / _adaptive_avg_pool2d, and one input of their backward ops, as LB_HD
+// bodies: the interval rules of
 // core/ops/avg_pool_ops.cpp (whose file comment lists the kernels modelled and derives the
 // bound): the window's sum in any order, then the hull of every way the kernels divide it. The
 // host rule calls it per window, and Backend::avgPoolRows runs it per gathered window on a
@@ -72,6 +73,40 @@ LB_HD inline Interval avgPoolWindow(const double* lo, const double* hi, const do
   Interval s = sumFinish(e, count, m.narrow ? m.store : m.acc, m.acc, false);
   if (m.narrow) s = roundOutward(s, m.store);
   return roundOutward(avgPoolDivide(s, params[0], params[1], params[2], m), m.store);
+}
+
+/// The geometry of avg_pool2d_backward / _adaptive_avg_pool2d_backward: `planes` planes of
+/// `windows` gradients and `inPlane` inputs; each input lies in at most k windows.
+struct AvgPoolBackwardShape {
+  std::int64_t planes = 0;
+  std::int64_t windows = 0;
+  std::int64_t inPlane = 0;
+  std::int64_t k = 0;
+};
+
+/// Encloses input i (plane i / inPlane, position q = i mod inPlane) of the average pooling's
+/// backward: Σ g_o ⊘ d_o over the windows o that contain q, wins[q·k..] (in the plane's window
+/// order, -1 past the last), each quotient avgPoolDivide of the sanitized gradient with window
+/// o's divisor, kH and kW (params[3o..]), accumulated in that order and finished as a sum in any
+/// order in the storage format (the backward kernels accumulate in scalar_t: sumFinish,
+/// γ_(n−1)·Σ|x|, Higham 2002 eq. 4.4), stored ([0, 0] where no window contains q). The host rule
+/// (core/ops/avg_pool_ops.cpp) and Backend::avgPoolBackward run it per input.
+LB_HD inline Interval avgPoolBackwardInput(ConstIntervalSpan g, std::int64_t i, const double* wins,
+                                           const double* params, const AvgPoolBackwardShape& s,
+                                           const AvgPoolModel& m) {
+  const std::int64_t plane = i / s.inPlane, q = i % s.inPlane;
+  SumState e;
+  double count = 0.0;
+  for (std::int64_t j = 0; j < s.k; ++j) {
+    const double w = wins[q * s.k + j];
+    if (w < 0.0) continue;
+    const auto o = static_cast<std::int64_t>(w);
+    const std::int64_t at = plane * s.windows + o;
+    const double* p = params + 3 * o;
+    accumulate(e, avgPoolDivide(sanitize(Interval{g.lo[at], g.hi[at]}), p[0], p[1], p[2], m));
+    count += 1.0;
+  }
+  return sumFinish(e, count, m.store, m.store, false);
 }
 
 }  // namespace lossbound::kernels

@@ -66,12 +66,6 @@ void requireFloating(const OpArgs& a, const Tensor& t, const char* what) {
            std::string(dtypeName(t.dtype())));
 }
 
-/// Encloses every quotient v ⊘ d of the kernels (see the file comment), before storage.
-Interval divideEnclosure(Interval v, const PoolWindow& w, const Arith& m) {
-  return kernels::avgPoolDivide(v, static_cast<double>(w.divisor), static_cast<double>(w.kH),
-                                static_cast<double>(w.kW), m);
-}
-
 /// One random execution's choices.
 struct RandomArith {
   Format sumIn, opIn, store;
@@ -243,24 +237,40 @@ class AvgPoolBackwardRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Parts c = parts(a);
     const Arith m = arithOf(a, ctx, mPool, true);
-    const std::size_t n = static_cast<std::size_t>(c.self.numel());
-    std::vector<SumEnclosure> sums(n, SumEnclosure{{0.0, 0.0}, 0.0});
-    std::vector<std::int64_t> count(n, 0);
-    // Each term g_o ⊘ d_o is enclosed once per output element, then added where it lands.
-    std::vector<Interval> terms(static_cast<std::size_t>(c.grad.numel()));
-    AvgPoolRule::forEachWindow(c.l, [&](std::size_t k, std::int64_t, const PoolWindow& w) {
-      terms[k] = divideEnclosure(sanitize(c.grad.at(static_cast<std::int64_t>(k))), w, m);
-    });
-    scatter(c, [&](std::size_t k, std::size_t target, const PoolWindow&) {
-      accumulate(sums[target], terms[k]);
-      ++count[target];
-    });
-    std::vector<double> lo(n), hi(n);
-    for (std::size_t p = 0; p < n; ++p) {
-      const Interval r = roundedSumEnclosure(sums[p], count[p], m.store, m.store);
-      lo[p] = r.lo;
-      hi[p] = r.hi;
+    // Each input through kernels::avgPoolBackwardInput (core/kernels/avg_pool.h): the windows
+    // that contain its plane position, in window order (a shape-only list, -1 past the last), and
+    // every window's divisor, kH and kW; offered to the backend (a device reads grad where it
+    // is), else run here.
+    const PoolLayout& l = c.l;
+    const auto windows = static_cast<std::int64_t>(l.windows.size());
+    std::vector<std::vector<std::int64_t>> of(static_cast<std::size_t>(l.inPlane()));
+    std::vector<double> params(static_cast<std::size_t>(3 * windows));
+    for (std::int64_t o = 0; o < windows; ++o) {
+      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
+      for (std::int64_t off : w.offsets) of[static_cast<std::size_t>(off)].push_back(o);
+      params[static_cast<std::size_t>(3 * o)] = static_cast<double>(w.divisor);
+      params[static_cast<std::size_t>(3 * o + 1)] = static_cast<double>(w.kH);
+      params[static_cast<std::size_t>(3 * o + 2)] = static_cast<double>(w.kW);
     }
+    std::size_t k = 1;
+    for (const auto& list : of) k = std::max(k, list.size());
+    std::vector<double> wins(of.size() * k, -1.0);
+    for (std::size_t q = 0; q < of.size(); ++q)
+      for (std::size_t j = 0; j < of[q].size(); ++j)
+        wins[q * k + j] = static_cast<double>(of[q][j]);
+    const kernels::AvgPoolBackwardShape shape{l.planes, windows, l.inPlane(),
+                                              static_cast<std::int64_t>(k)};
+    const auto n = static_cast<std::size_t>(c.self.numel());
+    std::vector<double> lo(n), hi(n);
+    const kernels::ConstIntervalSpan g{c.grad.lo().data(), c.grad.hi().data()};
+    if (n == 0 || !ctx.backend.avgPoolBackward(m, shape, g, wins.data(), params.data(),
+                                               {lo.data(), hi.data()}))
+      for (std::size_t i = 0; i < n; ++i) {
+        const Interval r = kernels::avgPoolBackwardInput(g, static_cast<std::int64_t>(i),
+                                                         wins.data(), params.data(), shape, m);
+        lo[i] = r.lo;
+        hi[i] = r.hi;
+      }
     return {Tensor::interval(c.self.shape(), a.outSpec(0).dtype, std::move(lo), std::move(hi))};
   }
 

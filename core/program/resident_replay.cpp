@@ -65,6 +65,7 @@ enum class HookKind {
   NllLossBackward,
   MaxPool,
   AvgPool,
+  AvgPoolBackward,
   MaxPoolBackward,
   GroupNormBackward,
   RowSum,
@@ -103,6 +104,7 @@ struct Call {
   kernels::EmbeddingBackwardModel ebm;
   kernels::MaxPoolBackwardModel mpb;
   kernels::AvgPoolModel apm;
+  kernels::AvgPoolBackwardShape aps;
   kernels::GroupNormBackwardModel gnb;
   kernels::BatchNormBackwardModel bbm;
   kernels::BatchNormModel bnm;
@@ -173,6 +175,9 @@ bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::Embeddin
 bool sameModel(const kernels::AvgPoolModel& a, const kernels::AvgPoolModel& b) {
   return a.acc == b.acc && a.store == b.store && a.narrow == b.narrow && a.adaptive == b.adaptive;
 }
+bool sameModel(const kernels::AvgPoolBackwardShape& a, const kernels::AvgPoolBackwardShape& b) {
+  return a.planes == b.planes && a.windows == b.windows && a.inPlane == b.inPlane && a.k == b.k;
+}
 bool sameModel(const kernels::MaxPoolBackwardModel& a, const kernels::MaxPoolBackwardModel& b) {
   return a.storage == b.storage && a.outPlane == b.outPlane && a.inPlane == b.inPlane;
 }
@@ -224,9 +229,9 @@ bool samePlan(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.uop != y.uop || x.bop != y.bop || !sameModel(x.em, y.em) ||
         !sameModel(x.sm, y.sm) || !sameModel(x.smx, y.smx) || !sameModel(x.lnm, y.lnm) ||
         !sameModel(x.lnb, y.lnb) || !sameModel(x.ebm, y.ebm) || !sameModel(x.mpb, y.mpb) ||
-        !sameModel(x.apm, y.apm) || !sameModel(x.gnb, y.gnb) || !sameModel(x.bbm, y.bbm) ||
-        !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) || !sameModel(x.gf, y.gf) ||
-        x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
+        !sameModel(x.apm, y.apm) || !sameModel(x.aps, y.aps) || !sameModel(x.gnb, y.gnb) ||
+        !sameModel(x.bbm, y.bbm) || !sameModel(x.bnm, y.bnm) || !sameModel(x.nll, y.nll) ||
+        !sameModel(x.gf, y.gf) || x.gin != y.gin || x.gm != y.gm || x.gk != y.gk || x.gn != y.gn ||
         x.gb.count != y.gb.count || x.gb.aStride != y.gb.aStride || x.gb.bStride != y.gb.bStride ||
         x.log != y.log || x.n != y.n || x.yCount != y.yCount || x.rows != y.rows ||
         x.cols != y.cols || x.outCounts != y.outCounts || x.outPoint != y.outPoint ||
@@ -440,6 +445,17 @@ class RecordingBackend final : public Backend {
     c.cols = dim;
     c.in = {resolve(g, positions * dim), resolveLo(index, positions)};
     return record(std::move(c), {{out, model.numWeights * dim}});
+  }
+  bool avgPoolBackward(const kernels::AvgPoolModel& model,
+                       const kernels::AvgPoolBackwardShape& shape, ConstIntervalSpan g,
+                       const double* wins, const double* params, IntervalSpan out) override {
+    Call c;
+    c.kind = HookKind::AvgPoolBackward;
+    c.apm = model;
+    c.aps = shape;
+    c.in = {resolve(g, shape.planes * shape.windows), shapeConstant(wins, shape.inPlane * shape.k),
+            shapeConstant(params, 3 * shape.windows)};
+    return record(std::move(c), {{out, shape.planes * shape.inPlane}});
   }
   bool maxPoolBackward(const kernels::MaxPoolBackwardModel& model, ConstIntervalSpan g,
                        ConstIntervalSpan index, std::int64_t planes, IntervalSpan out) override {
@@ -979,6 +995,9 @@ struct ResidentEvaluator::Impl {
           break;
         case HookKind::AvgPool:
           device.avgPoolRows(in[0], in[1].lo, in[2].lo, c.n, c.rows, c.cols, c.apm, out[0]);
+          break;
+        case HookKind::AvgPoolBackward:
+          device.avgPoolBackward(c.apm, c.aps, in[0], in[1].lo, in[2].lo, out[0]);
           break;
         case HookKind::RowSum:
           device.rowSum(in[0], out[0], c.rows, c.cols, c.sm);

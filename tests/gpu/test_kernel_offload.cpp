@@ -361,6 +361,19 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        true,
        2},
       {"aten._adaptive_avg_pool2d.default", {ref("I4"), intList({2, 3})}, false, true, 2},
+      // Their backward ops: one thread per input, its windows in order (shape-only lists);
+      // overlapping windows with padding counted or not, a divisor override with stride 3 over
+      // kernel 2 (inputs no window contains), and adaptive windows.
+      {"aten.avg_pool2d_backward.default",
+       {ref("G3"), ref("I4"), intList({3, 3}), intList({2, 2}), intList({1, 1}), boolean(false),
+        boolean(true), lossbound::IrValue{}}},
+      {"aten.avg_pool2d_backward.default",
+       {ref("G3"), ref("I4"), intList({3, 3}), intList({2, 2}), intList({1, 1}), boolean(false),
+        boolean(false), lossbound::IrValue{}}},
+      {"aten.avg_pool2d_backward.default",
+       {ref("G2"), ref("I4"), intList({2, 2}), intList({3, 3}), intList({0, 0}), boolean(false),
+        boolean(true), integer(5)}},
+      {"aten._adaptive_avg_pool2d_backward.default", {ref("G23"), ref("I4")}},
       // Max-pool backward (grad [2, 4, 3, 3], self I4, kernel 3, stride 2, padding 1, indices
       // X9: points and intervals, some spanning several offsets, clipped at the plane's end):
       // one thread per plane, the outputs in order.
@@ -477,6 +490,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor s53 = randomOperand(rng, 5, 3, c.positive).withDtype(dtype);
       const Tensor g3 =
           randomOperand(rng, 2 * 4 * 3, 3, c.positive).reshaped({2, 4, 3, 3}).withDtype(dtype);
+      const Tensor g2 =
+          randomOperand(rng, 2 * 4 * 2, 2, c.positive).reshaped({2, 4, 2, 2}).withDtype(dtype);
+      const Tensor g23 =
+          randomOperand(rng, 2 * 4 * 2, 3, c.positive).reshaped({2, 4, 2, 3}).withDtype(dtype);
       std::vector<double> xlo(2 * 4 * 3 * 3), xhi(xlo.size());
       for (std::size_t i = 0; i < xlo.size(); ++i) {
         xlo[i] = double((i * 7) % 25);
@@ -500,6 +517,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;
         if (r.name == "G3") return g3;
+        if (r.name == "G2") return g2;
+        if (r.name == "G23") return g23;
         if (r.name == "S53") return s53;
         if (r.name == "X9") return x9;
         if (r.name == "C4") return c4;

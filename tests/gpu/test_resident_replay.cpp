@@ -926,8 +926,10 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
   // max_pool2d_with_indices with padding (border windows are shorter): the windows gathered into
   // rows through a shape-only index map, one row launch (avg_pool2d likewise, padding not
   // counted: each window's divisor a shape-only constant); its backward one thread per plane, with
-  // the forward's index enclosures and with indices read from an input. Every output has the
-  // CPU's bits, and a later replay copies in the inputs and copies out the outputs only.
+  // the forward's index enclosures and with indices read from an input; the backward ops of
+  // avg_pool2d and of an adaptive average pooling one thread per input (its windows' list a
+  // shape-only constant). Every output has the CPU's bits, and a later replay copies in the inputs
+  // and copies out the outputs only.
   const Program p = parseProgram(
       R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
   "inputs": [{"name": "batch:x", "shape": [2, 3, 5, 5], "dtype": "float32"},
@@ -951,12 +953,22 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
     {"name": "gi", "op": "aten.max_pool2d_with_indices_backward.default",
      "args": [{"ref": "mp", "index": 0}, {"ref": "e"}, [3, 3], [2, 2], [1, 1], [1, 1], false,
               {"ref": "batch:i"}], "kwargs": {},
+     "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]},
+    {"name": "ab", "op": "aten.avg_pool2d_backward.default",
+     "args": [{"ref": "ap"}, {"ref": "e"}, [3, 3], [2, 2], [1, 1], false, false, null],
+     "kwargs": {}, "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]},
+    {"name": "aa", "op": "aten._adaptive_avg_pool2d.default", "args": [{"ref": "e"}, [2, 3]],
+     "kwargs": {}, "outputs": [{"shape": [2, 3, 2, 3], "dtype": "float32"}]},
+    {"name": "aab", "op": "aten._adaptive_avg_pool2d_backward.default",
+     "args": [{"ref": "aa"}, {"ref": "e"}], "kwargs": {},
      "outputs": [{"shape": [2, 3, 5, 5], "dtype": "float32"}]}],
   "outputs": [{"name": "loss", "ref": {"ref": "l"}},
               {"name": "indices", "ref": {"ref": "mp", "index": 1}},
               {"name": "grad", "ref": {"ref": "gx"}},
               {"name": "gradAtInputIndices", "ref": {"ref": "gi"}},
-              {"name": "average", "ref": {"ref": "ap"}}]})",
+              {"name": "average", "ref": {"ref": "ap"}},
+              {"name": "averageBackward", "ref": {"ref": "ab"}},
+              {"name": "adaptiveBackward", "ref": {"ref": "aab"}}]})",
       "maxpool");
   std::vector<double> x(150), idx(54);
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -967,7 +979,13 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
   const auto cpu = createCpuBackend(1);
   EvalOptions o;
   o.domain = EvalDomain::Interval;
-  o.outputs = {"loss", "indices", "grad", "gradAtInputIndices", "average"};
+  o.outputs = {"loss",
+               "indices",
+               "grad",
+               "gradAtInputIndices",
+               "average",
+               "averageBackward",
+               "adaptiveBackward"};
   const EvalResult ref = evaluate(p, in, *cpu, o);
   HostDevice device;
   {
@@ -977,10 +995,10 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
       for (const std::string& name : o.outputs)
         QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
       QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
-      QCOMPARE(r.stats.nodesOnDevice, std::size_t{6});
-      // x and i in; loss, indices, both gradients and the average (lo, hi) out; the flags both
-      // ways.
-      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 10 + 2});
+      QCOMPARE(r.stats.nodesOnDevice, std::size_t{9});
+      // x and i in; loss, indices, the four gradients and the average (lo, hi) out; the flags
+      // both ways.
+      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 14 + 2});
     }
     // The backward's undecided indices (ties) send hull(0, g) to several offsets.
     const Tensor& g = ref.outputs.at("grad");
