@@ -343,6 +343,18 @@ def _vit() -> nn.Module:
     return m
 
 
+def _densenet() -> nn.Module:
+    from torchvision.models import DenseNet
+    return DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, bn_size=2,
+                    num_classes=10)
+
+
+def _mlp_activations() -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 32), nn.Tanh(), nn.Linear(32, 64),
+                         nn.GELU(approximate="tanh"), nn.Linear(64, 32), nn.Sigmoid(),
+                         nn.Linear(32, 10))
+
+
 def images(n: int, shape: Tuple[int, ...], classes: int) -> Callable[..., List[Batch]]:
     return lambda seed=0, count=None: image_batches(n, shape, classes, seed, count)
 
@@ -361,6 +373,13 @@ ZOO: Dict[str, Arch] = {
     "vit": Arch(_vit, "classify", images(4, (3, 32, 32), 10),
                 about="torchvision VisionTransformer(32, patch 8, 2 layers, 2 heads, hidden 32, "
                       "MLP 64), batch 4"),
+    "densenet": Arch(_densenet, "classify", images(2, (3, 32, 32), 10),
+                     about="torchvision DenseNet(growth_rate=8, block_config=(2, 2), "
+                           "num_init_features=16, bn_size=2): AvgPool2d transitions, "
+                           "3x32x32, batch 2"),
+    "mlp_activations": Arch(_mlp_activations, "classify", images(2, (3, 8, 8), 10),
+                            about="nn.Sequential of Linear layers with nn.Tanh, "
+                                  "nn.GELU(approximate='tanh') and nn.Sigmoid, 3x8x8, batch 2"),
     "conv1d_groupnorm": Arch(ConvGN1d, "classify", images(6, (4, 32), 5), layout="1d",
                              about="Conv1d + GroupNorm + AdaptiveAvgPool1d, 4x32, batch 6"),
     "transformer_encoder": Arch(EncoderLM, "lm", lambda: token_batches(8, 28, 20), mask_after=20,
