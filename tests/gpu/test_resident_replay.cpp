@@ -147,6 +147,21 @@ std::int64_t liveSetBound(const Program& p, const std::vector<std::string>& outp
   return (worst + scratch + 1) * static_cast<std::int64_t>(sizeof(double));
 }
 
+/// Replays the program twice on ev (the second with its plans made): every output of o has
+/// ref's bits, no node runs on the host, `deviceNodes` run on the device, and the second replay
+/// makes `transfers` transfers.
+void checkAllOnDevice(ResidentEvaluator& ev, const EvalResult& ref, const TensorMap& in,
+                      const EvalOptions& o, std::size_t deviceNodes, std::int64_t transfers) {
+  for (int replay = 0; replay < 2; ++replay) {
+    const ResidentResult r = ev.evaluate(in, o);
+    for (const std::string& name : o.outputs)
+      QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+    QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+    QCOMPARE(r.stats.nodesOnDevice, deviceNodes);
+    if (replay == 1) QCOMPARE(r.stats.device.transfers(), transfers);
+  }
+}
+
 void checkBounded(const ResidentStats& s, std::size_t inputs, std::size_t outputs,
                   const char* what) {
   const std::int64_t bound =
@@ -990,16 +1005,9 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
   HostDevice device;
   {
     ResidentEvaluator ev(p, device, *cpu);
-    for (int replay = 0; replay < 2; ++replay) {
-      const ResidentResult r = ev.evaluate(in, o);
-      for (const std::string& name : o.outputs)
-        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
-      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
-      QCOMPARE(r.stats.nodesOnDevice, std::size_t{9});
-      // x and i in; loss, indices, the four gradients and the average (lo, hi) out; the flags
-      // both ways.
-      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 14 + 2});
-    }
+    // x and i in; loss, indices, the four gradients and the average (lo, hi) out; the flags
+    // both ways.
+    checkAllOnDevice(ev, ref, in, o, 9, 2 + 14 + 2);
     // The backward's undecided indices (ties) send hull(0, g) to several offsets.
     const Tensor& g = ref.outputs.at("grad");
     bool spread = false;
@@ -1075,15 +1083,8 @@ void TestResidentReplay::activationsRunOnTheDevice() {
   HostDevice device;
   {
     ResidentEvaluator ev(p, device, *cpu);
-    for (int replay = 0; replay < 2; ++replay) {
-      const ResidentResult r = ev.evaluate(in, o);
-      for (const std::string& name : o.outputs)
-        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
-      QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
-      QCOMPARE(r.stats.nodesOnDevice, nodes.size() + 1);
-      // x and g in (points: one array each); nine outputs (lo, hi) out; the flags both ways.
-      if (replay == 1) QCOMPARE(r.stats.device.transfers(), std::int64_t{2 + 18 + 2});
-    }
+    // x and g in (points: one array each); nine outputs (lo, hi) out; the flags both ways.
+    checkAllOnDevice(ev, ref, in, o, nodes.size() + 1, 2 + 18 + 2);
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
