@@ -185,6 +185,9 @@ class ActivationBackwardRule final : public OpRule {
     const DType t = a.outSpec(0).dtype;
     const RandomDomain d{opmathFormat(ctx.precision, t), ctx.rng};
     const Format s = outFormat(a, ctx);
+    // One draw per node, as the forward rule's choice of bracketing (the backward ops have one):
+    // the executor's stream, and so every seed's execution, stays what it was.
+    (*ctx.rng)();
     return std::vector<Tensor>{mapPoint2(a, a.tensor(0), a.tensor(1), t, [&](double g, double v) {
       return roundNearest(kernels::activationBackwardF(d, op, g, v), s);
     })};
