@@ -3,6 +3,7 @@
 #include "core/analysis/output_comparison.h"
 
 #include "core/analysis/baselines.h"
+#include "core/analysis/step_replay.h"
 #include "core/interval/rounding.h"
 #include "core/ir/program_parser.h"
 #include "core/program/evaluator.h"
@@ -247,7 +248,7 @@ std::vector<OutputComparison> compareOutputs(const Program& candidate,
         auto halfWidth = [&](const FunctionalBound& f) {
           const double b = opt.method == EnvelopeMethod::FirstOrder
                                ? f.bound
-                               : mul_up(opt.lambda, sqrt_up(f.sumSquares));
+                               : probabilisticBound(opt.lambda, f.sumSquares, f.bound);
           const double h = add_up(b, f.pointBound);
           return std::isnan(h) ? kInfinity : h;
         };

@@ -61,13 +61,17 @@ Interval lossValue(const EvalResult& result) {
   return it->second.at(0);
 }
 
+double probabilisticBound(double lambda, double sumSquares, double firstOrderBound) {
+  return std::fmin(mul_up(lambda, sqrt_up(sumSquares)), firstOrderBound);
+}
+
 Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda) {
   Envelope env;
   env.point = fo.loss;
   if (method == EnvelopeMethod::FirstOrder) {
     env.bound = fo.bound;
   } else {
-    env.bound = mul_up(lambda, sqrt_up(fo.sumSquares));
+    env.bound = probabilisticBound(lambda, fo.sumSquares, fo.bound);
   }
   // The binary64 point value is not exact either: add its own first-order bound.
   env.pointBound = fo.pointBound;

@@ -65,6 +65,11 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
 
 /// Returns the first-order (method FirstOrder) or probabilistic (Probabilistic, radius
 /// λ·sqrt(Σ(g·r)²)) envelope of an evaluateFirstOrder() result, with its pointBound added.
+/// Returns the probabilistic half-width λ·sqrt(Σ(g·c)²), never more than the first-order bound
+/// Σ|g|·r (a linearized worst case bounds every execution; elements whose roundings are one add
+/// linearly in Σ(g·c)², which with λ > 1 can pass it).
+double probabilisticBound(double lambda, double sumSquares, double firstOrderBound);
+
 Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda);
 
 /// Returns `inputs` (another run's checkpoint) shaped for `program`: same names and shapes

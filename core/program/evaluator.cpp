@@ -4,6 +4,7 @@
 #include "core/ir/program_parser.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
+#include "core/program/equal_operands.h"
 
 #include <algorithm>
 #include <cmath>
@@ -213,20 +214,28 @@ void checkCancel(const EvalOptions& options) {
 
 // Adds Σ|g|·r and Σ(g·r)² over the floating outputs of `node` that have an adjoint g, with the
 // local bounds r of `local`. A zero adjoint owns no budget even where r is infinite (e.g. masked
-// -inf logits); an unknown local bound (NaN) counts as unbounded.
+// -inf logits); an unknown local bound (NaN) counts as unbounded. With the node's operands
+// (`args`), the terms of elements with equal operands add linearly before they are squared
+// (core/program/equal_operands.h: equal operands round alike).
 void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
-                       const std::vector<Tensor>& local, double& sum, double& sumSquares) {
+                       const std::vector<Tensor>& local, double& sum, double& sumSquares,
+                       const OpArgs* args = nullptr) {
+  std::vector<double> terms;
   for (std::size_t k = 0; k < adjoints.size() && k < local.size(); ++k) {
     if (!adjoints[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
     const auto g = adjoints[k]->values();
     const auto r = local[k].hi();
+    terms.assign(g.size(), 0.0);
     for (std::size_t e = 0; e < g.size(); ++e) {
       if (g[e] == 0) continue;
       double t = std::abs(g[e]) * r[e];
       if (std::isnan(t)) t = HUGE_VAL;
       sum += t;
-      sumSquares += t * t;
+      terms[e] = t;
     }
+    const std::vector<std::uint64_t> keys =
+        args ? equalOperandKeys(*args, local[k].shape()) : std::vector<std::uint64_t>{};
+    sumSquares += groupedSumSquares(terms, keys);
   }
 }
 
@@ -235,7 +244,7 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
 // its worst case (OpRule's contract, enforced here for every rule).
 void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
                      const std::vector<Tensor>& local, const std::vector<Tensor>& spread,
-                     double& sum, double& sumSquares) {
+                     double& sum, double& sumSquares, const OpArgs& args) {
   double unused = 0.0;
   addWeightedBounds(node, adjoints, local, sum, unused);
   std::vector<Tensor> least;
@@ -250,7 +259,7 @@ void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>&
     for (std::size_t e = 0; e < v.size(); ++e) v[e] = std::fmin(r[e], c[e]);
     least.push_back(Tensor::point(local[k].shape(), local[k].dtype(), std::move(v)));
   }
-  addWeightedBounds(node, adjoints, least, unused, sumSquares);
+  addWeightedBounds(node, adjoints, least, unused, sumSquares, &args);
 }
 
 // Returns one adjoint per output of a node: its adjoint, or zeros where it has none.
@@ -435,10 +444,10 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
             return rules[i]->probabilisticLocalError(args, outputs, *c);
           });
           if (spread.empty()) {
-            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares);
+            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares, &args);
           } else {
             checkResults(node, spread, "probabilisticLocalError", false);
-            addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares);
+            addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares, args);
           }
         } else
           addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
@@ -636,9 +645,9 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
         st.spread[i] = std::move(spread);
       }
       if (st.spread[i]->empty()) {
-        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
+        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares, &args);
       } else {
-        addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares);
+        addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares, args);
       }
     }
 

@@ -7,6 +7,7 @@
 #include "core/ir/program_parser.h"
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
+#include "core/program/equal_operands.h"
 #include "core/program/evaluator.h"
 #include "core/program/op_coverage.h"
 
@@ -368,6 +369,85 @@ void TestProgram::adjointLocalErrorInBothReversePasses() {
   QCOMPARE(fm.bound, rm.bound);
   QCOMPARE(fm.sumSquares, rm.sumSquares);
   QVERIFY(rm.nodes[0].sumSquares < 0.1 * rm.nodes[0].bound * rm.nodes[0].bound);
+}
+
+void TestProgram::probabilisticTermCoversRepeatedValues() {
+  // loss = Σ (x / s) in binary64 over fp32 quotients of 4,096 elements that take 8 values: equal
+  // inputs round alike (every execution divides each value one way: x / s or x · RN(1/s)), so
+  // their errors add linearly, not in quadrature. The probabilistic envelope (λ·sqrt(Σ(g·c)²),
+  // the pipeline's confidence 1 − 1e-6) must contain every randomized execution.
+  const char* json =
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4096], "dtype": "float32"},
+             {"name": "batch:s", "shape": [], "dtype": "float32"}],
+  "nodes": [
+    {"name": "q", "op": "aten.div.Tensor", "args": [{"ref": "batch:x"}, {"ref": "batch:s"}],
+     "kwargs": {}, "outputs": [{"shape": [4096], "dtype": "float32"}]},
+    {"name": "w", "op": "aten._to_copy.default", "args": [{"ref": "q"}],
+     "kwargs": {"dtype": {"dtype": "float64"}}, "outputs": [{"shape": [4096], "dtype": "float64"}]},
+    {"name": "l", "op": "aten.sum.default", "args": [{"ref": "w"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float64"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "l"}}]})";
+  const Program p = parseProgram(json);
+  // Eight fp32 values whose quotients by s all round up (RN32(v / s) > v / s): the worst case
+  // for a sum of equal-sign errors.
+  const double s = 255.0;
+  std::vector<double> values;
+  for (int k = 1; values.size() < 8; ++k) {
+    const double v = static_cast<float>(1.0 + 0.0371 * k);
+    if (static_cast<double>(static_cast<float>(v / s)) > v / s) values.push_back(v);
+  }
+  std::vector<double> x(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = values[i % values.size()];
+  const TensorMap in{{"batch:x", Tensor::point({4096}, DType::Float32, x)},
+                     {"batch:s", Tensor::point({}, DType::Float32, {s})}};
+  const auto backend = createCpuBackend();
+  const FirstOrderResult r = evaluateFirstOrder(p, in, *backend);
+  // The pipeline's probabilistic half-width (analysis/step_replay.h probabilisticBound): never
+  // above the first-order bound, which equal-sign groups with λ > 1 would pass.
+  const double lambda = std::sqrt(2.0 * std::log(2.0 / 1e-6));
+  const double half = std::fmin(lambda * std::sqrt(r.sumSquares), r.bound) + r.pointBound;
+  double spread = 0.0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    EvalOptions o;
+    o.domain = EvalDomain::Random;
+    o.seed = seed;
+    const double y = evaluate(p, in, *backend, o).outputs.at("loss").at(0).lo;
+    spread = std::max(spread, std::fabs(y - r.loss));
+  }
+  qInfo("repeated values: largest deviation %.3g, probabilistic half-width %.3g, first-order %.3g",
+        spread, half, r.bound + r.pointBound);
+  QVERIFY(spread > 0.0);
+  QVERIFY2(spread <= half, qPrintable(QStringLiteral("%1 > %2").arg(spread).arg(half)));
+
+  // The keys: equal operands (broadcast too) give equal keys, a product of matrices none.
+  Node n;
+  n.name = "add";
+  n.op = "aten.add.Tensor";
+  ValueRef ra, rb;
+  ra.name = "a";
+  rb.name = "b";
+  IrValue va, vb;
+  va.kind = vb.kind = IrValue::Kind::Ref;
+  va.ref = ra;
+  vb.ref = rb;
+  n.args = {va, vb};
+  const Tensor a = Tensor::point({3, 2}, DType::Float32, {1, 2, 1, 2, 1, 3});
+  Tensor b = Tensor::point({2}, DType::Float32, {5, 6});
+  const auto lookup = [&](const ValueRef& v) -> const Tensor& { return v.name == "a" ? a : b; };
+  {
+    const OpArgs args(n, lookup);
+    const auto keys = equalOperandKeys(args, {3, 2});
+    QCOMPARE(keys.size(), std::size_t{6});
+    QVERIFY(keys[0] == keys[2] && keys[2] == keys[4] && keys[1] == keys[3]);
+    QVERIFY(keys[0] != keys[1] && keys[3] != keys[5]);
+    const double t[] = {1, 1, 1, 1, 1, 1};
+    QCOMPARE(groupedSumSquares(t, keys), 9.0 + 4.0 + 1.0);
+    QCOMPARE(groupedSumSquares(t, {}), 6.0);
+  }
+  b = Tensor::point({3}, DType::Float32, {5, 6, 7});  // does not broadcast to [3, 2]
+  const OpArgs args(n, lookup);
+  QVERIFY(equalOperandKeys(args, {3, 2}).empty());
 }
 
 QTEST_GUILESS_MAIN(TestProgram)

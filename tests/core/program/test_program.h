@@ -18,4 +18,5 @@ class TestProgram : public QObject {
   void intervalDomainAndStartNode();
   void firstOrderAdjointsAndBudget();
   void adjointLocalErrorInBothReversePasses();
+  void probabilisticTermCoversRepeatedValues();
 };
