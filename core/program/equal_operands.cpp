@@ -71,6 +71,9 @@ std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& sha
       }
     }
   }
+  std::vector<std::uint64_t> sorted = keys;  // no two elements alike: nothing to group
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return {};
   return keys;
 }
 

@@ -20,7 +20,8 @@ namespace lossbound {
 /// operand of the node at that element (broadcast to `shape`), so that elements with equal
 /// operands have equal keys (different operands may share a key: that only merges groups, which
 /// is conservative). Empty when some tensor operand does not broadcast to `shape` (a matrix
-/// product, a reduction: no element-to-element correspondence) or `shape` has one element.
+/// product, a reduction: no element-to-element correspondence), when `shape` has one element,
+/// or when no two elements share a key (nothing to group).
 std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& shape);
 
 /// Returns Σ over the groups of equal keys of (Σ_group t)², terms t >= 0 (Σ t² when keys is

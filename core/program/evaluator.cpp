@@ -215,11 +215,12 @@ void checkCancel(const EvalOptions& options) {
 // Adds Σ|g|·r and Σ(g·r)² over the floating outputs of `node` that have an adjoint g, with the
 // local bounds r of `local`. A zero adjoint owns no budget even where r is infinite (e.g. masked
 // -inf logits); an unknown local bound (NaN) counts as unbounded. With the node's operands
-// (`args`), the terms of elements with equal operands add linearly before they are squared
-// (core/program/equal_operands.h: equal operands round alike).
+// (`keys`, one list per output: operandKeys), the terms of elements with equal operands add
+// linearly before they are squared (core/program/equal_operands.h: equal operands round alike).
+using OperandKeys = std::vector<std::vector<std::uint64_t>>;
 void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
                        const std::vector<Tensor>& local, double& sum, double& sumSquares,
-                       const OpArgs* args = nullptr) {
+                       const OperandKeys* keys = nullptr) {
   std::vector<double> terms;
   for (std::size_t k = 0; k < adjoints.size() && k < local.size(); ++k) {
     if (!adjoints[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
@@ -233,9 +234,9 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
       sum += t;
       terms[e] = t;
     }
-    const std::vector<std::uint64_t> keys =
-        args ? equalOperandKeys(*args, local[k].shape()) : std::vector<std::uint64_t>{};
-    sumSquares += groupedSumSquares(terms, keys);
+    sumSquares += groupedSumSquares(terms, keys && k < keys->size()
+                                               ? std::span<const std::uint64_t>((*keys)[k])
+                                               : std::span<const std::uint64_t>());
   }
 }
 
@@ -244,7 +245,7 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
 // its worst case (OpRule's contract, enforced here for every rule).
 void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
                      const std::vector<Tensor>& local, const std::vector<Tensor>& spread,
-                     double& sum, double& sumSquares, const OpArgs& args) {
+                     double& sum, double& sumSquares, const OperandKeys& keys) {
   double unused = 0.0;
   addWeightedBounds(node, adjoints, local, sum, unused);
   std::vector<Tensor> least;
@@ -259,7 +260,17 @@ void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>&
     for (std::size_t e = 0; e < v.size(); ++e) v[e] = std::fmin(r[e], c[e]);
     least.push_back(Tensor::point(local[k].shape(), local[k].dtype(), std::move(v)));
   }
-  addWeightedBounds(node, adjoints, least, unused, sumSquares, &args);
+  addWeightedBounds(node, adjoints, least, unused, sumSquares, &keys);
+}
+
+// Returns equalOperandKeys for every output of a node (empty for the outputs that are not
+// floating).
+OperandKeys operandKeys(const Node& node, const OpArgs& args, const std::vector<Tensor>& outputs) {
+  OperandKeys keys(outputs.size());
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    if (k < node.outputs.size() && !node.outputs[k].none && isFloating(node.outputs[k].dtype))
+      keys[k] = equalOperandKeys(args, outputs[k].shape());
+  return keys;
 }
 
 // Returns one adjoint per output of a node: its adjoint, or zeros where it has none.
@@ -443,11 +454,12 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
           const std::vector<Tensor> spread = guarded(node, "probabilistic local error", [&] {
             return rules[i]->probabilisticLocalError(args, outputs, *c);
           });
+          const OperandKeys keys = operandKeys(node, args, outputs);
           if (spread.empty()) {
-            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares, &args);
+            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares, &keys);
           } else {
             checkResults(node, spread, "probabilisticLocalError", false);
-            addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares, args);
+            addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares, keys);
           }
         } else
           addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
@@ -520,6 +532,7 @@ struct LinearizedProgram::State {
   std::vector<const OpRule*> rules;
   std::vector<std::optional<std::vector<Tensor>>> local, local64;  // by node index
   std::vector<std::optional<std::vector<Tensor>>> spread;  // probabilisticLocalError, by node
+  std::vector<std::optional<std::vector<std::vector<std::uint64_t>>>> keys;  // equalOperandKeys
   std::vector<std::string> names;
   std::size_t forward = 0;
 };
@@ -546,6 +559,7 @@ LinearizedProgram::LinearizedProgram(const Program& program, const TensorMap& in
   st.local.resize(program.nodes.size());
   st.local64.resize(program.nodes.size());
   st.spread.resize(program.nodes.size());
+  st.keys.resize(program.nodes.size());
   OpContext ctx{st.options.precision, backend, nullptr};
   for (std::size_t i : st.schedule.order()) {
     checkCancel(options);
@@ -644,10 +658,11 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
         if (!spread.empty()) checkResults(node, spread, "probabilisticLocalError", false);
         st.spread[i] = std::move(spread);
       }
+      if (!st.keys[i]) st.keys[i] = operandKeys(node, args, outputs);
       if (st.spread[i]->empty()) {
-        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares, &args);
+        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares, &*st.keys[i]);
       } else {
-        addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares, args);
+        addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares, *st.keys[i]);
       }
     }
 
