@@ -62,7 +62,9 @@ Interval lossValue(const EvalResult& result) {
 }
 
 double probabilisticBound(double lambda, double sumSquares, double firstOrderBound) {
-  return std::fmin(mul_up(lambda, sqrt_up(sumSquares)), firstOrderBound);
+  const double p = mul_up(lambda, sqrt_up(sumSquares));
+  if (std::isnan(p) || std::isnan(firstOrderBound)) return std::numeric_limits<double>::quiet_NaN();
+  return std::fmin(p, firstOrderBound);
 }
 
 Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda) {

@@ -48,10 +48,10 @@ struct ReplayOptions {
 /// The envelope of one evaluation.
 struct Envelope {
   double lo = 0, hi = 0;
-  double point = 0;               ///< binary64 point loss (NaN when the method does not compute it)
-  double bound = 0;               ///< first-order: Σ|g|·r; probabilistic: λ·sqrt(Σ(g·r)²)
-  double pointBound = 0;          ///< first-order bound of the binary64 point value's own rounding
-  std::vector<NodeBudget> nodes;  ///< first-order terms per node (first-order, probabilistic)
+  double point = 0;  ///< binary64 point loss (NaN when the method does not compute it)
+  double bound = 0;  ///< first-order: Σ|g|·r; probabilistic: probabilisticBound (≤ Σ|g|·r)
+  double pointBound = 0;           ///< first-order bound of the binary64 point value's own rounding
+  std::vector<NodeBudget> nodes;   ///< first-order terms per node (first-order, probabilistic)
   std::vector<std::string> notes;  ///< user-facing notes (a device-resident replay's fallbacks)
 };
 
@@ -63,13 +63,13 @@ struct Envelope {
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options);
 
-/// Returns the first-order (method FirstOrder) or probabilistic (Probabilistic, radius
-/// λ·sqrt(Σ(g·r)²)) envelope of an evaluateFirstOrder() result, with its pointBound added.
 /// Returns the probabilistic half-width λ·sqrt(Σ(g·c)²), never more than the first-order bound
 /// Σ|g|·r (a linearized worst case bounds every execution; elements whose roundings are one add
-/// linearly in Σ(g·c)², which with λ > 1 can pass it).
+/// linearly in Σ(g·c)², which with λ > 1 can pass it); NaN when either is NaN.
 double probabilisticBound(double lambda, double sumSquares, double firstOrderBound);
 
+/// Returns the first-order (method FirstOrder) or probabilistic (Probabilistic, radius
+/// probabilisticBound) envelope of an evaluateFirstOrder() result, with its pointBound added.
 Envelope firstOrderEnvelope(FirstOrderResult fo, EnvelopeMethod method, double lambda);
 
 /// Returns `inputs` (another run's checkpoint) shaped for `program`: same names and shapes

@@ -1,6 +1,7 @@
 #include "core/program/equal_operands.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -79,28 +80,27 @@ std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& sha
 
 double groupedSumSquares(std::span<const double> terms, std::span<const std::uint64_t> keys) {
   double squares = 0.0;
-  if (keys.empty()) {
-    for (double t : terms) squares += t * t;
-    return squares;
-  }
-  std::vector<std::pair<std::uint64_t, double>> byKey;
+  for (double t : terms) squares += t * t;
+  if (keys.empty()) return squares;
+  // The elements with a nonzero term, by (key, position): a deterministic order in each group.
+  std::vector<std::pair<std::uint64_t, std::size_t>> byKey;
   byKey.reserve(terms.size());
   for (std::size_t e = 0; e < terms.size(); ++e)
-    if (terms[e] != 0.0) byKey.emplace_back(keys[e], terms[e]);
-  std::sort(byKey.begin(), byKey.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
-  bool repeated = false;
-  for (std::size_t i = 1; i < byKey.size() && !repeated; ++i)
-    repeated = byKey[i].first == byKey[i - 1].first;
-  if (!repeated) return groupedSumSquares(terms, {});  // in element order, as without keys
+    if (terms[e] != 0.0) byKey.emplace_back(keys[e], e);
+  std::sort(byKey.begin(), byKey.end());
+  double excess = 0.0;
   for (std::size_t i = 0; i < byKey.size();) {
-    double group = 0.0;
+    double linear = 0.0, own = 0.0;
     std::size_t j = i;
-    for (; j < byKey.size() && byKey[j].first == byKey[i].first; ++j) group += byKey[j].second;
-    squares += group * group;
+    for (; j < byKey.size() && byKey[j].first == byKey[i].first; ++j) {
+      const double t = std::fabs(terms[byKey[j].second]);
+      linear += t;
+      own += t * t;
+    }
+    if (j - i > 1) excess += std::fmax(linear * linear - own, 0.0);
     i = j;
   }
-  return squares;
+  return squares + excess;
 }
 
 }  // namespace lossbound

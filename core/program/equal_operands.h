@@ -19,13 +19,15 @@ namespace lossbound {
 /// Returns one key per element of an output of `shape`: a hash of the values of every tensor
 /// operand of the node at that element (broadcast to `shape`), so that elements with equal
 /// operands have equal keys (different operands may share a key: that only merges groups, which
-/// is conservative). Empty when some tensor operand does not broadcast to `shape` (a matrix
-/// product, a reduction: no element-to-element correspondence), when `shape` has one element,
-/// or when no two elements share a key (nothing to group).
+/// is conservative). Empty when some tensor operand does not broadcast to `shape` (a reduction, a
+/// product of non-square matrices: no element-to-element correspondence), when `shape` has one
+/// element, or when no two elements share a key (nothing to group). Shapes can coincide without
+/// a correspondence (a square matrix product): its keys then only merge groups, conservatively.
 std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& shape);
 
-/// Returns Σ over the groups of equal keys of (Σ_group t)², terms t >= 0 (Σ t² when keys is
-/// empty).
+/// Returns Σ t² (in element order) plus, over the groups of two or more equal keys, the excess
+/// (Σ_group |t|)² − Σ_group t² (>= 0): never less than Σ t², bit for bit (Σ t² when keys is
+/// empty or has no repeated key).
 double groupedSumSquares(std::span<const double> terms, std::span<const std::uint64_t> keys);
 
 }  // namespace lossbound

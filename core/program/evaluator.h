@@ -16,10 +16,11 @@
 // the local rounding bound r_k from localError(); per node it reports Σ|g_k|·r_k (the budget
 // attribution term of ARCHITECTURE §1) and Σ(g_k·c_k)² (for the probabilistic method), where c_k
 // is the rule's probabilisticLocalError (the root-sum-square of the roundings inside a reduction)
-// when it has one, else r_k. A rule with an adjointLocalError (roundings shared by many outputs:
-// a layer norm's row statistics) gives both terms of its node itself from the adjoints, in both
-// reverse passes and for both the modelled precision and the binary64 pointBound; the functional
-// pass caches only localError (the hook depends on each functional's adjoints).
+// when it has one, else r_k — the terms of elements with equal operands summed before they are
+// squared (core/program/equal_operands.h). A rule with an adjointLocalError (roundings shared by
+// many outputs: a layer norm's row statistics) gives both terms of its node itself from the
+// adjoints, in both reverse passes and for both the modelled precision and the binary64 pointBound;
+// the functional pass caches only localError (the hook depends on each functional's adjoints).
 //
 // Cancellation is cooperative: the flag is checked before every op (forward and reverse) and a
 // set flag throws Cancelled. Progress is reported after every op as (done, total).
@@ -94,7 +95,7 @@ struct NodeBudget {
   std::string node;       ///< trace node name
   std::string op;         ///< aten op
   double bound = 0;       ///< Σ over its output elements of |g|·r (absolute loss units)
-  double sumSquares = 0;  ///< Σ over its output elements of (g·c)² (c: see the file comment)
+  double sumSquares = 0;  ///< Σ over its elements' groups of (Σ|g|·c)² (see the file comment)
 };
 
 /// The result of evaluateFirstOrder().
@@ -129,7 +130,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
 struct FunctionalBound {
   double value = 0;       ///< φ at the binary64 point values of the output
   double bound = 0;       ///< Σ over nodes of Σ|g|·r (g = ∂φ/∂v, modelled precision)
-  double sumSquares = 0;  ///< Σ over nodes of Σ(g·c)² (c as in evaluateFirstOrder)
+  double sumSquares = 0;  ///< Σ over nodes of Σ(g·c)² (grouped as in evaluateFirstOrder)
   double pointBound = 0;  ///< the same adjoints with binary64 local errors (the point's own error)
 };
 
