@@ -66,6 +66,16 @@ void requireFloating(const OpArgs& a, const Tensor& t, const char* what) {
            std::string(dtypeName(t.dtype())));
 }
 
+/// Returns each window's divisor, kH and kW (params[3o..] for window o: kernels::avgPoolWindow,
+/// kernels::avgPoolBackwardInput).
+std::vector<double> windowParams(const PoolLayout& l) {
+  std::vector<double> params;
+  params.reserve(3 * l.windows.size());
+  for (const PoolWindow& w : l.windows)
+    for (std::int64_t v : {w.divisor, w.kH, w.kW}) params.push_back(static_cast<double>(v));
+  return params;
+}
+
 /// One random execution's choices.
 struct RandomArith {
   Format sumIn, opIn, store;
@@ -143,13 +153,7 @@ class AvgPoolRule final : public OpRule {
     const auto windows = static_cast<std::int64_t>(l.windows.size());
     const std::int64_t k = l.windowSize();
     const std::vector<double> off = l.windowOffsets();
-    std::vector<double> params(static_cast<std::size_t>(3 * windows));
-    for (std::int64_t o = 0; o < windows; ++o) {
-      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
-      params[static_cast<std::size_t>(3 * o)] = static_cast<double>(w.divisor);
-      params[static_cast<std::size_t>(3 * o + 1)] = static_cast<double>(w.kH);
-      params[static_cast<std::size_t>(3 * o + 2)] = static_cast<double>(w.kW);
-    }
+    const std::vector<double> params = windowParams(l);
     const DType t = a.outSpec(0).dtype;
     if (auto r = offerAvgPool(ctx.backend, x, l.planes, l.inPlane(), windows, k, off, params, m,
                               l.outShape, t))
@@ -244,14 +248,10 @@ class AvgPoolBackwardRule final : public OpRule {
     const PoolLayout& l = c.l;
     const auto windows = static_cast<std::int64_t>(l.windows.size());
     std::vector<std::vector<std::int64_t>> of(static_cast<std::size_t>(l.inPlane()));
-    std::vector<double> params(static_cast<std::size_t>(3 * windows));
-    for (std::int64_t o = 0; o < windows; ++o) {
-      const PoolWindow& w = l.windows[static_cast<std::size_t>(o)];
-      for (std::int64_t off : w.offsets) of[static_cast<std::size_t>(off)].push_back(o);
-      params[static_cast<std::size_t>(3 * o)] = static_cast<double>(w.divisor);
-      params[static_cast<std::size_t>(3 * o + 1)] = static_cast<double>(w.kH);
-      params[static_cast<std::size_t>(3 * o + 2)] = static_cast<double>(w.kW);
-    }
+    for (std::int64_t o = 0; o < windows; ++o)
+      for (std::int64_t off : l.windows[static_cast<std::size_t>(o)].offsets)
+        of[static_cast<std::size_t>(off)].push_back(o);
+    const std::vector<double> params = windowParams(l);
     std::size_t k = 1;
     for (const auto& list : of) k = std::max(k, list.size());
     std::vector<double> wins(of.size() * k, -1.0);
