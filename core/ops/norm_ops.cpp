@@ -77,6 +77,13 @@
 //   squares never exceeds the first-order bound). Signed row sums instead of Σ|g_j|·r_j: ~√n
 //   tighter. The row's term is ops::norm::normRowAdjoint (core/ops/norm_row_adjoint.cpp), which
 //   batch and group norm share with the channel affine form x·α + β.
+// Normalized values whatever the enclosures' widths (interval rule): Samuelson's inequality
+// (x_j − μ)² <= ((n − 1)/n)·S gives |x_j − μ̂|·r̂ <= (sqrt((n − 1)S/n) + E)·sup r̂(ŝ >= S − B)
+// for the row's own S, E and B (the bounds above, which grow with A, W <= sqrt(2S) and S),
+// maximized over the enclosure of S on a grid of cells (kernels::normalizedBound); both affine
+// forms are also enclosed from it and intersected with their enclosures from x − μ̂ and rstd. Where
+// the rows' enclosures are far wider than their spread, the variance's enclosure reaches 0 and
+// rstd 1/sqrt(eps), while this keeps a unit-weight output near sqrt(n − 1).
 // The forward interval rule is the LB_HD row body kernels::layerNormRow
 // (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
 // layerNormRows (the CUDA backend runs the same body on the device).

@@ -13,6 +13,7 @@
 #include "core/ops/libm_model.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/nn_test_util.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
@@ -374,6 +375,100 @@ class TestNormOps : public QObject {
         const EnclosureReport r = checkEnclosure(c, 100, rng);
         QVERIFY2(r.escapes == 0, (where + ": " + r.firstEscape).c_str());
       }
+  }
+  /// Samuelson's inequality bounds a normalized value by sqrt(n − 1) whatever the row
+  /// (kernels::normalizedBound): a layer norm fed rows whose enclosures are far wider than their
+  /// spread (every element in [c − 8, c + 8], c = 0 or 1000, so the variance's enclosure reaches 0
+  /// and sup rstd is 1/sqrt(eps)) gives outputs within 1.1·sqrt(n − 1)·max|w| + max|b| at c = 0
+  /// (16·316 without the bound; at c = 1000 a tenth of that, the mean's error widening it), and
+  /// no execution of the rows that reach it escapes: one element at one
+  /// end and the rest at the other (the maximum, sqrt(n − 1)), constant rows, rows of two values
+  /// an ulp apart, and random rows, each executed 20 times (two-pass, Welford and pairwise
+  /// moments, both affine forms) with weights and biases inside their own enclosures.
+  void wideRowsStayWithinSamuelsonsBound() {
+    std::mt19937_64 rng(43);
+    for (Format f : kFormats)
+      for (double centre : {0.0, 1000.0})
+        for (std::int64_t n : {2, 7, 64, 512})
+          for (bool affine : {false, true}) {
+            const DType t = dtypeFor(f);
+            const std::string where = std::string(formatName(f)) + " c=" + std::to_string(centre) +
+                                      " n=" + std::to_string(n) + (affine ? " affine" : "");
+            const double lo = roundToFormat(centre - 8.0, f, RoundingDirection::Down),
+                         hi = roundToFormat(centre + 8.0, f, RoundingDirection::Up);
+            OpCase box;
+            box.op = "aten.native_layer_norm.default";
+            box.precision = modelFor(std::nullopt);
+            box.inputs = {Tensor::interval({1, n}, t, std::vector<double>(n, lo),
+                                           std::vector<double>(n, hi))};
+            box.args = {in(0), ints({n})};
+            double wMax = 1.0, bMax = 0.0;
+            if (affine) {
+              box.inputs.push_back(uniform({n}, t, true, rng, 0.5, 1.0));  // w in ~[0.5, 1.5]
+              box.inputs.push_back(uniform({n}, t, false, rng, 0.5));
+              wMax = bMax = 0.0;
+              for (std::int64_t j = 0; j < n; ++j) {
+                wMax = std::max(wMax, kernels::magnitude(box.inputs[1].at(j)));
+                bMax = std::max(bMax, std::fabs(box.inputs[2].at(j).lo));
+              }
+              box.args.insert(box.args.end(), {in(1), in(2)});
+            } else {
+              box.args.insert(box.args.end(), {none(), none()});
+            }
+            box.args.push_back(num(1e-5));
+            box.outDtypes = {t, t, t};
+            const std::vector<Tensor> encl = RuleCall(box).interval();
+            // Far from 0 the mean's error E (~n·u·1008 in fp32) adds up to E/sqrt(eps) to the
+            // bound, as it may to a computed value: there it only has to be 10× below 16·316.
+            const double limit = centre == 0.0
+                                     ? 1.1 * std::sqrt(static_cast<double>(n - 1)) * wMax + bMax
+                                     : 0.1 * 16.0 * 316.0 * wMax + bMax;
+            for (std::int64_t j = 0; j < n; ++j)
+              QVERIFY2(kernels::magnitude(encl[0].at(j)) <= limit,
+                       qPrintable(QString::fromStdString(where) +
+                                  QStringLiteral(": |y[%1]| up to %2 > %3")
+                                      .arg(j)
+                                      .arg(kernels::magnitude(encl[0].at(j)))
+                                      .arg(limit)));
+            // Rows that reach the bound, and random ones.
+            const double next = std::nextafter(lo, hi);
+            const double nextF = roundToFormat(next, f, RoundingDirection::Up);
+            std::vector<std::vector<double>> rows;
+            std::vector<double> row(static_cast<std::size_t>(n), lo);
+            row[0] = hi;
+            rows.push_back(row);
+            std::fill(row.begin(), row.end(), hi);
+            row[static_cast<std::size_t>(n - 1)] = lo;
+            rows.push_back(row);
+            rows.emplace_back(static_cast<std::size_t>(n), hi);
+            for (std::size_t j = 0; j < row.size(); ++j) row[j] = (j % 2) ? nextF : lo;
+            rows.push_back(row);
+            for (int k = 0; k < 4; ++k) {
+              const Tensor s = sampleInside(box.inputs[0], rng);
+              rows.emplace_back(s.values().begin(), s.values().end());
+            }
+            for (const std::vector<double>& x : rows) {
+              OpCase pt = box;
+              pt.inputs[0] = Tensor::point({1, n}, t, x);
+              if (affine) pt.inputs[1] = sampleInside(box.inputs[1], rng);
+              const RuleCall call(pt);
+              for (int e = 0; e <= 20; ++e) {
+                const std::vector<Tensor> out = e == 0 ? call.point() : call.random(rng);
+                for (std::size_t k = 0; k < out.size(); ++k)
+                  for (std::int64_t i = 0; i < out[k].numel(); ++i) {
+                    const double v = out[k].values()[static_cast<std::size_t>(i)];
+                    QVERIFY2(contains(encl[k].at(i), v),
+                             qPrintable(QString::fromStdString(where) +
+                                        QStringLiteral(": output %1[%2] = %3 outside [%4, %5]")
+                                            .arg(k)
+                                            .arg(i)
+                                            .arg(v, 0, 'g', 17)
+                                            .arg(encl[k].at(i).lo, 0, 'g', 17)
+                                            .arg(encl[k].at(i).hi, 0, 'g', 17)));
+                  }
+              }
+            }
+          }
   }
   /// The Welford/pairwise bound of the sum of squared deviations goes through Cauchy–Schwarz
   /// (Σ w·|e|·|D| <= sqrt(Σ w e²)·sqrt(S)) where the range bound |D| <= W was ~W/σ times wider:
