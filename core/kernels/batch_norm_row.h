@@ -70,6 +70,10 @@ LB_HD inline RowMoments normRowTraining(const double* xlo, const double* xhi, st
   aff.rstd = hull(mo.rstd, roundOutward(mo.rstd, stat));  // r, or r stored in `stat`
   const double e = mo.meanError;
   const std::int64_t step = run > 0 ? run : 1;
+  // |x − μ̂|·r <= p for the computed r (normalizedBound), and for r stored in `stat` (within
+  // 2·u_stat of it relatively: rstd is a normal number there) too.
+  double p = normalizedBound(mo, n, m.moments);
+  if (unitRoundoff(stat) > unitRoundoff(c)) p = mul_up(p, add_up(1.0, 2.0 * unitRoundoff(stat)));
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int64_t ch = k / step;
     if (wlo) aff.weight = Interval{wlo[ch], whi[ch]};
@@ -77,7 +81,7 @@ LB_HD inline RowMoments normRowTraining(const double* xlo, const double* xhi, st
     // x − μ̂ for every used μ̂: the exact centred value ± the mean error.
     const Interval centred{sub_down(ylo[k], e), add_up(yhi[k], e)};
     const Interval y = roundOutward(
-        affineEnclosure(Interval{xlo[k], xhi[k]}, centred, aff, c, stat), m.outStorage);
+        affineEnclosure(Interval{xlo[k], xhi[k]}, centred, aff, c, stat, p), m.outStorage);
     ylo[k] = y.lo;
     yhi[k] = y.hi;
   }

@@ -42,8 +42,12 @@ struct AffineChannel {
 /// (with or without FMA; α and β possibly stored in `stat`; entire when β may overflow there).
 /// `x` is the input element and `centred` an enclosure of x − μ̂ for every used μ̂ (without the
 /// dependency between them). The result is in c, before the storage rounding of the output.
+/// `normalized` >= |x − μ̂|·r for every used μ̂ and r (kernels::normalizedBound, times the
+/// storage of r), when known: each form is then also enclosed from t = (x − μ̂)·r, |t| <= it, and
+/// the narrower enclosure kept (both hold, so their intersection does).
 LB_HD inline Interval affineEnclosure(Interval x, Interval centred, const AffineChannel& ch,
-                                      Format c, Format stat) {
+                                      Format c, Format stat,
+                                      double normalized = interval_detail::inf()) {
   const ComputeDomain d{c};
   const double u = unitRoundoff(c), eta = smallestSubnormal(c);
   const double uS = statRoundoff(c, stat);
@@ -57,6 +61,23 @@ LB_HD inline Interval affineEnclosure(Interval x, Interval centred, const Affine
     const Interval f2 = d.mul(d.mul(ch.weight, dj), ch.rstd);  // (w·(x − μ̂))·r
     const Interval f3 = d.mul(dj, d.mul(ch.rstd, ch.weight));  // (x − μ̂)·(r·w)
     y = hull(hull(f1, f2), f3);
+  }
+  const bool viaT = normalized < interval_detail::inf();
+  const Interval t{-normalized, normalized};
+  const Interval w1 = ch.hasWeight ? ch.weight : Interval{1.0, 1.0};
+  // |x − μ̂| for the underflow terms below (a product's absolute error, later scaled).
+  const double dMag = add_up(magnitude(x), magnitude(ch.mean));
+  if (viaT) {
+    // Every centred form is a chain of fl(x − μ̂) (relative: a difference never underflows) and
+    // two products in c (each within u relative and η/2 absolute, scaled by at most r and |w|
+    // afterwards, or, for fl(r·w), by |x − μ̂|): t·w·(1 + θ), |θ| <= γ_3 (Higham 2002, Lemma 3.1),
+    // plus η·(1 + |x − μ̂| + (1 + r)(1 + |w|)).
+    const double g3 = gammaUp(3.0, u);
+    const double h = mul_up(eta, add_up(add_up(1.0, dMag), mul_up(add_up(1.0, magnitude(ch.rstd)),
+                                                                  add_up(1.0, magnitude(w1)))));
+    const Interval tw =
+        lossbound::mul(lossbound::mul(t, w1), Interval{sub_down(1.0, g3), add_up(1.0, g3)});
+    y = intersect(y, d.round(Interval{sub_down(tw.lo, h), add_up(tw.hi, h)}));
   }
   if (ch.hasBias) y = d.add(y, ch.bias);
   // The CPU form fl(fl(x·α) + β), β = fl(b − fl(μ̂·α)): with the same α in both products it is
@@ -77,6 +98,14 @@ LB_HD inline Interval affineEnclosure(Interval x, Interval centred, const Affine
       mul_up(add_up(ch.hasBias ? magnitude(ch.bias) : 0.0, mua), add_up(1.0, uS));
   if (!(betaMag <= largestFinite(coarser(c, stat)))) return entireInterval();
   Interval core = lossbound::mul(centred, alpha);
+  if (viaT) {
+    // (x − μ̂)·α with α = fl(r·w), maybe stored: r·w·(1 + θ) + ε, |θ| <= uS, |ε| <= η_S/2
+    // (statRoundoff), so t·w·(1 + θ) + |x − μ̂|·η_S/2.
+    const double h = mul_up(dMag, etaS);
+    const Interval tw =
+        lossbound::mul(lossbound::mul(t, w1), Interval{sub_down(1.0, uS), add_up(1.0, uS)});
+    core = intersect(core, Interval{sub_down(tw.lo, h), add_up(tw.hi, h)});
+  }
   if (ch.hasBias) core = lossbound::add(core, ch.bias);
   const Interval cpu =
       d.round(lossbound::mul(Interval{sub_down(core.lo, err), add_up(core.hi, err)},

@@ -96,7 +96,8 @@ LB_HD inline MomentErrors momentErrors(double a, double wr, double s, std::int64
   if (!(den > 0.5)) return MomentErrors{inf, inf, false};  // rows too long for the format
   const double eTp = mul_up(gammaUp(static_cast<double>(n + 1), u), a);
   const double eW = div_up(mul_up(half, add_up(mul_up(g3, wr), mul_up(uP, a))), den);
-  const double eComputed = eTp < eW ? eW : eTp;  // std::max(eTp, eW)
+  // + n·η: fl(Σx/n), Σx·fl(1/n) and each of Welford's fl(δ/k) may underflow, η/2 each.
+  const double eComputed = add_up(eTp < eW ? eW : eTp, mul_up(nd, eta));  // std::max(eTp, eW)
   // A statistic stored in a coarser format s before it is used again: the mean as fl_s(μ̂) or
   // fl_s(fl_s(Σx)/n), each within γ_2(s)·(A + E) + 2η_s more of μ (|μ̂| <= A + E). Only the
   // two-pass algorithm reuses a stored mean (its second pass); Welford's updates never do.
@@ -155,7 +156,13 @@ LB_HD inline Interval rstdOfM2(Interval m2, std::int64_t n, const RowMomentsMode
   const Interval twoStep = d.div(Interval{1.0, 1.0}, d.round(lossbound::sqrt(ve)));
   const Interval libm = d.round(
       widenUlps(lossbound::div(Interval{1.0, 1.0}, lossbound::sqrt(ve)), m.rsqrtUlps, m.compute));
-  return hull(twoStep, libm);
+  Interval r = hull(twoStep, libm);
+  // ŝ (or var + eps) may overflow c: the candidate then holds var = inf and rstd = 0.
+  if (!(m2.hi <= largestFinite(m.compute)) || !(ve.hi <= largestFinite(m.compute))) {
+    var->hi = interval_detail::inf();
+    r.lo = 0.0;
+  }
+  return r;
 }
 
 /// The enclosures of one row's moments as the candidate computes them (in the compute format,
@@ -358,8 +365,10 @@ LB_HD inline void layerNormRow(const double* xlo, const double* xhi, std::int64_
     // Centred form: fl(fl(x − μ̂)·rstd).
     const Interval v1 = d.mul(d.round(dj), r);
     // CPU form: fl(fl(x·r) + fl(−r·μ̂)) = (x − μ̂)r + errors u(|x| + |μ̂|)r, then one rounding.
-    const double err2 = mul_up(
-        uP, mul_up(add_up(magnitude(Interval{xlo[j], xhi[j]}), magnitude(meanHat)), magnitude(r)));
+    const double err2 =
+        add_up(mul_up(uP, mul_up(add_up(magnitude(Interval{xlo[j], xhi[j]}), magnitude(meanHat)),
+                                 magnitude(r))),
+               eta);  // + η: the two products may underflow, η/2 each
     const Interval pr = lossbound::mul(dj, r);
     const Interval v2 = d.round(lossbound::mul(Interval{sub_down(pr.lo, err2), add_up(pr.hi, err2)},
                                                Interval{sub_down(1.0, u), add_up(1.0, u)}));

@@ -32,7 +32,8 @@
 //      (1 + γ_6)·(2·sqrt(Q)·sqrt(S) + Q), Q = c0²(n + 2)²(n − 1)/8 >= Σ_nodes w·e² (Σ w·D² = S),
 //      which replaces |D| <= W by the row's own spread: the smaller is used (rstd enclosures
 //      6–9× narrower for normal rows of 64–1024 elements, bench/bench_norm.cpp).
-//  The enclosure uses E = max(E_tp, E_w) and the larger |ŝ − S| bound, so both families (and
+//  The enclosure uses E = max(E_tp, E_w) + n·η_c (the divisions fl(Σx/n), fl(δ/k) may underflow,
+//  η_c/2 each) and the larger |ŝ − S| bound, so both families (and
 //  any mix of their orders) are enclosed.
 //  Every one of these algorithms computes ŝ >= 0 (sums of rounded non-negative squares or
 //  increments; the element update's δ·(x − m_new) >= 0 since m_new lies between m and x), so the
@@ -83,7 +84,8 @@
 // maximized over the enclosure of S on a grid of cells (kernels::normalizedBound); both affine
 // forms are also enclosed from it and intersected with their enclosures from x − μ̂ and rstd. Where
 // the rows' enclosures are far wider than their spread, the variance's enclosure reaches 0 and
-// rstd 1/sqrt(eps), while this keeps a unit-weight output near sqrt(n − 1).
+// rstd 1/sqrt(eps), while this keeps a unit-weight output near sqrt(n − 1). Training-mode batch
+// norm and group norm use the same bound in each affine form (kernels::affineEnclosure).
 // The forward interval rule is the LB_HD row body kernels::layerNormRow
 // (core/kernels/layer_norm_row.h), run per row on the host unless the Backend offers
 // layerNormRows (the CUDA backend runs the same body on the device).

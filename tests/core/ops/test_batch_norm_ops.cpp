@@ -6,8 +6,10 @@
 // and the stored-statistics variants), local errors against observed rounding, vjp against finite
 // differences, the backward rule against the forward's vjp in point arithmetic, and the shapes
 // of the saved statistics in eval mode.
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/broadcasting.h"
 #include "tests/core/ops/channel_norm_cases.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
@@ -172,6 +174,72 @@ class TestBatchNormOps : public QObject {
       checkLargeRows(largeNormCase("aten.native_batch_norm.default", {16, 4, 16, 16}, 4, off,
                                    {none(), none(), flag(true), num(0.1), num(1e-5)}, rng),
                      rng, "native_batch_norm", off);
+  }
+  /// A training-mode channel whose enclosures are far wider than its spread (every element in
+  /// [−8, 8]: the variance's enclosure reaches 0, sup rstd = 1/sqrt(eps)) keeps its outputs near
+  /// sqrt(n − 1)·|w| + |b| (Samuelson's bound, kernels::normalizedBound, in every affine form):
+  /// within 1.1 times it, where 16·316·|w| was the bound before (a tenth of that with bf16 or
+  /// fp16 statistics); and no execution escapes, of
+  /// random points of the box nor of the rows that reach the bound (one element of the channel
+  /// at one end, the rest at the other).
+  void wideChannelsStayWithinSamuelsonsBound() {
+    std::mt19937_64 rng(47);
+    for (Format f : kFormats) {
+      const DType t = dtypeFor(f);
+      const Shape xs{4, 2, 16};  // 64 elements per channel
+      const std::int64_t n = 64;
+      const double lo = roundToFormat(-8.0, f, RoundingDirection::Down),
+                   hi = roundToFormat(8.0, f, RoundingDirection::Up);
+      OpCase c;
+      c.op = "aten.native_batch_norm.default";
+      c.precision = modelFor(std::nullopt);
+      c.inputs = {
+          Tensor::interval(xs, t, std::vector<double>(128, lo), std::vector<double>(128, hi)),
+          uniform({2}, t, true, rng, 0.5, 1.0), uniform({2}, t, false, rng, 0.5)};
+      c.args = {in(0), in(1), in(2), none(), none(), flag(true), num(0.1), num(1e-5)};
+      c.outDtypes = {t, t, t};
+      double wMax = 0.0, bMax = 0.0;
+      for (std::int64_t k = 0; k < 2; ++k) {
+        wMax = std::max(wMax, kernels::magnitude(c.inputs[1].at(k)));
+        bMax = std::max(bMax, std::fabs(c.inputs[2].at(k).lo));
+      }
+      const std::vector<Tensor> encl = RuleCall(c).interval();
+      // bf16/fp16 inputs: PyTorch may store the mean and the CPU form's α and β in that format
+      // (an error of ~2^-8·8 in μ̂, times sup rstd = 316): a tenth of 16·316·|w| there.
+      const bool stored = f == Format::Bf16 || f == Format::Fp16;
+      const double limit = stored ? 0.1 * 16.0 * 316.0 * wMax + bMax
+                                  : 1.1 * std::sqrt(static_cast<double>(n - 1)) * wMax + bMax;
+      for (std::int64_t i = 0; i < encl[0].numel(); ++i)
+        QVERIFY2(kernels::magnitude(encl[0].at(i)) <= limit,
+                 qPrintable(QStringLiteral("%1: |y[%2]| up to %3 > %4")
+                                .arg(formatName(f))
+                                .arg(i)
+                                .arg(kernels::magnitude(encl[0].at(i)))
+                                .arg(limit)));
+      const EnclosureReport r = checkEnclosure(c, 100, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      for (double top : {lo, hi}) {
+        std::vector<double> x(128, top == lo ? hi : lo);
+        x[0] = top;  // element 0 of channel 0 at one end, the rest of the channel at the other
+        OpCase pt = c;
+        pt.inputs[0] = Tensor::point(xs, t, x);
+        pt.inputs[1] = sampleInside(c.inputs[1], rng);
+        const RuleCall call(pt);
+        for (int e = 0; e <= 20; ++e) {
+          const std::vector<Tensor> out = e == 0 ? call.point() : call.random(rng);
+          for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+            const double v = out[0].values()[static_cast<std::size_t>(i)];
+            QVERIFY2(contains(encl[0].at(i), v),
+                     qPrintable(QStringLiteral("%1: y[%2] = %3 outside [%4, %5]")
+                                    .arg(formatName(f))
+                                    .arg(i)
+                                    .arg(v, 0, 'g', 17)
+                                    .arg(encl[0].at(i).lo, 0, 'g', 17)
+                                    .arg(encl[0].at(i).hi, 0, 'g', 17)));
+          }
+        }
+      }
+    }
   }
   void badArgumentsAreErrors() {
     std::mt19937_64 rng(4);

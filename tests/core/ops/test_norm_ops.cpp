@@ -383,8 +383,9 @@ class TestNormOps : public QObject {
   /// (16·316 without the bound; at c = 1000 a tenth of that, the mean's error widening it), and
   /// no execution of the rows that reach it escapes: one element at one
   /// end and the rest at the other (the maximum, sqrt(n − 1)), constant rows, rows of two values
-  /// an ulp apart, and random rows, each executed 20 times (two-pass, Welford and pairwise
-  /// moments, both affine forms) with weights and biases inside their own enclosures.
+  /// an ulp apart, subnormal rows (η, 0, …, 0: the mean underflows) and random rows, each executed
+  /// 20 times (two-pass, Welford and pairwise moments, both affine forms) with weights and biases
+  /// inside their own enclosures.
   void wideRowsStayWithinSamuelsonsBound() {
     std::mt19937_64 rng(43);
     for (Format f : kFormats)
@@ -443,6 +444,14 @@ class TestNormOps : public QObject {
             rows.emplace_back(static_cast<std::size_t>(n), hi);
             for (std::size_t j = 0; j < row.size(); ++j) row[j] = (j % 2) ? nextF : lo;
             rows.push_back(row);
+            // Subnormal rows (the mean's underflow, η/2 per division, is in its error bound).
+            if (centre == 0.0) {
+              std::fill(row.begin(), row.end(), 0.0);
+              row[0] = smallestSubnormal(f);
+              rows.push_back(row);
+              row[0] = 3.0 * smallestSubnormal(f);
+              rows.push_back(row);
+            }
             for (int k = 0; k < 4; ++k) {
               const Tensor s = sampleInside(box.inputs[0], rng);
               rows.emplace_back(s.values().begin(), s.values().end());
@@ -452,20 +461,26 @@ class TestNormOps : public QObject {
               pt.inputs[0] = Tensor::point({1, n}, t, x);
               if (affine) pt.inputs[1] = sampleInside(box.inputs[1], rng);
               const RuleCall call(pt);
+              // Against the box's enclosure and against the row's own (a point box, where the
+              // bound is the row's: (η, 0) gives P ~ 158η in fp32).
+              const std::vector<Tensor> own = call.interval();
               for (int e = 0; e <= 20; ++e) {
                 const std::vector<Tensor> out = e == 0 ? call.point() : call.random(rng);
-                for (std::size_t k = 0; k < out.size(); ++k)
-                  for (std::int64_t i = 0; i < out[k].numel(); ++i) {
-                    const double v = out[k].values()[static_cast<std::size_t>(i)];
-                    QVERIFY2(contains(encl[k].at(i), v),
-                             qPrintable(QString::fromStdString(where) +
-                                        QStringLiteral(": output %1[%2] = %3 outside [%4, %5]")
-                                            .arg(k)
-                                            .arg(i)
-                                            .arg(v, 0, 'g', 17)
-                                            .arg(encl[k].at(i).lo, 0, 'g', 17)
-                                            .arg(encl[k].at(i).hi, 0, 'g', 17)));
-                  }
+                for (const std::vector<Tensor>* en : {&encl, &own})
+                  for (std::size_t k = 0; k < out.size(); ++k)
+                    for (std::int64_t i = 0; i < out[k].numel(); ++i) {
+                      const double v = out[k].values()[static_cast<std::size_t>(i)];
+                      const Interval b = (*en)[k].at(i);
+                      QVERIFY2(contains(b, v),
+                               qPrintable(QString::fromStdString(where) +
+                                          (en == &own ? QStringLiteral(" (own row)") : QString()) +
+                                          QStringLiteral(": output %1[%2] = %3 outside [%4, %5]")
+                                              .arg(k)
+                                              .arg(i)
+                                              .arg(v, 0, 'g', 17)
+                                              .arg(b.lo, 0, 'g', 17)
+                                              .arg(b.hi, 0, 'g', 17)));
+                    }
               }
             }
           }
