@@ -67,7 +67,8 @@ LB_HD inline Interval affineEnclosure(Interval x, Interval centred, const Affine
   const Interval w1 = ch.hasWeight ? ch.weight : Interval{1.0, 1.0};
   // |x − μ̂| for the underflow terms below (a product's absolute error, later scaled).
   const double dMag = add_up(magnitude(x), magnitude(ch.mean));
-  if (viaT) {
+  // w·(x − μ̂) (CUDA's form) may overflow where t·w does not: then no enclosure from t.
+  if (viaT && mul_up(magnitude(w1), dMag) <= largestFinite(c)) {
     // Every centred form is a chain of fl(x − μ̂) (relative: a difference never underflows) and
     // two products in c (each within u relative and η/2 absolute, scaled by at most r and |w|
     // afterwards, or, for fl(r·w), by |x − μ̂|): t·w·(1 + θ), |θ| <= γ_3 (Higham 2002, Lemma 3.1),
@@ -97,10 +98,13 @@ LB_HD inline Interval affineEnclosure(Interval x, Interval centred, const Affine
   const double betaMag =
       mul_up(add_up(ch.hasBias ? magnitude(ch.bias) : 0.0, mua), add_up(1.0, uS));
   if (!(betaMag <= largestFinite(coarser(c, stat)))) return entireInterval();
+  // So may fl(x·α): the candidate then holds ±inf.
+  if (!(mul_up(mul_up(magnitude(x), ma), add_up(1.0, u)) <= largestFinite(c)))
+    return entireInterval();
   Interval core = lossbound::mul(centred, alpha);
   if (viaT) {
-    // (x − μ̂)·α with α = fl(r·w), maybe stored: r·w·(1 + θ) + ε, |θ| <= uS, |ε| <= η_S/2
-    // (statRoundoff), so t·w·(1 + θ) + |x − μ̂|·η_S/2.
+    // (x − μ̂)·α with α = fl(r·w), maybe stored: r·w·(1 + θ) + ε, |θ| <= uS, |ε| <= η_S
+    // (statRoundoff; η_c/2 + η_s/2), so t·w·(1 + θ) + |x − μ̂|·η_S.
     const double h = mul_up(dMag, etaS);
     const Interval tw =
         lossbound::mul(lossbound::mul(t, w1), Interval{sub_down(1.0, uS), add_up(1.0, uS)});

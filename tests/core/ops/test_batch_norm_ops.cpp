@@ -241,6 +241,28 @@ class TestBatchNormOps : public QObject {
       }
     }
   }
+  /// Products that overflow fp32 where the normalized value does not: w·(x − μ̂) in CUDA's form
+  /// (x = ±100, w = 1e37: t·w = 1e37 but fl(1e37·100) = inf) and fl(x·α) in the CPU form (x = 2,
+  /// α = r·w = 1.8e38). The candidate then outputs inf; every execution stays inside (a review
+  /// found both left out).
+  void overflowingProductsStayInside() {
+    std::mt19937_64 rng(53);
+    for (const auto& [x, w] : {std::pair{std::vector<double>{-100.0, 100.0}, 1e37},
+                               std::pair{std::vector<double>{0.0, 2.0}, 1.8e38}}) {
+      OpCase c;
+      c.op = "aten.native_batch_norm.default";
+      c.precision = modelFor(std::nullopt);
+      const DType t = DType::Float32;
+      c.inputs = {
+          Tensor::point({2, 1}, t, x),
+          Tensor::point({1}, t, {roundToFormat(w, Format::Fp32, RoundingDirection::Nearest)}),
+          Tensor::point({1}, t, {0.0})};
+      c.args = {in(0), in(1), in(2), none(), none(), flag(true), num(0.1), num(1e-5)};
+      c.outDtypes = {t, t, t};
+      const EnclosureReport r = checkEnclosure(c, 400, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+  }
   void badArgumentsAreErrors() {
     std::mt19937_64 rng(4);
     OpCase c = bnForwardCase(BnOp::NoTraining, Format::Fp32, false, rng);
