@@ -584,7 +584,11 @@ class BatchNormForwardRule final : public OpRule {
       for (double v : g[k].values())
         if (v != 0.0) return std::nullopt;
     const NormRowModel m{kernels::RowMomentsModel{c, ba.eps, modelUlps(LibmFn::Rsqrt, c), stat},
-                         outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), true};
+                         outFormat(a, ctx, 0),
+                         outFormat(a, ctx, 1),
+                         outFormat(a, ctx, 2),
+                         true,
+                         !ctx.boundOnly};
     const auto xv = ba.x->values(), g0 = g[0].values();
     const auto nu = static_cast<std::size_t>(n);
     std::vector<double> x(nu), gr(nu), w(ba.w ? nu : 0), b(ba.b ? nu : 0);

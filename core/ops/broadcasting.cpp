@@ -50,6 +50,20 @@ void BroadcastIndex::offsets(std::int64_t i, std::int64_t* offsets) const {
   }
 }
 
+void BroadcastIndex::Cursor::next() {
+  const std::size_t nIn = mOffsets.size();
+  if (mIx.mTrivial) {
+    for (std::size_t k = 0; k < nIn; ++k) ++mOffsets[k];
+    return;
+  }
+  for (std::size_t d = mIndex.size(); d-- > 0;) {
+    for (std::size_t k = 0; k < nIn; ++k) mOffsets[k] += mIx.mStrides[k][d];
+    if (++mIndex[d] < mIx.mOut[d]) return;
+    for (std::size_t k = 0; k < nIn; ++k) mOffsets[k] -= mIx.mStrides[k][d] * mIx.mOut[d];
+    mIndex[d] = 0;
+  }
+}
+
 Tensor broadcastTo(const OpArgs& args, const Tensor& x, const Shape& s) {
   const auto b = broadcastShapes(x.shape(), s);
   if (!b || *b != s)
@@ -59,11 +73,10 @@ Tensor broadcastTo(const OpArgs& args, const Tensor& x, const Shape& s) {
   const auto n = static_cast<std::size_t>(ix.size());
   std::vector<double> lo(n), hi;
   if (x.isInterval()) hi.resize(n);
-  std::int64_t off = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    ix.offsets(static_cast<std::int64_t>(i), &off);
-    lo[i] = x.lo()[off];
-    if (x.isInterval()) hi[i] = x.hi()[off];
+  BroadcastIndex::Cursor at(ix);
+  for (std::size_t i = 0; i < n; ++i, at.next()) {
+    lo[i] = x.lo()[at[0]];
+    if (x.isInterval()) hi[i] = x.hi()[at[0]];
   }
   if (x.isInterval()) return Tensor::interval(s, x.dtype(), std::move(lo), std::move(hi));
   return Tensor::point(s, x.dtype(), std::move(lo));
@@ -76,11 +89,9 @@ Tensor sumToShape(const Tensor& g, const Shape& s) {
   const BroadcastIndex ix(gs, {s});
   std::vector<double> out(static_cast<std::size_t>(numel(s)), 0.0);
   const auto v = g.values();
-  std::int64_t off = 0;
-  for (std::int64_t i = 0; i < ix.size(); ++i) {
-    ix.offsets(i, &off);
-    out[static_cast<std::size_t>(off)] += v[static_cast<std::size_t>(i)];
-  }
+  BroadcastIndex::Cursor at(ix);
+  for (std::int64_t i = 0; i < ix.size(); ++i, at.next())
+    out[static_cast<std::size_t>(at[0])] += v[static_cast<std::size_t>(i)];
   return Tensor::point(s, g.dtype(), std::move(out));
 }
 

@@ -28,6 +28,22 @@ class BroadcastIndex {
   /// Returns true when every input has the output shape (offset == i).
   bool trivial() const { return mTrivial; }
 
+  /// Walks the output elements in row-major order, keeping every input's offset: offsets()
+  /// without a division per element.
+  class Cursor {
+   public:
+    explicit Cursor(const BroadcastIndex& ix)
+        : mIx(ix), mIndex(ix.mOut.size(), 0), mOffsets(ix.mStrides.size(), 0) {}
+    /// Returns the offset of the current output element in input k.
+    std::int64_t operator[](std::size_t k) const { return mOffsets[k]; }
+    /// Moves to the next output element (past the last one: back to the first).
+    void next();
+
+   private:
+    const BroadcastIndex& mIx;
+    std::vector<std::int64_t> mIndex, mOffsets;
+  };
+
  private:
   Shape mOut;
   std::vector<std::vector<std::int64_t>> mStrides;  // per input, per output dim (0 if broadcast)
@@ -69,11 +85,9 @@ Tensor mapPoint2(const OpArgs& args, const Tensor& a, const Tensor& b, DType dty
   const BroadcastIndex ix(s, {a.shape(), b.shape()});
   std::vector<double> out(static_cast<std::size_t>(ix.size()));
   const auto av = a.values(), bv = b.values();
-  std::int64_t off[2];
-  for (std::int64_t i = 0; i < ix.size(); ++i) {
-    ix.offsets(i, off);
-    out[static_cast<std::size_t>(i)] = f(av[off[0]], bv[off[1]]);
-  }
+  BroadcastIndex::Cursor at(ix);
+  for (std::int64_t i = 0; i < ix.size(); ++i, at.next())
+    out[static_cast<std::size_t>(i)] = f(av[at[0]], bv[at[1]]);
   return Tensor::point(s, dtype, std::move(out));
 }
 
@@ -83,10 +97,9 @@ Tensor mapInterval2(const OpArgs& args, const Tensor& a, const Tensor& b, DType 
   const Shape s = broadcastAll(args, {a.shape(), b.shape()});
   const BroadcastIndex ix(s, {a.shape(), b.shape()});
   std::vector<double> lo(static_cast<std::size_t>(ix.size())), hi(lo.size());
-  std::int64_t off[2];
-  for (std::int64_t i = 0; i < ix.size(); ++i) {
-    ix.offsets(i, off);
-    const Interval r = tensorElement(f(a.at(off[0]), b.at(off[1])));
+  BroadcastIndex::Cursor at(ix);
+  for (std::int64_t i = 0; i < ix.size(); ++i, at.next()) {
+    const Interval r = tensorElement(f(a.at(at[0]), b.at(at[1])));
     lo[static_cast<std::size_t>(i)] = r.lo;
     hi[static_cast<std::size_t>(i)] = r.hi;
   }
@@ -101,11 +114,9 @@ Tensor mapPoint3(const OpArgs& args, const Tensor& a, const Tensor& b, const Ten
   const BroadcastIndex ix(s, {a.shape(), b.shape(), c.shape()});
   std::vector<double> out(static_cast<std::size_t>(ix.size()));
   const auto av = a.values(), bv = b.values(), cv = c.values();
-  std::int64_t off[3];
-  for (std::int64_t i = 0; i < ix.size(); ++i) {
-    ix.offsets(i, off);
-    out[static_cast<std::size_t>(i)] = f(av[off[0]], bv[off[1]], cv[off[2]]);
-  }
+  BroadcastIndex::Cursor at(ix);
+  for (std::int64_t i = 0; i < ix.size(); ++i, at.next())
+    out[static_cast<std::size_t>(i)] = f(av[at[0]], bv[at[1]], cv[at[2]]);
   return Tensor::point(s, dtype, std::move(out));
 }
 
@@ -116,10 +127,9 @@ Tensor mapInterval3(const OpArgs& args, const Tensor& a, const Tensor& b, const 
   const Shape s = broadcastAll(args, {a.shape(), b.shape(), c.shape()});
   const BroadcastIndex ix(s, {a.shape(), b.shape(), c.shape()});
   std::vector<double> lo(static_cast<std::size_t>(ix.size())), hi(lo.size());
-  std::int64_t off[3];
-  for (std::int64_t i = 0; i < ix.size(); ++i) {
-    ix.offsets(i, off);
-    const Interval r = tensorElement(f(a.at(off[0]), b.at(off[1]), c.at(off[2])));
+  BroadcastIndex::Cursor at(ix);
+  for (std::int64_t i = 0; i < ix.size(); ++i, at.next()) {
+    const Interval r = tensorElement(f(a.at(at[0]), b.at(at[1]), c.at(at[2])));
     lo[static_cast<std::size_t>(i)] = r.lo;
     hi[static_cast<std::size_t>(i)] = r.hi;
   }

@@ -339,7 +339,11 @@ class GroupNormForwardRule final : public OpRule {
     const Format sMean = outFormat(a, ctx, 1), sRstd = outFormat(a, ctx, 2);
     if (coarser(coarser(c, sMean), sRstd) != c) return std::nullopt;
     const NormRowModel model{kernels::RowMomentsModel{c, ga.eps, modelUlps(LibmFn::Rsqrt, c), c},
-                             outFormat(a, ctx, 0), sMean, sRstd, true};
+                             outFormat(a, ctx, 0),
+                             sMean,
+                             sRstd,
+                             true,
+                             !ctx.boundOnly};
     const auto xv = ga.x->values(), g0 = g[0].values();
     const auto mu = static_cast<std::size_t>(m);
     std::vector<double> w(ga.w ? mu : 0), b(ga.b ? mu : 0);

@@ -144,6 +144,8 @@ class MatmulRule final : public OpRule {
  private:
   /// Returns |alpha|·(|A|·|B|) + |beta|·|bias| per output element (binary64 RN GEMM).
   std::vector<double> magnitudes(const OpArgs& a, const MatmulPlan& p, OpContext& ctx) const;
+  /// Computes |alpha|·|A|·|B| + |beta|·|bias| (magnitudes, without the memo).
+  std::vector<double> magnitudesOf(const OpArgs& a, const MatmulPlan& p, OpContext& ctx) const;
 
   bool hasBias() const { return mKind == Kind::Addmm || mKind == Kind::Baddbmm; }
   std::size_t aIdx() const { return hasBias() ? 1 : 0; }
@@ -175,10 +177,12 @@ class MatmulRule final : public OpRule {
   }
   double alpha(const OpArgs& a) const { return hasBias() ? a.numberArg(4, "alpha", 1.0) : 1.0; }
   double beta(const OpArgs& a) const { return hasBias() ? a.numberArg(3, "beta", 1.0) : 1.0; }
+  /// True when the product has a bias term (bias() has a value).
+  bool hasBiasTerm(const OpArgs& a) const { return hasBias() && beta(a) != 0.0; }
   /// The bias broadcast to the output shape ([m, n] for addmm, [b, m, n] for baddbmm); none when
   /// beta is 0 (torch then ignores self, even its infs and NaNs).
   std::optional<Tensor> bias(const OpArgs& a, const MatmulPlan& p) const {
-    if (!hasBias() || beta(a) == 0.0) return std::nullopt;
+    if (!hasBiasTerm(a)) return std::nullopt;
     return broadcastTo(a, a.tensor(0), p.outShape);
   }
 
@@ -318,6 +322,20 @@ std::vector<std::optional<Tensor>> MatmulRule::vjp(const OpArgs& a, std::span<co
 
 std::vector<double> MatmulRule::magnitudes(const OpArgs& a, const MatmulPlan& p,
                                            OpContext& ctx) const {
+  // The same bits under every precision model: computed once per node where the evaluator
+  // keeps a memo (the modelled and the binary64 local errors, and the probabilistic term).
+  static const std::string key = "matmul.magnitudes";
+  if (ctx.nodeMemo) {
+    if (const auto it = ctx.nodeMemo->find(key); it != ctx.nodeMemo->end()) return it->second;
+    std::vector<double> mag = magnitudesOf(a, p, ctx);
+    ctx.nodeMemo->emplace(key, mag);
+    return mag;
+  }
+  return magnitudesOf(a, p, ctx);
+}
+
+std::vector<double> MatmulRule::magnitudesOf(const OpArgs& a, const MatmulPlan& p,
+                                             OpContext& ctx) const {
   const Tensor &x = a.tensor(aIdx()), &y = a.tensor(bIdx());
   const std::int64_t mn = p.m * p.n;
   std::vector<double> mag(static_cast<std::size_t>(mn * static_cast<std::int64_t>(p.aOff.size())));
@@ -337,7 +355,7 @@ std::vector<Tensor> MatmulRule::localError(const OpArgs& a, std::span<const Tens
                                            OpContext& ctx) const {
   const MatmulPlan p = plan(a);
   const GemmModel gm = gemmModel(a, ctx);
-  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)), beta(a));
+  const GemmLocalBound bound(gm, p.k, gemmTerms(p.k, hasBiasTerm(a), alpha(a)), beta(a));
   std::vector<double> out = magnitudes(a, p, ctx);
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = bound(out[i], outs[0].values()[i]);
   return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(out))};
@@ -348,7 +366,7 @@ std::vector<Tensor> MatmulRule::probabilisticLocalError(const OpArgs& a,
                                                         OpContext& ctx) const {
   const MatmulPlan p = plan(a);
   const GemmModel gm = gemmModel(a, ctx);
-  const GemmSpreadBound spread(gm, p.k, gemmTerms(p.k, bias(a, p).has_value(), alpha(a)),
+  const GemmSpreadBound spread(gm, p.k, gemmTerms(p.k, hasBiasTerm(a), alpha(a)),
                                ctx.precision.truncatingAccumulation, alpha(a), beta(a));
   if (!spread.applies()) return {};
   std::vector<double> out = magnitudes(a, p, ctx);

@@ -368,7 +368,11 @@ class LayerNormRule final : public OpRule {
     const Format c = accumulationFormat(ctx.precision, a.outSpec(0).dtype);
     const ops::norm::NormRowModel m{
         kernels::RowMomentsModel{c, epsArg(a, 4), modelUlps(LibmFn::Rsqrt, c), Format::Fp64},
-        outFormat(a, ctx, 0), outFormat(a, ctx, 1), outFormat(a, ctx, 2), false};
+        outFormat(a, ctx, 0),
+        outFormat(a, ctx, 1),
+        outFormat(a, ctx, 2),
+        false,
+        !ctx.boundOnly};
     const auto xv = x.values(), g0 = g[0].values();
     return ops::norm::normRowsAdjoint(s.rows, m, o, g, [&](std::int64_t r) {
       const auto off = static_cast<std::size_t>(r * s.n);

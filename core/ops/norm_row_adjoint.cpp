@@ -149,6 +149,7 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
     e = add_up(e, add_up(mul_up(g64, add_up(pPt, bj)), 4.0 * 0x1p-1074));
     const double t = mul_up(std::fabs(gj), e);
     perElement = add_up(perElement, t);
+    if (!m.probabilistic) continue;
     const double z = (xj - muPt) * rPt * wj + (row.b ? row.b[j] : 0.0);
     elements.push_back({xj, wj, row.b ? row.b[j] : 0.0, gj, e, binadeOf(xj - muPt), binadeOf(z)});
   }
@@ -165,6 +166,7 @@ std::optional<AdjointLocalError> normRowAdjoint(const NormRow& row, const NormRo
                         : mul_up(std::fabs(row.gRstd), far(roundOutward(mo.rstd, m.rstd), rPt));
   AdjointLocalError res;
   res.bound = add_up(add_up(add_up(sh1, sh2), perElement), add_up(tm, tr));
+  if (!m.probabilistic) return res;
   const double perSquares = groupedSquares(elements);
   // Probabilistic: δμ and δr are sums of the row's individual roundings (momentSpread). Exactly,
   // Σ g Δy = δr·Σ g w (x − μ) − δμ·r̂·Σ g w + Σ g ε with r̂ = r + δr <= sup r̂: the δμ·δr term

@@ -25,6 +25,9 @@ struct NormRowModel {
   /// The CPU affine form: false, layer norm's (x·r + (−r·μ̂))·w + b; true, batch and group
   /// norm's x·α + β with α = fl(r·w), β = fl(b − fl(μ̂·α)) (or an FMA).
   bool channelForm = false;
+  /// The probabilistic sum of squares too (false: AdjointLocalError::sumSquares is left 0; for a
+  /// caller that reads the bound only, OpContext::boundOnly).
+  bool probabilistic = true;
 };
 
 /// One row: the exact values x[0..n), the adjoints g of y, the weight and bias of each element

@@ -26,6 +26,7 @@
 #include "core/tensor/tensor.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <span>
@@ -121,6 +122,13 @@ struct OpContext {
   const PrecisionModel& precision;
   Backend& backend;
   std::mt19937_64* rng = nullptr;  // set in the randomized domain only
+  /// Values a rule computed for the node in hand that do not depend on the precision model (a
+  /// GEMM's |A|·|B|), kept by name for its other local-error calls on the same node (the
+  /// first-order evaluators call them under the modelled and the binary64 model); null: none.
+  std::map<std::string, std::vector<double>>* nodeMemo = nullptr;
+  /// The caller reads only AdjointLocalError::bound (the first-order evaluators' binary64 term):
+  /// a rule may skip its probabilistic sum of squares and leave it 0.
+  bool boundOnly = false;
 };
 
 /// One node's rounding error weighted by the adjoints of its outputs (OpRule::adjointLocalError).
@@ -179,6 +187,16 @@ class OpRule {
                                                              std::span<const Tensor> /*outGrads*/,
                                                              OpContext& /*ctx*/) const {
     return std::nullopt;
+  }
+
+  /// Optionally bounds, per output element, |point() − exact| of this rule's own point() on
+  /// exact inputs: the first-order method's term for the binary64 evaluation it is centred on.
+  /// Empty (the default): the evaluator uses localError (or adjointLocalError) under a binary64
+  /// precision model, which bounds every binary64 execution, point() among them; a rule whose
+  /// point() has a closed-form error bound cheaper than that may return it.
+  virtual std::vector<Tensor> pointError(const OpArgs& /*args*/,
+                                         std::span<const Tensor> /*outputs*/) const {
+    return {};
   }
 };
 

@@ -181,6 +181,68 @@ void rowPoint(const std::vector<double>& x, bool log, std::vector<double>& y) {
                : static_cast<double>(std::exp(static_cast<long double>(x[i] - mx)) / s);
 }
 
+/// Bounds |rowPoint − exact| per element of x along dim (y: rowPoint's results), or nullopt when
+/// a row holds NaN or +inf, has no finite entry, or a finite x_j − m overflows (the binary64
+/// precision model's enclosure covers those). rowPoint rounds d_j = x_j − m to binary64
+/// (|Δd_j| <= u|d_j|, u = 2^-53), computes the exps, the sum, the log and the last operation in
+/// long double (unit roundoff 2^-64; glibc's expl and logl within 2 ulps, 2^-62 relative) and
+/// rounds to binary64 (u|y| + η/2, η = 2^-1074). To first order the d roundings move y_i by
+/// Δd_i − Σ p_j Δd_j, |·| <= u(|d_i| + Σ p_j|d_j|) (p = softmax; absolute for log-softmax,
+/// relative for softmax; the second-order rest is <= u²·Σ p_j d_j² <= 0.54·n·u², since
+/// t²e^−t <= 4/e² for t >= 0); the exps, the sum (γ_{n−1} <= n·2^-64), the log and the subtraction
+/// add 2^-62·(n + 2 + |L| + |y_i|) to log-softmax (L = log Σ exp(d)), the exps, the sum and the
+/// division 2^-62·(n + 3) relative to softmax; long double underflow (below 2^-16445) and
+/// subnormal binary64 results are inside (n + 2)·η. The weights p_j and L come from binary64 exps
+/// and sums: relative errors up to ~n·2^-52 (Blanchard, Higham, Higham 2021, §2 for the
+/// shifted forms), inside the slack 1 + 2^-30 + n·2^-48.
+std::optional<std::vector<double>> pointErrorRows(const Tensor& x, int dim, const Tensor& y,
+                                                  bool log) {
+  const Rows rows = rowsAlong(x.shape(), dim);
+  const auto xv = x.values(), yv = y.values();
+  std::vector<double> err(xv.size(), 0.0);
+  if (xv.empty()) return err;
+  if (yv.size() != xv.size()) return std::nullopt;
+  constexpr double u = 0x1p-53, uLong = 0x1p-62, eta = 0x1p-1074;
+  const auto n = static_cast<double>(rows.n);
+  const double slack = add_up(1.0 + 0x1p-30, mul_up(n, 0x1p-48));
+  const double absolute = mul_up(n + 2.0, eta);
+  std::vector<double> d(static_cast<std::size_t>(rows.n));
+  for (std::int64_t r = 0; r < rows.count(); ++r) {
+    double mx = -kInf;
+    for (std::int64_t j = 0; j < rows.n; ++j) {
+      const double v = xv[static_cast<std::size_t>(rows.at(r, j))];
+      if (std::isnan(v) || v == kInf) return std::nullopt;
+      mx = std::max(mx, v);
+    }
+    if (mx == -kInf) return std::nullopt;  // rowPoint gives NaN (−inf − −inf)
+    double sum = 0.0;
+    for (std::int64_t j = 0; j < rows.n; ++j) {
+      const double v = xv[static_cast<std::size_t>(rows.at(r, j))];
+      d[static_cast<std::size_t>(j)] = v - mx;
+      if (v != -kInf && !std::isfinite(v - mx)) return std::nullopt;
+      sum += std::exp(v - mx);
+    }
+    double pAbsD = 0.0;  // Σ p_j |d_j|
+    for (const double dj : d)
+      if (dj != -kInf) pAbsD = add_up(pAbsD, mul_up(std::exp(dj) / sum, std::fabs(dj)));
+    const double magL = std::fabs(std::log(sum));
+    for (std::int64_t j = 0; j < rows.n; ++j) {
+      const auto k = static_cast<std::size_t>(rows.at(r, j));
+      const double dj = d[static_cast<std::size_t>(j)], yj = std::fabs(yv[k]);
+      if (dj == -kInf) continue;  // masked: exactly −inf (log) or 0
+      const double shifts = mul_up(u, add_up(std::fabs(dj), pAbsD));
+      double e = 0.0;
+      if (log) {
+        e = add_up(add_up(shifts, mul_up(u, yj)), mul_up(uLong, add_up(add_up(n + 2.0, magL), yj)));
+      } else {
+        e = mul_up(yj, add_up(add_up(shifts, u), mul_up(uLong, n + 3.0)));
+      }
+      err[k] = add_up(mul_up(e, slack), absolute);
+    }
+  }
+  return err;
+}
+
 /// Applies f(row in, row out) to every row of `x` along dim, for point or interval values.
 template <typename T, typename Get, typename F>
 std::vector<T> mapRows(const Tensor& x, int dim, Get get, F f) {
@@ -260,6 +322,16 @@ class SoftmaxRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
     return localErrorVia(*this, a, o, ctx);
+  }
+
+  // rowPoint's own error, in closed form (pointErrorRows): the binary64 model's enclosure,
+  // which it replaces, runs the interval row twice over.
+  std::vector<Tensor> pointError(const OpArgs& a, std::span<const Tensor> o) const override {
+    const Tensor& x = a.tensor(0);
+    if (o.empty()) return {};
+    auto e = pointErrorRows(x, softmaxDim(a, x), o[0], mLog);
+    if (!e) return {};
+    return std::vector<Tensor>{Tensor::point(x.shape(), o[0].dtype(), std::move(*e))};
   }
 
   // Adjoint-weighted local error (log-softmax, round to nearest; softmax and truncating sums:

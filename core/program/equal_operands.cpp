@@ -27,6 +27,23 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return z ^ (z >> 31);
 }
 
+/// True when two of `keys` are equal: open addressing on the keys themselves (they are
+/// splitmix64 hashes, so their low bits index the table), O(n) where a sort took O(n log n).
+bool anyRepeated(const std::vector<std::uint64_t>& keys) {
+  std::size_t capacity = 16;
+  while (capacity < 2 * keys.size()) capacity *= 2;
+  std::vector<std::uint64_t> table(capacity);
+  std::vector<unsigned char> used(capacity, 0);
+  for (const std::uint64_t k : keys) {
+    std::size_t i = static_cast<std::size_t>(k) & (capacity - 1);
+    for (; used[i]; i = (i + 1) & (capacity - 1))
+      if (table[i] == k) return true;
+    used[i] = 1;
+    table[i] = k;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& shape) {
@@ -72,9 +89,7 @@ std::vector<std::uint64_t> equalOperandKeys(const OpArgs& args, const Shape& sha
       }
     }
   }
-  std::vector<std::uint64_t> sorted = keys;  // no two elements alike: nothing to group
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return {};
+  if (!anyRepeated(keys)) return {};  // no two elements alike: nothing to group
   return keys;
 }
 

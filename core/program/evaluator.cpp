@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -303,6 +304,16 @@ std::optional<AdjointLocalError> adjointTerm(const Node& node, const OpRule& rul
   return t;
 }
 
+// Returns the rule's closed-form bound of its own point() error per output (OpRule::pointError),
+// checked against the trace; empty when the rule has none.
+std::vector<Tensor> pointErrorOf(const Node& node, const OpRule& rule, const OpArgs& args,
+                                 const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> e =
+      guarded(node, "point error", [&] { return rule.pointError(args, outputs); });
+  if (!e.empty()) checkResults(node, e, "pointError", false);
+  return e;
+}
+
 }  // namespace
 
 std::vector<std::size_t> neededNodes(const Program& program,
@@ -374,6 +385,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
   PrecisionModel binary64 = options.precision;
   binary64.override = Format::Fp64;
   OpContext ctx64{binary64, backend, nullptr};
+  ctx64.boundOnly = true;  // the binary64 term is first-order only
 
   const std::size_t forward = schedule.order().size();
   const std::size_t total = 2 * forward;
@@ -435,7 +447,18 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       NodeBudget b{node.name, node.op, 0.0, 0.0};
       double unusedSquares = 0.0;
       const std::vector<Tensor> outGrads = outGradsOf(outputs, outAdj);
+      std::map<std::string, std::vector<double>> memo;  // shared by both models' rules
+      ctx.nodeMemo = &memo;
+      ctx64.nodeMemo = &memo;
       for (OpContext* c : {&ctx, &ctx64}) {
+        if (c == &ctx64) {
+          // The point evaluation's own error in closed form where the rule has one.
+          const std::vector<Tensor> e = pointErrorOf(node, *rules[i], args, outputs);
+          if (!e.empty()) {
+            addWeightedBounds(node, outAdj, e, out.pointBound, unusedSquares);
+            continue;
+          }
+        }
         if (const auto t = adjointTerm(node, *rules[i], args, outputs, outGrads, *c)) {
           if (c == &ctx) {
             b.bound += t->bound;
@@ -464,6 +487,8 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
         } else
           addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
       }
+      ctx.nodeMemo = nullptr;
+      ctx64.nodeMemo = nullptr;
       out.bound += b.bound;
       out.sumSquares += b.sumSquares;
       budgets.push_back(std::move(b));
@@ -531,6 +556,7 @@ struct LinearizedProgram::State {
   PrecisionModel binary64;
   std::vector<const OpRule*> rules;
   std::vector<std::optional<std::vector<Tensor>>> local, local64;  // by node index
+  std::vector<std::optional<std::vector<Tensor>>> pointError;      // OpRule::pointError, by node
   std::vector<std::optional<std::vector<Tensor>>> spread;  // probabilisticLocalError, by node
   std::vector<std::optional<std::vector<std::vector<std::uint64_t>>>> keys;  // equalOperandKeys
   std::vector<std::string> names;
@@ -558,6 +584,7 @@ LinearizedProgram::LinearizedProgram(const Program& program, const TensorMap& in
   st.schedule.setInputs(inputs);
   st.local.resize(program.nodes.size());
   st.local64.resize(program.nodes.size());
+  st.pointError.resize(program.nodes.size());
   st.spread.resize(program.nodes.size());
   st.keys.resize(program.nodes.size());
   OpContext ctx{st.options.precision, backend, nullptr};
@@ -608,6 +635,7 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
   }
   OpContext ctx{st.options.precision, st.backend, nullptr};
   OpContext ctx64{st.binary64, st.backend, nullptr};
+  ctx64.boundOnly = true;  // the binary64 term is first-order only
   std::vector<std::vector<std::optional<Tensor>>> adjoint(st.schedule.nodeSlot(0) +
                                                           program.nodes.size());
   {
@@ -630,10 +658,20 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
     // Local bounds: computed once per node, then reused by every functional; a rule with an
     // adjoint-weighted local error depends on this functional's adjoints: never cached.
     const std::vector<Tensor> outGrads = outGradsOf(outputs, outAdj);
+    std::map<std::string, std::vector<double>> memo;  // shared by both models' rules
+    ctx.nodeMemo = &memo;
+    ctx64.nodeMemo = &memo;
     for (auto [cache, c] : {std::pair{&st.local, &ctx}, std::pair{&st.local64, &ctx64}}) {
       double& sum = c == &ctx ? out.bound : out.pointBound;
       double unusedSquares = 0.0;
       double& squares = c == &ctx ? out.sumSquares : unusedSquares;
+      if (c == &ctx64) {
+        if (!st.pointError[i]) st.pointError[i] = pointErrorOf(node, *st.rules[i], args, outputs);
+        if (!st.pointError[i]->empty()) {
+          addWeightedBounds(node, outAdj, *st.pointError[i], sum, squares);
+          continue;
+        }
+      }
       if (const auto t = adjointTerm(node, *st.rules[i], args, outputs, outGrads, *c)) {
         sum += t->bound;
         squares += t->sumSquares;
@@ -666,6 +704,8 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
       }
     }
 
+    ctx.nodeMemo = nullptr;
+    ctx64.nodeMemo = nullptr;
     const std::vector<std::optional<Tensor>> grads =
         guarded(node, "vjp", [&] { return st.rules[i]->vjp(args, outputs, outGrads, ctx); });
     const auto& refs = args.tensorRefs();

@@ -184,13 +184,16 @@ class TestAnalysisSamples : public QObject {
         QVERIFY2(fo.lo <= spread.lo && spread.hi <= fo.hi,
                  (where + " escape the first-order envelope").c_str());
         // The radius includes the binary64 evaluation's own first-order bound, computed with the
-        // same adjoints; it is the bound of an fp64 run (a model override checks the same number).
+        // same adjoints: the bound of an fp64 run (a model override computes it) where a rule has
+        // no closed form for its point() error, and that closed form where it has one
+        // (OpRule::pointError: the softmax rows), which is below the fp64 model's: the samples'
+        // log-softmax makes the sum smaller.
         EvalOptions e64;
         e64.precision.override = Format::Fp64;
         const FirstOrderResult b64 = evaluateFirstOrder(*program, inputs, *backend, e64);
-        QVERIFY2(b64.bound > 0 && std::abs(b64.bound - fo.pointBound) <= 1e-12 * b64.bound,
+        QVERIFY2(fo.pointBound > 0 && fo.pointBound < b64.bound,
                  (where + ": pointBound " + std::to_string(fo.pointBound) +
-                  " differs from the fp64 first-order bound " + std::to_string(b64.bound))
+                  " is not in (0, the fp64 first-order bound " + std::to_string(b64.bound) + ")")
                      .c_str());
         QVERIFY2(fo.hi - fo.lo >= 2 * (fo.bound + fo.pointBound),
                  (where + ": the first-order radius lacks the binary64 term").c_str());

@@ -65,6 +65,8 @@ class RuleCall {
     OpContext ctx = context(nullptr);
     return mRule->probabilisticLocalError(args(), mPoint, ctx);
   }
+  /// Returns the rule's closed-form bound of its point() error (empty: none).
+  std::vector<Tensor> pointError() const { return mRule->pointError(args(), mPoint); }
   /// Returns the adjoint-weighted local error for the output gradients `g` (nullopt: none).
   std::optional<AdjointLocalError> adjointLocalError(const std::vector<Tensor>& g) const {
     OpContext ctx = context(nullptr);
