@@ -109,10 +109,12 @@ LB_HD inline Interval logSoftmaxDirect(double xlo, double xhi, Interval shift, b
 /// entries' bounds as for the shorter row. A row that is all −inf (NaN in PyTorch), or that has
 /// any other non-finite endpoint, gives the entire line everywhere, masked entries included.
 /// `scratch` holds softmaxRowScratch(n) doubles (per-entry magnitudes, bounds of the shifted
-/// exponentials, suffix sums); y may not alias x.
+/// exponentials, suffix sums); y may not alias x. With `needed` (n flags, or null: all), an
+/// entry whose flag is 0 is not enclosed (its y is left as it was; the row's sums still cover it):
+/// a caller that weighs the outputs by adjoints skips the zero ones (cross-entropy reads one).
 LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t n,
                              const SoftmaxModel& m, bool log, double* ylo, double* yhi,
-                             double* scratch) {
+                             double* scratch, const unsigned char* needed = nullptr) {
   using namespace softmax_detail;
   const double inf = interval_detail::inf();
   if (n <= 0) return;
@@ -221,6 +223,11 @@ LB_HD inline void softmaxRow(const double* xlo, const double* xhi, std::int64_t 
     if (isMasked(xlo[i], xhi[i])) {
       ylo[i] = maskedValue;
       yhi[i] = maskedValue;
+      continue;
+    }
+    if (needed && !needed[i]) {  // not enclosed; the prefix sums still take it, in order
+      preLo = add_down(preLo, pLo[i]);
+      preHi = add_up(preHi, pHi[i]);
       continue;
     }
     const double r = magd[i];

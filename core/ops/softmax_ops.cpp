@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,9 +93,11 @@ kernels::SoftmaxModel modelFor(const OpArgs& a, const OpContext& ctx) {
 /// Encloses softmax (log == false) or log-softmax of x along dim under m (the enclosure of one
 /// row is kernels::softmaxRow, core/kernels/softmax_row.h). Contiguous rows (nothing after dim)
 /// go to the backend's softmaxRows hook first; when it is not offered, or the rows are strided,
-/// the body runs on the host, rows split over backend.parallelFor (strided rows are gathered).
+/// the body runs on the host, rows split over backend.parallelFor (strided rows are gathered),
+/// enclosing only the entries whose `needed` flag is set where flags are given (the others are
+/// then [0, 0], not an enclosure: the caller reads the needed ones only).
 Tensor intervalRows(const Tensor& x, int dim, DType out, const kernels::SoftmaxModel& m, bool log,
-                    Backend& backend) {
+                    Backend& backend, const std::vector<unsigned char>* needed = nullptr) {
   const Rows rows = rowsAlong(x.shape(), dim);
   std::vector<double> lo(static_cast<std::size_t>(x.numel())), hi(lo.size());
   if (lo.empty()) return Tensor::interval(x.shape(), out, std::move(lo), std::move(hi));
@@ -108,20 +111,22 @@ Tensor intervalRows(const Tensor& x, int dim, DType out, const kernels::SoftmaxM
     std::vector<double> scratch(static_cast<std::size_t>(kernels::softmaxRowScratch(rows.n)));
     std::vector<double> rowLo(contiguous ? 0 : n), rowHi(rowLo.size()), resLo(rowLo.size()),
         resHi(rowLo.size());
+    std::vector<unsigned char> rowNeeded(contiguous || !needed ? 0 : n);
     for (std::int64_t r = begin; r < end; ++r) {
       if (contiguous) {
         const auto o = static_cast<std::size_t>(r * rows.n);
         kernels::softmaxRow(xl.data() + o, xh.data() + o, rows.n, m, log, lo.data() + o,
-                            hi.data() + o, scratch.data());
+                            hi.data() + o, scratch.data(), needed ? needed->data() + o : nullptr);
         continue;
       }
       for (std::size_t j = 0; j < n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
         rowLo[j] = xl[k];
         rowHi[j] = xh[k];
+        if (needed) rowNeeded[j] = (*needed)[k];
       }
       kernels::softmaxRow(rowLo.data(), rowHi.data(), rows.n, m, log, resLo.data(), resHi.data(),
-                          scratch.data());
+                          scratch.data(), needed ? rowNeeded.data() : nullptr);
       for (std::size_t j = 0; j < n; ++j) {
         const auto k = static_cast<std::size_t>(rows.at(r, static_cast<std::int64_t>(j)));
         lo[k] = resLo[j];
@@ -185,18 +190,21 @@ void rowPoint(const std::vector<double>& x, bool log, std::vector<double>& y) {
 /// a row holds NaN or +inf, has no finite entry, or a finite x_j − m overflows (the binary64
 /// precision model's enclosure covers those). rowPoint rounds d_j = x_j − m to binary64
 /// (|Δd_j| <= u|d_j|, u = 2^-53), computes the exps, the sum, the log and the last operation in
-/// long double (unit roundoff 2^-64; glibc's expl and logl within 2 ulps, 2^-62 relative) and
-/// rounds to binary64 (u|y| + η/2, η = 2^-1074). To first order the d roundings move y_i by
-/// Δd_i − Σ p_j Δd_j, |·| <= u(|d_i| + Σ p_j|d_j|) (p = softmax; absolute for log-softmax,
-/// relative for softmax; the second-order rest is <= u²·Σ p_j d_j² <= 0.54·n·u², since
-/// t²e^−t <= 4/e² for t >= 0); the exps, the sum (γ_{n−1} <= n·2^-64), the log and the subtraction
-/// add 2^-62·(n + 2 + |L| + |y_i|) to log-softmax (L = log Σ exp(d)), the exps, the sum and the
-/// division 2^-62·(n + 3) relative to softmax; long double underflow (below 2^-16445) and
-/// subnormal binary64 results are inside (n + 2)·η. The weights p_j and L come from binary64 exps
-/// and sums: relative errors up to ~n·2^-52 (Blanchard, Higham, Higham 2021, §2 for the
+/// long double (x87, unit roundoff 2^-64; glibc's expl and logl: 1 ulp in its x86_64
+/// libm-test-ulps, measured up to 1.09 ulp against MPFR; charged 2 ulps, 2^-62 relative, and the
+/// n·2^-62 term leaves room for ~6) and rounds to binary64 (u|y| + η/2, η = 2^-1074). To first
+/// order the d roundings move y_i by Δd_i − Σ p_j Δd_j, |·| <= u(|d_i| + Σ p_j|d_j|) (p = softmax;
+/// absolute for log-softmax, relative for softmax; the second-order rest is <= u²·Σ p_j d_j² <=
+/// 0.54·n·u², since t²e^−t <= 4/e² for t >= 0); the exps, the sum (γ_{n−1} <= n·2^-64), the log and
+/// the subtraction add 2^-62·(n + 2 + |L| + |y_i|) to log-softmax (L = log Σ exp(d)), the exps, the
+/// sum and the division 2^-62·(n + 3) relative to softmax; long double underflow (below 2^-16445)
+/// and subnormal binary64 results are inside (n + 2)·η. The weights p_j and L come from binary64
+/// exps and sums: relative errors up to ~n·2^-52 (Blanchard, Higham, Higham 2021, §2 for the
 /// shifted forms), inside the slack 1 + 2^-30 + n·2^-48.
 std::optional<std::vector<double>> pointErrorRows(const Tensor& x, int dim, const Tensor& y,
                                                   bool log) {
+  static_assert(std::numeric_limits<long double>::digits >= 64,
+                "rowPoint's error bound assumes an x87 (or wider) long double");
   const Rows rows = rowsAlong(x.shape(), dim);
   const auto xv = x.values(), yv = y.values();
   std::vector<double> err(xv.size(), 0.0);
@@ -363,9 +371,15 @@ class SoftmaxRule final : public OpRule {
     const auto xv = x.values(), yv = o[0].values(), gv = g[0].values();
     if (gv.size() != xv.size()) return std::nullopt;
     AdjointLocalError res;
-    const std::vector<Tensor> local = localError(a, o, ctx);
-    const auto r = local.at(0).hi();
+    // localError where the adjoint is nonzero (a zero adjoint owns no budget, as in the
+    // evaluator's Σ|g|·r): cross-entropy's adjoint has one nonzero per row.
+    std::vector<unsigned char> needed(gv.size());
+    for (std::size_t k = 0; k < gv.size(); ++k) needed[k] = gv[k] != 0.0;
+    const Tensor local = localErrorFromEnclosure(
+        o[0], intervalRows(x, softmaxDim(a, x), a.outSpec(0).dtype, m, true, ctx.backend, &needed));
+    const auto r = local.hi();
     for (std::size_t k = 0; k < gv.size(); ++k) {
+      if (gv[k] == 0.0) continue;
       const double t = mul_up(std::fabs(gv[k]), r[k]);
       res.bound = add_up(res.bound, std::isnan(t) ? HUGE_VAL : t);
     }

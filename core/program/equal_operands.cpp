@@ -28,17 +28,22 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 }
 
 /// True when two of `keys` are equal: open addressing on the keys themselves (they are
-/// splitmix64 hashes, so their low bits index the table), O(n) where a sort took O(n log n).
+/// splitmix64 hashes, so their low bits index the table; 0 marks an empty slot, a key 0 is
+/// counted apart), O(n) where a sort took O(n log n).
 bool anyRepeated(const std::vector<std::uint64_t>& keys) {
   std::size_t capacity = 16;
   while (capacity < 2 * keys.size()) capacity *= 2;
-  std::vector<std::uint64_t> table(capacity);
-  std::vector<unsigned char> used(capacity, 0);
+  std::vector<std::uint64_t> table(capacity, 0);
+  bool zero = false;
   for (const std::uint64_t k : keys) {
+    if (k == 0) {
+      if (zero) return true;
+      zero = true;
+      continue;
+    }
     std::size_t i = static_cast<std::size_t>(k) & (capacity - 1);
-    for (; used[i]; i = (i + 1) & (capacity - 1))
+    for (; table[i] != 0; i = (i + 1) & (capacity - 1))
       if (table[i] == k) return true;
-    used[i] = 1;
     table[i] = k;
   }
   return false;

@@ -440,8 +440,9 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
                         [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
       // Local rounding bounds r_k of this op, weighted by the adjoints of its outputs; then the
       // binary64 point evaluation's own rounding, to first order: the same adjoints with the
-      // local bounds of an fp64 execution (it is one: every point rule computes in binary64 or
-      // wider).
+      // rule's closed-form bound of its point() error (OpRule::pointError) where it has one, else
+      // the local bounds of an fp64 execution (it is one: every point rule computes in binary64
+      // or wider).
       // Rules whose roundings are shared by many outputs (a layer norm's row statistics) weigh
       // them by the adjoints themselves (OpRule::adjointLocalError), in both contexts.
       NodeBudget b{node.name, node.op, 0.0, 0.0};

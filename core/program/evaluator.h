@@ -21,6 +21,9 @@
 // many outputs: a layer norm's row statistics) gives both terms of its node itself from the
 // adjoints, in both reverse passes and for both the modelled precision and the binary64 pointBound;
 // the functional pass caches only localError (the hook depends on each functional's adjoints).
+// The binary64 pointBound takes a rule's closed-form bound of its own point() error where it has
+// one (OpRule::pointError: softmax and log-softmax), else its local error under a binary64
+// precision model, which bounds every binary64 execution, point() among them.
 //
 // Cancellation is cooperative: the flag is checked before every op (forward and reverse) and a
 // set flag throws Cancelled. Progress is reported after every op as (done, total).
@@ -131,7 +134,8 @@ struct FunctionalBound {
   double value = 0;       ///< φ at the binary64 point values of the output
   double bound = 0;       ///< Σ over nodes of Σ|g|·r (g = ∂φ/∂v, modelled precision)
   double sumSquares = 0;  ///< Σ over nodes of Σ(g·c)² (grouped as in evaluateFirstOrder)
-  double pointBound = 0;  ///< the same adjoints with binary64 local errors (the point's own error)
+  double pointBound = 0;  ///< the same adjoints with the point's own errors (OpRule::pointError,
+                          ///< else binary64 local errors)
 };
 
 /// A program evaluated once in point arithmetic, every value kept, so that first-order bounds of

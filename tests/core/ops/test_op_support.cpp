@@ -3,6 +3,7 @@
 // readers, reduction layouts.
 #include "core/interval/elementary.h"
 #include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
@@ -253,6 +254,36 @@ class TestOpSupport : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, reduceDims(bad, 1, "dim", 3));
   }
 
+  /// BroadcastIndex::Cursor steps through the same offsets as BroadcastIndex::offsets (random
+  /// shapes of rank 0–4 with size-0 and size-1 dims, 1–3 inputs with dims dropped or set to 1).
+  void broadcastCursorMatchesOffsets() {
+    std::mt19937_64 rng(13);
+    for (int trial = 0; trial < 2000; ++trial) {
+      Shape out(rng() % 5);
+      for (auto& d : out) d = static_cast<std::int64_t>(rng() % 4);
+      std::vector<Shape> inputs(1 + rng() % 3);
+      for (Shape& in : inputs) {
+        const std::size_t drop = out.empty() ? 0 : rng() % (out.size() + 1);
+        in.assign(out.begin() + static_cast<std::ptrdiff_t>(drop), out.end());
+        for (auto& d : in)
+          if (rng() % 3 == 0) d = 1;
+      }
+      const ops::BroadcastIndex ix(out, inputs);
+      ops::BroadcastIndex::Cursor at(ix);
+      std::vector<std::int64_t> expected(inputs.size());
+      for (std::int64_t i = 0; i < ix.size(); ++i, at.next()) {
+        ix.offsets(i, expected.data());
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+          QVERIFY2(at[k] == expected[k],
+                   qPrintable(QStringLiteral("trial %1, element %2, input %3: %4, expected %5")
+                                  .arg(trial)
+                                  .arg(i)
+                                  .arg(k)
+                                  .arg(at[k])
+                                  .arg(expected[k])));
+      }
+    }
+  }
   void sumEnclosureOverflow() {
     SumEnclosure s{{0, 0}, 0};
     accumulate(s, {60000, 60000});

@@ -388,6 +388,49 @@ class TestSoftmaxOps : public QObject {
           }
         }
   }
+  /// The log-softmax adjoint term encloses only the entries with a nonzero adjoint
+  /// (kernels::softmaxRow's `needed` flags): its first-order bound must be exactly Σ|g|·r with r
+  /// the full localError, for contiguous and strided rows, one-hot and sparse adjoints, masked
+  /// entries included.
+  void adjointTermReadsOnlyNonzeroAdjoints() {
+    std::mt19937_64 rng(7);
+    for (Format f : kFormats)
+      for (const int dim : {0, 1})
+        for (std::int64_t n : {1, 5, 300}) {
+          const DType t = dtypeFor(f);
+          const Shape shape = dim == 1 ? Shape{4, n} : Shape{n, 4};
+          Tensor x = uniform(shape, t, false, rng, 6.0, -3.0);
+          std::vector<double> v(x.values().begin(), x.values().end());
+          if (n > 1) v[2] = -kInf;  // masked
+          x = Tensor::point(shape, t, v);
+          OpCase c;
+          c.op = "aten._log_softmax.default";
+          c.precision = modelFor(std::nullopt);
+          c.inputs = {x};
+          c.args = {in(0), integer(dim), flag(false)};
+          c.outDtypes = {t};
+          const RuleCall call(c);
+          const Tensor local = call.localError().at(0);
+          const auto r = local.hi();
+          for (const bool oneHot : {true, false}) {
+            std::vector<double> g(v.size(), 0.0);
+            for (std::size_t k = 0; k < g.size(); ++k)
+              if (oneHot ? rng() % static_cast<std::uint64_t>(n) == 0 : rng() % 3 != 0)
+                g[k] = (rng() & 1) ? -0.25 : 0.5;
+            double expected = 0.0;
+            for (std::size_t k = 0; k < g.size(); ++k)
+              if (g[k] != 0.0) expected = add_up(expected, mul_up(std::fabs(g[k]), r[k]));
+            const auto term = call.adjointLocalError({Tensor::point(shape, t, g)});
+            const std::string where = std::string(formatName(f)) + " dim=" + std::to_string(dim) +
+                                      " n=" + std::to_string(n) + (oneHot ? " one-hot" : " sparse");
+            QVERIFY2(term.has_value(), where.c_str());
+            QVERIFY2(term->bound == expected, qPrintable(QStringLiteral("%1: bound %2, Σ|g|·r %3")
+                                                             .arg(where.c_str())
+                                                             .arg(term->bound, 0, 'g', 17)
+                                                             .arg(expected, 0, 'g', 17)));
+          }
+        }
+  }
   /// SoftmaxRule::pointError bounds the binary64 point rule's own error: against MPFR (256
   /// bits) on rows of 1 to 3,000 elements, logits from ±0.5 to ±300 around offsets up to −1e5,
   /// masked entries, entries whose exp underflows binary64 (d < −745) or long double (d < −11,400),
