@@ -36,7 +36,7 @@ class BroadcastIndex {
         : mIx(ix), mIndex(ix.mOut.size(), 0), mOffsets(ix.mStrides.size(), 0) {}
     /// Returns the offset of the current output element in input k.
     std::int64_t operator[](std::size_t k) const { return mOffsets[k]; }
-    /// Moves to the next output element (not past the last one).
+    /// Moves to the next output element (after the last one the offsets are meaningless).
     void next();
 
    private:
