@@ -160,6 +160,13 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
       return lossbound::sin(x);
     case UnaryOp::Cos:
       return lossbound::cos(x);
+    case UnaryOp::Round:  // exact: the storage rounding is the cast
+      return x;
+    case UnaryOp::Trunc:
+      return {::trunc(x.lo), ::trunc(x.hi)};
+    case UnaryOp::NonZero:
+      if (x.lo == 0.0 && x.hi == 0.0) return {0.0, 0.0};
+      return contains(x, 0.0) ? Interval{0.0, 1.0} : Interval{1.0, 1.0};
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
     case UnaryOp::PowScalar:

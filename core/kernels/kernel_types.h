@@ -33,10 +33,13 @@ enum class UnaryOp : int {
   PowScalar,    ///< x^p for the Python number p = ElementwiseModel::exponent (pow.Tensor_Scalar)
   Hardswish,    ///< x·min(max(x + 3, 0), 6)/6 or ·RN32(1/6) (core/kernels/piecewise_activation.h)
   Hardsigmoid,  ///< min(max(x + 3, 0), 6)/6 or ·RN32(1/6)
-  GeluTanh      ///< gelu(x, approximate='tanh') (core/kernels/smooth_activation.h)
+  GeluTanh,     ///< gelu(x, approximate='tanh') (core/kernels/smooth_activation.h)
+  Round,        ///< x stored in model.storage: a floating cast (_to_copy to a float dtype)
+  Trunc,        ///< x rounded toward zero: a cast to an integer dtype (trunc is monotone)
+  NonZero       ///< x != 0 as 0, 1 or [0, 1]: a cast to bool
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 22;
+inline constexpr int kUnaryOpCount = 25;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge

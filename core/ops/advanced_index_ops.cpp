@@ -7,6 +7,9 @@
 // the gradient back at the selected positions.
 // aten.index_put(x, indices, values, accumulate): accumulate=False writes exactly, a position
 // written more than once holds any one of its candidates (the hull; the local error covers each);
+// x[mask] = v with one value v and a bool mask over leading dims is where(mask, v, x), exact, in
+// the interval domain a selection (kernels::selectBody in binary64: an uncertain mask entry gives
+// the hull of v and x, which holds either outcome) that the device runs too;
 // accumulate=True sums the base element and its k values in any order, every partial sum rounded
 // to F: |fl(Σ) − Σ| <= γ_k Σ|terms| (Higham 2002, eq. 4.4; scatter_writes.h).
 // aten.masked_select(x, mask): the elements of x (broadcast with mask) where mask is true, in
@@ -16,15 +19,18 @@
 // aten.masked_scatter(x, mask, source): x (broadcast with mask) with its masked positions taking
 // source's elements in order, exact.
 // Index tensors and masks must be exact (index_map.h).
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/index_map.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/registry.h"
 #include "core/ops/rule_helpers.h"
 #include "core/ops/scatter_writes.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -189,6 +195,18 @@ class IndexPutRule final : public OpRule {
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
+    if (const auto cond = maskCondition(a)) {
+      // x[mask] = v with one value: where(mask, v, x), exact (binary64 storage keeps every
+      // endpoint); a mask entry that may be either selects the hull, as the overwrite rule does
+      // for a position with several candidates. Offered to the backend (kernels::selectBody).
+      const kernels::ElementwiseModel exact{Format::Fp64, Format::Fp64, 0};
+      const Tensor& x = a.tensor(0);
+      const Tensor& v = values(a);
+      if (auto r = offerSelect(ctx.backend, exact, *cond, v, x, x.shape(), t)) return {*r};
+      return {mapInterval3(a, *cond, v, x, t, [](Interval c, Interval p, Interval q) {
+        return kernels::selectBody(c, p, q, Format::Fp64);
+      })};
+    }
     return {scatterInterval(a.tensor(0), values(a), writes(a), mode(a), t, outFormat(a, ctx),
                             isIntegral(t))};
   }
@@ -224,6 +242,24 @@ class IndexPutRule final : public OpRule {
       a.fail("values have dtype " + std::string(dtypeName(v.dtype())) + ", self has " +
              std::string(dtypeName(a.tensor(0).dtype())));
     return v;
+  }
+
+  /// The mask of x[mask] = v when that is all the write is: no accumulation, one bool index over
+  /// the leading dims of x, and one value; returned shaped to broadcast against x (trailing dims
+  /// of 1). Otherwise nothing (the general scatter).
+  static std::optional<Tensor> maskCondition(const OpArgs& a) {
+    const std::vector<const Tensor*> list = a.optionalTensorList(1);
+    const Tensor& x = a.tensor(0);
+    if (mode(a) != ScatterMode::Overwrite || list.size() != 1 || !list[0] || values(a).numel() != 1)
+      return std::nullopt;
+    const Tensor& m = *list[0];
+    const Shape& ms = m.shape();
+    if ((m.dtype() != DType::Bool && m.dtype() != DType::UInt8) || ms.size() > x.shape().size() ||
+        !std::equal(ms.begin(), ms.end(), x.shape().begin()))
+      return std::nullopt;
+    Shape s = ms;
+    s.resize(x.shape().size(), 1);
+    return m.reshaped(std::move(s));
   }
 
   static ScatterMode mode(const OpArgs& a) {

@@ -44,10 +44,9 @@ Tensor applyIndexMap(const Tensor& x, const IndexMap& m, DType dtype, Interval f
   return Tensor::interval(m.shape, dtype, std::move(lo), std::move(hi));
 }
 
-Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype) {
-  if (auto r = offerGather(backend, x, m.offsets, m.shape, dtype, Interval{0.0, 0.0}))
-    return std::move(*r);
-  return applyIndexMap(x, m, dtype);
+Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype, Interval fill) {
+  if (auto r = offerGather(backend, x, m.offsets, m.shape, dtype, fill)) return std::move(*r);
+  return applyIndexMap(x, m, dtype, fill);
 }
 
 Tensor scatterAddThrough(const Tensor& grad, const IndexMap& m, const Shape& in, DType dtype) {

@@ -28,10 +28,11 @@ IndexMap identityMap(const Shape& s);
 /// Returns x gathered through m; elements with offset -1 get `fill`. The result is an interval
 /// tensor when x is one or fill is not a point.
 Tensor applyIndexMap(const Tensor& x, const IndexMap& m, DType dtype, Interval fill = {0.0, 0.0});
-/// Returns applyIndexMap(x, m, dtype), by the backend's gather hook when it offers one
+/// Returns applyIndexMap(x, m, dtype, fill), by the backend's gather hook when it offers one
 /// (device-resident replays keep views on the device; the map depends on shapes and IR arguments
 /// only), else on the host: the same values either way.
-Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype);
+Tensor gatherVia(Backend& backend, const Tensor& x, const IndexMap& m, DType dtype,
+                 Interval fill = {0.0, 0.0});
 /// Returns zeros of shape `in` with grad added at the offsets m reads (the adjoint of
 /// applyIndexMap; point arithmetic; elements with offset -1 are dropped).
 Tensor scatterAddThrough(const Tensor& grad, const IndexMap& m, const Shape& in, DType dtype);

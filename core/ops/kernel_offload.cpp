@@ -53,27 +53,29 @@ Tensor resultTensor(const Shape& shape, DType dtype, std::vector<double> lo,
 
 namespace {
 
+/// Returns t (one of the operands `index` broadcasts, at position `which`) gathered to the
+/// broadcast shape by the backend's gather hook (moving values is exact, so an elementwise body
+/// then pairs the very values the host loop pairs), or nothing when the hook declines.
+std::optional<Tensor> offerExpanded(Backend& backend, const BroadcastIndex& index, int which,
+                                    const Tensor& t, const Shape& shape) {
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(index.size()));
+  BroadcastIndex::Cursor at(index);
+  for (std::size_t i = 0; i < offsets.size(); ++i, at.next())
+    offsets[i] = at[static_cast<std::size_t>(which)];
+  return offerGather(backend, t, offsets, shape, t.dtype(), {0.0, 0.0});
+}
+
 /// offerBinary for any other broadcast: each operand without the broadcast shape is gathered to
-/// it first (moving values is exact, so the body pairs the very values the host loop pairs),
-/// then one elementwise call.
+/// it first (offerExpanded), then one elementwise call.
 std::optional<Tensor> offerBroadcastBinary(Backend& backend, kernels::BinaryOp op,
                                            const kernels::ElementwiseModel& model, const Tensor& x,
                                            const Tensor& y, const Shape& shape, DType dtype) {
   const std::int64_t n = numel(shape);
   if (n == 0) return std::nullopt;
   const BroadcastIndex index(shape, {x.shape(), y.shape()});
-  auto expanded = [&](const Tensor& t, int which) -> std::optional<Tensor> {
-    std::vector<std::int64_t> offsets(static_cast<std::size_t>(n));
-    std::int64_t off[2];
-    for (std::int64_t i = 0; i < n; ++i) {
-      index.offsets(i, off);
-      offsets[static_cast<std::size_t>(i)] = off[which];
-    }
-    return offerGather(backend, t, offsets, shape, t.dtype(), {0.0, 0.0});
-  };
   std::optional<Tensor> gx, gy;
-  if (x.shape() != shape && !(gx = expanded(x, 0))) return std::nullopt;
-  if (y.shape() != shape && !(gy = expanded(y, 1))) return std::nullopt;
+  if (x.shape() != shape && !(gx = offerExpanded(backend, index, 0, x, shape))) return std::nullopt;
+  if (y.shape() != shape && !(gy = offerExpanded(backend, index, 1, y, shape))) return std::nullopt;
   const Tensor& a = gx ? *gx : x;
   const Tensor& b = gy ? *gy : y;
   std::vector<double> lo(static_cast<std::size_t>(n)), hi(static_cast<std::size_t>(n));
@@ -118,13 +120,22 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
                                   const Tensor& cond, const Tensor& a, const Tensor& b,
                                   const Shape& shape, DType dtype) {
   if (!backend.offersIntervalKernels()) return std::nullopt;
-  for (const Tensor* t : {&cond, &a, &b})
-    if (t->numel() == 0 || !repeatsAlongLeadingDims(t->shape(), shape)) return std::nullopt;
   const auto n = static_cast<std::size_t>(numel(shape));
   if (n == 0) return std::nullopt;
+  // An operand that does not repeat along leading dims is gathered to the full shape first.
+  const Tensor* in[3] = {&cond, &a, &b};
+  std::optional<Tensor> expanded[3];
+  std::optional<BroadcastIndex> index;
+  for (int k = 0; k < 3; ++k) {
+    if (in[k]->numel() == 0) return std::nullopt;
+    if (repeatsAlongLeadingDims(in[k]->shape(), shape)) continue;
+    if (!index) index.emplace(shape, std::vector<Shape>{cond.shape(), a.shape(), b.shape()});
+    if (!(expanded[k] = offerExpanded(backend, *index, k, *in[k], shape))) return std::nullopt;
+    in[k] = &*expanded[k];
+  }
   std::vector<double> lo(n), hi(n);
-  if (!backend.select(model, span(cond), cond.numel(), span(a), a.numel(), span(b), b.numel(),
-                      {lo.data(), hi.data()}, numel(shape)))
+  if (!backend.select(model, span(*in[0]), in[0]->numel(), span(*in[1]), in[1]->numel(),
+                      span(*in[2]), in[2]->numel(), {lo.data(), hi.data()}, numel(shape)))
     return std::nullopt;
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }

@@ -29,9 +29,11 @@ std::optional<Tensor> offerBinary(Backend& backend, kernels::BinaryOp op,
                                   const kernels::ElementwiseModel& model, const Tensor& x,
                                   const Tensor& y, const Shape& shape, DType dtype);
 
-/// Returns kernels::selectBody(cond_i, a_i, b_i, model.storage) shaped `shape` (where,
-/// masked_fill), when every operand has that shape or repeats along leading dims only. Offered
-/// for any endpoints: the body keeps exact ±inf points as the host rule does.
+/// Returns kernels::selectBody(cond_i, a_i, b_i, model.storage) shaped `shape`, the broadcast
+/// shape of the three (where, masked_fill, index_put through a mask). An operand that repeats
+/// along leading dims is read as it is, any other broadcast operand is gathered to the full shape
+/// first (as offerBinary does). Offered for any endpoints: the body keeps exact ±inf points as
+/// the host rule does.
 std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseModel& model,
                                   const Tensor& cond, const Tensor& a, const Tensor& b,
                                   const Shape& shape, DType dtype);

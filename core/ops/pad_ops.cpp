@@ -36,7 +36,7 @@ class ConstantPadRule final : public OpRule {
     const double v = value(a);
     const Interval fill =
         isIntegral(t) ? Interval{v, v} : roundOutward(lossbound::point(v), outFormat(a, ctx));
-    return {applyIndexMap(x, padMap(a, x.shape()), t, fill)};
+    return {gatherVia(ctx.backend, x, padMap(a, x.shape()), t, fill)};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

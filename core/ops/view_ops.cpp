@@ -12,6 +12,7 @@
 // rounds to the target dtype: correctly rounded casts (IEEE 754-2019 §5.4.2; bf16 from fp32 by
 // round-to-nearest-even, as PyTorch's c10::BFloat16 does), so the interval rule is roundOutward
 // and the random rule round-to-nearest; float → integer casts truncate toward zero.
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
@@ -655,13 +656,15 @@ double castPoint(double v, DType to) {
   return v;
 }
 
-Interval castInterval(Interval x, DType to, Format f) {
-  if (to == DType::Bool) {
-    if (x.lo == 0.0 && x.hi == 0.0) return {0.0, 0.0};
-    return contains(x, 0.0) ? Interval{0.0, 1.0} : Interval{1.0, 1.0};
-  }
-  if (!isFloating(to)) return {std::trunc(x.lo), std::trunc(x.hi)};  // trunc is monotone
-  return roundOutward(x, f);
+/// The kernel body of a cast to `to` (stored in f when floating): kernels::UnaryOp::Round,
+/// Trunc or NonZero, run by the host rule and offered to the backend alike.
+kernels::UnaryOp castOp(DType to) {
+  if (to == DType::Bool) return kernels::UnaryOp::NonZero;
+  return isFloating(to) ? kernels::UnaryOp::Round : kernels::UnaryOp::Trunc;
+}
+kernels::ElementwiseModel castModel(DType to, Format f) {
+  const Format s = isFloating(to) ? f : Format::Fp64;  // integers are exact in binary64
+  return {s, s, 0};
 }
 
 /// _to_copy(self, dtype=...) and copy_(self, src): a correctly rounded cast (file comment);
@@ -684,8 +687,11 @@ class CastRule final : public OpRule {
     if (isFloating(to) && isFloating(x.dtype()) && !ctx.precision.override &&
         storageFormat(to) == storageFormat(x.dtype()))
       return std::vector<Tensor>{x.withDtype(to)};
+    const kernels::UnaryOp op = castOp(to);
+    const kernels::ElementwiseModel model = castModel(to, fo);
+    if (auto r = offerUnary(ctx.backend, op, model, x, to)) return {std::move(*r)};
     return std::vector<Tensor>{
-        mapInterval(x, to, [&](Interval v) { return castInterval(v, to, fo); })};
+        mapInterval(x, to, [&](Interval v) { return kernels::unaryBody(op, v, model); })};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

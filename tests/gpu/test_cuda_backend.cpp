@@ -212,7 +212,8 @@ void TestCudaBackend::elementwiseAgreesWithCpu() {
     }
     for (int o = 0; o < lossbound::kernels::kUnaryOpCount; ++o) {
       const auto op = static_cast<UnaryOp>(o);
-      const bool libm = (op >= UnaryOp::Exp && op <= UnaryOp::Sigmoid) || op >= UnaryOp::GeluErf;
+      const bool libm = (op >= UnaryOp::Exp && op <= UnaryOp::Sigmoid) ||
+                        (op >= UnaryOp::GeluErf && op <= UnaryOp::GeluTanh);
       const bool rsqrt = op == UnaryOp::Rsqrt;
       const ElementwiseModel model{compute, store, (libm || rsqrt) ? 3 : 0};
       mGpu->unary(op, model, {x.lo.data(), x.hi.data()}, {lo.data(), hi.data()}, n);

@@ -72,10 +72,11 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {
-      "neg", "abs",   "sqr",  "sqrt",      "rsqrt",       "reciprocal", "exp",  "expm1",
-      "log", "log1p", "tanh", "erf",       "sigmoid",     "relu",       "gelu", "sin",
-      "cos", "silu",  "pow",  "hardswish", "hardsigmoid", "gelu_tanh"};
+  static const char* names[] = {"neg",         "abs",       "sqr",     "sqrt",  "rsqrt",
+                                "reciprocal",  "exp",       "expm1",   "log",   "log1p",
+                                "tanh",        "erf",       "sigmoid", "relu",  "gelu",
+                                "sin",         "cos",       "silu",    "pow",   "hardswish",
+                                "hardsigmoid", "gelu_tanh", "round",   "trunc", "nonzero"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -143,6 +144,15 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return cos(x);
     case UnaryOp::PowScalar:  // x^3: modelFor's exponent
       return pow(x, 3);
+    case UnaryOp::Round:  // a cast to a float dtype: the storage rounding alone
+      return x;
+    case UnaryOp::Trunc:  // a cast to an integer dtype: toward zero, endpoint by endpoint
+      return {std::trunc(x.lo), std::trunc(x.hi)};
+    case UnaryOp::NonZero: {  // a cast to bool: 1 unless the value is 0
+      const bool zeroOnly = x.lo == 0.0 && x.hi == 0.0;
+      const bool mayBeZero = x.lo <= 0.0 && 0.0 <= x.hi;
+      return zeroOnly ? Interval{0.0, 0.0} : mayBeZero ? Interval{0.0, 1.0} : Interval{1.0, 1.0};
+    }
     case UnaryOp::GeluErf:
     case UnaryOp::Silu:
     case UnaryOp::Hardswish:
@@ -754,8 +764,10 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is
   // aten.div.Tensor with a 0-d divisor, checked below; UnaryOp::GeluTanh and
-  // BinaryOp::GeluTanhBackward are gelu and gelu_backward with approximate='tanh', below).
-  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 3);
+  // BinaryOp::GeluTanhBackward are gelu and gelu_backward with approximate='tanh', below;
+  // UnaryOp::Round, Trunc and NonZero are _to_copy to a float, integer or bool dtype, which
+  // tests/gpu/test_kernel_offload compares with the rule).
+  QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 6);
   QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 2);
 
   // Finite, non-empty operands (what a Tensor can hold); a second set inside (0, inf) for the

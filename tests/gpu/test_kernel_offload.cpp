@@ -132,6 +132,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
     bool offered = true;  // false: a broadcast the hooks do not take (the host rule must run)
     int calls = 1;        // hook calls when offered (addmm: the bias gather and the product)
     bool intOut = false;  // the traced outputs are int64 (a count)
+    char castTo = 0;      // _to_copy's output: 'f' another float dtype, 'i' int64, 'b' bool
   };
   const std::vector<Case> cases = {
       {"aten.neg.default", {ref("x")}},
@@ -180,6 +181,31 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.where.self", {ref("M"), ref("x"), ref("y")}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("M"), number(-HUGE_VAL)}},
       {"aten.masked_fill.Scalar", {ref("x"), ref("R"), number(0.25)}},
+      // A condition column [7, 1] (broadcast along the trailing dim): gathered, then selected.
+      {"aten.where.self", {ref("Mc"), ref("x"), ref("y")}, false, true, 2},
+      {"aten.masked_fill.Scalar", {ref("x"), ref("Mc"), number(0.25)}, false, true, 2},
+      // x[mask] = v with one value v: a selection in binary64 (exact), over a mask of x's shape
+      // and over the leading dim (gathered first); exact masks, as the point rule, which gives
+      // the shapes here, needs them (tests/core/ops/test_index_ops: uncertain ones).
+      {"aten.index_put.default", {ref("x"), listOf(std::vector<const char*>{"Me"}, ref), ref("z")}},
+      {"aten.index_put.default",
+       {ref("x"), listOf(std::vector<const char*>{"Mr"}, ref), ref("z")},
+       false,
+       true,
+       2},
+      // Casts: to another float format (rounded outward), to int64 (truncated), to bool.
+      {"aten._to_copy.default", {ref("x")}, false, true, 1, false, 'f'},
+      {"aten._to_copy.default", {ref("x")}, false, true, 1, true, 'i'},
+      {"aten._to_copy.default", {ref("x")}, false, true, 1, false, 'b'},
+      // Constant padding: one gather with the stored fill (a crop too), and int64 labels.
+      {"aten.constant_pad_nd.default", {ref("x"), intList({1, 2}), number(0.1)}},
+      {"aten.constant_pad_nd.default", {ref("x"), intList({-1, 2, 1, 0}), number(-3.0)}},
+      {"aten.constant_pad_nd.default",
+       {ref("E"), intList({0, 1}), number(-100.0)},
+       false,
+       true,
+       1,
+       true},
       // Comparisons (exact: 1, 0 or [0, 1]): overlapping operands, equal points, a bias row, an
       // integer tensor against a Python number, swapped operands (eq and ne commute, gt does
       // not).
@@ -474,6 +500,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor maskRow =
           Tensor::interval({33}, DType::Bool, std::vector<double>(mlo.begin(), mlo.begin() + 33),
                            std::vector<double>(mlo.begin(), mlo.begin() + 33));
+      const Tensor maskCol =
+          Tensor::interval({7, 1}, DType::Bool, {0, 1, 0, 0, 1, 0, 0}, {0, 1, 1, 0, 1, 1, 0});
+      const Tensor maskRows = Tensor::point({7}, DType::Bool, {0, 1, 1, 0, 1, 0, 0});
+      const Tensor maskExact = Tensor::point({7, 33}, DType::Bool, mlo);
       const Tensor tokens = Tensor::point({2, 3}, DType::Int64, {0, 6, 3, 3, 1, 5});
       const Tensor targets = Tensor::point({7}, DType::Int64, {3, -100, 32, 0, 5, 5, 17});
       const Tensor g7 = randomOperand(rng, 1, 7, c.positive).reshaped({7}).withDtype(dtype);
@@ -528,6 +558,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "M") return mask;
         if (r.name == "E") return tokens;
         if (r.name == "R") return maskRow;
+        if (r.name == "Mc") return maskCol;
+        if (r.name == "Mr") return maskRows;
+        if (r.name == "Me") return maskExact;
         if (r.name == "T") return targets;
         if (r.name == "T2") return targets2;
         if (r.name == "T3") return targets3;
@@ -539,6 +572,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       lossbound::OpContext cpuCtx{precision, *cpu, nullptr};
       // Up to three traced outputs (shapes fixed below from the point rule).
       node.outputs.assign(3, {x.shape(), c.intOut ? DType::Int64 : dtype});
+      if (c.castTo == 'f')
+        node.outputs[0].dtype = dtype == DType::Float16 ? DType::BFloat16 : DType::Float16;
+      if (c.castTo == 'b') node.outputs[0].dtype = DType::Bool;
       {
         const lossbound::OpArgs args(node, lookup);
         const auto points = rule->point(args, cpuCtx);

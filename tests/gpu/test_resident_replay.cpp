@@ -218,6 +218,7 @@ class TestResidentReplay : public QObject {
   void embeddingIndexOutOfRangeIsReported();
   void maxPoolRunsOnTheDevice();
   void activationsRunOnTheDevice();
+  void castsMasksAndPaddingRunOnTheDevice();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -1085,6 +1086,88 @@ void TestResidentReplay::activationsRunOnTheDevice() {
     ResidentEvaluator ev(p, device, *cpu);
     // x and g in (points: one array each); nine outputs (lo, hi) out; the flags both ways.
     checkAllOnDevice(ev, ref, in, o, nodes.size() + 1, 2 + 18 + 2);
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::castsMasksAndPaddingRunOnTheDevice() {
+  // The label and mask handling of real training steps: casts to float, integer and bool dtypes
+  // (kernels::UnaryOp::Round, Trunc, NonZero), x[mask] = 0 through a full mask and through a mask
+  // over the leading dim (a selection in binary64), where() with a condition column (gathered to
+  // the full shape), and constant padding of int64 labels (a gather with the fill): no node on
+  // the host, the CPU's bits, and a later replay copies in the inputs and copies out the outputs.
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {},
+     "outputs": [{"shape": [%4], "dtype": "%5"}]})";
+  const std::vector<std::array<QString, 5>> nodes = {
+      {"c", "_to_copy.default", R"({"ref": "batch:x"})", "4, 9", "bfloat16"},
+      {"d", "_to_copy.default", R"({"ref": "c"})", "4, 9", "float32"},
+      {"e", "eq.Scalar", R"({"ref": "batch:labels"}, -100)", "4, 9", "bool"},
+      {"zero", "scalar_tensor.default", "0.0", "", "float32"},
+      {"p", "index_put.default", R"({"ref": "d"}, [{"ref": "e"}], {"ref": "zero"})", "4, 9",
+       "float32"},
+      {"mx", "amax.default", R"({"ref": "batch:x"}, [1], true)", "4, 1", "float32"},
+      {"col", "gt.Scalar", R"({"ref": "mx"}, 0.5)", "4, 1", "bool"},
+      {"w", "where.self", R"({"ref": "col"}, {"ref": "batch:x"}, {"ref": "p"})", "4, 9", "float32"},
+      {"rm", "view.default", R"({"ref": "col"}, [4])", "4", "bool"},
+      {"r", "index_put.default", R"({"ref": "batch:x"}, [{"ref": "rm"}], {"ref": "zero"})", "4, 9",
+       "float32"},
+      {"pad", "constant_pad_nd.default", R"({"ref": "batch:labels"}, [0, 1], -100)", "4, 10",
+       "int64"},
+      {"b", "_to_copy.default", R"({"ref": "batch:labels"})", "4, 9", "bool"},
+      {"i", "_to_copy.default", R"({"ref": "batch:x"})", "4, 9", "int64"},
+      {"l", "sum.default", R"({"ref": "w"})", "", "float32"}};
+  QStringList nodeJson;
+  for (const auto& [name, op, args, shape, dtype] : nodes)
+    nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, dtype);
+  const QStringList outputs = {"p", "w", "r", "pad", "b", "i"};
+  QStringList outputJson{QStringLiteral(R"({"name": "loss", "ref": {"ref": "l"}})")};
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs.push_back("loss");
+  for (const QString& name : outputs) {
+    outputJson << QStringLiteral(R"({"name": "%1", "ref": {"ref": "%1"}})").arg(name);
+    o.outputs.push_back(name.toStdString());
+  }
+  const QString json =
+      QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4, 9], "dtype": "float32"},
+             {"name": "batch:labels", "shape": [4, 9], "dtype": "int64"}],
+  "nodes": [%1], "outputs": [%2]})")
+          .arg(nodeJson.join(QStringLiteral(",\n")), outputJson.join(QStringLiteral(", ")));
+  Program p;
+  try {
+    p = parseProgram(json.toStdString(), "casts-masks-padding");
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  std::vector<double> x(36), labels(36);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.1 * static_cast<double>(i) - 1.7 + (i % 4 == 1 ? 1e-3 : 0.0);  // not bf16 values
+    labels[i] = i % 5 == 2 ? -100.0 : static_cast<double>(i % 7);
+  }
+  // x as an interval input too, so the casts and selections see widths.
+  std::vector<double> hi(x);
+  for (std::size_t i = 0; i < hi.size(); i += 3) hi[i] += 0.01;
+  const TensorMap in{{"batch:x", Tensor::interval({4, 9}, DType::Float32, x, hi)},
+                     {"batch:labels", Tensor::point({4, 9}, DType::Int64, labels)}};
+  const auto cpu = createCpuBackend(1);
+  const EvalResult ref = evaluate(p, in, *cpu, o);
+  // The rows where the condition holds keep x, the others x with its labelled entries zeroed.
+  const Tensor& w = ref.outputs.at("w");
+  QCOMPARE(w.lo()[2], 0.0);  // labels[2] = -100, row 0's maximum is below 0.5
+  QCOMPARE(ref.outputs.at("pad").shape(), (Shape{4, 10}));
+  QCOMPARE(ref.outputs.at("pad").values()[9], -100.0);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    // x (lo, hi) and the labels in; seven outputs out, (lo, hi) but the padded labels, a point
+    // (one array); the flags both ways. Every node but the constant `zero` and the view `rm` is
+    // a launch.
+    checkAllOnDevice(ev, ref, in, o, nodes.size() - 2, 3 + 13 + 2);
+    const ResidentResult r = ev.evaluate(in, o);
+    QCOMPARE(r.stats.nodesConstant, std::size_t{1});
+    QCOMPARE(r.stats.nodesAliased, std::size_t{1});
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }

@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <random>
+#include <tuple>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -295,6 +296,46 @@ class TestIndexOps : public QObject {
     const Tensor y = RuleCall(c).interval()[0];
     QCOMPARE(vals(y), (std::vector<double>{3, -100, 5, -100}));
     QCOMPARE(std::vector<double>(y.hi().begin(), y.hi().end()), vals(y));
+  }
+
+  /// x[mask] = v with one value is where(mask, v, x): exact where the mask is known, and the
+  /// hull of v and x where a mask entry depends on rounded values (either write may happen),
+  /// for a mask over every dim and over the leading dim only.
+  void maskWriteOfOneValueIsASelection() {
+    const Tensor x = Tensor::interval({3, 2}, DType::Float32, {0, 1, 2, 3, 4, 5},
+                                      {0.5, 1.5, 2.5, 3.5, 4.5, 5.5});
+    const Tensor v = Tensor::interval({}, DType::Float32, {-2.0}, {-1.0});
+    const Tensor rows = Tensor::interval({3}, DType::Bool, {0, 1, 0}, {0, 1, 1});
+    const Tensor full =
+        Tensor::interval({3, 2}, DType::Bool, {0, 1, 0, 0, 1, 0}, {0, 1, 1, 0, 1, 0});
+    const std::vector<double> rowsLo{0, 1, -2, -2, -2, -2}, rowsHi{0.5, 1.5, -1, -1, 4.5, 5.5};
+    const std::vector<double> fullLo{0, -2, -2, 3, -2, 5}, fullHi{0.5, -1, 2.5, 3.5, -1, 5.5};
+    const OpRule* rule = opRegistry().find("aten.index_put.default");
+    const auto backend = createCpuBackend();
+    const PrecisionModel precision;
+    OpContext ctx{precision, *backend, nullptr};
+    // The rule is called directly: RuleCall takes its shapes from point(), which (as the
+    // randomized executor) needs an exact mask.
+    auto interval = [&](const Tensor& mask, bool accumulate) {
+      Node node;
+      node.name = "case";
+      node.op = "aten.index_put.default";
+      node.args = {in(0), lossbound::test::list({in(1)}), in(2), flag(accumulate)};
+      node.outputs = {TensorSpec{{3, 2}, DType::Float32}};
+      const std::vector<Tensor> inputs{x, mask, v};
+      const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& {
+        return inputs.at(static_cast<std::size_t>(std::stoi(r.name.substr(2))));
+      });
+      return rule->interval(args, ctx)[0];
+    };
+    for (const auto& [mask, lo, hi] :
+         {std::tuple{rows, rowsLo, rowsHi}, std::tuple{full, fullLo, fullHi}}) {
+      const Tensor y = interval(mask, false);
+      QCOMPARE(vals(y), lo);
+      QCOMPARE(std::vector<double>(y.hi().begin(), y.hi().end()), hi);
+    }
+    // Accumulating writes stay refused for such a mask: the count of terms is unknown.
+    QVERIFY_THROWS_EXCEPTION(OpError, interval(rows, true));
   }
 
   void uncertainIndicesAreRefused() {
