@@ -81,6 +81,31 @@ kernels::ElementwiseModel activationModel(Op op, Format c, Format s) {
   return m;
 }
 
+/// Bounds |y − gelu(x)| for y = point()'s binary64 gelu of a finite x, the formula
+/// fl(fl(x·0.5)·fl(1 + erf_libm(fl(x·c)))) with c = RN(√½), u = 2^-53, η = 2^-1074, k =
+/// modelUlps(erf, fp64). Each step's error, times what it is multiplied by (Higham 2002 §2.2,
+/// |fl(z) − z| <= u|z| + η for + − × in binary64):
+/// - the product, and fl(1 + e') (its error u|p| times |h| = |x|/2): u|y|(1 + 2u) + η each;
+/// - erf_libm(t) within k ulps of erf(t) (glibc 2.36 libm-test-ulps, + 1 as the model), ulp(v)
+///   <= 2u|v| + η (slack 1 + 2^-10), |erf(t)| <= min(1, (2/√π)|t|): |h|·k·(2u·E + η);
+/// - t = fl(x·c) against s = x/√2: |t − s| <= 2.42u|s| + η (c within 2^-53 of √½, the product
+///   within u), so |erf(t) − erf(s)| <= |t − s|·(2/√π)·e^(−ξ²) with ξ² >= s²(1 − 6u); times
+///   |h| that is u·x²·0.9655·e^(−x²(1 − 6u)/2) + 0.565|x|η, and x²e^(−x²(1−6u)/2) <= min(x²,
+///   2/(e(1 − 6u))) <= min(x², 0.7358);
+/// - h = fl(x·0.5) is exact but when x is subnormal: η·|p| <= 2η.
+/// The sum, evaluated to nearest, is scaled by 1 + 2^-40 (its own few roundings) plus 4η.
+/// Tested against MPFR (tests/core/ops/test_activation_ops: geluPointErrorBoundsTheBinary64Value).
+double geluErfPointError(double x, double y) {
+  constexpr double u = 0x1p-53, eta = 0x1p-1074;
+  static const double k = modelUlps(LibmFn::Erf, Format::Fp64);
+  const double ax = std::fabs(x), h = 0.5 * ax;
+  const double e = std::fmin(1.0, 0.7978845608028654 * ax * (1.0 + 0x1p-30));  // (2/√π)/√2
+  const double rounding = 2.0 * u * std::fabs(y) * (1.0 + 2.0 * u) + 2.0 * eta;
+  const double libmTerm = h * k * (2.0 * u * (1.0 + 0x1p-10) * e + eta);
+  const double argTerm = u * 0.9655 * std::fmin(ax * ax, 0.7358) + 0.565 * ax * eta;
+  return (rounding + libmTerm + argTerm) * (1.0 + 0x1p-40) + 6.0 * eta;
+}
+
 /// sigmoid tanh silu gelu: y = f(x) elementwise in opmath c (hull of the bracketing variants),
 /// stored in s; vjp by AD through the formula; localError from the enclosure on exact inputs.
 class UnaryActivationRule final : public OpRule {
@@ -144,6 +169,21 @@ class UnaryActivationRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
     return localErrorVia(*this, a, o, ctx);
+  }
+
+  // point()'s own error in closed form for gelu (erf form, geluErfPointError); the others use the
+  // binary64 model's enclosure.
+  std::vector<Tensor> pointError(const OpArgs& a, std::span<const Tensor> o) const override {
+    const Tensor& x = a.tensor(0);
+    if (o.empty() || mKind(a) != Unary::GeluErf || !isFloating(x.dtype())) return {};
+    std::vector<double> e(static_cast<std::size_t>(x.numel()));
+    const auto xv = x.values();
+    const auto yv = o[0].values();
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (!std::isfinite(xv[i]) || !std::isfinite(yv[i])) return {};
+      e[i] = geluErfPointError(xv[i], yv[i]);
+    }
+    return std::vector<Tensor>{Tensor::point(x.shape(), o[0].dtype(), std::move(e))};
   }
 
  private:

@@ -22,7 +22,7 @@
 // adjoints, in both reverse passes and for both the modelled precision and the binary64 pointBound;
 // the functional pass caches only localError (the hook depends on each functional's adjoints).
 // The binary64 pointBound takes a rule's closed-form bound of its own point() error where it has
-// one (OpRule::pointError: softmax and log-softmax), else its local error under a binary64
+// one (OpRule::pointError: softmax, log-softmax, gelu), else its local error under a binary64
 // precision model, which bounds every binary64 execution, point() among them.
 //
 // Cancellation is cooperative: the flag is checked before every op (forward and reverse) and a
