@@ -106,6 +106,47 @@ double geluErfPointError(double x, double y) {
   return (rounding + libmTerm + argTerm) * (1.0 + 0x1p-40) + 6.0 * eta;
 }
 
+/// Inputs up to this magnitude take gelu's closed-form local error: the candidate's result is
+/// finite in every storage format (fp16's largest is 65504), the rest take the interval rule.
+constexpr double kGeluClosedFormRange = 0x1p14;
+
+/// Bounds |ŷ − y| for every ŷ the candidate can store for gelu(x) (erf form) computing in c and
+/// storing in s, y = point()'s binary64 value, |x| <= kGeluClosedFormRange: the steps of
+/// geluErfPointError in c (u_c, η_c, k_c = modelUlps(erf, c)), with h = fl_c(x·0.5) rounded too,
+/// the constant RN_c(RN(√½)) (relative error ρ = u_c + 1.415·2^-53), t within ρ_t = ρ + u_c(1 +
+/// ρ) of s = x/√2, then the storage rounding u_s|ŷ| + η_s when s differs from c; G = gelu(x) and P
+/// = 1 + erf(x/√2) are bounded from y and its point error pe (|G| <= |y| + pe, P <= 2|G|/|x|),
+/// and pe is added (the bound is on the distance to y, localError's contract). Per step, with
+/// D1 = |1 + e' − P| <= k_c·(2u_c·E + η_c)(1 + 2^-10) + |erf t − erf s|:
+///   |p − P| <= u_c(P + D1) + D1 + η_c,  |h·p − G| <= (u_c|x|/2 + η_c)(P + |p − P|) + (|x|/2)|p −
+///   P|, |z − G| <= |h·p − G| + u_c(|G| + |h·p − G|) + η_c,
+/// with (|x|/2)|erf t − erf s| <= ρ_t·0.39895·min(x², 0.7358) + 0.565|x|η_c as in
+/// geluErfPointError. Evaluated to nearest and scaled by 1 + 2^-30. Checked never below the
+/// interval rule's bound (tests/core/ops/test_activation_ops: geluLocalErrorCoversTheEnclosure),
+/// so it inherits that rule's soundness, and against the randomized executor.
+double geluErfLocalError(double x, double y, Format c, Format s) {
+  const double uc = unitRoundoff(c), ec = smallestSubnormal(c);
+  const double k = modelUlps(LibmFn::Erf, c);
+  const double ax = std::fabs(x), hx = 0.5 * ax;
+  const double pe = geluErfPointError(x, y);
+  const double g = std::fabs(y) + pe;                                                // >= |G|
+  const double p = ax > 0.0 ? std::fmin(2.0, 2.0 * g / ax * (1.0 + 0x1p-40)) : 1.0;  // >= P
+  const double rho = uc + 1.415 * 0x1p-53;
+  const double rhoT = rho + uc * (1.0 + rho);
+  const double e =
+      std::fmin(1.0, 1.1283791670955126 * (0.7071067811865476 * ax * (1.0 + rhoT) + ec));
+  const double lib = k * (2.0 * uc * e + ec) * (1.0 + 0x1p-10);
+  const double argHalf = rhoT * 0.39895 * std::fmin(ax * ax, 0.7358) + 0.565 * ax * ec;
+  const double arg = std::fmin(2.0, 1.1283791670955126 * (rhoT * 0.7071067811865476 * ax + ec));
+  const double d1 = lib + arg;
+  const double dp = uc * (p + d1) + d1 + ec;
+  const double hdp = hx * (uc * (p + d1) + ec) + hx * lib + argHalf;  // (|x|/2)·|p − P|
+  const double hp = (uc * hx + ec) * (p + dp) + hdp;
+  double z = hp + uc * (g + hp) + ec;
+  if (s != c) z = z * (1.0 + unitRoundoff(s)) + unitRoundoff(s) * g + smallestSubnormal(s);
+  return (z + pe) * (1.0 + 0x1p-30) + 8.0 * 0x1p-1074;
+}
+
 /// sigmoid tanh silu gelu: y = f(x) elementwise in opmath c (hull of the bracketing variants),
 /// stored in s; vjp by AD through the formula; localError from the enclosure on exact inputs.
 class UnaryActivationRule final : public OpRule {
@@ -168,6 +209,26 @@ class UnaryActivationRule final : public OpRule {
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
+    const Tensor& x = a.tensor(0);
+    if (!o.empty() && mKind(a) == Unary::GeluErf && isFloating(x.dtype())) {
+      // gelu in closed form (geluErfLocalError) where the input is finite and moderate; the
+      // interval rule's bound for the other elements.
+      const DType t = a.outSpec(0).dtype;
+      const Format c = opmathFormat(ctx.precision, t), s = outFormat(a, ctx);
+      const auto xv = x.values();
+      const auto yv = o[0].values();
+      std::vector<double> e(xv.size());
+      std::optional<std::vector<Tensor>> enclosure;
+      for (std::size_t i = 0; i < e.size(); ++i) {
+        if (std::fabs(xv[i]) <= kGeluClosedFormRange && std::isfinite(yv[i])) {
+          e[i] = geluErfLocalError(xv[i], yv[i], c, s);
+          continue;
+        }
+        if (!enclosure) enclosure = localErrorVia(*this, a, o, ctx);
+        e[i] = (*enclosure)[0].values()[i];
+      }
+      return std::vector<Tensor>{Tensor::point(x.shape(), t, std::move(e))};
+    }
     return localErrorVia(*this, a, o, ctx);
   }
 
