@@ -201,7 +201,7 @@ class IndexPutRule final : public OpRule {
       // for a position with several candidates. Offered to the backend (kernels::selectBody).
       const kernels::ElementwiseModel exact{Format::Fp64, Format::Fp64, 0};
       const Tensor& x = a.tensor(0);
-      const Tensor& v = values(a);
+      const Tensor v = values(a).reshaped({});  // one value, whatever its shape of ones
       if (auto r = offerSelect(ctx.backend, exact, *cond, v, x, x.shape(), t)) return {*r};
       return {mapInterval3(a, *cond, v, x, t, [](Interval c, Interval p, Interval q) {
         return kernels::selectBody(c, p, q, Format::Fp64);
@@ -244,18 +244,21 @@ class IndexPutRule final : public OpRule {
     return v;
   }
 
-  /// The mask of x[mask] = v when that is all the write is: no accumulation, one bool index over
-  /// the leading dims of x, and one value; returned shaped to broadcast against x (trailing dims
-  /// of 1). Otherwise nothing (the general scatter).
+  /// The mask of x[mask] = v when that is all the write is: no accumulation, one bool index of
+  /// rank >= 1 over the leading dims of x, and one value that broadcasts to the indexed shape
+  /// [count, x's other dims] (the shapes the point and random rules accept); returned shaped to
+  /// broadcast against x (trailing dims of 1). Otherwise nothing (the general scatter).
   static std::optional<Tensor> maskCondition(const OpArgs& a) {
     const std::vector<const Tensor*> list = a.optionalTensorList(1);
     const Tensor& x = a.tensor(0);
-    if (mode(a) != ScatterMode::Overwrite || list.size() != 1 || !list[0] || values(a).numel() != 1)
+    const Tensor& v = values(a);
+    if (mode(a) != ScatterMode::Overwrite || list.size() != 1 || !list[0] || v.numel() != 1)
       return std::nullopt;
     const Tensor& m = *list[0];
     const Shape& ms = m.shape();
-    if ((m.dtype() != DType::Bool && m.dtype() != DType::UInt8) || ms.size() > x.shape().size() ||
-        !std::equal(ms.begin(), ms.end(), x.shape().begin()))
+    if ((m.dtype() != DType::Bool && m.dtype() != DType::UInt8) || ms.empty() ||
+        ms.size() > x.shape().size() || !std::equal(ms.begin(), ms.end(), x.shape().begin()) ||
+        v.shape().size() > 1 + x.shape().size() - ms.size())
       return std::nullopt;
     Shape s = ms;
     s.resize(x.shape().size(), 1);

@@ -105,7 +105,7 @@ lossbound::IrValue text(const char* s) {
 }
 
 bool sameBits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.numel() != b.numel()) return false;
+  if (a.shape() != b.shape() || a.numel() != b.numel() || a.dtype() != b.dtype()) return false;
   for (std::int64_t i = 0; i < a.numel(); ++i) {
     const auto x = a.at(i), y = b.at(i);
     if (std::memcmp(&x.lo, &y.lo, sizeof(double)) != 0 ||
@@ -184,12 +184,19 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       // A condition column [7, 1] (broadcast along the trailing dim): gathered, then selected.
       {"aten.where.self", {ref("Mc"), ref("x"), ref("y")}, false, true, 2},
       {"aten.masked_fill.Scalar", {ref("x"), ref("Mc"), number(0.25)}, false, true, 2},
+      {"aten.where.self", {ref("M"), ref("c"), ref("y")}, false, true, 2},   // a gathered
+      {"aten.where.self", {ref("Mc"), ref("x"), ref("c")}, false, true, 3},  // cond and b
       // x[mask] = v with one value v: a selection in binary64 (exact), over a mask of x's shape
       // and over the leading dim (gathered first); exact masks, as the point rule, which gives
       // the shapes here, needs them (tests/core/ops/test_index_ops: uncertain ones).
       {"aten.index_put.default", {ref("x"), listOf(std::vector<const char*>{"Me"}, ref), ref("z")}},
       {"aten.index_put.default",
        {ref("x"), listOf(std::vector<const char*>{"Mr"}, ref), ref("z")},
+       false,
+       true,
+       2},
+      {"aten.index_put.default",  // a value of shape [1, 1]: one value all the same
+       {ref("x"), listOf(std::vector<const char*>{"Mr"}, ref), ref("s")},
        false,
        true,
        2},

@@ -336,6 +336,40 @@ class TestIndexOps : public QObject {
     }
     // Accumulating writes stay refused for such a mask: the count of terms is unknown.
     QVERIFY_THROWS_EXCEPTION(OpError, interval(rows, true));
+
+    // Exact masks: the selection gives what the scatter gives (the point rule's values), for
+    // uint8 masks (2 is true), int64 and float x of rank 3 under masks over 1 and 2 dims, and
+    // values of shapes [], [1] and [1, 1]; a value of a rank the indexed shape cannot take, and
+    // a 0-d mask, stay errors as the point rule's.
+    const Tensor x3 = iota({2, 3, 2});
+    const Tensor l3 = iota({2, 3, 2}, DType::Int64);
+    const Tensor m1 = Tensor::point({2}, DType::UInt8, {0, 2});
+    const Tensor m2 = bools({2, 3}, {1, 0, 0, 1, 1, 0});
+    for (const Tensor& base : {x3, l3})
+      for (const Tensor& mask : {m1, m2})
+        for (const Shape& vs : {Shape{}, Shape{1}, Shape{1, 1}}) {
+          const Tensor value = Tensor::full(vs, base.dtype(), -7.0);
+          const OpCase c = one("aten.index_put.default", {base, mask, value},
+                               {in(0), lossbound::test::list({in(1)}), in(2)}, base.dtype());
+          const RuleCall call(c);
+          const Tensor y = call.interval()[0];
+          const std::string where = std::string(dtypeName(base.dtype())) + " mask rank " +
+                                    std::to_string(mask.rank()) + " value rank " +
+                                    std::to_string(vs.size());
+          QVERIFY2(y.shape() == base.shape(), where.c_str());
+          QVERIFY2(vals(y) == vals(call.point()[0]), where.c_str());
+          QVERIFY2(std::vector<double>(y.hi().begin(), y.hi().end()) == vals(y), where.c_str());
+        }
+    const Tensor v3 = Tensor::full({1, 1, 1}, DType::Float32, -7.0);
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(one("aten.index_put.default", {x3, m2, v3},
+                                                   {in(0), lossbound::test::list({in(1)}), in(2)}))
+                                          .interval());
+    QVERIFY_THROWS_EXCEPTION(
+        OpError,
+        RuleCall(one("aten.index_put.default",
+                     {x3, Tensor::scalar(1.0, DType::Bool), Tensor::scalar(-7.0, DType::Float32)},
+                     {in(0), lossbound::test::list({in(1)}), in(2)}))
+            .interval());
   }
 
   void uncertainIndicesAreRefused() {
