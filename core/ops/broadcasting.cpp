@@ -1,6 +1,9 @@
 // PyTorch broadcasting: index maps, materialized broadcasts, gradient reduction to a shape.
 #include "core/ops/broadcasting.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace lossbound::ops {
 
 Shape broadcastAll(const OpArgs& args, const std::vector<Shape>& shapes) {
@@ -23,6 +26,9 @@ BroadcastIndex::BroadcastIndex(const Shape& out, const std::vector<Shape>& input
     : mOut(out), mSize(numel(out)) {
   const std::size_t r = out.size();
   for (const Shape& in : inputs) {
+    if (in.size() > r)  // a caller's bug: no input outranks the broadcast shape
+      throw std::invalid_argument("cannot broadcast shape " + shapeString(in) + " to " +
+                                  shapeString(out));
     std::vector<std::int64_t> st(r, 0);
     const auto cs = contiguousStrides(in);
     const std::size_t lead = r - in.size();
