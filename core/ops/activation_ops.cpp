@@ -121,9 +121,11 @@ constexpr double kGeluClosedFormRange = 0x1p14;
 ///   |p − P| <= u_c(P + D1) + D1 + η_c,  |h·p − G| <= (u_c|x|/2 + η_c)(P + |p − P|) + (|x|/2)|p −
 ///   P|, |z − G| <= |h·p − G| + u_c(|G| + |h·p − G|) + η_c,
 /// with (|x|/2)|erf t − erf s| <= ρ_t·0.39895·min(x², 0.7358) + 0.565|x|η_c as in
-/// geluErfPointError. Evaluated to nearest and scaled by 1 + 2^-30. Checked never below the
-/// interval rule's bound (tests/core/ops/test_activation_ops: geluLocalErrorCoversTheEnclosure),
-/// so it inherits that rule's soundness, and against the randomized executor.
+/// geluErfPointError. Evaluated to nearest and scaled by 1 + 2^-30. Its soundness rests on this
+/// derivation: it is often below the interval rule's bound (that rule rounds every step outward
+/// where the model rounds to nearest), so it is checked against every execution of the model
+/// (tests/core/ops/test_activation_ops: geluLocalErrorBoundsEveryModelledExecution) and against
+/// the randomized executor (gelu()).
 double geluErfLocalError(double x, double y, Format c, Format s) {
   const double uc = unitRoundoff(c), ec = smallestSubnormal(c);
   const double k = modelUlps(LibmFn::Erf, c);
