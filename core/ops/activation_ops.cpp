@@ -95,11 +95,15 @@ kernels::ElementwiseModel activationModel(Op op, Format c, Format s) {
 /// - h = fl(x·0.5) is exact but when x is subnormal: η·|p| <= 2η.
 /// The sum, evaluated to nearest, is scaled by 1 + 2^-40 (its own few roundings) plus 4η.
 /// Tested against MPFR (tests/core/ops/test_activation_ops: geluPointErrorBoundsTheBinary64Value).
+/// 2/√π, √½ and their product √(2/π) (erf′(0), the argument's scale, erf′(0)·√½), to nearest.
+constexpr double kTwoOverSqrtPi = 1.1283791670955126, kSqrtHalf = 0.7071067811865476,
+                 kSqrtTwoOverPi = 0.7978845608028654;
+
 double geluErfPointError(double x, double y) {
   constexpr double u = 0x1p-53, eta = 0x1p-1074;
   static const double k = modelUlps(LibmFn::Erf, Format::Fp64);
   const double ax = std::fabs(x), h = 0.5 * ax;
-  const double e = std::fmin(1.0, 0.7978845608028654 * ax * (1.0 + 0x1p-30));  // (2/√π)/√2
+  const double e = std::fmin(1.0, kSqrtTwoOverPi * ax * (1.0 + 0x1p-30));
   const double rounding = 2.0 * u * std::fabs(y) * (1.0 + 2.0 * u) + 2.0 * eta;
   const double libmTerm = h * k * (2.0 * u * (1.0 + 0x1p-10) * e + eta);
   const double argTerm = u * 0.9655 * std::fmin(ax * ax, 0.7358) + 0.565 * ax * eta;
@@ -135,11 +139,10 @@ double geluErfLocalError(double x, double y, Format c, Format s) {
   const double p = ax > 0.0 ? std::fmin(2.0, 2.0 * g / ax * (1.0 + 0x1p-40)) : 1.0;  // >= P
   const double rho = uc + 1.415 * 0x1p-53;
   const double rhoT = rho + uc * (1.0 + rho);
-  const double e =
-      std::fmin(1.0, 1.1283791670955126 * (0.7071067811865476 * ax * (1.0 + rhoT) + ec));
+  const double e = std::fmin(1.0, kTwoOverSqrtPi * (kSqrtHalf * ax * (1.0 + rhoT) + ec));
   const double lib = k * (2.0 * uc * e + ec) * (1.0 + 0x1p-10);
   const double argHalf = rhoT * 0.39895 * std::fmin(ax * ax, 0.7358) + 0.565 * ax * ec;
-  const double arg = std::fmin(2.0, 1.1283791670955126 * (rhoT * 0.7071067811865476 * ax + ec));
+  const double arg = std::fmin(2.0, kTwoOverSqrtPi * (rhoT * kSqrtHalf * ax + ec));
   const double d1 = lib + arg;
   const double dp = uc * (p + d1) + d1 + ec;
   const double hdp = hx * (uc * (p + d1) + ec) + hx * lib + argHalf;  // (|x|/2)·|p − P|
