@@ -202,12 +202,13 @@ class UnaryActivationRule final : public OpRule {
     const Unary op = mKind(a);
     Tape tape;
     const AdDomain d{&tape};
-    std::vector<double> out(static_cast<std::size_t>(x.numel()));
+    std::vector<double> out(static_cast<std::size_t>(x.numel())), adj;
     for (std::size_t i = 0; i < out.size(); ++i) {
       tape.clear();
       const Var xv = d.leaf(x.values()[i]);
       const Var y = kernels::activationF(d, op, xv, 0);
-      out[i] = tape.backward({{y.id, g[0].values()[i]}})[static_cast<std::size_t>(xv.id)];
+      tape.backward(y.id, g[0].values()[i], adj);
+      out[i] = adj[static_cast<std::size_t>(xv.id)];
     }
     return std::vector<std::optional<Tensor>>{Tensor::point(x.shape(), x.dtype(), std::move(out))};
   }
@@ -310,13 +311,14 @@ class ActivationBackwardRule final : public OpRule {
     Tape tape;
     const AdDomain d{&tape};
     std::int64_t off[2];
+    std::vector<double> adj;
     for (std::int64_t i = 0; i < ix.size(); ++i) {
       ix.offsets(i, off);
       tape.clear();
       const Var gv = d.leaf(g.values()[static_cast<std::size_t>(off[0])]);
       const Var xv = d.leaf(x.values()[static_cast<std::size_t>(off[1])]);
       const Var z = kernels::activationBackwardF(d, op, gv, xv);
-      const auto adj = tape.backward({{z.id, h[0].values()[static_cast<std::size_t>(i)]}});
+      tape.backward(z.id, h[0].values()[static_cast<std::size_t>(i)], adj);
       dg[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(gv.id)];
       dx[static_cast<std::size_t>(i)] = adj[static_cast<std::size_t>(xv.id)];
     }

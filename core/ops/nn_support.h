@@ -198,18 +198,28 @@ class Tape {
     std::vector<double> adj(mEntries.size(), 0.0);
     for (const auto& [i, g] : seeds)
       if (i >= 0) adj[static_cast<std::size_t>(i)] += g;
+    propagate(adj);
+    return adj;
+  }
+  /// The adjoints of every entry for one seed (index, adjoint), into `adj` (reused across calls:
+  /// the per-element vjps run this once per element).
+  void backward(int seed, double g, std::vector<double>& adj) const {
+    adj.assign(mEntries.size(), 0.0);
+    if (seed >= 0) adj[static_cast<std::size_t>(seed)] += g;
+    propagate(adj);
+  }
+  /// Clears the tape.
+  void clear() { mEntries.clear(); }
+
+ private:
+  void propagate(std::vector<double>& adj) const {
     for (std::size_t k = mEntries.size(); k-- > 0;) {
       const Entry& e = mEntries[k];
       if (adj[k] == 0.0) continue;
       if (e.a >= 0) adj[static_cast<std::size_t>(e.a)] += adj[k] * e.da;
       if (e.b >= 0) adj[static_cast<std::size_t>(e.b)] += adj[k] * e.db;
     }
-    return adj;
   }
-  /// Clears the tape.
-  void clear() { mEntries.clear(); }
-
- private:
   std::vector<Entry> mEntries;
 };
 

@@ -106,6 +106,7 @@
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/layer_norm_point_error.h"
 #include "core/ops/libm_model.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/norm_row_adjoint.h"
@@ -353,6 +354,25 @@ class LayerNormRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
     return localErrorVia(*this, a, o, ctx);
+  }
+
+  // The binary64 point value's own error in closed form (core/ops/layer_norm_point_error.cpp);
+  // empty (→ the binary64 model's adjoint term) where it has none.
+  std::vector<Tensor> pointError(const OpArgs& a, std::span<const Tensor> o) const override {
+    const Tensor& x = a.tensor(0);
+    const LnShape s = lnShape(a, x, 1);
+    const Tensor* w = optTensor(a, 2, s.n);
+    const Tensor* b = optTensor(a, 3, s.n);
+    if (o.size() < 3 || x.isInterval() || (w && w->isInterval()) || (b && b->isInterval()))
+      return {};
+    auto e = ops::norm::layerNormPointErrors(x.values().data(), w ? w->values().data() : nullptr,
+                                             b ? b->values().data() : nullptr, s.rows, s.n,
+                                             epsArg(a, 4), o[0].values().data(),
+                                             o[1].values().data(), o[2].values().data());
+    if (!e) return {};
+    return std::vector<Tensor>{Tensor::point(x.shape(), o[0].dtype(), std::move(e->out)),
+                               Tensor::point(s.statShape, o[1].dtype(), std::move(e->mean)),
+                               Tensor::point(s.statShape, o[2].dtype(), std::move(e->rstd))};
   }
 
   // The row statistics are shared by the whole row: weighed by the signed adjoint sums (file

@@ -213,31 +213,35 @@ void checkCancel(const EvalOptions& options) {
   if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
-// Adds Σ|g|·r and Σ(g·r)² over the floating outputs of `node` that have an adjoint g, with the
+// Adds Σ|g|·r to *sum and Σ(g·r)² to *sumSquares (each skipped when null: the binary64 term
+// needs no sum of squares) over the floating outputs of `node` that have an adjoint g, with the
 // local bounds r of `local`. A zero adjoint owns no budget even where r is infinite (e.g. masked
 // -inf logits); an unknown local bound (NaN) counts as unbounded. With the node's operands
 // (`keys`, one list per output: operandKeys), the terms of elements with equal operands add
 // linearly before they are squared (core/program/equal_operands.h: equal operands round alike).
 using OperandKeys = std::vector<std::vector<std::uint64_t>>;
 void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
-                       const std::vector<Tensor>& local, double& sum, double& sumSquares,
+                       const std::vector<Tensor>& local, double* sum, double* sumSquares,
                        const OperandKeys* keys = nullptr) {
   std::vector<double> terms;
   for (std::size_t k = 0; k < adjoints.size() && k < local.size(); ++k) {
     if (!adjoints[k] || node.outputs[k].none || !isFloating(node.outputs[k].dtype)) continue;
     const auto g = adjoints[k]->values();
     const auto r = local[k].hi();
-    terms.assign(g.size(), 0.0);
+    if (sumSquares) terms.assign(g.size(), 0.0);
+    double unused = 0.0;
+    double& s = sum ? *sum : unused;  // added in element order, as before
     for (std::size_t e = 0; e < g.size(); ++e) {
       if (g[e] == 0) continue;
       double t = std::abs(g[e]) * r[e];
       if (std::isnan(t)) t = HUGE_VAL;
-      sum += t;
-      terms[e] = t;
+      s += t;
+      if (sumSquares) terms[e] = t;
     }
-    sumSquares += groupedSumSquares(terms, keys && k < keys->size()
-                                               ? std::span<const std::uint64_t>((*keys)[k])
-                                               : std::span<const std::uint64_t>());
+    if (sumSquares)
+      *sumSquares += groupedSumSquares(terms, keys && k < keys->size()
+                                                  ? std::span<const std::uint64_t>((*keys)[k])
+                                                  : std::span<const std::uint64_t>());
   }
 }
 
@@ -247,8 +251,7 @@ void addWeightedBounds(const Node& node, const std::vector<std::optional<Tensor>
 void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>& adjoints,
                      const std::vector<Tensor>& local, const std::vector<Tensor>& spread,
                      double& sum, double& sumSquares, const OperandKeys& keys) {
-  double unused = 0.0;
-  addWeightedBounds(node, adjoints, local, sum, unused);
+  addWeightedBounds(node, adjoints, local, &sum, nullptr);
   std::vector<Tensor> least;
   least.reserve(spread.size());
   for (std::size_t k = 0; k < spread.size() && k < local.size(); ++k) {
@@ -261,7 +264,7 @@ void addSpreadBounds(const Node& node, const std::vector<std::optional<Tensor>>&
     for (std::size_t e = 0; e < v.size(); ++e) v[e] = std::fmin(r[e], c[e]);
     least.push_back(Tensor::point(local[k].shape(), local[k].dtype(), std::move(v)));
   }
-  addWeightedBounds(node, adjoints, least, unused, sumSquares, &keys);
+  addWeightedBounds(node, adjoints, least, nullptr, &sumSquares, &keys);
 }
 
 // Returns equalOperandKeys for every output of a node (empty for the outputs that are not
@@ -446,7 +449,6 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       // Rules whose roundings are shared by many outputs (a layer norm's row statistics) weigh
       // them by the adjoints themselves (OpRule::adjointLocalError), in both contexts.
       NodeBudget b{node.name, node.op, 0.0, 0.0};
-      double unusedSquares = 0.0;
       const std::vector<Tensor> outGrads = outGradsOf(outputs, outAdj);
       std::map<std::string, std::vector<double>> memo;  // shared by both models' rules
       ctx.nodeMemo = &memo;
@@ -456,7 +458,7 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
           // The point evaluation's own error in closed form where the rule has one.
           const std::vector<Tensor> e = pointErrorOf(node, *rules[i], args, outputs);
           if (!e.empty()) {
-            addWeightedBounds(node, outAdj, e, out.pointBound, unusedSquares);
+            addWeightedBounds(node, outAdj, e, &out.pointBound, nullptr);
             continue;
           }
         }
@@ -480,13 +482,13 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
           });
           const OperandKeys keys = operandKeys(node, args, outputs);
           if (spread.empty()) {
-            addWeightedBounds(node, outAdj, local, b.bound, b.sumSquares, &keys);
+            addWeightedBounds(node, outAdj, local, &b.bound, &b.sumSquares, &keys);
           } else {
             checkResults(node, spread, "probabilisticLocalError", false);
             addSpreadBounds(node, outAdj, local, spread, b.bound, b.sumSquares, keys);
           }
         } else
-          addWeightedBounds(node, outAdj, local, out.pointBound, unusedSquares);
+          addWeightedBounds(node, outAdj, local, &out.pointBound, nullptr);
       }
       ctx.nodeMemo = nullptr;
       ctx64.nodeMemo = nullptr;
@@ -664,12 +666,13 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
     ctx64.nodeMemo = &memo;
     for (auto [cache, c] : {std::pair{&st.local, &ctx}, std::pair{&st.local64, &ctx64}}) {
       double& sum = c == &ctx ? out.bound : out.pointBound;
-      double unusedSquares = 0.0;
+      double unusedSquares = 0.0;  // the binary64 term has no probabilistic part
       double& squares = c == &ctx ? out.sumSquares : unusedSquares;
+      double* squaresOut = c == &ctx ? &out.sumSquares : nullptr;
       if (c == &ctx64) {
         if (!st.pointError[i]) st.pointError[i] = pointErrorOf(node, *st.rules[i], args, outputs);
         if (!st.pointError[i]->empty()) {
-          addWeightedBounds(node, outAdj, *st.pointError[i], sum, squares);
+          addWeightedBounds(node, outAdj, *st.pointError[i], &sum, squaresOut);
           continue;
         }
       }
@@ -685,7 +688,7 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
         (*cache)[i] = std::move(local);
       }
       if (c != &ctx) {
-        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares);
+        addWeightedBounds(node, outAdj, *(*cache)[i], &sum, squaresOut);
         continue;
       }
       // As in evaluateFirstOrder: the probabilistic term from the rule's root-sum-square of its
@@ -699,7 +702,7 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
       }
       if (!st.keys[i]) st.keys[i] = operandKeys(node, args, outputs);
       if (st.spread[i]->empty()) {
-        addWeightedBounds(node, outAdj, *(*cache)[i], sum, squares, &*st.keys[i]);
+        addWeightedBounds(node, outAdj, *(*cache)[i], &sum, &squares, &*st.keys[i]);
       } else {
         addSpreadBounds(node, outAdj, *(*cache)[i], *st.spread[i], sum, squares, *st.keys[i]);
       }

@@ -186,25 +186,26 @@ class TestAnalysisSamples : public QObject {
         // The radius includes the binary64 evaluation's own first-order bound, computed with the
         // same adjoints: per node, the bound of an fp64 run (a model override computes it) where
         // a rule has no closed form for its point() error, and that closed form (positive) where
-        // it has one (OpRule::pointError: the softmax rows, gelu). So pointBound lies between
-        // the fp64 run's bound without those nodes' terms and the whole of it.
+        // it has one (OpRule::pointError: the softmax rows, gelu, layer norm). So pointBound lies
+        // between the fp64 run's bound without those nodes' terms and the whole of it.
         EvalOptions e64;
         e64.precision.override = Format::Fp64;
         const FirstOrderResult b64 = evaluateFirstOrder(*program, inputs, *backend, e64);
         double closedTerms = 0.0;
         for (const NodeBudget& n : b64.nodes)
           if (n.op == "aten._softmax.default" || n.op == "aten._log_softmax.default" ||
-              n.op == "aten.gelu.default")
+              n.op == "aten.gelu.default" || n.op == "aten.native_layer_norm.default")
             closedTerms += n.bound;
         const double rest = b64.bound - closedTerms;
-        QVERIFY2(closedTerms > 0 && fo.pointBound > rest * (1 + 1e-12) && fo.pointBound < b64.bound,
-                 (where + ": pointBound " + std::to_string(fo.pointBound) +
-                  " is not between the fp64 first-order bound without its softmax and gelu terms " +
-                  std::to_string(rest) + " and with them " + std::to_string(b64.bound))
-                     .c_str());
+        QVERIFY2(
+            closedTerms > 0 && fo.pointBound > rest * (1 + 1e-12) && fo.pointBound < b64.bound,
+            (where + ": pointBound " + std::to_string(fo.pointBound) +
+             " is not between the fp64 first-order bound without the closed-form nodes' terms " +
+             std::to_string(rest) + " and with them " + std::to_string(b64.bound))
+                .c_str());
         qInfo(
             "%s: pointBound %.3g: %.3g from the fp64 model's terms of the other nodes, the "
-            "softmax rows' and gelu's closed forms %.3g in place of %.3g",
+            "softmax rows', gelu's and layer norm's closed forms %.3g in place of %.3g",
             where.c_str(), fo.pointBound, rest, fo.pointBound - rest, closedTerms);
         QVERIFY2(fo.hi - fo.lo >= 2 * (fo.bound + fo.pointBound),
                  (where + ": the first-order radius lacks the binary64 term").c_str());
