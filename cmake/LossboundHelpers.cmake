@@ -37,7 +37,7 @@ set(LOSSBOUND_QTEST_SKIPPED "Totals: [0-9]+ passed, 0 failed, [1-9][0-9]* skippe
 # slow under the sanitizers. A test labelled tsan is built by the target tsan-tests and run by the
 # ThreadSanitizer stage (lb_tsan_stage): the tests that run work on several threads.
 function(lossbound_add_test)
-  cmake_parse_arguments(T "NO_SANITIZE" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS"
+  cmake_parse_arguments(T "NO_SANITIZE" "NAME;TIMEOUT;COST" "SOURCES;LIBS;LABELS;COMPILE_OPTIONS"
                         ${ARGN})
   string(REPLACE "/" "_" exe "test_${T_NAME}")
   if("core" IN_LIST T_LABELS AND NOT T_NO_SANITIZE)
@@ -66,4 +66,7 @@ function(lossbound_add_test)
     TIMEOUT ${T_TIMEOUT}
     LABELS "${T_LABELS}"
     SKIP_REGULAR_EXPRESSION "${LOSSBOUND_QTEST_SKIPPED}")
+  if(T_COST)
+    set_tests_properties(${T_NAME} PROPERTIES COST ${T_COST})
+  endif()
 endfunction()

@@ -19,7 +19,9 @@ LOSSBOUND_PACKAGES=(
   openmpi-bin libopenmpi-dev
 )
 
-lb_log() { printf '\033[1m[lossbound]\033[0m %s\n' "$*" >&2; }
+# Each line carries the seconds since the script started (bash's SECONDS), so a CI log shows what
+# each stage took.
+lb_log() { printf '\033[1m[lossbound %ss]\033[0m %s\n' "$SECONDS" "$*" >&2; }
 
 lb_install_missing() {
   local missing=()
@@ -50,6 +52,19 @@ lb_configure() {
   if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
     extra+=("-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc")
   fi
+  # Device code for one architecture, not CMakeLists.txt's five: nvcc spends ~2.5 min of one core
+  # per architecture on gpu/interval_kernels.cu. With a GPU, its own (`native`); without one,
+  # sm_75 with compute_75 PTX, which the driver compiles for any newer GPU at first launch. Set
+  # LOSSBOUND_CUDA_ARCHITECTURES to choose (e.g. "75;80;86;89;90" for a binary to ship).
+  local archs="${LOSSBOUND_CUDA_ARCHITECTURES:-}"
+  if [ -z "$archs" ]; then
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+      archs=native
+    else
+      archs=75
+    fi
+  fi
+  extra+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
   # Warnings are errors for the project's own builds and CI (a consumer's plain build: OFF). The
   # build is Release (-O3), as a user's plain `cmake -DCMAKE_BUILD_TYPE=Release` is: -O3 reaches
   # warnings that -O2 does not (GCC 12's false -Wrestrict, bug 105651, was one). The interval
@@ -64,6 +79,11 @@ lb_build() {
   cmake --build "$BUILD_DIR" --parallel "$(nproc)" "$@"
 }
 
+# The sanitizer trees build at -O1 with line tables only (-g1: file and line in every report's
+# stack): GCC's -O2 -g with ASan and UBSan took twice as long (elementwise_ops.cpp: 54 s against
+# 25 s), most of CI's time. NDEBUG as in the Release tree, so both run the same code.
+LB_SANITIZE_OPT="-O1 -g1 -DNDEBUG"
+
 # Sanitizers: the core tests (ctest label sanitize: every core-labelled Qt test except the
 # minutes-long sample analyses, see lossbound_add_test) built with ASan + UBSan in their own tree
 # (default build-asan; UBSan aborts on the first report) and run there. The CLI tests are not
@@ -72,7 +92,7 @@ lb_sanitize_stage() {
   local dir="${LOSSBOUND_ASAN_DIR:-$LOSSBOUND_ROOT/build-asan}"
   lb_log "ASan+UBSan: the core tests (ctest -L sanitize) in $dir"
   BUILD_DIR="$dir" lb_configure -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOSSBOUND_SANITIZE=address \
-    -DLOSSBOUND_CUDA=OFF \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$LB_SANITIZE_OPT" -DLOSSBOUND_CUDA=OFF \
     -DLOSSBOUND_BENCHMARKS=OFF "$@"
   BUILD_DIR="$dir" lb_build --target sanitize-tests
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
@@ -88,7 +108,8 @@ lb_tsan_stage() {
   local dir="${LOSSBOUND_TSAN_DIR:-$LOSSBOUND_ROOT/build-tsan}"
   lb_log "TSan: the multi-threaded tests (ctest -L tsan) in $dir"
   BUILD_DIR="$dir" lb_configure -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOSSBOUND_SANITIZE=thread \
-    -DLOSSBOUND_CUDA=OFF -DLOSSBOUND_BENCHMARKS=OFF "$@"
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$LB_SANITIZE_OPT" -DLOSSBOUND_CUDA=OFF \
+    -DLOSSBOUND_BENCHMARKS=OFF "$@"
   BUILD_DIR="$dir" lb_build --target tsan-tests
   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$LOSSBOUND_ROOT/tests/tsan.supp}" \
     ctest --test-dir "$dir" -L tsan --output-on-failure --timeout 900 -j 1

@@ -29,3 +29,4 @@ lb_log "fuzz smoke run of the IR parser and the run-file reader (scripts/fuzz-sm
 "$LOSSBOUND_ROOT/scripts/fuzz-smoke.sh"
 lb_sanitize_stage
 lb_tsan_stage
+lb_log "the whole suite passed"
