@@ -78,21 +78,6 @@ DType promoteTypes(const Tensor& a, const Tensor& b) {
   return w;
 }
 
-double roundNearest(double x, Format f) {
-  switch (f) {
-    case Format::Fp64:
-      return x;
-    case Format::Fp32:
-      // The cast is correctly rounded; values beyond the float range are handled by
-      // roundToFormat (the cast would be undefined behaviour).
-      if (std::fabs(x) <= static_cast<double>(FLT_MAX))
-        return static_cast<double>(static_cast<float>(x));
-      return roundToFormat(x, f, RoundingDirection::Nearest);
-    default:
-      return roundToFormat(x, f, RoundingDirection::Nearest);
-  }
-}
-
 double roundTowardZero(double x, Format f) {
   return roundToFormat(x, f, x < 0 ? RoundingDirection::Up : RoundingDirection::Down);
 }

@@ -10,24 +10,6 @@
 
 namespace lossbound::ops {
 
-double addIn(double a, double b, Format f) { return roundNearest(a + b, f); }
-double mulIn(double a, double b, Format f) { return roundNearest(a * b, f); }
-
-double fmaIn(double a, double b, double c, Format f) {
-  if (f == Format::Fp64) return std::fma(a, b, c);
-  if (f == Format::Fp32) {
-    const auto isF = [](double x) {
-      return std::fabs(x) <= static_cast<double>(FLT_MAX) &&
-             static_cast<double>(static_cast<float>(x)) == x;
-    };
-    if (isF(a) && isF(b) && isF(c))
-      return static_cast<double>(
-          std::fmaf(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
-  }
-  // Inputs outside f, or bf16/fp16 accumulation: a faithful result (double rounding).
-  return roundNearest(std::fma(a, b, c), f);
-}
-
 namespace {
 double sequentialSum(std::span<double> t, Format f) {
   double s = t.empty() ? 0.0 : t[0];
@@ -89,7 +71,8 @@ double randomDot(std::span<const double> a, std::span<const double> b, Format f,
     return randomSum(scratch, f, rng);
   }
   // FMA chains over random-size blocks of a random permutation, partials summed at random.
-  std::vector<std::size_t> idx(n);
+  thread_local std::vector<std::size_t> idx;  // reused: one allocation per thread, not per dot
+  idx.resize(n);
   std::iota(idx.begin(), idx.end(), std::size_t{0});
   std::shuffle(idx.begin(), idx.end(), rng);
   const std::size_t blk = (rng() & 1) ? n : 1 + static_cast<std::size_t>(rng() % n);
