@@ -49,6 +49,7 @@
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/libm_model.h"
+#include "core/ops/log_softmax_local_error.h"
 #include "core/ops/nn_support.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
@@ -251,6 +252,34 @@ std::optional<std::vector<double>> pointErrorRows(const Tensor& x, int dim, cons
   return err;
 }
 
+/// Returns log-softmax's local error in closed form (logSoftmaxRowLocalErrors) for the needed
+/// entries of every row along `rows` (0 elsewhere), y the point outputs; empty when a row with a
+/// needed entry cannot be bounded that way.
+std::vector<double> closedFormLocalErrors(const Tensor& x, const Rows& rows,
+                                          std::span<const double> y, const kernels::SoftmaxModel& m,
+                                          const std::vector<unsigned char>& needed) {
+  const auto xv = x.values();
+  std::vector<double> r(xv.size(), 0.0);
+  const auto n = static_cast<std::size_t>(rows.n);
+  std::vector<double> xr(n), yr(n), rr(n);
+  std::vector<unsigned char> nr(n);
+  for (std::int64_t row = 0; row < rows.count(); ++row) {
+    bool any = false;
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto k = static_cast<std::size_t>(rows.at(row, static_cast<std::int64_t>(j)));
+      xr[j] = xv[k];
+      yr[j] = y[k];
+      nr[j] = needed[k];
+      any = any || nr[j] != 0;
+    }
+    if (!any) continue;
+    if (!logSoftmaxRowLocalErrors(xr.data(), yr.data(), rows.n, m, nr.data(), rr.data())) return {};
+    for (std::size_t j = 0; j < n; ++j)
+      if (nr[j]) r[static_cast<std::size_t>(rows.at(row, static_cast<std::int64_t>(j)))] = rr[j];
+  }
+  return r;
+}
+
 /// Applies f(row in, row out) to every row of `x` along dim, for point or interval values.
 template <typename T, typename Get, typename F>
 std::vector<T> mapRows(const Tensor& x, int dim, Get get, F f) {
@@ -375,9 +404,13 @@ class SoftmaxRule final : public OpRule {
     // evaluator's Σ|g|·r): cross-entropy's adjoint has one nonzero per row.
     std::vector<unsigned char> needed(gv.size());
     for (std::size_t k = 0; k < gv.size(); ++k) needed[k] = gv[k] != 0.0;
-    const Tensor local = localErrorFromEnclosure(
-        o[0], intervalRows(x, softmaxDim(a, x), a.outSpec(0).dtype, m, true, ctx.backend, &needed));
-    const auto r = local.hi();
+    std::vector<double> r = closedFormLocalErrors(x, rows, yv, m, needed);
+    if (r.empty()) {  // a row the closed form does not bound: the interval rows
+      const Tensor local = localErrorFromEnclosure(
+          o[0],
+          intervalRows(x, softmaxDim(a, x), a.outSpec(0).dtype, m, true, ctx.backend, &needed));
+      r.assign(local.values().begin(), local.values().end());
+    }
     for (std::size_t k = 0; k < gv.size(); ++k) {
       if (gv[k] == 0.0) continue;
       const double t = mul_up(std::fabs(gv[k]), r[k]);
