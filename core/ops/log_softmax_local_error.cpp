@@ -102,9 +102,8 @@ bool logSoftmaxRowLocalErrors(const double* x, const double* yPoint, std::int64_
   }
   if (k == 0) return false;  // every entry masked: PyTorch gives NaN
   const double u = m.u, etaC = m.eta;
-  double xLo = 0.0;
-  // X's bounds and D±, over the kept entries.
-  // D± of the unshifted form (t0_j = u|x_j| + η), when it is allowed (then every |x_j| <= T).
+  // X's bounds and D± over the kept entries, and the unshifted form's D± (t0_j = u|x_j| + η) when
+  // that form is allowed (then every |x_j| <= T).
   const bool unshiftedForm = maxMag <= m.noShiftT;
   static_assert(std::numeric_limits<long double>::digits >= 64,
                 "X's sums assume an x87 (or wider) long double");
@@ -131,16 +130,14 @@ bool logSoftmaxRowLocalErrors(const double* x, const double* yPoint, std::int64_
       dMinus0 = add_up(dMinus0, mul_up(eHi, t0));
     }
   }
-  {  // the long double sums' error, then outward to binary64
-    const long double g = static_cast<long double>(k) * 0x1p-63L;
-    const long double lo = sumLo * (1.0L - g), hi = sumHi * (1.0L + g);
-    double l = static_cast<double>(lo), h = static_cast<double>(hi);
-    if (static_cast<long double>(l) > lo) l = std::nextafter(l, -inf);
-    if (static_cast<long double>(h) < hi) h = std::nextafter(h, inf);
-    xLo = l;
-    xHi = add_up(xHi, h);  // xHi held the terms below 2^-1076
-  }
-  xLo = std::fmax(xLo, 1.0);  // X >= 1 exactly (the maximum's term)
+  // The long double sums' error, then outward to binary64; X >= 1 exactly (the maximum's term).
+  const long double g = static_cast<long double>(k) * 0x1p-63L;
+  const long double sumLoBound = sumLo * (1.0L - g), sumHiBound = sumHi * (1.0L + g);
+  double xLo = static_cast<double>(sumLoBound), h = static_cast<double>(sumHiBound);
+  if (static_cast<long double>(xLo) > sumLoBound) xLo = std::nextafter(xLo, -inf);
+  if (static_cast<long double>(h) < sumHiBound) h = std::nextafter(h, inf);
+  xLo = std::fmax(xLo, 1.0);
+  xHi = add_up(xHi, h);  // xHi held the terms below 2^-1076
   const double gamma = gammaUp(k - 1, m.uAcc);
   const double etaK = div_up(mul_up(static_cast<double>(k), m.etaExp), xLo);
   const double lambda =
