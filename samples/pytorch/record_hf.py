@@ -2,7 +2,7 @@
 """Records a Hugging Face transformers model with and without the gradient-accumulation loss bug.
 
     PY=$(scripts/torch2-env.sh | tail -n 1)      # torch 2.x + transformers (see the README)
-    $PY samples/pytorch/record_hf.py --out /tmp/hf-gpt2 [--model gpt2|llama|bert] [--steps 10]
+    $PY samples/pytorch/record_hf.py --out /tmp/hf-gpt2 [--model gpt2|llama|bert|...] [--steps 10]
         [--style buggy|fixed|both] [--attn sdpa|eager]
     build/app/lossbound-cli analyze --reference /tmp/hf-gpt2/reference.h5 \\
         --candidate /tmp/hf-gpt2/candidate-buggy.h5
@@ -15,10 +15,12 @@ Writes, in --out:
   candidate-fixed.h5  the same 4 micro-batches, each micro-batch's summed token loss divided by
                       num_items_in_batch (the token count of the whole batch): the fix
 
-The model (GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM) is built from a tiny config
+The model (GPT2LMHeadModel, LlamaForCausalLM, BertForMaskedLM, or a causal or masked LM of
+another family: Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and 3, OLMo 2, GPT-NeoX, OPT, Falcon,
+GPTBigCode, DistilBERT, RoBERTa) is built from a tiny config
 with random weights (nothing is downloaded) and runs in eval mode (dropout off). The sequences
 have random lengths and are right-padded (labels -100, attention_mask 0), so the micro-batches
-hold unequal token counts from step 0; bert masks 25% of the real tokens of each sequence (at
+hold unequal token counts from step 0; the masked LMs mask 25% of the real tokens of each sequence (at
 least one). Each run trains with AdamW for --steps steps from the same initial weights on the
 same batches and records a checkpoint and the logged loss at every step.
 
@@ -56,6 +58,39 @@ IGNORE = -100
 INIT_SEED = 0
 DATA_SEED = 1
 MODELS = ("gpt2", "llama", "bert")
+# More families, each a tiny config of its own transformers classes (causal LMs unless masked):
+# tried with lossbound-cli on transformers 5 and PyTorch 2.x (README); not in the Hugging Face
+# stage of ctest, which runs MODELS.
+MORE: Dict[str, tuple] = {
+    # name: (config class, model class, config arguments beyond the common ones)
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 8}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 8, "sliding_window": 8}),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {"pad_token_id": 0}),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"num_key_value_heads": None}),
+    "opt": ("OPTConfig", "OPTForCausalLM", {"ffn_dim": 64, "word_embed_proj_dim": 32,
+                                            "intermediate_size": None,
+                                            "num_key_value_heads": None}),
+    "falcon": ("FalconConfig", "FalconForCausalLM", {"intermediate_size": None,
+                                                     "num_key_value_heads": None,
+                                                     "max_position_embeddings": None}),
+    "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM",
+                    {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": CONTEXT,
+                     "hidden_size": None, "num_hidden_layers": None,
+                     "num_attention_heads": None, "intermediate_size": None,
+                     "num_key_value_heads": None, "max_position_embeddings": None}),
+    "distilbert": ("DistilBertConfig", "DistilBertForMaskedLM",
+                   {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64, "pad_token_id": 0,
+                    "hidden_size": None, "num_hidden_layers": None, "num_attention_heads": None,
+                    "intermediate_size": None, "num_key_value_heads": None}),
+    "roberta": ("RobertaConfig", "RobertaForMaskedLM",
+                {"max_position_embeddings": CONTEXT + 2, "pad_token_id": 1,
+                 "num_attention_heads": 2, "num_key_value_heads": None}),
+}
+MASKED = ("bert", "distilbert", "roberta")  # masked LMs: 25% of the tokens masked and labelled
 STYLES = ("buggy", "fixed")
 
 
@@ -76,10 +111,26 @@ def build_model(kind: str, attn: str) -> torch.nn.Module:
                             num_attention_heads=2, intermediate_size=64,
                             max_position_embeddings=CONTEXT)
         cls = tr.BertForMaskedLM
+    elif kind in MORE:
+        config_name, model_name, extra = MORE[kind]
+        args = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "max_position_embeddings": CONTEXT, **extra}
+        cfg = getattr(tr, config_name)(**{k: v for k, v in args.items() if v is not None})
+        cls = getattr(tr, model_name)
     else:
-        raise ValueError(f"unknown model {kind!r} (expected one of {', '.join(MODELS)})")
+        raise ValueError(f"unknown model {kind!r} (expected one of "
+                         f"{', '.join(MODELS + tuple(MORE))})")
     torch.manual_seed(INIT_SEED)
-    return cls._from_config(cfg, attn_implementation=attn).eval()
+    try:
+        return cls._from_config(cfg, attn_implementation=attn).eval()
+    except ValueError as e:  # e.g. Gemma2: no SDPA attention in transformers
+        if attn != "sdpa" or "scaled_dot_product_attention" not in str(e):
+            raise
+        print(f"{cls.__name__} has no SDPA attention in this transformers: recording with "
+              f"--attn eager", file=sys.stderr)
+        torch.manual_seed(INIT_SEED)
+        return cls._from_config(cfg, attn_implementation="eager").eval()
 
 
 def make_batches(kind: str, steps: int) -> List[Batch]:
@@ -102,14 +153,14 @@ def make_batches(kind: str, steps: int) -> List[Batch]:
             seq = torch.tensor([1 + (s + j * d) % (VOCAB - 1) for j in range(n)])
             ids[i, :n] = seq
             mask[i, :n] = 1
-            if kind == "bert":
+            if kind in MASKED:
                 pick = torch.randperm(n, generator=g)[:max(1, n // 4)]
                 labels[i, pick] = seq[pick]
                 ids[i, pick] = 0
             else:
                 labels[i, :n] = seq
         batch = {"input_ids": ids, "labels": labels}
-        if kind == "bert":
+        if kind in MASKED:
             batch["attention_mask"] = mask
         batches.append(batch)
     return batches
@@ -119,7 +170,7 @@ def num_items(kind: str, labels: torch.Tensor) -> torch.Tensor:
     """The number of tokens the loss averages over: causal LMs predict token t+1 at position t,
     so the first label of each sequence is never a target (what Trainer counts as
     num_items_in_batch)."""
-    if kind != "bert":
+    if kind not in MASKED:
         labels = labels[:, 1:]
     return (labels != IGNORE).sum()
 
@@ -185,8 +236,9 @@ def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) ->
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for the run files (created)")
-    ap.add_argument("--model", choices=MODELS, default="gpt2",
-                    help="GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM (default: gpt2)")
+    ap.add_argument("--model", choices=MODELS + tuple(MORE), default="gpt2",
+                    help="GPT2LMHeadModel, LlamaForCausalLM or BertForMaskedLM (default: gpt2), "
+                         "or a tiny model of another family: " + ", ".join(MORE))
     ap.add_argument("--steps", type=int, default=10,
                     help="training steps per run, each one checkpointed (default: 10)")
     ap.add_argument("--style", choices=STYLES + ("both",), default="both",

@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 """The model zoo: architectures nobody here wrote, recorded and replayed end to end.
 
-    /usr/bin/python3 tests/zoo/zoo.py --cli build/app/lossbound-cli [--only NAME ...]
+    /usr/bin/python3 tests/zoo/zoo.py --cli build/app/lossbound-cli [--only NAME ... | --extra]
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
+
+ctest runs the zoo (ZOO below); --extra runs seven more torchvision architectures instead
+(EXTRA: ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, GoogLeNet), which CI's
+time leaves out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -393,6 +397,70 @@ ZOO: Dict[str, Arch] = {
                          about="the Llama-style decoder with cross_entropy(label_smoothing=0.1)"),
 }
 
+# More torchvision architectures, small configurations of their own classes: not in ctest (CI's
+# time), run with --only NAME or --extra (all of them); the README quotes their figures.
+
+
+def _shufflenet() -> nn.Module:
+    from torchvision.models import ShuffleNetV2
+    return ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10)
+
+
+def _efficientnet() -> nn.Module:
+    from torchvision.models.efficientnet import EfficientNet, MBConvConfig
+    return EfficientNet([MBConvConfig(1, 3, 1, 8, 8, 1), MBConvConfig(4, 3, 2, 8, 16, 1),
+                         MBConvConfig(4, 5, 2, 16, 24, 1)], dropout=0.2, last_channel=64,
+                        num_classes=10)
+
+
+def _convnext() -> nn.Module:
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    return ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10)
+
+
+def _swin() -> nn.Module:
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2],
+                           window_size=[4, 4], num_classes=10)
+
+
+def _regnet() -> nn.Module:
+    from torchvision.models.regnet import BlockParams, RegNet
+    return RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8),
+                  num_classes=10, stem_width=8)
+
+
+def _googlenet() -> nn.Module:
+    from torchvision.models import GoogLeNet
+    return GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
+
+
+EXTRA: Dict[str, Arch] = {
+    "shufflenet_v2": Arch(_shufflenet, "classify", images(2, (3, 32, 32), 10),
+                          about="torchvision ShuffleNetV2(stages [2, 2, 2], channels 8-128): "
+                                "channel shuffle, chunk, max pooling, 3x32x32, batch 2"),
+    "squeezenet1_1": Arch(_tv("squeezenet1_1", num_classes=10), "classify",
+                          images(2, (3, 32, 32), 10),
+                          about="torchvision squeezenet1_1(num_classes=10): ceil-mode max "
+                                "pooling, Fire concatenations, 3x32x32, batch 2"),
+    "efficientnet": Arch(_efficientnet, "classify", images(2, (3, 32, 32), 10),
+                         about="torchvision EfficientNet of three MBConv stages: SiLU, "
+                               "squeeze-excitation, stochastic depth (eval), 3x32x32, batch 2"),
+    "convnext": Arch(_convnext, "classify", images(2, (3, 32, 32), 10),
+                     about="torchvision ConvNeXt(16-32 channels, 1 block per stage): depthwise "
+                           "7x7, LayerNorm2d through permutes, layer scale, 3x32x32, batch 2"),
+    "swin": Arch(_swin, "classify", images(2, (3, 32, 32), 10),
+                 about="torchvision SwinTransformer(embed 16, depths [1, 1], window 4): shifted "
+                       "windows (roll), relative position bias by index, 3x32x32, batch 2"),
+    "regnet": Arch(_regnet, "classify", images(2, (3, 32, 32), 10),
+                   about="torchvision RegNet(depth 4, w_0 8, group width 8): grouped "
+                         "convolutions, squeeze-excitation, 3x32x32, batch 2"),
+    "googlenet": Arch(_googlenet, "classify", images(2, (3, 32, 32), 10),
+                      about="torchvision GoogLeNet(num_classes=10, aux_logits=False): inception "
+                            "blocks of 64-832 channels, 3x32x32, batch 2"),
+}
+ARCHS: Dict[str, Arch] = {**ZOO, **EXTRA}
+
 VARIANTS = ("reference", "correct", "buggy")
 
 
@@ -441,7 +509,7 @@ def initial_params(arch: Arch) -> Tuple[nn.Module, Batch]:
 def record(name: str, folder: str) -> Dict[str, float]:
     """Records the three runs of `name` into folder/{reference,correct,buggy}.h5; returns the
     seconds each took."""
-    arch = ZOO[name]
+    arch = ARCHS[name]
     batches = arch.batches()
     seconds = {}
     for variant in VARIANTS:
@@ -479,7 +547,7 @@ def torch_step_seconds(name: str, repeats: int = 5) -> float:
     """PyTorch's own time for step 0 of the correct run (forward and backward, fp32, on the
     threads torch is set to use): the median of `repeats` calls after one warm-up call. The
     yardstick bench-zoo's replay times are divided by (bench/zoo_soundness.sh)."""
-    arch = ZOO[name]
+    arch = ARCHS[name]
     model, params = initial_params(arch)
     if arch.kind == "classify" and arch.layout == "2d":
         params = {k: (v.detach().contiguous(memory_format=torch.channels_last)
@@ -546,7 +614,7 @@ def contains(outer: dict, inner: dict) -> bool:
 
 def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> dict:
     files = {v: os.path.join(folder, f"{v}.h5") for v in VARIANTS}
-    result: dict = {"architecture": name, "about": ZOO[name].about}
+    result: dict = {"architecture": name, "about": ARCHS[name].about}
     code, out, err, _ = run_cli(cli, ["info"] + list(files.values()))
     c.check(code == 0, f"info exits {code}: {err.strip()}")
     c.check("unsupported ops" not in out,
@@ -657,7 +725,10 @@ def main() -> int:
     global STEPS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", help="path of lossbound-cli")
-    ap.add_argument("--only", nargs="*", choices=sorted(ZOO), help="architectures (default all)")
+    ap.add_argument("--only", nargs="*", choices=sorted(ARCHS),
+                    help="architectures (default: the zoo, without the extra ones)")
+    ap.add_argument("--extra", action="store_true",
+                    help="run the extra torchvision architectures (not in ctest) instead")
     ap.add_argument("--work", help="record here (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the recordings")
     ap.add_argument("--ensemble", type=int, default=50,
@@ -673,8 +744,8 @@ def main() -> int:
         ap.error("--steps must be at least 1")
     STEPS = args.steps
     if args.list:
-        for name, arch in ZOO.items():
-            print(f"{name}: {arch.about}")
+        for name, arch in ARCHS.items():
+            print(f"{name}{' (extra)' if name in EXTRA else ''}: {arch.about}")
         return 0
     if args.check_list is not None:
         if sorted(args.check_list) != sorted(ZOO):
@@ -689,7 +760,7 @@ def main() -> int:
     work = args.work or tempfile.mkdtemp(prefix="lossbound-zoo-")
     results, failures = {}, 0
     try:
-        for name in args.only or list(ZOO):
+        for name in args.only or list(EXTRA if args.extra else ZOO):
             folder = os.path.join(work, name)
             os.makedirs(folder, exist_ok=True)
             c = Checker(name)
