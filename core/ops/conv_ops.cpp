@@ -196,7 +196,7 @@ Tensor intervalProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& 
 
 /// One randomized candidate execution of product p (gemm.h's randomGemm).
 Tensor randomProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, DType t,
-                     const GemmModel& gm, std::mt19937_64& rng) {
+                     const GemmModel& gm, const OpContext& ctx) {
   const Shape s = convProductShape(g, p);
   std::vector<double> out(static_cast<std::size_t>(numel(s)), 0.0);
   std::vector<double> bias;
@@ -209,7 +209,8 @@ Tensor randomProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts
                     ts.bias->values()[static_cast<std::size_t>(q.biasRow0 + i)]);
     }
     randomGemm(A, 0, B, 0, q.m, q.k, q.n, gm, q.biasRow0 >= 0 ? bias.data() : nullptr, 1.0, 1.0,
-               rng, out.data() + q.outOff);
+               *ctx.rng, out.data() + q.outOff,
+               ctx.orderPerProduct ? GemmOrder::PerProduct : GemmOrder::PerElement);
   });
   return Tensor::point(s, t, std::move(out));
 }
@@ -331,7 +332,7 @@ class ConvolutionRule final : public OpRule {
     const ConvForward f = forwardArgs(a);
     const DType t = a.outSpec().dtype;
     const GemmModel gm = productModel(a, ctx.precision, t, ConvProduct::Output);
-    return {randomProduct(f.g, ConvProduct::Output, f.ts, t, gm, *ctx.rng)};
+    return {randomProduct(f.g, ConvProduct::Output, f.ts, t, gm, ctx)};
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
@@ -455,7 +456,7 @@ class ConvolutionBackwardRule final : public OpRule {
         continue;
       }
       const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
-      out.push_back(randomProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, *ctx.rng));
+      out.push_back(randomProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, ctx));
     }
     return out;
   }

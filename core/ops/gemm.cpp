@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -187,15 +188,119 @@ void roundInputs(std::span<const double> src, std::int64_t off, std::int64_t len
   }
 }
 
+/// Row i of a (m×k) times b (k×n), the k terms walked in the order `perm`, every step rounded to
+/// nearest in the accumulation format as T (float for fp32, double for fp64: their own RN
+/// arithmetic and fma are the model's mulIn, addIn and fmaIn for operands of that format): acc
+/// starts at `first` (the bias as a term) or at the first product, then either fma(a, b, acc) or
+/// acc + RN(a·b) per term.
+template <typename T>
+void chainRow(const double* a, const double* b, std::int64_t n, std::span<const std::size_t> perm,
+              bool fused, const double* first, std::vector<T>& acc) {
+  acc.assign(static_cast<std::size_t>(n), T(0));
+  std::size_t p = 0;
+  if (first) {
+    for (std::int64_t j = 0; j < n; ++j)
+      acc[static_cast<std::size_t>(j)] = static_cast<T>(first[j]);
+  } else if (!perm.empty()) {
+    const T av = static_cast<T>(a[perm[0]]);
+    const double* br = b + static_cast<std::int64_t>(perm[0]) * n;
+    for (std::int64_t j = 0; j < n; ++j)
+      acc[static_cast<std::size_t>(j)] = av * static_cast<T>(br[j]);
+    p = 1;
+  }
+  for (; p < perm.size(); ++p) {
+    const T av = static_cast<T>(a[perm[p]]);
+    const double* br = b + static_cast<std::int64_t>(perm[p]) * n;
+    T* c = acc.data();
+    if (fused) {
+      for (std::int64_t j = 0; j < n; ++j) c[j] = std::fma(av, static_cast<T>(br[j]), c[j]);
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T t = av * static_cast<T>(br[j]);  // RN_T(a·b): the product rounded first
+        c[j] = c[j] + t;
+      }
+    }
+  }
+}
+
+/// The same chain in any accumulation format through mulIn, addIn and fmaIn (bf16 or fp16
+/// accumulation, or fp32 accumulation of inputs that are not in fp32).
+void chainRowIn(const double* a, const double* b, std::int64_t n, std::span<const std::size_t> perm,
+                bool fused, const double* first, Format f, std::vector<double>& acc) {
+  acc.assign(static_cast<std::size_t>(n), 0.0);
+  std::size_t p = 0;
+  if (first) {
+    for (std::int64_t j = 0; j < n; ++j)
+      acc[static_cast<std::size_t>(j)] = roundNearest(first[j], f);
+  } else if (!perm.empty()) {
+    const double* br = b + static_cast<std::int64_t>(perm[0]) * n;
+    for (std::int64_t j = 0; j < n; ++j)
+      acc[static_cast<std::size_t>(j)] = mulIn(a[perm[0]], br[j], f);
+    p = 1;
+  }
+  for (; p < perm.size(); ++p) {
+    const double av = a[perm[p]];
+    const double* br = b + static_cast<std::int64_t>(perm[p]) * n;
+    for (std::int64_t j = 0; j < n; ++j) {
+      double& c = acc[static_cast<std::size_t>(j)];
+      c = fused ? fmaIn(av, br[j], c, f) : addIn(c, mulIn(av, br[j], f), f);
+    }
+  }
+}
+
+/// GemmOrder::PerProduct on inputs already rounded (a: m×k, b: k×n row-major).
+void productOrderGemm(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m,
+                      std::int64_t k, std::int64_t n, const GemmModel& gm, const double* bias,
+                      double alpha, double beta, double al, double bl, std::mt19937_64& rng,
+                      double* out) {
+  std::vector<std::size_t> perm(static_cast<std::size_t>(k));
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::shuffle(perm.begin(), perm.end(), rng);
+  const bool fused = rng() & 1;
+  const bool biasTerm = bias && alpha == 1.0 && beta == 1.0 && (rng() & 1);
+  // float's and double's own arithmetic are the model's in fp32 and fp64 for operands of that
+  // format; inputs rounded to bf16, fp16 or tf32 are floats too.
+  const bool asFloat = gm.acc == Format::Fp32 && gm.in != Format::Fp64;
+  const bool asDouble = gm.acc == Format::Fp64;
+  std::vector<float> accF;
+  std::vector<double> accD;
+  for (std::int64_t i = 0; i < m; ++i) {
+    const double* row = a.data() + i * k;
+    const double* first = biasTerm ? bias + i * n : nullptr;
+    if (asFloat)
+      chainRow<float>(row, b.data(), n, perm, fused, first, accF);
+    else if (asDouble)
+      chainRow<double>(row, b.data(), n, perm, fused, first, accD);
+    else
+      chainRowIn(row, b.data(), n, perm, fused, first, gm.acc, accD);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto u = static_cast<std::size_t>(i * n + j);
+      double r = asFloat ? static_cast<double>(accF[static_cast<std::size_t>(j)])
+                         : accD[static_cast<std::size_t>(j)];
+      if (!biasTerm) {
+        if (alpha != 1.0) r = mulIn(al, r, gm.acc);
+        if (bias) r = addIn(r, beta == 1.0 ? bias[u] : mulIn(bl, bias[u], gm.acc), gm.acc);
+      }
+      out[u] = roundNearest(r, gm.out);
+    }
+  }
+}
+
 }  // namespace
 
 void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
                 std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
-                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out) {
+                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out,
+                GemmOrder order) {
   const bool truncate = gm.in == Format::Tf32 && (rng() & 1);
   std::vector<double> a, b;
   roundInputs(A.values(), aOff, m * k, gm.in, truncate, a);
   roundInputs(B.values(), bOff, k * n, gm.in, truncate, b);
+  if (order == GemmOrder::PerProduct) {
+    const double al = randomScalar(alpha, gm.acc, rng), bl = randomScalar(beta, gm.acc, rng);
+    productOrderGemm(a, b, m, k, n, gm, bias, alpha, beta, al, bl, rng, out);
+    return;
+  }
   std::vector<double> bt(static_cast<std::size_t>(k * n));
   for (std::int64_t i = 0; i < k; ++i)
     for (std::int64_t j = 0; j < n; ++j)

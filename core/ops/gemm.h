@@ -55,13 +55,26 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
                   const GemmModel& gm, const Interval* bias, double alpha, double beta,
                   double* outLo, double* outHi);
 
+/// How randomGemm draws the order of its reductions.
+enum class GemmOrder {
+  /// Every output element its own random order, bracketing and blocking, FMA or not (randomDot):
+  /// the executor the ensemble method and the soundness oracles use.
+  PerElement,
+  /// One draw for the whole product: a random permutation of the k terms, and either FMA or
+  /// products rounded first; every element a sequential chain in that order (the bias, when it
+  /// is a term, first), as a CPU kernel walking k in one order computes. Each element is an
+  /// execution PerElement draws too; ~10× cheaper (no draw per element).
+  PerProduct,
+};
+
 /// Computes one candidate execution of C = alpha·(A·B) + beta·bias (bias: m×n values or null):
-/// inputs rounded to the input format (RN, or truncation for tf32), each element a randomDot in
-/// the accumulation format (random order, bracketing, blocking, FMA or not; the bias sometimes
-/// as one more term of the accumulation), the result rounded to nearest in the storage format.
+/// inputs rounded to the input format (RN, or truncation for tf32), each element a dot product in
+/// the accumulation format in an order drawn as `order` says (the bias sometimes as one more
+/// term of the accumulation), the result rounded to nearest in the storage format.
 void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_t bOff,
                 std::int64_t m, std::int64_t k, std::int64_t n, const GemmModel& gm,
-                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out);
+                const double* bias, double alpha, double beta, std::mt19937_64& rng, double* out,
+                GemmOrder order = GemmOrder::PerElement);
 
 /// The first-order local error bound of one product: for a result element with magnitude
 /// M >= |alpha|·(|A|·|B|)_ij + |beta|·|bias_ij| (|A|·|B| computed in binary64 round-to-nearest by

@@ -276,7 +276,8 @@ std::vector<Tensor> MatmulRule::random(const OpArgs& a, OpContext& ctx) const {
   for (std::size_t bi = 0; bi < p.aOff.size(); ++bi) {
     const std::int64_t o = static_cast<std::int64_t>(bi) * mn;
     randomGemm(x, p.aOff[bi], y, p.bOff[bi], p.m, p.k, p.n, gm,
-               b ? b->values().data() + o : nullptr, alpha(a), beta(a), *ctx.rng, out.data() + o);
+               b ? b->values().data() + o : nullptr, alpha(a), beta(a), *ctx.rng, out.data() + o,
+               ctx.orderPerProduct ? GemmOrder::PerProduct : GemmOrder::PerElement);
   }
   return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
 }

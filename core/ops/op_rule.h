@@ -122,6 +122,9 @@ struct OpContext {
   const PrecisionModel& precision;
   Backend& backend;
   std::mt19937_64* rng = nullptr;  // set in the randomized domain only
+  /// Randomized domain: the GEMMs draw one reduction order per product, not per output element
+  /// (GemmOrder::PerProduct, core/ops/gemm.h): one cheap execution, not the executor's spread.
+  bool orderPerProduct = false;
   /// Values a rule computed for the node in hand that do not depend on the precision model (a
   /// GEMM's |A|·|B|), kept by name for its other local-error calls on the same node (the
   /// first-order evaluators call them under the modelled and the binary64 model); null: none.

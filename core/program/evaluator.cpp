@@ -339,6 +339,7 @@ EvalResult evaluate(const Program& program, const TensorMap& inputs, Backend& ba
   }
   std::mt19937_64 rng(options.seed);
   OpContext ctx{options.precision, backend, options.domain == EvalDomain::Random ? &rng : nullptr};
+  ctx.orderPerProduct = options.orderPerProduct;
 
   const std::size_t total = schedule.order().size();
   std::size_t done = 0;

@@ -78,8 +78,11 @@ enum class EvalDomain { Point, Interval, Random };
 /// How to evaluate.
 struct EvalOptions {
   EvalDomain domain = EvalDomain::Point;
-  PrecisionModel precision;          ///< the modelled arithmetic (Interval, Random, local errors)
-  std::uint64_t seed = 0;            ///< Random domain: seed of the std::mt19937_64
+  PrecisionModel precision;  ///< the modelled arithmetic (Interval, Random, local errors)
+  std::uint64_t seed = 0;    ///< Random domain: seed of the std::mt19937_64
+  /// Random domain: one reduction order per matrix product instead of one per output element
+  /// (OpContext::orderPerProduct): what the baselines' one rounded execution uses.
+  bool orderPerProduct = false;
   std::string startNode;             ///< Interval domain: nodes before it run in point arithmetic
   std::vector<std::string> outputs;  ///< program output names to compute; empty = only "loss"
   std::function<void(std::size_t done, std::size_t total)> progress;  ///< after every op

@@ -2,7 +2,11 @@
 // executor (random orders, bracketings, split-K, FMA, tf32 truncation) from the midpoint–radius
 // interval rule per precision (fp64, fp32, tf32, bf16, fp16), random shapes with size-0/size-1
 // dims, wide value ranges, underflow and overflow; adjoints against finite differences.
+#include "core/backend.h"
 #include "core/ops/error_bounds.h"
+#include "core/ops/formats.h"
+#include "core/ops/gemm.h"
+#include "core/ops/random_arith.h"
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
 #include "tests/core/ops/rule_call.h"
@@ -11,11 +15,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <string>
+#include <vector>
 
 using namespace lossbound;
 using namespace lossbound::test;
+using namespace lossbound::ops;
 
 namespace {
 
@@ -414,6 +421,99 @@ class TestMatmulOps : public QObject {
         QVERIFY(std::isfinite(z.at(i).lo) && std::isfinite(z.at(i).hi));
       QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
     }
+  }
+
+  // GemmOrder::PerProduct (the baselines' one execution) against the model's own arithmetic: a
+  // copy of the generator replays its draws (tf32 truncation, alpha and beta, the permutation,
+  // FMA or not, the bias as a term), and every element must equal, bit for bit, the sequential
+  // chain of mulIn/addIn/fmaIn in that order, and lie inside intervalGemm's enclosure. Fails when
+  // the float or double fast path rounds differently from the model (e.g. a product not rounded
+  // before its add) or the chain walks another order.
+  void perProductOrderIsAChainOfTheModel() {
+    std::mt19937_64 rng(77);
+    const auto backend = createCpuBackend(1);
+    int fusedChains = 0, roundedChains = 0, biasTerms = 0, elements = 0;
+    for (int caseNo = 0; caseNo < 600; ++caseNo) {
+      const Format f = kFormats[caseNo % 5];
+      const GemmModel gm = gemmModel(modelFor(f), dtypeFor(f));
+      const std::int64_t m = dim(rng), k = dim(rng) * (caseNo % 7 == 0 ? 20 : 1), n = dim(rng);
+      const Tensor A = randomPoint({m, k}, dtypeFor(Format::Fp64), rng, spreadFor(f));
+      const Tensor B = randomPoint({k, n}, dtypeFor(Format::Fp64), rng, spreadFor(f));
+      const bool withBias = caseNo % 3 != 0;
+      const double alpha = caseNo % 4 == 1 ? -0.1 : 1.0, beta = caseNo % 5 == 2 ? 0.5 : 1.0;
+      std::vector<double> bias(static_cast<std::size_t>(m * n));
+      for (double& v : bias) v = roundNearest(wideValue(rng, spreadFor(f)), gm.out);
+      const std::uint64_t seed = rng();
+      std::vector<double> out(static_cast<std::size_t>(m * n));
+      std::mt19937_64 draws(seed);
+      randomGemm(A, 0, B, 0, m, k, n, gm, withBias ? bias.data() : nullptr, alpha, beta, draws,
+                 out.data(), GemmOrder::PerProduct);
+
+      std::mt19937_64 replay(seed);  // the same draws, in randomGemm's order
+      const bool truncate = gm.in == Format::Tf32 && (replay() & 1);
+      const auto in = [&](double v) {
+        return gm.in == Format::Fp64
+                   ? v
+                   : (truncate ? roundTowardZero(v, gm.in) : roundNearest(v, gm.in));
+      };
+      const double al = randomScalar(alpha, gm.acc, replay),
+                   bl = randomScalar(beta, gm.acc, replay);
+      std::vector<std::size_t> perm(static_cast<std::size_t>(k));
+      std::iota(perm.begin(), perm.end(), std::size_t{0});
+      std::shuffle(perm.begin(), perm.end(), replay);
+      const bool fused = replay() & 1;
+      const bool biasTerm = withBias && alpha == 1.0 && beta == 1.0 && (replay() & 1);
+      (fused ? fusedChains : roundedChains) += m * n > 0 && k > 1;
+      biasTerms += biasTerm && m * n > 0;
+
+      std::vector<double> lo(out.size()), hi(out.size());
+      std::vector<Interval> biasIv;
+      for (double v : bias) biasIv.push_back({v, v});
+      intervalGemm(*backend, A, 0, B, 0, m, k, n, gm, withBias ? biasIv.data() : nullptr, alpha,
+                   beta, lo.data(), hi.data());
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const auto u = static_cast<std::size_t>(i * n + j);
+          const auto a = [&](std::size_t q) {
+            return in(A.values()[static_cast<std::size_t>(i * k) + q]);
+          };
+          const auto b = [&](std::size_t q) {
+            return in(B.values()[q * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)]);
+          };
+          double acc = 0.0;
+          std::size_t p = 0;
+          if (biasTerm) {
+            acc = roundNearest(bias[u], gm.acc);
+          } else if (k > 0) {
+            acc = mulIn(a(perm[0]), b(perm[0]), gm.acc);
+            p = 1;
+          }
+          for (; p < perm.size(); ++p)
+            acc = fused ? fmaIn(a(perm[p]), b(perm[p]), acc, gm.acc)
+                        : addIn(acc, mulIn(a(perm[p]), b(perm[p]), gm.acc), gm.acc);
+          if (!biasTerm) {
+            if (alpha != 1.0) acc = mulIn(al, acc, gm.acc);
+            if (withBias)
+              acc = addIn(acc, beta == 1.0 ? bias[u] : mulIn(bl, bias[u], gm.acc), gm.acc);
+          }
+          const double expected = roundNearest(acc, gm.out);
+          const std::string where = "case " + std::to_string(caseNo) + " format " +
+                                    std::to_string(static_cast<int>(f)) + " element (" +
+                                    std::to_string(i) + ", " + std::to_string(j) + ")";
+          QVERIFY2(out[u] == expected || (std::isnan(out[u]) && std::isnan(expected)),
+                   (where + ": " + std::to_string(out[u]) + " vs the model's chain " +
+                    std::to_string(expected))
+                       .c_str());
+          QVERIFY2(std::isnan(out[u]) || (lo[u] <= out[u] && out[u] <= hi[u]),
+                   (where + ": outside intervalGemm's enclosure").c_str());
+          ++elements;
+        }
+    }
+    qInfo(
+        "per-product order: %d elements, %d fused and %d rounded-product chains, %d with the "
+        "bias as a term",
+        elements, fusedChains, roundedChains, biasTerms);
+    QVERIFY(fusedChains > 20 && roundedChains > 20 && biasTerms > 20);
   }
 
   void shapeMismatchIsAnError() {
