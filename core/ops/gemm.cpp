@@ -24,6 +24,7 @@
 #include <cmath>
 #include <numeric>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace lossbound::ops {
@@ -200,7 +201,8 @@ void chainRow(const double* a, const double* b, std::int64_t n, std::span<const 
   std::size_t p = 0;
   if (first) {
     for (std::int64_t j = 0; j < n; ++j)
-      acc[static_cast<std::size_t>(j)] = static_cast<T>(first[j]);
+      acc[static_cast<std::size_t>(j)] = static_cast<T>(
+          roundNearest(first[j], std::is_same_v<T, float> ? Format::Fp32 : Format::Fp64));
   } else if (!perm.empty()) {
     const T av = static_cast<T>(a[perm[0]]);
     const double* br = b + static_cast<std::int64_t>(perm[0]) * n;
