@@ -41,8 +41,8 @@ std::uint64_t stepSeed(std::uint64_t seed, std::int64_t step, StepPart part) {
 
 // The values the baselines need (docs/baselines.md): the candidate program's binary64 loss (the
 // first-order centre when there is one, else a point evaluation) and one execution in the
-// modelled precision with a random reduction order (drawn once per matrix product: a tenth of
-// the cost of one per output element). A failure leaves the verdict alone.
+// modelled precision with a random reduction order (drawn once per matrix product: about a quarter
+// of the cost of one per output element). A failure leaves the verdict alone.
 void replayBaselines(const StepJobContext& ctx, const Program& program, const TensorMap& inputs,
                      Backend& backend, std::uint64_t seed, PartResult& pr) {
   try {

@@ -225,31 +225,6 @@ void chainRow(const double* a, const double* b, std::int64_t n, std::span<const 
   }
 }
 
-/// The same chain in any accumulation format through mulIn, addIn and fmaIn (bf16 or fp16
-/// accumulation, or fp32 accumulation of inputs that are not in fp32).
-void chainRowIn(const double* a, const double* b, std::int64_t n, std::span<const std::size_t> perm,
-                bool fused, const double* first, Format f, std::vector<double>& acc) {
-  acc.assign(static_cast<std::size_t>(n), 0.0);
-  std::size_t p = 0;
-  if (first) {
-    for (std::int64_t j = 0; j < n; ++j)
-      acc[static_cast<std::size_t>(j)] = roundNearest(first[j], f);
-  } else if (!perm.empty()) {
-    const double* br = b + static_cast<std::int64_t>(perm[0]) * n;
-    for (std::int64_t j = 0; j < n; ++j)
-      acc[static_cast<std::size_t>(j)] = mulIn(a[perm[0]], br[j], f);
-    p = 1;
-  }
-  for (; p < perm.size(); ++p) {
-    const double av = a[perm[p]];
-    const double* br = b + static_cast<std::int64_t>(perm[p]) * n;
-    for (std::int64_t j = 0; j < n; ++j) {
-      double& c = acc[static_cast<std::size_t>(j)];
-      c = fused ? fmaIn(av, br[j], c, f) : addIn(c, mulIn(av, br[j], f), f);
-    }
-  }
-}
-
 /// GemmOrder::PerProduct on inputs already rounded (a: m×k, b: k×n row-major).
 void productOrderGemm(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m,
                       std::int64_t k, std::int64_t n, const GemmModel& gm, const double* bias,
@@ -261,9 +236,8 @@ void productOrderGemm(const std::vector<double>& a, const std::vector<double>& b
   const bool fused = rng() & 1;
   const bool biasTerm = bias && alpha == 1.0 && beta == 1.0 && (rng() & 1);
   // float's and double's own arithmetic are the model's in fp32 and fp64 for operands of that
-  // format; inputs rounded to bf16, fp16 or tf32 are floats too.
-  const bool asFloat = gm.acc == Format::Fp32 && gm.in != Format::Fp64;
-  const bool asDouble = gm.acc == Format::Fp64;
+  // format (inputs rounded to bf16, fp16 or tf32 are floats too); randomGemm sends no other model.
+  const bool asFloat = gm.acc == Format::Fp32;
   std::vector<float> accF;
   std::vector<double> accD;
   for (std::int64_t i = 0; i < m; ++i) {
@@ -271,10 +245,8 @@ void productOrderGemm(const std::vector<double>& a, const std::vector<double>& b
     const double* first = biasTerm ? bias + i * n : nullptr;
     if (asFloat)
       chainRow<float>(row, b.data(), n, perm, fused, first, accF);
-    else if (asDouble)
-      chainRow<double>(row, b.data(), n, perm, fused, first, accD);
     else
-      chainRowIn(row, b.data(), n, perm, fused, first, gm.acc, accD);
+      chainRow<double>(row, b.data(), n, perm, fused, first, accD);
     for (std::int64_t j = 0; j < n; ++j) {
       const auto u = static_cast<std::size_t>(i * n + j);
       double r = asFloat ? static_cast<double>(accF[static_cast<std::size_t>(j)])
@@ -298,7 +270,11 @@ void randomGemm(const Tensor& A, std::int64_t aOff, const Tensor& B, std::int64_
   std::vector<double> a, b;
   roundInputs(A.values(), aOff, m * k, gm.in, truncate, a);
   roundInputs(B.values(), bOff, k * n, gm.in, truncate, b);
-  if (order == GemmOrder::PerProduct) {
+  // One order per product where float's or double's arithmetic is the model's (every model
+  // gemmModel makes); any other accumulation keeps the per-element draws.
+  const bool ownArithmetic =
+      gm.acc == Format::Fp64 || (gm.acc == Format::Fp32 && gm.in != Format::Fp64);
+  if (order == GemmOrder::PerProduct && ownArithmetic) {
     const double al = randomScalar(alpha, gm.acc, rng), bl = randomScalar(beta, gm.acc, rng);
     productOrderGemm(a, b, m, k, n, gm, bias, alpha, beta, al, bl, rng, out);
     return;

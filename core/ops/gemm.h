@@ -63,7 +63,9 @@ enum class GemmOrder {
   /// One draw for the whole product: a random permutation of the k terms, and either FMA or
   /// products rounded first; every element a sequential chain in that order (the bias, when it
   /// is a term, first), as a CPU kernel walking k in one order computes. Each element is an
-  /// execution PerElement draws too; ~10× cheaper (no draw per element).
+  /// execution PerElement draws too, with no draw per element. One draw per call: per batch
+  /// slice of bmm/baddbmm, per sample and group of a convolution. Only for fp32 or fp64
+  /// accumulation (every gemmModel); other models keep PerElement.
   PerProduct,
 };
 
