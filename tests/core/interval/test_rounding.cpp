@@ -129,6 +129,12 @@ void addEdgePairs(Cases& cs) {
   cs.edges = cs.size();
 }
 
+/// a * b + c as written, compiled with FMA instructions available: GCC contracts it into one
+/// fused multiply-add unless the project's -ffp-contract=off (CMakeLists.txt) is in force.
+__attribute__((target("fma"), noinline)) double productThenSum(double a, double b, double c) {
+  return a * b + c;
+}
+
 }  // namespace
 
 /// Tests the directed-rounding primitives bit for bit against fesetround.
@@ -162,6 +168,14 @@ class TestRounding : public QObject {
                                 .arg(lossbound::test::hex(d[0]), lossbound::test::hex(u[0]))));
       }
     }
+  }
+
+  /// The rounding models assume a product and a sum round twice; a contraction rounds once.
+  void productAndSumAreNotContracted() {
+    if (!__builtin_cpu_supports("fma")) QSKIP("this CPU has no FMA instructions to contract into");
+    volatile double a = 1.0 + 0x1p-30, b = 1.0 - 0x1p-30, c = -1.0;
+    QCOMPARE(std::fma(a, b, c), -0x1p-60);  // a * b = 1 - 2^-60 exactly
+    QCOMPARE(productThenSum(a, b, c), 0.0);  // RN(a * b) = 1, then 1 - 1
   }
 
   void add() {

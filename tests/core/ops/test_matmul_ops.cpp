@@ -15,8 +15,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -432,17 +435,32 @@ class TestMatmulOps : public QObject {
   void perProductOrderIsAChainOfTheModel() {
     std::mt19937_64 rng(77);
     const auto backend = createCpuBackend(1);
-    int fusedChains = 0, roundedChains = 0, biasTerms = 0, elements = 0;
+    int fusedChains = 0, roundedChains = 0, biasTerms = 0, elements = 0, special = 0;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    // Zeros of both signs, subnormals of the formats (0x1p-140: fp32's; 0x1p-20: fp16's; the
+    // others flush), a product overflowing fp16 or fp32 (1e30) or fp64 (1e200), infinities, NaN.
+    const double kSpecial[] = {0.0,   -0.0,   0x1p-1074, -0x1p-140, 0x1p-20,
+                               1e30, -1e200, kInf,      -kInf,     std::nan("")};
     for (int caseNo = 0; caseNo < 600; ++caseNo) {
       const Format f = kFormats[caseNo % 5];
       const GemmModel gm = gemmModel(modelFor(f), dtypeFor(f));
       const std::int64_t m = dim(rng), k = dim(rng) * (caseNo % 7 == 0 ? 20 : 1), n = dim(rng);
-      const Tensor A = randomPoint({m, k}, dtypeFor(Format::Fp64), rng, spreadFor(f));
-      const Tensor B = randomPoint({k, n}, dtypeFor(Format::Fp64), rng, spreadFor(f));
+      Tensor A = randomPoint({m, k}, dtypeFor(Format::Fp64), rng, spreadFor(f));
+      Tensor B = randomPoint({k, n}, dtypeFor(Format::Fp64), rng, spreadFor(f));
       const bool withBias = caseNo % 3 != 0;
       const double alpha = caseNo % 4 == 1 ? -0.1 : 1.0, beta = caseNo % 5 == 2 ? 0.5 : 1.0;
       std::vector<double> bias(static_cast<std::size_t>(m * n));
       for (double& v : bias) v = roundNearest(wideValue(rng, spreadFor(f)), gm.out);
+      if (caseNo % 4 == 3) {  // an eighth of the operands and the bias special (own generator)
+        std::mt19937_64 pick(static_cast<std::uint64_t>(caseNo));
+        const auto sprinkle = [&](std::span<double> v, Format to) {
+          for (double& x : v)
+            if (pick() % 8 == 0) x = roundNearest(kSpecial[pick() % std::size(kSpecial)], to);
+        };
+        sprinkle(A.mutableLo(), Format::Fp64);
+        sprinkle(B.mutableLo(), Format::Fp64);
+        sprinkle(bias, gm.out);
+      }
       const std::uint64_t seed = rng();
       std::vector<double> out(static_cast<std::size_t>(m * n));
       std::mt19937_64 draws(seed);
@@ -507,13 +525,14 @@ class TestMatmulOps : public QObject {
           QVERIFY2(std::isnan(out[u]) || (lo[u] <= out[u] && out[u] <= hi[u]),
                    (where + ": outside intervalGemm's enclosure").c_str());
           ++elements;
+          special += !std::isfinite(out[u]) || (out[u] != 0 && std::fabs(out[u]) < 0x1p-126);
         }
     }
     qInfo(
         "per-product order: %d elements, %d fused and %d rounded-product chains, %d with the "
-        "bias as a term",
-        elements, fusedChains, roundedChains, biasTerms);
-    QVERIFY(fusedChains > 20 && roundedChains > 20 && biasTerms > 20);
+        "bias as a term, %d results infinite, NaN or below fp32's normal range",
+        elements, fusedChains, roundedChains, biasTerms, special);
+    QVERIFY(fusedChains > 20 && roundedChains > 20 && biasTerms > 20 && special > 100);
   }
 
   void shapeMismatchIsAnError() {
