@@ -141,7 +141,7 @@ struct Row {
   int ivEsc = 0, foEsc = 0, prEsc = 0;
   std::string classified;
   double fo1 = 0, foAll = 0, random1 = 0, peak = 0;
-  double fo1Cpu = 0, random1Cpu = 0;  ///< CPU time of the one thread
+  double fo1Cpu = 0, random1Cpu = 0;           ///< CPU time of the one thread
   double perProduct1 = 0, perProduct1Cpu = 0;  ///< the baselines' execution, wall and CPU
   bool perProductInside = true;  ///< its loss inside the interval and first-order envelopes
   TorchFigures torch;

@@ -174,7 +174,7 @@ class TestRounding : public QObject {
   void productAndSumAreNotContracted() {
     if (!__builtin_cpu_supports("fma")) QSKIP("this CPU has no FMA instructions to contract into");
     volatile double a = 1.0 + 0x1p-30, b = 1.0 - 0x1p-30, c = -1.0;
-    QCOMPARE(std::fma(a, b, c), -0x1p-60);  // a * b = 1 - 2^-60 exactly
+    QCOMPARE(std::fma(a, b, c), -0x1p-60);   // a * b = 1 - 2^-60 exactly
     QCOMPARE(productThenSum(a, b, c), 0.0);  // RN(a * b) = 1, then 1 - 1
   }
 

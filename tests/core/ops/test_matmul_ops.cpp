@@ -439,7 +439,7 @@ class TestMatmulOps : public QObject {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     // Zeros of both signs, subnormals of the formats (0x1p-140: fp32's; 0x1p-20: fp16's; the
     // others flush), a product overflowing fp16 or fp32 (1e30) or fp64 (1e200), infinities, NaN.
-    const double kSpecial[] = {0.0,   -0.0,   0x1p-1074, -0x1p-140, 0x1p-20,
+    const double kSpecial[] = {0.0,  -0.0,   0x1p-1074, -0x1p-140, 0x1p-20,
                                1e30, -1e200, kInf,      -kInf,     std::nan("")};
     for (int caseNo = 0; caseNo < 600; ++caseNo) {
       const Format f = kFormats[caseNo % 5];
