@@ -146,8 +146,7 @@ struct Row {
   double fo1 = 0, foAll = 0, random1 = 0, peak = 0;
   double fo1Cpu = 0, random1Cpu = 0;           ///< CPU time of the one thread
   double perProduct1 = 0, perProduct1Cpu = 0;  ///< the baselines' execution, wall and CPU
-  bool perProductInside = true;  ///< their losses inside the interval and first-order envelopes
-  std::string ppEsc;             ///< their escapes of the interval, first-order, probabilistic
+  int ppEsc[3] = {0, 0, 0};  ///< their escapes of the interval, first-order, probabilistic
   TorchFigures torch;
 };
 
@@ -294,21 +293,20 @@ bool runStep(const std::string& dir, RunFileReplay& ref, RunFileReplay& fixed, R
               static_cast<double>(methods[2].escapes) / executions, 1 - kConfidence);
   {
     const auto [pmn, pmx] = std::minmax_element(perProduct.begin(), perProduct.end());
-    int esc[3] = {0, 0, 0};
     for (double v : perProduct)
-      for (int m = 0; m < 3; ++m) esc[m] += !inside(v, methods[m].lo, methods[m].hi);
-    row.ppEsc =
-        std::to_string(esc[0]) + " / " + std::to_string(esc[1]) + " / " + std::to_string(esc[2]);
-    row.perProductInside = esc[0] == 0 && esc[1] == 0;
+      for (int m = 0; m < 3; ++m) row.ppEsc[m] += !inside(v, methods[m].lo, methods[m].hi);
     std::printf(
         "   %d executions with one order per product (the baselines'): loss in [%.10g, %.10g], "
-        "half-spread %.3g (%.3g relative); escapes iv / fo / pr %s; %.1f s on %d threads\n",
+        "half-spread %.3g (%.3g relative); escapes iv / fo / pr %d / %d / %d; %.1f s on %d "
+        "threads\n",
         executions, *pmn, *pmx, (*pmx - *pmn) / 2, (*pmx - *pmn) / 2 / std::abs(centre),
-        row.ppEsc.c_str(), ppSeconds + row.perProduct1, ThreadPool::global().size());
+        row.ppEsc[0], row.ppEsc[1], row.ppEsc[2], ppSeconds + row.perProduct1,
+        ThreadPool::global().size());
   }
 
   // Classification: the reference's logged loss against the fixed and the buggy envelope.
-  bool ok = methods[0].escapes == 0 && methods[1].escapes == 0 && row.perProductInside;
+  bool ok =
+      methods[0].escapes == 0 && methods[1].escapes == 0 && row.ppEsc[0] == 0 && row.ppEsc[1] == 0;
   std::string cls;
   const auto verdictText = [&](bool in) { return in ? "in" : "OUT"; };
   std::printf("   reference loss %.10g: fixed pair interval %s, first-order %s, probabilistic %s",
@@ -369,13 +367,15 @@ void printTables(const std::vector<Row>& rows) {
       "classification |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows)
-    std::printf("| %s | %.2fM | %lld | %d | %.2g | %s%s | %s%s | %s%s | %d / %d / %d | %s | %s |\n",
-                r.rung.c_str(), static_cast<double>(r.parameters) / 1e6,
-                static_cast<long long>(r.step), r.executions, r.spreadRel,
-                ratioText(r.ivRatio).c_str(), goal(std::isfinite(r.ivRatio)).c_str(),
-                ratioText(r.foRatio).c_str(), goal(r.foRatio <= 1000).c_str(),
-                ratioText(r.prRatio).c_str(), goal(r.prRatio <= 30).c_str(), r.ivEsc, r.foEsc,
-                r.prEsc, r.ppEsc.c_str(), r.classified.c_str());
+    std::printf(
+        "| %s | %.2fM | %lld | %d | %.2g | %s%s | %s%s | %s%s | %d / %d / %d | %d / %d / %d | %s "
+        "|\n",
+        r.rung.c_str(), static_cast<double>(r.parameters) / 1e6, static_cast<long long>(r.step),
+        r.executions, r.spreadRel, ratioText(r.ivRatio).c_str(),
+        goal(std::isfinite(r.ivRatio)).c_str(), ratioText(r.foRatio).c_str(),
+        goal(r.foRatio <= 1000).c_str(), ratioText(r.prRatio).c_str(),
+        goal(r.prRatio <= 30).c_str(), r.ivEsc, r.foEsc, r.prEsc, r.ppEsc[0], r.ppEsc[1],
+        r.ppEsc[2], r.classified.c_str());
   std::printf(
       "\n(ratios: envelope half-width / half-spread of the executions; ✗ = goal missed: "
       "interval finite, first-order <= 1000, probabilistic <= 30)\n");
