@@ -68,7 +68,8 @@ struct AnalyzeRequest {
 constexpr const char* kUsage =
     "usage: lossbound-cli analyze --reference R.h5 --candidate C.h5 [--steps all|A:B|N,M] "
     "[--method interval|first-order|probabilistic|ensemble] [--confidence P] "
-    "[--ensemble-size N] [--precision recorded|fp32|tf32|bf16|fp16] "
+    "[--ensemble-size N] [--ensemble-order per-product|per-element] [--precision "
+    "recorded|fp32|tf32|bf16|fp16] "
     "[--backend auto|cpu|cuda|host-device] [--start-node NAME] [--shard I/N] [--mpi] "
     "[--stop-at-first-exit] [--csv F] [--json F] [--png F] [--outputs loss|all] "
     "[--outputs-csv F] [--no-cache]\n";
@@ -104,6 +105,13 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
       QStringLiteral("ensemble-size"),
       QStringLiteral("Ensemble method: executions (default %1).").arg(defaults.ensembleSize),
       QStringLiteral("N"));
+  const QCommandLineOption ensembleOrder(
+      QStringLiteral("ensemble-order"),
+      QStringLiteral("Ensemble method: per-product draws one summation order per matrix product, "
+                     "every output a chain in it, as one kernel call sums (default); per-element "
+                     "draws an order, bracketing and blocking for every output element (wider "
+                     "exploration, about 6x slower)."),
+      QStringLiteral("o"), qs(ensembleOrderName(defaults.ensembleOrder)));
   const QCommandLineOption precision(QStringLiteral("precision"),
                                      QStringLiteral("recorded, fp32, tf32, bf16 or fp16."),
                                      QStringLiteral("p"), QStringLiteral("recorded"));
@@ -148,8 +156,8 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
       QStringLiteral("F"));
   const QCommandLineOption noCache(QStringLiteral("no-cache"),
                                    QStringLiteral("Neither read nor write the results cache."));
-  p.addOptions({ref, cand, steps, method, confidence, ensemble, precision, backend, startNode,
-                shard, mpi, stop, csv, json, png, outputs, outputsCsvOption, noCache});
+  p.addOptions({ref, cand, steps, method, confidence, ensemble, ensembleOrder, precision, backend,
+                startNode, shard, mpi, stop, csv, json, png, outputs, outputsCsvOption, noCache});
 
   QStringList argv = args;
   argv.prepend(QStringLiteral("lossbound-cli analyze"));
@@ -193,6 +201,14 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
     if (!ok || settings.ensembleSize < 1)
       return usage(QStringLiteral("--ensemble-size: expected a positive integer, found '%1'")
                        .arg(p.value(ensemble)));
+  }
+  if (p.isSet(ensembleOrder)) {
+    const auto o = parseEnsembleOrder(p.value(ensembleOrder).toStdString());
+    if (!o)
+      return usage(QStringLiteral("--ensemble-order: expected per-product or per-element, found "
+                                  "'%1'")
+                       .arg(p.value(ensembleOrder)));
+    settings.ensembleOrder = *o;
   }
   const QString prec = p.value(precision);
   if (prec != QLatin1String("recorded")) {

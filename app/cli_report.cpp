@@ -77,7 +77,11 @@ void printReportSummary(const AnalysisReport& report, const QString& refPath,
   if (s.method == EnvelopeMethod::Probabilistic)
     out << " (confidence " << qNumber(s.confidence, 12) << ", lambda "
         << QString::number(hoeffdingLambda(s.confidence), 'f', 3) << ")";
-  if (s.method == EnvelopeMethod::Ensemble) out << " (" << s.ensembleSize << " executions)";
+  if (s.method == EnvelopeMethod::Ensemble)
+    out << " (" << s.ensembleSize << " executions, "
+        << (s.ensembleOrder == EnsembleOrder::PerProduct ? "one summation order per matrix product"
+                                                         : "one summation order per element")
+        << ")";
   if (!s.startNode.empty()) out << " (intervals start at node " << qs(s.startNode) << ")";
   out << " - " << qs(settingsGuarantee(s)) << "\n"
       << "  precision: "

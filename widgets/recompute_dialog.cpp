@@ -47,6 +47,9 @@ AnalysisSettings rememberedSettings() {
   if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
   s.confidence = settings.value(QStringLiteral("confidence"), s.confidence).toDouble();
   s.ensembleSize = settings.value(QStringLiteral("ensembleSize"), s.ensembleSize).toInt();
+  if (const auto o = parseEnsembleOrder(
+          settings.value(QStringLiteral("ensembleOrder")).toString().toStdString()))
+    s.ensembleOrder = *o;
   s.backend = settings.value(QStringLiteral("backend"), qs(s.backend)).toString().toStdString();
   if (s.method == EnvelopeMethod::Interval)
     s.startNode = settings.value(QStringLiteral("startNode")).toString().toStdString();
@@ -126,6 +129,14 @@ RecomputeDialog::RecomputeDialog(std::vector<std::int64_t> checkpointSteps,
   mEnsemble = new QSpinBox(this);
   mEnsemble->setObjectName(QStringLiteral("ensembleSize"));
   mEnsemble->setRange(2, 4096);
+  mEnsembleOrder = new QComboBox(this);
+  mEnsembleOrder->setObjectName(QStringLiteral("ensembleOrder"));
+  mEnsembleOrder->addItem(tr("one per matrix product"), int(EnsembleOrder::PerProduct));
+  mEnsembleOrder->addItem(tr("one per element (slower)"), int(EnsembleOrder::PerElement));
+  mEnsembleOrder->setToolTip(
+      tr("How each execution orders a matrix product's sums: one random order for the whole "
+         "product, as one kernel call sums, or a random order, bracketing and blocking for every "
+         "output element (a wider exploration, about 6× slower)"));
   mBackend = new QComboBox(this);
   mBackend->setObjectName(QStringLiteral("backend"));
   mBackend->addItem(tr("auto"), QStringLiteral("auto"));
@@ -149,6 +160,7 @@ RecomputeDialog::RecomputeDialog(std::vector<std::int64_t> checkpointSteps,
   form->addRow(tr("Precision"), mPrecision);
   form->addRow(tr("Confidence"), mConfidence);
   form->addRow(tr("Ensemble size"), mEnsemble);
+  form->addRow(tr("Summation orders"), mEnsembleOrder);
   form->addRow(tr("Start node"), mStartNode);
   form->addRow(QString(), mStartCaveat);
   form->addRow(tr("Backend"), mBackend);
@@ -224,6 +236,7 @@ RecomputeRequest RecomputeDialog::request() const {
   if (!precision.isEmpty()) s.precision = parseFormat(precision.toStdString());
   s.confidence = mConfidence->value();
   s.ensembleSize = mEnsemble->value();
+  s.ensembleOrder = EnsembleOrder(mEnsembleOrder->currentData().toInt());
   s.backend = mBackend->currentData().toString().toStdString();
   if (s.method == EnvelopeMethod::Interval)
     s.startNode = mStartNode->currentText().trimmed().toStdString();
@@ -236,6 +249,7 @@ void RecomputeDialog::updateState() {
   mGuarantee->setText(qs(methodGuarantee(method)));
   mConfidence->setEnabled(method == EnvelopeMethod::Probabilistic);
   mEnsemble->setEnabled(method == EnvelopeMethod::Ensemble);
+  mEnsembleOrder->setEnabled(method == EnvelopeMethod::Ensemble);
   mStartNode->setEnabled(method == EnvelopeMethod::Interval);
   mStartCaveat->setVisible(method == EnvelopeMethod::Interval &&
                            !mStartNode->currentText().trimmed().isEmpty());
@@ -254,6 +268,7 @@ void RecomputeDialog::loadChoices() {
   mPrecision->setCurrentIndex(std::max(p, 0));
   mConfidence->setValue(s.confidence);
   mEnsemble->setValue(s.ensembleSize);
+  mEnsembleOrder->setCurrentIndex(std::max(mEnsembleOrder->findData(int(s.ensembleOrder)), 0));
   mBackend->setCurrentIndex(std::max(mBackend->findData(qs(s.backend)), 0));
   mStartNode->setCurrentText(qs(s.startNode));
   mAllOutputs->setChecked(s.outputs == OutputScope::All);
@@ -271,6 +286,8 @@ void RecomputeDialog::saveChoices() const {
   settings.setValue(QStringLiteral("precision"), mPrecision->currentData().toString());
   settings.setValue(QStringLiteral("confidence"), mConfidence->value());
   settings.setValue(QStringLiteral("ensembleSize"), mEnsemble->value());
+  settings.setValue(QStringLiteral("ensembleOrder"),
+                    qs(ensembleOrderName(r.settings.ensembleOrder)));
   settings.setValue(QStringLiteral("backend"), mBackend->currentData().toString());
   settings.setValue(QStringLiteral("startNode"), mStartNode->currentText().trimmed());
   settings.setValue(QStringLiteral("outputs"),

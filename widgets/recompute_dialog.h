@@ -77,6 +77,7 @@ class RecomputeDialog : public QDialog {
   QComboBox* mPrecision = nullptr;
   QDoubleSpinBox* mConfidence = nullptr;
   QSpinBox* mEnsemble = nullptr;
+  QComboBox* mEnsembleOrder = nullptr;
   QCheckBox* mAllOutputs = nullptr;
   QComboBox* mBackend = nullptr;
   QComboBox* mStartNode = nullptr;

@@ -24,7 +24,12 @@ QString settingsSummary(const AnalysisSettings& s) {
   if (s.method == EnvelopeMethod::Probabilistic)
     parts << QObject::tr("confidence %1").arg(qNumber(s.confidence, 12));
   if (s.method == EnvelopeMethod::Ensemble)
-    parts << QObject::tr("ensemble of %1, seed %2").arg(s.ensembleSize).arg(s.seed);
+    parts << QObject::tr("ensemble of %1 (%2), seed %3")
+                 .arg(s.ensembleSize)
+                 .arg(s.ensembleOrder == EnsembleOrder::PerProduct
+                          ? QObject::tr("an order per matrix product")
+                          : QObject::tr("an order per element"))
+                 .arg(s.seed);
   if (s.method == EnvelopeMethod::Interval)
     parts << (s.startNode.empty() ? QObject::tr("from the inputs")
                                   : QObject::tr("from node %1").arg(qs(s.startNode)));

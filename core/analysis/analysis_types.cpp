@@ -24,6 +24,16 @@ std::optional<EnvelopeMethod> parseMethod(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view ensembleOrderName(EnsembleOrder o) {
+  return o == EnsembleOrder::PerElement ? "per-element" : "per-product";
+}
+
+std::optional<EnsembleOrder> parseEnsembleOrder(std::string_view name) {
+  for (auto o : {EnsembleOrder::PerProduct, EnsembleOrder::PerElement})
+    if (ensembleOrderName(o) == name) return o;
+  return std::nullopt;
+}
+
 std::string_view methodGuarantee(EnvelopeMethod m) {
   switch (m) {
     case EnvelopeMethod::Interval:

@@ -24,10 +24,20 @@ enum class StepVerdict {
   NotBounded,     ///< the step could not be bounded (unsupported op, missing checkpoint, ...)
 };
 
+/// How the ensemble method draws the summation order of a matrix product's dot products.
+enum class EnsembleOrder {
+  PerProduct,  ///< one order per GEMM call, every output a chain in it (as one kernel call sums)
+  PerElement,  ///< every output its own order, bracketing and blocking (the randomized executor)
+};
+
 /// Returns "interval", "first-order", "probabilistic" or "ensemble".
 std::string_view methodName(EnvelopeMethod m);
 /// Returns the method for a name as written on the command line, or nothing.
 std::optional<EnvelopeMethod> parseMethod(std::string_view name);
+/// Returns "per-product" or "per-element".
+std::string_view ensembleOrderName(EnsembleOrder o);
+/// Returns the order for a name as written on the command line, or nothing.
+std::optional<EnsembleOrder> parseEnsembleOrder(std::string_view name);
 /// Returns one plain sentence saying what the method guarantees.
 std::string_view methodGuarantee(EnvelopeMethod m);
 /// Returns "rounding", "bug (likely)", "bug (certain)", "untrustworthy" or "not bounded".
@@ -50,9 +60,10 @@ struct AnalysisSettings {
   std::optional<Format> precision;  ///< nothing = as recorded in the trace
   double confidence = 1.0 - 1e-6;   ///< probabilistic method: 1 − δ
   int ensembleSize = 32;            ///< ensemble method: number of randomized executions
-  std::string startNode;            ///< interval method: start bounds here ("" = at the inputs)
-  std::string backend = "auto";     ///< "auto", "cpu" or "cuda"
-  std::uint64_t seed = 0x5eed;      ///< ensemble randomization
+  EnsembleOrder ensembleOrder = EnsembleOrder::PerProduct;  ///< ensemble method: order draws
+  std::string startNode;         ///< interval method: start bounds here ("" = at the inputs)
+  std::string backend = "auto";  ///< "auto", "cpu" or "cuda"
+  std::uint64_t seed = 0x5eed;   ///< ensemble randomization
   OutputScope outputs = OutputScope::Loss;  ///< All: also compare every program output
 };
 

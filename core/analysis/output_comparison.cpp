@@ -93,11 +93,12 @@ void compareElementwise(const Tensor& c, const Tensor& r, OutputComparison& out)
 TensorMap evaluateAll(const Program& p, const TensorMap& inputs, Backend& backend,
                       const std::vector<std::string>& names, EvalDomain domain,
                       const PrecisionModel& precision, std::uint64_t seed,
-                      const std::atomic<bool>* cancel) {
+                      const std::atomic<bool>* cancel, bool orderPerProduct = false) {
   EvalOptions o;
   o.domain = domain;
   o.precision = precision;
   o.seed = seed;
+  o.orderPerProduct = orderPerProduct;
   o.outputs = names;
   o.cancel = cancel;
   return evaluate(p, inputs, backend, o).outputs;
@@ -110,9 +111,9 @@ TensorMap ensembleHull(const Program& p, const TensorMap& inputs, Backend& backe
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> hull;
   TensorMap first;
   for (int i = 0; i < std::max(1, opt.ensembleSize); ++i) {
-    const TensorMap run =
-        evaluateAll(p, inputs, backend, names, EvalDomain::Random, precision,
-                    mix(opt.seed ^ salt ^ static_cast<std::uint64_t>(i)), opt.cancel);
+    const TensorMap run = evaluateAll(p, inputs, backend, names, EvalDomain::Random, precision,
+                                      mix(opt.seed ^ salt ^ static_cast<std::uint64_t>(i)),
+                                      opt.cancel, opt.ensembleOrder == EnsembleOrder::PerProduct);
     for (const auto& [name, t] : run) {
       auto& [lo, hi] = hull[name];
       const auto v = t.values();

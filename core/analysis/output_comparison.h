@@ -33,8 +33,9 @@ struct OutputComparisonOptions {
   EnvelopeMethod method = EnvelopeMethod::FirstOrder;
   PrecisionModel candidatePrecision;
   PrecisionModel referencePrecision;
-  double lambda = 0;            ///< probabilistic: hoeffdingLambda(confidence)
-  int ensembleSize = 32;        ///< ensemble: executions per program
+  double lambda = 0;      ///< probabilistic: hoeffdingLambda(confidence)
+  int ensembleSize = 32;  ///< ensemble: executions per program
+  EnsembleOrder ensembleOrder = EnsembleOrder::PerProduct;  ///< ensemble: how orders are drawn
   std::uint64_t seed = 0x5eed;  ///< ensemble and the baselines' rounded executions
   bool baselines = true;        ///< also compute allclose and the fp64-RMSE rule per output
   const std::atomic<bool>* cancel = nullptr;

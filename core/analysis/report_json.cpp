@@ -130,6 +130,7 @@ QJsonObject settingsToJson(const AnalysisSettings& s) {
       s.precision ? qs(formatName(*s.precision)) : QStringLiteral("recorded");
   o[QStringLiteral("confidence")] = numberToJson(s.confidence);
   o[QStringLiteral("ensemble_size")] = s.ensembleSize;
+  o[QStringLiteral("ensemble_order")] = qs(ensembleOrderName(s.ensembleOrder));
   o[QStringLiteral("start_node")] = qs(s.startNode);
   o[QStringLiteral("backend")] = qs(s.backend);
   // 64-bit seeds do not fit a JSON double: written as a decimal string.
@@ -152,6 +153,15 @@ AnalysisSettings settingsFromJson(const QJsonObject& o) {
   }
   s.confidence = numberFromJson(o.value(QStringLiteral("confidence")), "confidence");
   s.ensembleSize = static_cast<int>(intField(o, "ensemble_size"));
+  // Reports and cache entries written before the field existed drew an order per element.
+  const QJsonValue order = o.value(QStringLiteral("ensemble_order"));
+  if (order.isUndefined()) {
+    s.ensembleOrder = EnsembleOrder::PerElement;
+  } else {
+    const auto parsed = parseEnsembleOrder(order.toString().toStdString());
+    if (!order.isString() || !parsed) bad("ensemble_order", "per-product or per-element", order);
+    s.ensembleOrder = *parsed;
+  }
   s.startNode = stringField(o, "start_node");
   s.backend = stringField(o, "backend");
   bool ok = false;

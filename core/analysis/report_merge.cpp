@@ -66,6 +66,7 @@ std::optional<std::string> settingsDifference(const AnalysisSettings& a, const A
     if (m == EnvelopeMethod::Probabilistic) fields.push_back("confidence");
     if (m == EnvelopeMethod::Ensemble) {
       fields.push_back("ensemble_size");
+      fields.push_back("ensemble_order");
       fields.push_back("seed");
     }
   }

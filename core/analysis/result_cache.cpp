@@ -264,6 +264,7 @@ std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& ref
   if (settings.method != EnvelopeMethod::Ensemble) {
     s.remove(QStringLiteral("seed"));
     s.remove(QStringLiteral("ensemble_size"));
+    s.remove(QStringLiteral("ensemble_order"));
   }
   if (settings.method != EnvelopeMethod::Probabilistic) s.remove(QStringLiteral("confidence"));
   if (settings.method != EnvelopeMethod::Interval) s.remove(QStringLiteral("start_node"));

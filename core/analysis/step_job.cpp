@@ -85,6 +85,7 @@ void replayOutputs(const StepJobContext& ctx, std::int64_t step, const Program& 
     o.referencePrecision.override = ctx.settings.precision;
     o.lambda = ctx.lambda;
     o.ensembleSize = ctx.settings.ensembleSize;
+    o.ensembleOrder = ctx.settings.ensembleOrder;
     o.seed = splitSeed(seed ^ 0x07u);
     o.cancel = ctx.cancel;
     pr.outputs = compareOutputs(candidate, candidateInputs, *reference, referenceInputs, backend, o,
@@ -170,6 +171,7 @@ PartResult runStepPart(const StepJobContext& ctx, std::int64_t step, StepPart pa
     ro.precision = ctx.precision;
     ro.lambda = ctx.lambda;
     ro.ensembleSize = settings.ensembleSize;
+    ro.ensembleOrder = settings.ensembleOrder;
     ro.seed = stepSeed(settings.seed, step, part);
     ro.startNode = settings.startNode;
     ro.cancel = ctx.cancel;

@@ -20,14 +20,6 @@ std::string specString(const Shape& shape, DType dtype) {
   return shapeString(shape) + " " + std::string(dtypeName(dtype));
 }
 
-/// SplitMix64: decorrelated seeds for the ensemble members from one base seed.
-std::uint64_t splitMix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 /// The user-facing sentences of a resident replay's fallbacks: the out-of-memory nodes in one
 /// sentence (the first message and how many), a replay that ran on the host from the start, and
 /// the non-finite rerun (resident_replay.cpp pushes it last).
@@ -128,10 +120,11 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
                                 options.lambda);
     case EnvelopeMethod::Ensemble: {
       eval.domain = EvalDomain::Random;
+      eval.orderPerProduct = options.ensembleOrder == EnsembleOrder::PerProduct;
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
       const int n = std::max(1, options.ensembleSize);
       for (int i = 0; i < n; ++i) {
-        eval.seed = splitMix64(options.seed + static_cast<std::uint64_t>(i));
+        eval.seed = ensembleMemberSeed(options.seed, i);
         const Interval v = lossValue(evaluate(program, inputs, backend, eval));
         lo = std::min(lo, v.lo);
         hi = std::max(hi, v.hi);
@@ -143,6 +136,14 @@ Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend
     }
   }
   return env;
+}
+
+std::uint64_t ensembleMemberSeed(std::uint64_t base, int member) {
+  // SplitMix64: decorrelated seeds from consecutive ones.
+  std::uint64_t x = base + static_cast<std::uint64_t>(member) + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 TensorMap adaptInputs(const Program& program, const TensorMap& inputs, std::string* note) {

@@ -34,8 +34,9 @@ class InputMismatch : public std::runtime_error {
 struct ReplayOptions {
   EnvelopeMethod method = EnvelopeMethod::FirstOrder;
   PrecisionModel precision;
-  double lambda = 0;            ///< probabilistic: hoeffdingLambda(confidence)
-  int ensembleSize = 32;        ///< ensemble: number of randomized executions
+  double lambda = 0;      ///< probabilistic: hoeffdingLambda(confidence)
+  int ensembleSize = 32;  ///< ensemble: number of randomized executions
+  EnsembleOrder ensembleOrder = EnsembleOrder::PerProduct;  ///< ensemble: how orders are drawn
   std::uint64_t seed = 0x5eed;  ///< ensemble: base seed (member i uses a seed derived from it)
   std::string startNode;        ///< interval: start the bounds at this node
   /// Interval: the caller's kept device-resident evaluator of this very program (from
@@ -62,6 +63,11 @@ struct Envelope {
 /// out-of-memory fallbacks and non-finite rerun in Envelope::notes.
 Envelope replayEnvelope(const Program& program, const TensorMap& inputs, Backend& backend,
                         const ReplayOptions& options);
+
+/// Returns the seed of the ensemble method's execution `member` (0-based) from the base seed:
+/// the envelope is [min, max] of the loss over evaluations in EvalDomain::Random with these seeds
+/// (and EvalOptions::orderPerProduct as ReplayOptions::ensembleOrder says).
+std::uint64_t ensembleMemberSeed(std::uint64_t base, int member);
 
 /// Returns the probabilistic half-width λ·sqrt(Σ(g·c)²), never more than the first-order bound
 /// Σ|g|·r (a linearized worst case bounds every execution; elements whose roundings are one add

@@ -137,7 +137,8 @@ bool sameResultSettings(const AnalysisSettings& a, const AnalysisSettings& b) {
     case EnvelopeMethod::Probabilistic:
       return a.confidence == b.confidence;
     case EnvelopeMethod::Ensemble:
-      return a.ensembleSize == b.ensembleSize && a.seed == b.seed;
+      return a.ensembleSize == b.ensembleSize && a.ensembleOrder == b.ensembleOrder &&
+             a.seed == b.seed;
     case EnvelopeMethod::FirstOrder:
       return true;
   }

@@ -81,7 +81,8 @@ struct EvalOptions {
   PrecisionModel precision;  ///< the modelled arithmetic (Interval, Random, local errors)
   std::uint64_t seed = 0;    ///< Random domain: seed of the std::mt19937_64
   /// Random domain: one reduction order per matrix product instead of one per output element
-  /// (OpContext::orderPerProduct): what the baselines' one rounded execution uses.
+  /// (OpContext::orderPerProduct): what the baselines' one rounded execution and the ensemble
+  /// method's default (EnsembleOrder::PerProduct) use.
   bool orderPerProduct = false;
   std::string startNode;             ///< Interval domain: nodes before it run in point arithmetic
   std::vector<std::string> outputs;  ///< program output names to compute; empty = only "loss"

@@ -157,6 +157,7 @@ class TestPanels : public QObject {
     QCOMPARE(remembered.precision, defaults.precision);
     QCOMPARE(remembered.confidence, defaults.confidence);
     QCOMPARE(remembered.ensembleSize, defaults.ensembleSize);
+    QCOMPARE(remembered.ensembleOrder, defaults.ensembleOrder);
     QCOMPARE(remembered.backend, defaults.backend);
     QCOMPARE(remembered.startNode, defaults.startNode);
     const std::vector<std::int64_t> cps{0, 100, 200, 300, 400};
@@ -183,6 +184,14 @@ class TestPanels : public QObject {
       precision->setCurrentIndex(precision->findText(QStringLiteral("bf16")));
       auto* backend = dialog.findChild<QComboBox*>(QStringLiteral("backend"));
       backend->setCurrentIndex(backend->findData(QStringLiteral("cpu")));
+      auto* order = dialog.findChild<QComboBox*>(QStringLiteral("ensembleOrder"));
+      QVERIFY(order && !order->isEnabled());  // the ensemble method's setting
+      dialog.setMethod(EnvelopeMethod::Ensemble);
+      QVERIFY(order->isEnabled());
+      QCOMPARE(dialog.request().settings.ensembleOrder, EnsembleOrder::PerProduct);
+      order->setCurrentIndex(order->findData(int(EnsembleOrder::PerElement)));
+      QCOMPARE(dialog.request().settings.ensembleOrder, EnsembleOrder::PerElement);
+      dialog.setMethod(EnvelopeMethod::Interval);
       const RecomputeRequest r = dialog.request();
       QCOMPARE(r.settings.method, EnvelopeMethod::Interval);
       QCOMPARE(r.settings.startNode, std::string("logits"));
@@ -193,6 +202,7 @@ class TestPanels : public QObject {
       remembered = rememberedSettings();
       QVERIFY(sameResultSettings(remembered, r.settings));
       QCOMPARE(remembered.backend, std::string("cpu"));
+      QCOMPARE(remembered.ensembleOrder, EnsembleOrder::PerElement);
     }
     {
       // Remembered: method, node, precision, backend, the range choice.

@@ -32,7 +32,8 @@ every program's ops are supported (`info`), no step is "not bounded", the self-c
 every step, the correct pair exits 0 (no exit) and the buggy pair exits 3 with its first exit at
 step 0 (default method first-order, --no-cache, --json). Soundness at step 0 of the correct pair:
 the first-order envelope contains [min, max] of the loss of --ensemble N randomized executions of
-the candidate program on the reference's state (0 escapes), and so do the probabilistic envelope
+the candidate program on the reference's state (0 escapes; the per-element executor, an order,
+bracketing and blocking drawn for every dot product), and so do the probabilistic envelope
 (a confidence statement, 1 - 1e-6) and the interval envelope
 from the inputs wherever it is finite; that interval analysis gives the same values on
 --backend host-device (the device-resident replay on the host's counting device). Recordings go
@@ -658,7 +659,7 @@ def check_arch(cli: str, name: str, folder: str, ensemble: int, c: Checker) -> d
     code, ens, text, secs = analyze(cli, files["reference"], files["correct"],
                                     os.path.join(folder, "ensemble.json"),
                                     ["--steps", "0", "--method", "ensemble", "--ensemble-size",
-                                     str(ensemble)])
+                                     str(ensemble), "--ensemble-order", "per-element"])
     result["ensemble_seconds"] = round(secs, 1)
     # The ensemble's own self-check (the candidate's logged loss among N randomized executions)
     # may fail for small N (exit 4); only its [min, max] matters here.

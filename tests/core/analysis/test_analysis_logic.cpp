@@ -331,6 +331,16 @@ class TestAnalysisLogic : public QObject {
     QCOMPARE(sb.method, s.method);
     QVERIFY(sb.precision == Format::Bf16);
     QCOMPARE(sb.seed, s.seed);
+    QCOMPARE(sb.ensembleOrder, EnsembleOrder::PerProduct);
+    s.ensembleOrder = EnsembleOrder::PerElement;
+    QCOMPARE(settingsFromJson(settingsToJson(s)).ensembleOrder, EnsembleOrder::PerElement);
+    // A report or cache entry written before the field existed drew an order per element.
+    QJsonObject old = settingsToJson(AnalysisSettings{});
+    QCOMPARE(old.value(QStringLiteral("ensemble_order")).toString(), QStringLiteral("per-product"));
+    old.remove(QStringLiteral("ensemble_order"));
+    QCOMPARE(settingsFromJson(old).ensembleOrder, EnsembleOrder::PerElement);
+    old[QStringLiteral("ensemble_order")] = QStringLiteral("per-row");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, settingsFromJson(old));
     QJsonObject bad = stepToJson(r);
     bad[QStringLiteral("verdict")] = QStringLiteral("maybe");
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, stepFromJson(bad));
@@ -358,8 +368,15 @@ class TestAnalysisLogic : public QObject {
     AnalysisSettings s2 = s;
     s2.confidence = 0.9;
     s2.ensembleSize = 7;
+    s2.ensembleOrder = EnsembleOrder::PerElement;
     s2.seed = 99;
     QCOMPARE(analysisKey(s2, ref, cand), key);
+    // For the ensemble method the order draws change the results.
+    AnalysisSettings e1 = s, e2 = s;
+    e1.method = e2.method = EnvelopeMethod::Ensemble;
+    e2.ensembleOrder = EnsembleOrder::PerElement;
+    QVERIFY(analysisKey(e1, ref, cand) != analysisKey(e2, ref, cand));
+    QVERIFY(!sameResultSettings(e1, e2));
     AnalysisSettings s3 = s;
     s3.precision = Format::Bf16;
     QVERIFY(analysisKey(s3, ref, cand) != key);

@@ -13,6 +13,7 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -408,6 +409,35 @@ class TestAnalyzerSynthetic : public QObject {
     const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::list({2, 4}), s);
     QCOMPARE(r.steps.size(), std::size_t{2});
     for (const StepResult& st : r.steps) QVERIFY(st.lo <= st.hi);
+
+    // The summation orders are the setting's: the envelope is the hull of the executions with
+    // one order per matrix product (the default) or one per element, and the two differ.
+    const TensorMap& in = ref.mInputs.at(2);
+    auto backend = createCpuBackend(1);
+    std::vector<double> losses[2];
+    for (EnsembleOrder order : {EnsembleOrder::PerProduct, EnsembleOrder::PerElement}) {
+      ReplayOptions ro;
+      ro.method = EnvelopeMethod::Ensemble;
+      ro.ensembleSize = 16;
+      ro.ensembleOrder = order;
+      ro.seed = 0x1234;
+      const Envelope env = replayEnvelope(*cand.programAt(2), in, *backend, ro);
+      EvalOptions eval;
+      eval.domain = EvalDomain::Random;
+      eval.orderPerProduct = order == EnsembleOrder::PerProduct;
+      std::vector<double>& mine = losses[int(order)];
+      for (int i = 0; i < ro.ensembleSize; ++i) {
+        eval.seed = ensembleMemberSeed(ro.seed, i);
+        mine.push_back(lossValue(evaluate(*cand.programAt(2), in, *backend, eval)).lo);
+      }
+      QCOMPARE(env.lo, *std::min_element(mine.begin(), mine.end()));
+      QCOMPARE(env.hi, *std::max_element(mine.begin(), mine.end()));
+    }
+    QVERIFY(losses[0] != losses[1]);
+    s.ensembleOrder = EnsembleOrder::PerElement;
+    const AnalysisReport e = Analyzer(opts()).analyse(ref, cand, StepSelection::list({2, 4}), s);
+    QVERIFY(e.steps[0].lo != r.steps[0].lo || e.steps[0].hi != r.steps[0].hi ||
+            e.steps[1].lo != r.steps[1].lo || e.steps[1].hi != r.steps[1].hi);
 
     std::atomic<bool> cancel{true};
     const AnalysisReport c =
