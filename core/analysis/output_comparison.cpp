@@ -178,13 +178,16 @@ std::vector<OutputComparison> compareOutputs(const Program& candidate,
   if (names.empty()) return result;
 
   // The baselines' values: the candidate program in binary64 and one rounded execution of each
-  // program (docs/baselines.md: the reference program's is the value under test).
+  // program (docs/baselines.md: the reference program's is the value under test), each with one
+  // summation order per matrix product, as the loss's.
   std::optional<TensorMap> candidate64, candidateRounded, referenceRounded;
   if (opt.baselines) {
-    candidateRounded = evaluateAll(candidate, candidateInputs, backend, names, EvalDomain::Random,
-                                   opt.candidatePrecision, mix(opt.seed ^ 0xc0de), opt.cancel);
-    referenceRounded = evaluateAll(reference, referenceInputs, backend, names, EvalDomain::Random,
-                                   opt.referencePrecision, mix(opt.seed ^ 0x5eed), opt.cancel);
+    candidateRounded =
+        evaluateAll(candidate, candidateInputs, backend, names, EvalDomain::Random,
+                    opt.candidatePrecision, mix(opt.seed ^ 0xc0de), opt.cancel, true);
+    referenceRounded =
+        evaluateAll(reference, referenceInputs, backend, names, EvalDomain::Random,
+                    opt.referencePrecision, mix(opt.seed ^ 0x5eed), opt.cancel, true);
   }
 
   switch (opt.method) {
