@@ -110,7 +110,7 @@ std::optional<int> parseAnalyze(const QStringList& args, AnalyzeRequest& req, QT
       QStringLiteral("Ensemble method: per-product draws one summation order per matrix product, "
                      "every output a chain in it, as one kernel call sums (default); per-element "
                      "draws an order, bracketing and blocking for every output element (wider "
-                     "exploration, about 6x slower)."),
+                     "exploration, up to about 5x slower)."),
       QStringLiteral("o"), qs(ensembleOrderName(defaults.ensembleOrder)));
   const QCommandLineOption precision(QStringLiteral("precision"),
                                      QStringLiteral("recorded, fp32, tf32, bf16 or fp16."),

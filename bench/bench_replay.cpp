@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
                       [&] { replayEnvelope(*program, inputs, *backend, o); });
     static std::string names[4];
     names[static_cast<int>(m)] =
-        std::string(methodName(m)) + (m == EnvelopeMethod::Ensemble ? " (32 executions)" : "");
+        std::string(methodName(m)) +
+        (m == EnvelopeMethod::Ensemble ? " (32 executions, an order per product)" : "");
     rows.push_back({names[static_cast<int>(m)].c_str(), t});
   }
 

@@ -136,7 +136,7 @@ RecomputeDialog::RecomputeDialog(std::vector<std::int64_t> checkpointSteps,
   mEnsembleOrder->setToolTip(
       tr("How each execution orders a matrix product's sums: one random order for the whole "
          "product, as one kernel call sums, or a random order, bracketing and blocking for every "
-         "output element (a wider exploration, about 6× slower)"));
+         "output element (a wider exploration, up to about 5× slower)"));
   mBackend = new QComboBox(this);
   mBackend->setObjectName(QStringLiteral("backend"));
   mBackend->addItem(tr("auto"), QStringLiteral("auto"));

@@ -40,7 +40,8 @@ const char* engineRevision();
 
 /// Returns the cache key text: canonical JSON of the settings, both identities and the versions
 /// of Lossbound, of the engine (engineRevision) and of the cache format. Settings that do not
-/// change results are left out (the ensemble seed and size count only for the ensemble method, the
+/// change results are left out (the ensemble seed, size and order count only for the ensemble
+/// method, the
 /// confidence only for the probabilistic one, the start node only for the interval one).
 std::string analysisKey(const AnalysisSettings& settings, const RunIdentity& reference,
                         const RunIdentity& candidate);

@@ -53,7 +53,8 @@ std::optional<std::int64_t> firstExit(const std::vector<StepResult>& steps);
 
 /// Returns true when results computed with `a` and with `b` bound the same envelope and may be
 /// shown together: same method, precision and (interval) start node; same confidence for the
-/// probabilistic method; same size and seed for the ensemble. The backend does not count.
+/// probabilistic method; same size, order draws and seed for the ensemble. The backend does not
+/// count.
 bool sameResultSettings(const AnalysisSettings& a, const AnalysisSettings& b);
 
 /// Returns `base` with `newer` merged in, in increasing step order: a step of `newer` replaces

@@ -58,13 +58,15 @@ void intervalGemm(Backend& be, const Tensor& A, std::int64_t aOff, const Tensor&
 /// How randomGemm draws the order of its reductions.
 enum class GemmOrder {
   /// Every output element its own random order, bracketing and blocking, FMA or not (randomDot):
-  /// the executor the ensemble method and the soundness oracles use.
+  /// the executor the soundness oracles use (and the ensemble method with --ensemble-order
+  /// per-element).
   PerElement,
   /// One draw for the whole product: a random permutation of the k terms, and either FMA or
   /// products rounded first; every element a sequential chain in that order (the bias, when it
   /// is a term, first), as a CPU kernel walking k in one order computes. Each element is an
   /// execution PerElement draws too, with no draw per element. One draw per call: per batch
-  /// slice of bmm/baddbmm, per sample and group of a convolution. Only for fp32 or fp64
+  /// slice of bmm/baddbmm, per sample and group of a convolution. The baselines' execution and
+  /// the ensemble method's default. Only for fp32 or fp64
   /// accumulation (every gemmModel); other models keep PerElement.
   PerProduct,
 };

@@ -123,7 +123,8 @@ struct OpContext {
   Backend& backend;
   std::mt19937_64* rng = nullptr;  // set in the randomized domain only
   /// Randomized domain: the GEMMs draw one reduction order per product, not per output element
-  /// (GemmOrder::PerProduct, core/ops/gemm.h): one cheap execution, not the executor's spread.
+  /// (GemmOrder::PerProduct, core/ops/gemm.h): as one kernel call sums; cheaper than the
+  /// per-element executor's draws, and a narrower exploration of the orders.
   bool orderPerProduct = false;
   /// Values a rule computed for the node in hand that do not depend on the precision model (a
   /// GEMM's |A|·|B|), kept by name for its other local-error calls on the same node (the

@@ -527,6 +527,7 @@ void TestCudaBackend::wholeSampleReplayAgreesWithCpu() {
       ReplayOptions o;
       o.method = EnvelopeMethod::Ensemble;
       o.ensembleSize = 64;
+      o.ensembleOrder = EnsembleOrder::PerElement;  // the soundness oracle: the widest exploration
       const Envelope observed = replayEnvelope(*program, inputs, *mCpu, o);
       for (EnvelopeMethod m : {EnvelopeMethod::Interval, EnvelopeMethod::FirstOrder}) {
         o.method = m;

@@ -212,6 +212,9 @@ class TestPanels : public QObject {
       QCOMPARE(r.settings.startNode, std::string("logits"));
       QCOMPARE(r.settings.precision, std::optional<Format>(Format::Bf16));
       QCOMPARE(r.settings.backend, std::string("cpu"));
+      QCOMPARE(r.settings.ensembleOrder, EnsembleOrder::PerElement);
+      QCOMPARE(dialog.findChild<QComboBox*>(QStringLiteral("ensembleOrder"))->currentData().toInt(),
+               int(EnsembleOrder::PerElement));
       QCOMPARE(dialog.stepChoice(), RecomputeDialog::StepChoice::Range);
       QVERIFY(!dialog.findChild<QWidget*>(QStringLiteral("selectedSteps"))->isEnabled());
     }
