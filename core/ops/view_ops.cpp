@@ -1,5 +1,5 @@
 // Views and copies: view _unsafe_view _reshape_alias reshape expand t transpose permute slice
-// narrow select unsqueeze squeeze (.dim, .dims, .default) flip roll cat stack split
+// narrow select unsqueeze squeeze (.dim, .dims, .default) flip roll repeat cat stack split
 // split_with_sizes chunk unbind clone detach lift_fresh_copy alias contiguous tril triu copy_
 // _to_copy to, and the *_copy forms of the views that functionalized PyTorch 2.x traces emit
 // (view_copy expand_copy permute_copy t_copy transpose_copy slice_copy select_copy unsqueeze_copy
@@ -337,6 +337,31 @@ Gather rollGather(const OpArgs& a, const Shape& s) {
     }
     g.offsets = std::move(next);
   }
+  return g;
+}
+
+/// repeat(x, repeats): x tiled repeats[d] times along dim d, x's shape padded with leading 1s to
+/// len(repeats) dims. Output dim d holds (k, j), k < repeats[d], j < size[d], at k·size[d] + j, so
+/// the row-major output is the strided map over [r0, s0, r1, s1, ...] with stride 0 along each r.
+Gather repeatGather(const OpArgs& a, const Shape& s) {
+  const auto reps = a.intListArg(1, "repeats");
+  if (reps.size() < s.size())
+    a.fail("repeat: expected at least " + std::to_string(s.size()) + " repeat counts for " +
+           shapeString(s) + ", found " + std::to_string(reps.size()));
+  const std::size_t lead = reps.size() - s.size();
+  const auto st = contiguousStrides(s);
+  Shape sizes, out;
+  std::vector<std::int64_t> strides;
+  for (std::size_t d = 0; d < reps.size(); ++d) {
+    if (reps[d] < 0)
+      a.fail("repeat: expected repeat counts >= 0, found " + std::to_string(reps[d]));
+    const std::int64_t in = d < lead ? 1 : s[d - lead];
+    sizes.insert(sizes.end(), {reps[d], in});
+    strides.insert(strides.end(), {0, d < lead ? 0 : st[d - lead]});
+    out.push_back(reps[d] * in);
+  }
+  Gather g = stridedMap(sizes, strides, 0);
+  g.shape = out;
   return g;
 }
 
@@ -817,6 +842,7 @@ void registerViewOps(OpRegistry& r) {
   r.add("aten.narrow.default", std::make_shared<const GatherRule>(narrowGather));
   r.add("aten.flip.default", std::make_shared<const GatherRule>(flipGather));
   r.add("aten.roll.default", std::make_shared<const GatherRule>(rollGather));
+  r.add("aten.repeat.default", std::make_shared<const GatherRule>(repeatGather));
   registerViewCopies(r);
   r.add("aten._to_copy.default", std::make_shared<const CastRule>(false));
   const auto to = std::make_shared<const CastRule>(false);

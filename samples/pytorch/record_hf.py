@@ -89,8 +89,28 @@ MORE: Dict[str, tuple] = {
     "roberta": ("RobertaConfig", "RobertaForMaskedLM",
                 {"max_position_embeddings": CONTEXT + 2, "pad_token_id": 1,
                  "num_attention_heads": 2, "num_key_value_heads": None}),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {"partial_rotary_factor": 0.5}),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {"sliding_window": 8}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM",
+                {"embedding_multiplier": 2.0, "residual_multiplier": 0.5,
+                 "attention_multiplier": 0.25, "logits_scaling": 2.0}),
+    "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 0.5}),
+    "phi": ("PhiConfig", "PhiForCausalLM", {"partial_rotary_factor": 0.5}),
+    "bloom": ("BloomConfig", "BloomForCausalLM",
+              {"n_layer": 2, "n_head": 4, "num_hidden_layers": None,
+               "num_attention_heads": None, "intermediate_size": None,
+               "num_key_value_heads": None, "max_position_embeddings": None}),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM",
+             {"n_embd": 32, "n_layer": 2, "n_head": 4, "rotary_dim": 4, "n_positions": CONTEXT,
+              "hidden_size": None, "num_hidden_layers": None, "num_attention_heads": None,
+              "intermediate_size": None, "num_key_value_heads": None,
+              "max_position_embeddings": None}),
+    "electra": ("ElectraConfig", "ElectraForMaskedLM",
+                {"embedding_size": 16, "num_key_value_heads": None}),
+    "albert": ("AlbertConfig", "AlbertForMaskedLM",
+               {"embedding_size": 16, "num_key_value_heads": None}),
 }
-MASKED = ("bert", "distilbert", "roberta")  # masked LMs: 25% of the tokens masked and labelled
+MASKED = ("bert", "distilbert", "roberta", "electra", "albert")  # masked LMs: 25% of the tokens masked and labelled
 STYLES = ("buggy", "fixed")
 
 

@@ -159,6 +159,12 @@ OpCase randomCase(int which, std::mt19937_64& rng, bool iv) {
       c.op = copies[k];
       return c;
     }
+    case 18: {
+      // repeat: as many counts as dims or more (new leading dims), some 0 and 1.
+      std::vector<std::int64_t> reps(static_cast<std::size_t>(rank) + rng() % 2);
+      for (std::int64_t& r : reps) r = static_cast<std::int64_t>(rng() % 4);
+      return one("aten.repeat.default", {x}, {in(0), ints(reps)});
+    }
     case 17: {
       std::vector<std::int64_t> dims;
       for (int d = 0; d < rank; ++d)
@@ -235,6 +241,13 @@ class TestViewOps : public QObject {
              (std::vector<double>{9, 10, 11, 8, 1, 2, 3, 0, 5, 6, 7, 4}));
     QCOMPARE(vals(runPoint(one("aten.roll.default", {y}, {in(0), ints({5})}))[0]),
              (std::vector<double>{7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6}));
+    // torch 1.13: arange(6.).view(2, 3).repeat(2, 1, 2) and arange(3.).repeat(2)
+    const Tensor rep = runPoint(one("aten.repeat.default", {x}, {in(0), ints({2, 1, 2})}))[0];
+    QCOMPARE(rep.shape(), (Shape{2, 2, 6}));
+    QCOMPARE(vals(rep), (std::vector<double>{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5,
+                                             0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}));
+    QCOMPARE(vals(runPoint(one("aten.repeat.default", {iota({3})}, {in(0), ints({2})}))[0]),
+             (std::vector<double>{0, 1, 2, 0, 1, 2}));
     QCOMPARE(vals(runPoint(
                  one("aten.narrow.default", {y}, {in(0), integer(1), integer(-3), integer(2)}))[0]),
              (std::vector<double>{1, 2, 5, 6, 9, 10}));
@@ -270,11 +283,15 @@ class TestViewOps : public QObject {
         OpError, runPoint(one("aten.select.int", {x}, {in(0), integer(0), integer(2)})));
     QVERIFY_THROWS_EXCEPTION(OpError, runPoint(one("aten.cat.default", {x, iota({3, 3})},
                                                    {list({in(0), in(1)}), integer(1)})));
+    QVERIFY_THROWS_EXCEPTION(OpError,
+                             runPoint(one("aten.repeat.default", {x}, {in(0), ints({2})})));
+    QVERIFY_THROWS_EXCEPTION(OpError,
+                             runPoint(one("aten.repeat.default", {x}, {in(0), ints({2, -1})})));
   }
 
   void everyDomainAgreesAndAdjointsMatch() {
     std::mt19937_64 rng(31);
-    for (int which = 0; which <= 17; ++which)
+    for (int which = 0; which <= 18; ++which)
       for (int k = 0; k < 60; ++k) {
         const OpCase c = randomCase(which, rng, k % 2 == 0);
         EnclosureReport r;
