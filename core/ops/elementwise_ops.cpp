@@ -1232,6 +1232,7 @@ class NanToNumRule final : public OpRule {
 }  // namespace
 
 void registerElementwiseOps(OpRegistry& r) {
+  registerFloorDivideOps(r);
   const std::pair<const char*, Arith> arith[] = {
       {"add", Arith::Add}, {"sub", Arith::Sub}, {"mul", Arith::Mul}, {"div", Arith::Div}};
   for (const auto& [name, op] : arith) {

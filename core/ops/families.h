@@ -61,5 +61,11 @@ void registerCumsumOps(OpRegistry& r);
 void registerGatherScatterOps(OpRegistry& r);
 /// index.Tensor index_put (accumulate or not) masked_select masked_scatter.
 void registerAdvancedIndexOps(OpRegistry& r);
+/// topk sort (.default, .stable) histc.
+void registerSortOps(OpRegistry& r);
+/// _grouped_mm (mixture-of-experts products, each group lowered to the GEMM of gemm.h).
+void registerGroupedMmOps(OpRegistry& r);
+/// floor_divide floor_divide_ (integers; registered with the elementwise family).
+void registerFloorDivideOps(OpRegistry& r);
 
 }  // namespace lossbound

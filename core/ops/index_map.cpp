@@ -115,7 +115,8 @@ std::vector<std::int64_t> exactIndices(const OpArgs& a, const Tensor& t, std::st
     if (lo[i] != hi[i] || !std::isfinite(lo[i]))
       a.fail(std::string(what) + " element " + std::to_string(i) + " is not exactly known ([" +
              std::to_string(lo[i]) + ", " + std::to_string(hi[i]) +
-             "]: it depends on rounded values); this op needs exact indices");
+             "]: it depends on rounded values, or on an order of equal values the kernels leave "
+             "open); this op needs exact indices");
     out[i] = static_cast<std::int64_t>(lo[i]);
   }
   return out;

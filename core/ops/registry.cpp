@@ -48,8 +48,8 @@ struct FamilyEntry {
 // one-line summary `lossbound-cli ops --markdown` and the README's "Supported ops" section show.
 constexpr FamilyEntry kFamilies[] = {
     {"Elementwise",
-     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, logical and bitwise ops (exact), "
-     "where, clamp (and the in-place op_ "
+     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, logical and bitwise ops and "
+     "integer floor division (exact), where, clamp (and the in-place op_ "
      "forms, here and below): one correctly rounded op in opmath, libm functions within the "
      "published ulps + 1, stored in the dtype",
      registerElementwiseOps},
@@ -106,6 +106,13 @@ constexpr FamilyEntry kFamilies[] = {
      "index, index_put, masked_select, masked_scatter: exact; accumulating writes summed in any "
      "order",
      registerAdvancedIndexOps},
+    {"Sorting and counting",
+     "topk, sort: exact order statistics, near ties covered by the local error; histc: exact "
+     "counts, uncertain elements counted in every bin they may reach",
+     registerSortOps},
+    {"Grouped products",
+     "_grouped_mm (mixture-of-experts layers): each group the midpoint-radius GEMM and its bound",
+     registerGroupedMmOps},
 };
 
 }  // namespace

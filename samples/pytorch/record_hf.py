@@ -109,6 +109,19 @@ MORE: Dict[str, tuple] = {
                 {"embedding_size": 16, "num_key_value_heads": None}),
     "albert": ("AlbertConfig", "AlbertForMaskedLM",
                {"embedding_size": 16, "num_key_value_heads": None}),
+    # Mixtures of experts: top-k routing, sort, histc and grouped products (transformers' default
+    # grouped_mm experts).
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                  {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "shared_expert_intermediate_size": 32}),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2}),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                  {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "head_dim": 8}),
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM",
+                   {"num_local_experts": 4, "num_experts_per_tok": 2}),
 }
 MASKED = ("bert", "distilbert", "roberta", "electra", "albert")  # masked LMs: 25% of the tokens masked and labelled
 STYLES = ("buggy", "fixed")

@@ -52,6 +52,33 @@ std::string programJson(double scale, const char* dtype = "float32",
     "outputs":[{"name":"loss","ref":{"ref":"nll","index":0}}]})";
 }
 
+/// The IR of programJson's loss with the rows taken in the order of sort(y): the same loss (a
+/// mean over rows), but an unstable sort leaves the order of equal labels open, so the interval
+/// replay has inexact indices where the point replay has one order.
+std::string permutedProgramJson(double scale) {
+  return R"({"format":"lossbound-step-program","ir_version":1,"torch_version":"2.15.0",
+    "inputs":[{"name":"param:w","shape":[8,5],"dtype":"float32"},
+              {"name":"batch:x","shape":[6,8],"dtype":"float32"},
+              {"name":"batch:y","shape":[6],"dtype":"int64"}],
+    "nodes":[
+      {"name":"sort","op":"aten.sort.default","args":[{"ref":"batch:y"}],"kwargs":{},
+       "outputs":[{"shape":[6],"dtype":"int64"},{"shape":[6],"dtype":"int64"}]},
+      {"name":"xp","op":"aten.index.Tensor","args":[{"ref":"batch:x"},[{"ref":"sort","index":1}]],
+       "kwargs":{},"outputs":[{"shape":[6,8],"dtype":"float32"}]},
+      {"name":"yp","op":"aten.index.Tensor","args":[{"ref":"batch:y"},[{"ref":"sort","index":1}]],
+       "kwargs":{},"outputs":[{"shape":[6],"dtype":"int64"}]},
+      {"name":"mm","op":"aten.mm.default","args":[{"ref":"xp"},{"ref":"param:w"}],"kwargs":{},
+       "outputs":[{"shape":[6,5],"dtype":"float32"}]},
+      {"name":"scaled","op":"aten.mul.Tensor","args":[{"ref":"mm"},)" +
+         std::to_string(scale) + R"(],"kwargs":{},"outputs":[{"shape":[6,5],"dtype":"float32"}]},
+      {"name":"lsm","op":"aten._log_softmax.default","args":[{"ref":"scaled"},1,false],"kwargs":{},
+       "outputs":[{"shape":[6,5],"dtype":"float32"}]},
+      {"name":"nll","op":"aten.nll_loss_forward.default",
+       "args":[{"ref":"lsm"},{"ref":"yp"},null,1,-100],"kwargs":{},
+       "outputs":[{"shape":[],"dtype":"float32"},{"shape":[],"dtype":"float32"}]}],
+    "outputs":[{"name":"loss","ref":{"ref":"nll","index":0}}]})";
+}
+
 /// A run held in memory: one program, checkpoints and a log.
 class MemoryRun final : public ReplayRun {
  public:
@@ -220,6 +247,35 @@ class TestAnalyzerSynthetic : public QObject {
         QVERIFY(st.selfCheckPassed);
       }
     }
+  }
+
+  void unconfirmableExit_staysLikely() {
+    // The rigorous confirmation cannot run (the interval replay meets indices an unstable sort of
+    // tied labels leaves open): the first-order exit keeps "bug (likely)" and says why, where it
+    // used to lose the whole step.
+    const auto refProgram = std::make_shared<const Program>(parseProgram(permutedProgramJson(1.0)));
+    const auto candProgram =
+        std::make_shared<const Program>(parseProgram(permutedProgramJson(1.01)));
+    MemoryRun ref("ref", refProgram), cand("cand", candProgram);
+    fill(ref, 2);
+    fill(cand, 2);
+    AnalysisSettings s;
+    s.method = EnvelopeMethod::FirstOrder;
+    const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+    for (const StepResult& st : r.steps) {
+      QCOMPARE(st.verdict, StepVerdict::BugLikely);
+      QVERIFY2(st.note.find("No rigorous confirmation") != std::string::npos, st.note.c_str());
+      QVERIFY2(st.note.find("order of equal values") != std::string::npos, st.note.c_str());
+    }
+    // The correct pair is rounding; the interval method itself says why it cannot bound.
+    MemoryRun same("same", refProgram);
+    fill(same, 2);
+    QCOMPARE(Analyzer(opts()).analyse(ref, same, StepSelection::all(), s).steps[0].verdict,
+             StepVerdict::Rounding);
+    s.method = EnvelopeMethod::Interval;
+    const AnalysisReport iv = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+    QCOMPARE(iv.steps[0].verdict, StepVerdict::NotBounded);
+    QVERIFY2(iv.steps[0].note.find("node 'xp'") != std::string::npos, iv.steps[0].note.c_str());
   }
 
   void selfCheckFailure_untrustworthyNotBug() {

@@ -1,0 +1,405 @@
+// The mixture-of-experts routing ops: topk, sort, histc, floor_divide and _grouped_mm. PyTorch's
+// values on small cases; zero escapes of the randomized executor (which breaks ties in a random
+// order) from the interval rules over random shapes, dims, ties and interval inputs; adjoints
+// against finite differences; the order statistics' near-tie term against perturbed inputs; the
+// grouped products against a loop of plain products, with empty groups; bad arguments are errors.
+#include "core/interval/rounding.h"
+#include "core/ops/error_bounds.h"
+#include "core/ops/registry.h"
+#include "tests/core/ops/op_harness.h"
+#include "tests/core/ops/rule_call.h"
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace lossbound;
+using namespace lossbound::test;
+
+namespace {
+
+Tensor vec(std::vector<double> v, DType t = DType::Float32) {
+  const Shape s{static_cast<std::int64_t>(v.size())};
+  return Tensor::point(s, t, std::move(v));
+}
+
+std::vector<double> values(const Tensor& t) { return {t.values().begin(), t.values().end()}; }
+
+OpCase orderCase(const std::string& op, Tensor x, std::vector<IrValue> args,
+                 std::map<std::string, IrValue> kwargs = {}) {
+  OpCase c;
+  c.op = op;
+  c.args = {in(0)};
+  c.args.insert(c.args.end(), args.begin(), args.end());
+  c.kwargs = std::move(kwargs);
+  c.outDtypes = {x.dtype(), DType::Int64};
+  c.inputs = {std::move(x)};
+  c.precision = modelFor(std::nullopt);
+  return c;
+}
+
+/// A random topk / sort / sort.stable case over a random shape and dim; integers with many ties
+/// when `ties`.
+OpCase randomOrderCase(std::mt19937_64& rng, bool iv, bool ties) {
+  const int rank = 1 + static_cast<int>(rng() % 3);
+  Shape s = randomShape(rank, rng, 6, 0.03);
+  const auto d = static_cast<std::int64_t>(rng() % static_cast<unsigned>(rank));
+  const DType t = ties ? DType::Int64 : DType::Float32;
+  Tensor x =
+      ties ? randomPoint(s, t, rng, 20.0, 3)
+           : (iv ? randomInterval(s, t, rng, rng() % 2 ? 1e-3 : 0.5) : randomPoint(s, t, rng));
+  const std::int64_t n = s[static_cast<std::size_t>(d)];
+  const int which = static_cast<int>(rng() % 3);
+  const std::int64_t dimArg = rng() % 2 ? d : d - rank;
+  if (which == 0) {
+    const std::int64_t k =
+        n == 0 ? 0 : static_cast<std::int64_t>(rng() % static_cast<unsigned>(n + 1));
+    return orderCase("aten.topk.default", x, {integer(k), integer(dimArg), flag(rng() % 2 == 0)});
+  }
+  if (which == 1) return orderCase("aten.sort.default", x, {integer(dimArg), flag(rng() % 2 == 0)});
+  return orderCase("aten.sort.stable", x, {},
+                   {{"stable", flag(rng() % 2 == 0)},
+                    {"dim", integer(dimArg)},
+                    {"descending", flag(rng() % 2 == 0)}});
+}
+
+Tensor ints32(std::vector<double> v) { return vec(std::move(v), DType::Int32); }
+
+/// The grouped product by a loop of plain products (binary64), for the four modes.
+std::vector<double> groupedByLoop(const Tensor& x, const Tensor& y,
+                                  const std::vector<double>& offs) {
+  const Shape &xs = x.shape(), &ys = y.shape();
+  const auto X = x.values(), Y = y.values();
+  std::vector<double> out;
+  const auto groupOf = [&](std::int64_t i) {
+    std::int64_t g = 0;
+    while (g < static_cast<std::int64_t>(offs.size()) && i >= offs[static_cast<std::size_t>(g)])
+      ++g;
+    return g;
+  };
+  if (xs.size() == 2 && ys.size() == 3) {
+    const std::int64_t M = xs[0], K = xs[1], N = ys[2];
+    out.assign(static_cast<std::size_t>(M * N), 0.0);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j)
+        for (std::int64_t k = 0; k < K; ++k)
+          out[static_cast<std::size_t>(i * N + j)] +=
+              X[static_cast<std::size_t>(i * K + k)] *
+              Y[static_cast<std::size_t>((groupOf(i) * K + k) * N + j)];
+  } else if (xs.size() == 3 && ys.size() == 2) {
+    const std::int64_t M = xs[1], K = xs[2], N = ys[1];
+    out.assign(static_cast<std::size_t>(M * N), 0.0);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j)
+        for (std::int64_t k = 0; k < K; ++k)
+          out[static_cast<std::size_t>(i * N + j)] +=
+              X[static_cast<std::size_t>((groupOf(j) * M + i) * K + k)] *
+              Y[static_cast<std::size_t>(k * N + j)];
+  } else {  // 2-D × 2-D
+    const std::int64_t M = xs[0], K = xs[1], N = ys[1], G = static_cast<std::int64_t>(offs.size());
+    out.assign(static_cast<std::size_t>(G * M * N), 0.0);
+    for (std::int64_t k = 0; k < K; ++k) {
+      const std::int64_t g = groupOf(k);
+      if (g >= G) continue;
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j)
+          out[static_cast<std::size_t>((g * M + i) * N + j)] +=
+              X[static_cast<std::size_t>(i * K + k)] * Y[static_cast<std::size_t>(k * N + j)];
+    }
+  }
+  return out;
+}
+
+/// Random cumulative ends of `groups` groups over `extent` (some groups empty), the last one at
+/// the extent when `cover`.
+std::vector<double> randomEnds(std::int64_t groups, std::int64_t extent, bool cover,
+                               std::mt19937_64& rng) {
+  std::vector<double> ends;
+  for (std::int64_t g = 0; g < groups; ++g)
+    ends.push_back(static_cast<double>(rng() % static_cast<unsigned>(extent + 1)));
+  std::sort(ends.begin(), ends.end());
+  if (cover && !ends.empty()) ends.back() = static_cast<double>(extent);
+  return ends;
+}
+
+OpCase groupedCase(std::mt19937_64& rng, int mode, Format f, bool iv) {
+  const DType t = dtypeFor(f);
+  const auto dim = [&] { return static_cast<std::int64_t>(1 + rng() % 6); };
+  const std::int64_t G = 1 + static_cast<std::int64_t>(rng() % 4), M = dim(), K = dim(), N = dim();
+  const auto input = [&](const Shape& s) {
+    return iv ? randomInterval(s, t, rng, 1e-3, 8.0) : randomPoint(s, t, rng, 8.0);
+  };
+  OpCase c;
+  c.op = "aten._grouped_mm.default";
+  c.precision = modelFor(f);
+  c.outDtypes = {t};
+  c.args = {in(0), in(1), in(2)};
+  if (mode == 0) {
+    c.inputs = {input({2 * M, K}), input({G, K, N}), ints32(randomEnds(G, 2 * M, true, rng))};
+  } else if (mode == 1) {
+    c.inputs = {input({G, M, K}), input({K, 2 * N}), ints32(randomEnds(G, 2 * N, true, rng))};
+  } else if (mode == 2) {
+    const bool cover = rng() % 2 == 0;
+    c.inputs = {input({M, 2 * K}), input({2 * K, N}), ints32(randomEnds(G, 2 * K, cover, rng))};
+  } else {
+    c.inputs = {input({G, M, K}), input({G, K, N})};
+    c.args = {in(0), in(1)};
+  }
+  return c;
+}
+
+}  // namespace
+
+class TestSortGroupedOps : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void torchValues() {
+    const Tensor x = vec({3, 1, 4, 1, 5, 9, 2, 6});
+    // torch.topk(x, 3) and torch.sort(x, stable=True) (PyTorch 1.13).
+    RuleCall top(orderCase("aten.topk.default", x, {integer(3)}));
+    QCOMPARE(values(top.point()[0]), (std::vector<double>{9, 6, 5}));
+    QCOMPARE(values(top.point()[1]), (std::vector<double>{5, 7, 4}));
+    RuleCall sorted(orderCase("aten.sort.stable", x, {}, {{"stable", flag(true)}}));
+    QCOMPARE(values(sorted.point()[0]), (std::vector<double>{1, 1, 2, 3, 4, 5, 6, 9}));
+    QCOMPARE(values(sorted.point()[1]), (std::vector<double>{1, 3, 6, 0, 2, 4, 7, 5}));
+    // NaN sorts above every number: sort([2, nan, 1], descending=True) -> [nan, 2, 1], [1, 0, 2].
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    RuleCall desc(orderCase("aten.sort.default", vec({2, nan, 1}), {integer(-1), flag(true)}));
+    QVERIFY(std::isnan(desc.point()[0].values()[0]));
+    QCOMPARE(values(desc.point()[1]), (std::vector<double>{1, 0, 2}));
+    // The stable sort of exact integers has exact indices; the unstable one spans each tie group.
+    const Tensor ids = vec({2, 0, 2, 1}, DType::Int64);
+    const auto stable =
+        RuleCall(orderCase("aten.sort.stable", ids, {}, {{"stable", flag(true)}})).interval()[1];
+    const auto unstable = RuleCall(orderCase("aten.sort.default", ids, {})).interval()[1];
+    for (std::int64_t j = 0; j < 4; ++j) {
+      const double want[] = {1, 3, 0, 2};
+      QCOMPARE(stable.at(j).lo, want[j]);
+      QCOMPARE(stable.at(j).hi, want[j]);
+    }
+    QCOMPARE(unstable.at(2).lo, 0.0);  // the two 2s: elements 0 and 2 at positions 2 and 3
+    QCOMPARE(unstable.at(2).hi, 2.0);
+    QCOMPARE(unstable.at(0).hi, 1.0);
+  }
+
+  void ordersEncloseEveryExecution() {
+    std::mt19937_64 rng(20261129);
+    int checked = 0, withTies = 0;
+    for (int trial = 0; trial < 600; ++trial) {
+      const bool ties = trial % 3 == 0, iv = trial % 2 == 0;
+      const OpCase c = randomOrderCase(rng, iv, ties);
+      const EnclosureReport r = checkEnclosure(c, ties ? 30 : 10, rng);
+      QVERIFY2(r.escapes == 0, (c.op + ": " + r.firstEscape).c_str());
+      ++checked;
+      withTies += ties;
+    }
+    QVERIFY(checked == 600 && withTies == 200);
+  }
+
+  void orderAdjointsMatchFiniteDifferences() {
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 60; ++trial) {
+      OpCase c = randomOrderCase(rng, false, false);
+      c.inputs[0] = randomPoint(c.inputs[0].shape(), DType::Float64, rng, 4.0);
+      const VjpReport r = checkVjp(c, rng);
+      QVERIFY2(r.maxRelError < 1e-6, (c.op + " " + r.where).c_str());
+    }
+  }
+
+  void nearTiesAreInTheLocalError() {
+    // x_i + δ_i against the order statistic of x + δ, |δ| <= one storage rounding: the remainder
+    // beyond the linearization through the selected element stays within the local error.
+    std::mt19937_64 rng(11);
+    const PrecisionModel pm = modelFor(std::nullopt);
+    int tied = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      const std::int64_t n = 2 + static_cast<std::int64_t>(rng() % 6);
+      std::vector<double> v(static_cast<std::size_t>(n));
+      const double base = 1.0 + static_cast<double>(rng() % 1000) / 1000.0;
+      for (double& e : v)  // clustered within a few ulps of one another
+        e = static_cast<float>(base + std::ldexp(static_cast<double>(rng() % 5), -23));
+      const bool largest = rng() % 2;
+      const std::int64_t k = 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(n));
+      const OpCase c =
+          orderCase("aten.topk.default", vec(v), {integer(k), integer(0), flag(largest)});
+      RuleCall call(c);
+      const auto err = call.localError()[0];
+      const auto idx = call.point()[1];
+      for (int p = 0; p < 20; ++p) {
+        std::vector<double> rho(v.size()), moved(v.size());
+        for (std::size_t e = 0; e < v.size(); ++e) {
+          rho[e] =
+              ops::roundingError(v[e], formatOf(DType::Float32, pm), formatOf(DType::Float32, pm));
+          moved[e] = v[e] + rho[e] * (std::uniform_real_distribution<double>(-1, 1)(rng));
+        }
+        std::vector<double> sortedMoved = moved;
+        std::sort(sortedMoved.begin(), sortedMoved.end(),
+                  [&](double a, double b) { return largest ? a > b : a < b; });
+        for (std::int64_t j = 0; j < k; ++j) {
+          const auto i = static_cast<std::size_t>(idx.values()[static_cast<std::size_t>(j)]);
+          const double remainder = std::fabs(sortedMoved[static_cast<std::size_t>(j)] - moved[i]);
+          QVERIFY2(remainder <= err.values()[static_cast<std::size_t>(j)] * (1 + 1e-12),
+                   qPrintable(QStringLiteral("%1 > %2").arg(remainder).arg(err.values()[j])));
+          tied += remainder > 0;
+        }
+      }
+    }
+    QVERIFY(tied > 100);  // the perturbations do swap elements
+    // Well separated values: no term.
+    RuleCall far(orderCase("aten.topk.default", vec({1, 2, 4}), {integer(2)}));
+    QCOMPARE(values(far.localError()[0]), (std::vector<double>{0, 0}));
+  }
+
+  void orderErrors() {
+    std::mt19937_64 rng(1);
+    QVERIFY_THROWS_EXCEPTION(
+        OpError, checkEnclosure(orderCase("aten.topk.default", vec({1, 2}), {integer(3)}), 1, rng));
+    QVERIFY_THROWS_EXCEPTION(
+        OpError, checkEnclosure(orderCase("aten.sort.default", vec({1, 2}), {integer(2)}), 1, rng));
+  }
+
+  void histcCounts() {
+    const auto histc = [](Tensor x, std::vector<IrValue> args) {
+      OpCase c;
+      c.op = "aten.histc.default";
+      c.args = {in(0)};
+      c.args.insert(c.args.end(), args.begin(), args.end());
+      c.outDtypes = {x.dtype()};
+      c.inputs = {std::move(x)};
+      c.precision = modelFor(std::nullopt);
+      return c;
+    };
+    // torch.histc values (PyTorch 1.13): out-of-range elements dropped, the max in the last bin,
+    // min == max taking the data's range (widened by 1 when the data are equal).
+    QCOMPARE(values(RuleCall(histc(vec({0, 1, 2, 3, 3, 1, -0.5, 3.5, 0.75, 2.25}),
+                                   {integer(4), num(0), num(3)}))
+                        .point()[0]),
+             (std::vector<double>{1, 3, 1, 3}));
+    QCOMPARE(values(RuleCall(histc(vec({2, 2, 2}), {integer(3)})).point()[0]),
+             (std::vector<double>{0, 3, 0}));
+    QCOMPARE(values(RuleCall(histc(vec({1, 5, 2, 9}), {integer(4)})).point()[0]),
+             (std::vector<double>{2, 0, 1, 1}));
+    // Uncertain elements: counted in every bin they may reach.
+    std::mt19937_64 rng(3);
+    for (int trial = 0; trial < 200; ++trial) {
+      const Shape s{static_cast<std::int64_t>(rng() % 12)};
+      const Tensor x = trial % 2 ? randomInterval(s, DType::Float32, rng, 0.3, 2.0)
+                                 : randomPoint(s, DType::Float32, rng, 2.0);
+      const EnclosureReport r = checkEnclosure(
+          histc(x, {integer(1 + static_cast<std::int64_t>(rng() % 6)), num(-2), num(3)}), 20, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+    const Tensor wide = Tensor::interval({2}, DType::Float32, {0.0, 0.5}, {0.1, 2.5});
+    const Tensor c = RuleCall(histc(wide, {integer(3), num(0), num(3)})).interval()[0];
+    QCOMPARE(c.at(0).lo, 1.0);  // [0, 0.1] certainly in bin 0
+    QCOMPARE(c.at(0).hi, 2.0);
+    QCOMPARE(c.at(2).lo, 0.0);  // [0.5, 2.5] reaches all three bins
+    QCOMPARE(c.at(2).hi, 1.0);
+    // The data's range needs exact data.
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(histc(wide, {integer(3)})).interval());
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(histc(vec({1}), {integer(0)})));
+  }
+
+  void floorDivide() {
+    const auto fd = [](Tensor x, IrValue other, std::vector<Tensor> more = {}) {
+      OpCase c;
+      c.op = "aten.floor_divide.default";
+      c.args = {in(0), std::move(other)};
+      c.outDtypes = {x.dtype()};
+      c.inputs = {std::move(x)};
+      for (Tensor& t : more) c.inputs.push_back(std::move(t));
+      c.precision = modelFor(std::nullopt);
+      return c;
+    };
+    const Tensor x = vec({-7, 7, -8, 0, 9}, DType::Int64);
+    // torch: x // 2 and x // -3 (Python's floor division).
+    QCOMPARE(values(RuleCall(fd(x, integer(2))).point()[0]),
+             (std::vector<double>{-4, 3, -4, 0, 4}));
+    QCOMPARE(values(RuleCall(fd(x, integer(-3))).point()[0]),
+             (std::vector<double>{2, -3, 2, 0, -3}));
+    QCOMPARE(values(RuleCall(fd(x, in(1), {vec({2, -2, 3, 5, -4}, DType::Int64)})).point()[0]),
+             (std::vector<double>{-4, -4, -3, 0, -3}));
+    // Interval operands: the hull of the corners' floors, checked against every pair inside.
+    const Tensor a = Tensor::interval({1}, DType::Int64, {-5}, {6}),
+                 b = Tensor::interval({1}, DType::Int64, {2}, {3});
+    const Interval q = RuleCall(fd(a, in(1), {b})).interval()[0].at(0);
+    QCOMPARE(q.lo, -3.0);
+    QCOMPARE(q.hi, 3.0);
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(x, integer(0))));
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(vec({1.5}), integer(2))));
+    const Tensor z = Tensor::interval({1}, DType::Int64, {-1}, {1});
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(a, in(1), {z})).interval());
+  }
+
+  void groupedMatchesALoopOfProducts() {
+    std::mt19937_64 rng(5);
+    for (int trial = 0; trial < 80; ++trial) {
+      const int mode = trial % 3;
+      OpCase c = groupedCase(rng, mode, Format::Fp64, false);
+      const std::vector<double> offs = values(c.inputs[2]);
+      const std::vector<double> want = groupedByLoop(c.inputs[0], c.inputs[1], offs);
+      const std::vector<double> got = values(RuleCall(c).point()[0]);
+      QCOMPARE(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        QVERIFY2(std::fabs(got[i] - want[i]) <= 1e-9 * (std::fabs(want[i]) + 1),
+                 qPrintable(QStringLiteral("mode %1 element %2").arg(mode).arg(i)));
+    }
+  }
+
+  void groupedEnclosesEveryExecution() {
+    std::mt19937_64 rng(6);
+    const Format formats[] = {Format::Fp32, Format::Bf16, Format::Fp64};
+    for (int trial = 0; trial < 120; ++trial) {
+      const OpCase c = groupedCase(rng, trial % 4, formats[trial % 3], trial % 2 == 0);
+      const EnclosureReport r = checkEnclosure(c, 10, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+      if (trial % 2 == 1) {
+        const LocalErrorReport l = checkLocalError(c, 10, rng);
+        QVERIFY2(l.violations == 0, l.first.c_str());
+      }
+    }
+  }
+
+  void groupedAdjointsMatchFiniteDifferences() {
+    std::mt19937_64 rng(8);
+    for (int trial = 0; trial < 40; ++trial) {
+      const VjpReport r = checkVjp(groupedCase(rng, trial % 4, Format::Fp64, false), rng);
+      QVERIFY2(r.maxRelError < 1e-6, r.where.c_str());
+    }
+  }
+
+  void groupedErrors() {
+    std::mt19937_64 rng(9);
+    OpCase c = groupedCase(rng, 0, Format::Fp32, false);
+    // Rows past the last offset are left uninitialized by PyTorch: refused.
+    std::vector<double> offs = values(c.inputs[2]);
+    offs.back() -= 1;
+    c.inputs[2] = ints32(offs);
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall{c});
+    // Decreasing offsets, a wrong number of groups, a bias.
+    OpCase d = groupedCase(rng, 2, Format::Fp32, false);
+    d.inputs[2] = ints32({2, 1});
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall{d});
+    OpCase e = groupedCase(rng, 0, Format::Fp32, false);
+    e.inputs[2] = ints32({1, 1, 1, 1, 1, 1});
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall{e});
+    OpCase f = groupedCase(rng, 3, Format::Fp32, false);
+    f.kwargs["bias"] = in(0);
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall{f});
+    // Inexact offsets.
+    OpCase g = groupedCase(rng, 0, Format::Fp32, false);
+    std::vector<double> lo = values(g.inputs[2]), hi = lo;
+    hi[0] += 1;
+    g.inputs[2] = Tensor::interval(g.inputs[2].shape(), DType::Int32, lo, hi);
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall{g});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSortGroupedOps)
+#include "test_sort_grouped_ops.moc"
