@@ -90,6 +90,32 @@ def _row_major_as_strided(op: str, args: List[Any], kwargs: Dict[str, Any]) -> t
     return flat.view(x.shape)
 
 
+def _grouped_mm_loop(args: List[Any], kwargs: Dict[str, Any]) -> torch.Tensor:
+    """aten._grouped_mm as a loop of matmuls, in any dtype (PyTorch's kernel takes no float64):
+    offs holds the groups' cumulative ends along the rows (2-D x 3-D), the columns (3-D x 2-D)
+    or the inner dimension (2-D x 2-D); 3-D x 3-D is a batched product."""
+    a, b = args[0], args[1]
+    offs = args[2] if len(args) > 2 else kwargs.get("offs")
+    if a.dim() == 3 and b.dim() == 3:
+        return torch.bmm(a, b)
+    ends = [int(e) for e in offs.tolist()]
+    starts = [0] + ends[:-1]
+    if a.dim() == 2 and b.dim() == 3:
+        out = a.new_zeros(a.shape[0], b.shape[2])
+        for g, (s, e) in enumerate(zip(starts, ends)):
+            out[s:e] = a[s:e] @ b[g]
+        return out
+    if a.dim() == 3 and b.dim() == 2:
+        out = a.new_zeros(a.shape[1], b.shape[1])
+        for g, (s, e) in enumerate(zip(starts, ends)):
+            out[:, s:e] = a[g] @ b[:, s:e]
+        return out
+    out = a.new_zeros(len(ends), a.shape[0], b.shape[1])
+    for g, (s, e) in enumerate(zip(starts, ends)):
+        out[g] = a[:, s:e] @ b[s:e]
+    return out
+
+
 def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
                 compute_dtype: Optional[torch.dtype] = None,
                 outputs: Optional[List[str]] = None) -> Dict[str, torch.Tensor]:
@@ -150,8 +176,12 @@ def run_program(program: dict, inputs: Mapping[str, torch.Tensor],
                 if a.alias_info is not None and a.alias_info.is_write:
                     args[i] = args[i].clone()  # in-place: the IR value is a new tensor
             try:
-                res = _row_major_as_strided(node["op"], args, kwargs) if node["op"] in \
-                    _AS_STRIDED_OPS else op(*args, **kwargs)
+                if node["op"] in _AS_STRIDED_OPS:
+                    res = _row_major_as_strided(node["op"], args, kwargs)
+                elif node["op"] == "aten._grouped_mm.default":
+                    res = _grouped_mm_loop(args, kwargs)
+                else:
+                    res = op(*args, **kwargs)
             except Exception as e:  # name the node: this is a debugging tool
                 raise RuntimeError(f"node '{node['name']}' ({node['op']}): {e}") from e
             env[node["name"]] = list(res) if isinstance(res, (tuple, list)) else [res]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Hugging Face stage: tiny GPT-2, Llama and BERT models recorded with
+# The Hugging Face stage: tiny GPT-2, Llama, BERT and Mixtral models recorded with
 # samples/pytorch/record_hf.py on PyTorch 2.x, their gradient-accumulation pairs analysed with
 # lossbound-cli (tests/python/hf_stage.py says what is checked).
 #

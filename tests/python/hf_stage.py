@@ -6,7 +6,8 @@
 
 Records GPT2LMHeadModel, LlamaForCausalLM and BertForMaskedLM with samples/pytorch/record_hf.py
 (a reference, a buggy and a fixed gradient-accumulation candidate each): with the default
-attention implementation (sdpa) for 10 steps, with attn_implementation="eager" for 3 steps.
+attention implementation (sdpa) for 10 steps, with attn_implementation="eager" for 3 steps; and
+MixtralForCausalLM (sdpa, 3 steps), whose experts take transformers' default grouped_mm path.
 The recordings run in parallel (--jobs, default: the number of CPUs). Then
 `lossbound-cli analyze --no-cache --json` on every pair, all recorded steps, default method
 (first-order), and checks:
@@ -37,7 +38,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RECORD = os.path.join(ROOT, "samples", "pytorch", "record_hf.py")
 MODELS = ("bert", "llama", "gpt2")  # slowest recording first (bert traces at every step)
 CASES: List[Tuple[str, str, int]] = [(m, "sdpa", 10) for m in MODELS] + \
-    [(m, "eager", 3) for m in MODELS]
+    [(m, "eager", 3) for m in MODELS] + \
+    [("mixtral", "sdpa", 3)]  # a mixture of experts: topk routing, sort, histc, _grouped_mm
 
 
 
@@ -125,10 +127,14 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10,
                     help="at most this many steps per run (default 10: the SDPA runs 10, the "
                          "eager ones 3; CI's ctest runs 3)")
+    ap.add_argument("--models", help="comma-separated models to run (default: every case)")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
-    cases = [(m, a, min(n, args.steps)) for m, a, n in CASES]
+    chosen = args.models.split(",") if args.models else None
+    cases = [(m, a, min(n, args.steps)) for m, a, n in CASES if not chosen or m in chosen]
+    if not cases:
+        ap.error(f"--models {args.models}: none of {sorted({m for m, _, _ in CASES})}")
     import torch
     import transformers
     print(f"hf stage: torch {torch.__version__}, transformers {transformers.__version__}, "
