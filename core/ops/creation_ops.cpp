@@ -216,6 +216,9 @@ void registerCreationOps(OpRegistry& r) {
   r.add("aten.new_zeros.default", std::make_shared<const CreateRule>(Src::NewSize, 0.0));
   r.add("aten.new_ones.default", std::make_shared<const CreateRule>(Src::NewSize, 1.0));
   r.add("aten.new_empty.default", std::make_shared<const CreateRule>(Src::NewSize, 0.0));
+  // The strided forms: the IR's tensors are row-major whatever the strides.
+  r.add("aten.new_empty_strided.default", std::make_shared<const CreateRule>(Src::NewSize, 0.0));
+  r.add("aten.empty_strided.default", std::make_shared<const CreateRule>(Src::Size, 0.0));
   r.add("aten.new_full.default", std::make_shared<const CreateRule>(Src::NewSize, std::nullopt, 2));
   r.add("aten.scalar_tensor.default",
         std::make_shared<const CreateRule>(Src::Scalar, std::nullopt));

@@ -1097,6 +1097,134 @@ class ClampRule final : public OpRule {
   Clamp mKind;
 };
 
+/// clamp.Tensor clamp_.Tensor (self, min: Tensor?, max: Tensor?, broadcast): min(max(x, lo), hi)
+/// as PyTorch's kernel computes it (a NaN self stays NaN), an exact selection stored in the
+/// output format. The gradient goes to self where lo <= x <= hi, to min where x < lo < hi and to
+/// max where x > hi or hi < lo (then the result is hi), as PyTorch's clamp backward.
+class ClampTensorRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const Bounds b = bounds(a);
+    const Shape s = broadcastAll(a, {a.tensor(0).shape(), b.lo.shape(), b.hi.shape()});
+    const Tensor x = broadcastTo(a, a.tensor(0), s), lo = broadcastTo(a, b.lo, s),
+                 hi = broadcastTo(a, b.hi, s);
+    return std::vector<Tensor>{mapPoint3(a, x, lo, hi, a.outSpec().dtype, clampPoint)};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
+    const Bounds b = bounds(a);
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    const Shape s = broadcastAll(a, {a.tensor(0).shape(), b.lo.shape(), b.hi.shape()});
+    const Tensor x = broadcastTo(a, a.tensor(0), s), lo = broadcastTo(a, b.lo, s),
+                 hi = broadcastTo(a, b.hi, s);
+    std::vector<double> ol(static_cast<std::size_t>(x.numel())), oh(ol.size());
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      const Interval r =
+          tensorElement(ro(min(max(x.at(i), lo.at(i)), hi.at(i)), fo, isIntegral(t)));
+      ol[static_cast<std::size_t>(i)] = r.lo;
+      oh[static_cast<std::size_t>(i)] = r.hi;
+    }
+    return std::vector<Tensor>{Tensor::interval(s, t, std::move(ol), std::move(oh))};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    const DType t = a.outSpec().dtype;
+    const Format fo = outFormat(a, ctx);
+    const Tensor p = point(a, ctx)[0];
+    return std::vector<Tensor>{
+        mapPoint(p, t, [&](double v) { return isIntegral(t) ? v : roundNearest(v, fo); })};
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor> g, OpContext&) const override {
+    const Bounds b = bounds(a);
+    const Tensor& x0 = a.tensor(0);
+    const Shape& s = g[0].shape();
+    const Tensor x = broadcastTo(a, x0, s), lo = broadcastTo(a, b.lo, s),
+                 hi = broadcastTo(a, b.hi, s);
+    const auto n = static_cast<std::size_t>(g[0].numel());
+    std::vector<double> gx(n), gl(n), gh(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = x.values()[i], l = lo.values()[i], h = hi.values()[i], gv = g[0].values()[i];
+      // PyTorch's clamp backward: max where x > hi or hi < lo, min where x < lo < hi.
+      if (v > h || h < l)
+        gh[i] = gv;
+      else if (v < l)
+        gl[i] = gv;
+      else
+        gx[i] = gv;
+    }
+    std::vector<std::optional<Tensor>> out(a.tensorInputs().size());
+    // Each operand's share, added up where one tensor is several operands (clamp(x, x)).
+    const auto put = [&](const Tensor* t, std::vector<double>& d) {
+      if (!isFloating(t->dtype())) return;
+      const Tensor share = sumToShape(Tensor::point(s, g[0].dtype(), std::move(d)), t->shape());
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        if (a.tensorInputs()[k] != t) continue;
+        std::vector<double> v(share.values().begin(), share.values().end());
+        if (out[k])
+          for (std::size_t i = 0; i < v.size(); ++i) v[i] += out[k]->values()[i];
+        out[k] = Tensor::point(t->shape(), t->dtype(), std::move(v));
+        break;
+      }
+    };
+    put(&x0, gx);
+    if (b.loRef) put(b.loRef, gl);
+    if (b.hiRef) put(b.hiRef, gh);
+    return out;
+  }
+
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& ctx) const override {
+    const Format fo = outFormat(a, ctx);
+    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
+    return std::vector<Tensor>{
+        mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+  }
+
+ private:
+  /// The bounds as tensors (an absent one as ∓inf) and the inputs they came from.
+  struct Bounds {
+    Tensor lo, hi;
+    const Tensor *loRef = nullptr, *hiRef = nullptr;
+  };
+
+  static double clampPoint(double x, double lo, double hi) {
+    if (std::isnan(x)) return x;
+    return std::min(std::max(x, lo), hi);
+  }
+
+  /// Returns bound `name` (positional i, else keyword), or nullptr when absent or None.
+  static const Tensor* bound(const OpArgs& a, std::size_t i, const std::string& name) {
+    if (a.isTensor(i)) return &a.tensor(i);
+    if (i < a.size() && a.arg(i).kind != IrValue::Kind::None)
+      a.fail("clamp.Tensor: " + name + " should be a tensor or None");
+    const IrValue* k = a.kwarg(name);
+    if (!k || k->kind == IrValue::Kind::None) return nullptr;
+    if (k->kind != IrValue::Kind::Ref) a.fail("clamp.Tensor: " + name + " should be a tensor");
+    // Keyword tensors follow the positional ones in tensorInputs(), in keyword order.
+    std::size_t pos = 0;
+    for (std::size_t j = 0; j < a.size(); ++j) pos += a.arg(j).kind == IrValue::Kind::Ref;
+    for (const auto& [kn, kv] : a.node().kwargs) {
+      if (kn == name) break;
+      pos += kv.kind == IrValue::Kind::Ref;
+    }
+    return a.tensorInputs().at(pos);
+  }
+
+  static Bounds bounds(const OpArgs& a) {
+    Bounds b;
+    b.loRef = bound(a, 1, "min");
+    b.hiRef = bound(a, 2, "max");
+    if (!b.loRef && !b.hiRef) a.fail("clamp.Tensor: at least one of min and max must be given");
+    const double inf = std::numeric_limits<double>::infinity();
+    b.lo = b.loRef ? *b.loRef : Tensor::scalar(-inf, DType::Float64);
+    b.hi = b.hiRef ? *b.hiRef : Tensor::scalar(inf, DType::Float64);
+    return b;
+  }
+};
+
 /// maximum minimum (NaN propagates): exact selection; ties split the gradient evenly.
 class ExtremumRule final : public OpRule {
  public:
@@ -1296,6 +1424,8 @@ void registerElementwiseOps(OpRegistry& r) {
 
   r.add("aten.clamp.default", std::make_shared<const ClampRule>(Clamp::Both));
   r.add("aten.clamp_.default", std::make_shared<const ClampRule>(Clamp::Both));
+  r.add("aten.clamp.Tensor", std::make_shared<const ClampTensorRule>());
+  r.add("aten.clamp_.Tensor", std::make_shared<const ClampTensorRule>());
   r.add("aten.clamp_min.default", std::make_shared<const ClampRule>(Clamp::Min));
   r.add("aten.clamp_min_.default", std::make_shared<const ClampRule>(Clamp::Min));
   r.add("aten.clamp_max.default", std::make_shared<const ClampRule>(Clamp::Max));

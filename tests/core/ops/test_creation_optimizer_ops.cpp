@@ -128,6 +128,26 @@ class TestCreationOptimizerOps : public QObject {
     QCOMPARE(checkEnclosure(c, 10, rng).escapes, 0);
   }
 
+  void stridedEmptiesAreRowMajorZeros() {
+    // new_empty_strided / empty_strided (DeepSeek-V3's MoE): the strides describe a layout the
+    // IR does not have; the values are the same zeros as new_empty's.
+    std::mt19937_64 rng(6);
+    OpCase c;
+    c.op = "aten.new_empty_strided.default";
+    c.inputs = {randomPoint({2}, DType::Float32, rng)};
+    c.args = {in(0), ints({3, 2}), ints({1, 3})};
+    c.outDtypes = {DType::Float32};
+    std::vector<Tensor> out = intervalOutputs(c);
+    QCOMPARE(out.at(0).shape(), (Shape{3, 2}));
+    for (std::size_t i = 0; i < 6; ++i) QCOMPARE(out[0].hi()[i], 0.0);
+    c.op = "aten.empty_strided.default";
+    c.inputs.clear();
+    c.args = {ints({4}), ints({1})};
+    out = intervalOutputs(c);
+    QCOMPARE(out.at(0).shape(), (Shape{4}));
+    QCOMPARE(checkEnclosure(c, 5, rng).escapes, 0);
+  }
+
   void maskConstantsStayExactOrFinite() {
     // full(−inf) (a causal mask) is stored exactly: [−inf, −inf], not [−inf, −max], which made
     // every softmax row it masks unbounded; full(−3.4028235e38), finfo(float32).min written with
