@@ -1360,7 +1360,6 @@ class NanToNumRule final : public OpRule {
 }  // namespace
 
 void registerElementwiseOps(OpRegistry& r) {
-  registerFloorDivideOps(r);
   const std::pair<const char*, Arith> arith[] = {
       {"add", Arith::Add}, {"sub", Arith::Sub}, {"mul", Arith::Mul}, {"div", Arith::Div}};
   for (const auto& [name, op] : arith) {
@@ -1369,11 +1368,8 @@ void registerElementwiseOps(OpRegistry& r) {
       r.add(std::string("aten.") + name + suffix, rule);
       r.add(std::string("aten.") + name + "_" + suffix, rule);
     }
-    if (op == Arith::Div) {
-      r.add("aten.div.Tensor_mode", rule);
-      r.add("aten.div_.Tensor_mode", rule);
-    }
   }
+  registerIntegerDivisionOps(r);  // floor_divide, and div with a rounding mode (after div)
   r.add("aten.rsub.Tensor", std::make_shared<const ArithRule>(Arith::Rsub));
   r.add("aten.rsub.Scalar", std::make_shared<const ArithRule>(Arith::Rsub));
 

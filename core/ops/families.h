@@ -65,7 +65,8 @@ void registerAdvancedIndexOps(OpRegistry& r);
 void registerSortOps(OpRegistry& r);
 /// _grouped_mm (mixture-of-experts products, each group lowered to the GEMM of gemm.h).
 void registerGroupedMmOps(OpRegistry& r);
-/// floor_divide floor_divide_ (integers; registered with the elementwise family).
-void registerFloorDivideOps(OpRegistry& r);
+/// floor_divide floor_divide_, div (.Tensor_mode, .Scalar_mode, in-place) with rounding_mode
+/// 'floor' or 'trunc' (integers; registered with the elementwise family, after div.Tensor).
+void registerIntegerDivisionOps(OpRegistry& r);
 
 }  // namespace lossbound

@@ -49,7 +49,7 @@ struct FamilyEntry {
 constexpr FamilyEntry kFamilies[] = {
     {"Elementwise",
      "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, logical and bitwise ops and "
-     "integer floor division (exact), where, clamp (and the in-place op_ "
+     "integer floor and trunc division (exact), where, clamp (and the in-place op_ "
      "forms, here and below): one correctly rounded op in opmath, libm functions within the "
      "published ulps + 1, stored in the dtype",
      registerElementwiseOps},

@@ -122,6 +122,25 @@ MORE: Dict[str, tuple] = {
                    "head_dim": 8}),
     "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM",
                    {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "phimoe": ("PhimoeConfig", "PhimoeForCausalLM",
+               {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "jetmoe": ("JetMoeConfig", "JetMoeForCausalLM",
+               {"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 8}),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM",
+                {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 8,
+                 "sliding_window": 8}),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM",
+                    {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                     "n_group": 2, "topk_group": 1, "first_k_dense_replace": 1,
+                     "n_shared_experts": 1, "kv_lora_rank": 16, "q_lora_rank": 16,
+                     "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 8}),
+    # A state-space model (no attention) and a sinusoidal-position decoder.
+    "mamba": ("MambaConfig", "MambaForCausalLM",
+              {"state_size": 4, "num_attention_heads": None, "num_key_value_heads": None,
+               "intermediate_size": None, "max_position_embeddings": None}),
+    "xglm": ("XGLMConfig", "XGLMForCausalLM",
+             {"d_model": 32, "num_layers": 2, "ffn_dim": 64, "hidden_size": None,
+              "num_hidden_layers": None, "intermediate_size": None, "num_key_value_heads": None}),
 }
 MASKED = ("bert", "distilbert", "roberta", "electra", "albert")  # masked LMs: 25% of the tokens masked and labelled
 STYLES = ("buggy", "fixed")

@@ -331,6 +331,26 @@ class TestSortGroupedOps : public QObject {
     const Interval q = RuleCall(fd(a, in(1), {b})).interval()[0].at(0);
     QCOMPARE(q.lo, -3.0);
     QCOMPARE(q.hi, 3.0);
+    // div with rounding_mode 'trunc' (JetMoE) and 'floor' on integers; none: true division.
+    const auto mode = [&](const char* m, IrValue other) {
+      OpCase c = fd(x, std::move(other));
+      c.op = "aten.div.Tensor_mode";
+      IrValue v;
+      v.kind = IrValue::Kind::String;
+      v.stringValue = m;
+      c.kwargs["rounding_mode"] = v;
+      return c;
+    };
+    QCOMPARE(values(RuleCall(mode("trunc", integer(2))).point()[0]),
+             (std::vector<double>{-3, 3, -4, 0, 4}));
+    QCOMPARE(values(RuleCall(mode("trunc", integer(-3))).point()[0]),
+             (std::vector<double>{2, -2, 2, 0, -3}));
+    QCOMPARE(values(RuleCall(mode("floor", integer(-3))).point()[0]),
+             (std::vector<double>{2, -3, 2, 0, -3}));
+    OpCase trueDiv = fd(vec({3, -1}), integer(2));
+    trueDiv.op = "aten.div.Tensor_mode";
+    QCOMPARE(values(RuleCall(trueDiv).point()[0]), (std::vector<double>{1.5, -0.5}));
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(mode("round", integer(2))));
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(x, integer(0))));
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(vec({1.5}), integer(2))));
     const Tensor z = Tensor::interval({1}, DType::Int64, {-1}, {1});

@@ -1,0 +1,147 @@
+// Integer division: floor_divide (.default, .Scalar, in-place forms) and div.Tensor_mode /
+// div.Scalar_mode with rounding_mode 'floor' or 'trunc' on integer tensors: the quotient rounded
+// toward −inf (Python's //) or toward 0. Contract: exact; an operand enclosure whose divisor
+// excludes 0 gives the hull of the quotients at its corners (both roundings of a/b are monotone
+// in a and in b on each side of 0). Floating operands are refused: PyTorch's float kernels (fmod,
+// a rounded division, a correction) are not yet modelled. Division by zero is an error, as in
+// PyTorch. No adjoint, no local error. div.Tensor_mode without a rounding mode is true division
+// (the elementwise family's rule).
+#include "core/ops/arg_readers.h"
+#include "core/ops/broadcasting.h"
+#include "core/ops/families.h"
+#include "core/ops/registry.h"
+#include "core/ops/rule_helpers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace lossbound {
+
+namespace {
+
+using namespace ops;
+
+enum class Rounding { Floor, Trunc };
+
+class IntegerDivideRule final : public OpRule {
+ public:
+  explicit IntegerDivideRule(Rounding mode) : mMode(mode) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
+    const auto [x, y] = operands(a);
+    return {mapPoint2(a, x, y, a.outSpec().dtype,
+                      [&](double p, double q) { return quotient(a, p, q); })};
+  }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
+    const auto [x, y] = operands(a);
+    return {mapInterval2(a, x, y, a.outSpec().dtype, [&](Interval p, Interval q) -> Interval {
+      if (p.lo == p.hi && q.lo == q.hi) return lossbound::point(quotient(a, p.lo, q.lo));
+      if (q.lo <= 0 && q.hi >= 0)
+        a.fail("integer division: the divisor [" + std::to_string(q.lo) + ", " +
+               std::to_string(q.hi) + "] may be 0");
+      const double c[] = {quotient(a, p.lo, q.lo), quotient(a, p.lo, q.hi), quotient(a, p.hi, q.lo),
+                          quotient(a, p.hi, q.hi)};
+      return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+    })};
+  }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
+    return point(a, ctx);
+  }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
+    return std::vector<std::optional<Tensor>>(a.tensorInputs().size());
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  std::pair<Tensor, Tensor> operands(const OpArgs& a) const {
+    Tensor x = a.tensor(0), y = tensorOrScalar(a, 1, DType::Int64);
+    for (const Tensor* t : {&x, &y})
+      if (isFloating(t->dtype()))
+        a.fail(std::string(mMode == Rounding::Floor ? "floor" : "trunc") +
+               " division of floating-point values is not supported (integer tensors only), "
+               "found " +
+               std::string(dtypeName(t->dtype())));
+    if (isNumber(a, 1) && a.numberArg(1, "") != std::floor(a.numberArg(1, "")))
+      a.fail("integer division by a non-integer number is not supported");
+    return {std::move(x), std::move(y)};
+  }
+
+  double quotient(const OpArgs& a, double p, double q) const {
+    const auto i = static_cast<std::int64_t>(p), j = static_cast<std::int64_t>(q);
+    if (j == 0) a.fail("integer division by zero");
+    std::int64_t d = i / j;  // toward 0
+    if (mMode == Rounding::Floor && (i % j != 0) && ((i < 0) != (j < 0))) --d;
+    return static_cast<double>(d);
+  }
+
+  Rounding mMode;
+};
+
+/// div.Tensor_mode / div.Scalar_mode: the integer rules for 'floor' and 'trunc', true division
+/// (the rule given) without a rounding mode.
+class DivModeRule final : public OpRule {
+ public:
+  explicit DivModeRule(const OpRule& trueDivision) : mTrue(trueDivision) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext& c) const override {
+    return rule(a).point(a, c);
+  }
+  std::vector<Tensor> interval(const OpArgs& a, OpContext& c) const override {
+    return rule(a).interval(a, c);
+  }
+  std::vector<Tensor> random(const OpArgs& a, OpContext& c) const override {
+    return rule(a).random(a, c);
+  }
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> o,
+                                         std::span<const Tensor> g, OpContext& c) const override {
+    return rule(a).vjp(a, o, g, c);
+  }
+  std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
+                                 OpContext& c) const override {
+    return rule(a).localError(a, o, c);
+  }
+  std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                              OpContext& c) const override {
+    return rule(a).probabilisticLocalError(a, o, c);
+  }
+
+ private:
+  const OpRule& rule(const OpArgs& a) const {
+    const IrValue* m = a.kwarg("rounding_mode");
+    if (!m || m->kind != IrValue::Kind::String) return mTrue;
+    if (m->stringValue == "floor") return mFloor;
+    if (m->stringValue == "trunc") return mTrunc;
+    a.fail("div: unknown rounding_mode '" + m->stringValue + "' (expected 'floor' or 'trunc')");
+  }
+
+  const OpRule& mTrue;
+  IntegerDivideRule mFloor{Rounding::Floor}, mTrunc{Rounding::Trunc};
+};
+
+}  // namespace
+
+void registerIntegerDivisionOps(OpRegistry& r) {
+  const auto rule = std::make_shared<const IntegerDivideRule>(Rounding::Floor);
+  for (const char* name : {"aten.floor_divide.default", "aten.floor_divide.Scalar",
+                           "aten.floor_divide_.Tensor", "aten.floor_divide_.Scalar"})
+    r.add(name, rule);
+  const OpRule* trueDivision = r.find("aten.div.Tensor");
+  if (!trueDivision) throw std::logic_error("registerIntegerDivisionOps: div.Tensor first");
+  const auto mode = std::make_shared<const DivModeRule>(*trueDivision);
+  for (const char* name : {"aten.div.Tensor_mode", "aten.div_.Tensor_mode", "aten.div.Scalar_mode",
+                           "aten.div_.Scalar_mode"})
+    r.add(name, mode);
+}
+
+}  // namespace lossbound
