@@ -65,6 +65,8 @@ void registerAdvancedIndexOps(OpRegistry& r);
 void registerSortOps(OpRegistry& r);
 /// _grouped_mm (mixture-of-experts products, each group lowered to the GEMM of gemm.h).
 void registerGroupedMmOps(OpRegistry& r);
+/// pixel_shuffle pixel_unshuffle upsample_nearest1d/2d/3d (.vec, .default) and their backward.
+void registerUpsampleOps(OpRegistry& r);
 /// floor_divide floor_divide_, div (.Tensor_mode, .Scalar_mode, in-place) with rounding_mode
 /// 'floor' or 'trunc' (integers; registered with the elementwise family, after div.Tensor).
 void registerIntegerDivisionOps(OpRegistry& r);

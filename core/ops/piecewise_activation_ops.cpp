@@ -1,6 +1,7 @@
 // Piecewise activations and their backward ops: hardswish hardswish_backward hardsigmoid
-// hardsigmoid_backward leaky_relu leaky_relu_backward elu elu_backward celu (and the in-place
-// hardswish_ hardsigmoid_ leaky_relu_ elu_ celu_, which return a fresh value here like relu_).
+// hardsigmoid_backward hardtanh hardtanh_backward leaky_relu leaky_relu_backward elu elu_backward
+// celu (and the in-place hardswish_ hardsigmoid_ hardtanh_ leaky_relu_ elu_ celu_, which return
+// a fresh value here like relu_).
 //
 // Contracts (every op, through core/ops/activation_rule.h): the interval rule encloses every
 // result of the PyTorch 1.13 / 2.x CPU and CUDA kernels for inputs in their enclosures: each
@@ -18,6 +19,8 @@
 //   give 1.5·g (both enclosed);
 // - hardsigmoid_backward(g, x) = g·RN32(1/6) for −3 < x < 3, else 0 (both kernels use the fp32
 //   constant; the point rule uses g/6);
+// - hardtanh(x, lo, hi) = min(max(x, lo), hi) (ReLU6: lo 0, hi 6); hardtanh_backward(g, x, lo, hi)
+//   = x <= lo or x >= hi ? 0 : g;
 // - leaky_relu(x, s) = x > 0 ? x : x·s; leaky_relu_backward(g, x, s, is_result) = x > 0 ? g : g·s
 //   (PyTorch refuses is_result with s < 0, and so does this rule);
 // - elu(x, α, λ, σ) = x > 0 ? x·λ : (exp(x·σ) − 1)·(α·λ) (CPU) or expm1(x·σ)·(α·λ) (CUDA);
@@ -104,6 +107,51 @@ struct HardsigmoidBackward {
   static typename D::V eval(const D& d, const Params&, typename D::V g, typename D::V x,
                             int variant) {
     return kernels::hardsigmoidBackwardF(d, g, x, variant);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// hardtanh (ReLU6 is hardtanh(x, 0, 6))
+
+struct HardtanhParams {
+  double lo, hi;
+};
+
+HardtanhParams hardtanhParams(const OpArgs& a, std::size_t first) {
+  const HardtanhParams p{a.numberArg(first, "min_val", -1.0),
+                         a.numberArg(first + 1, "max_val", 1.0)};
+  if (!(p.lo <= p.hi))
+    a.fail("hardtanh needs min_val <= max_val, found " + std::to_string(p.lo) + " and " +
+           std::to_string(p.hi));
+  return p;
+}
+
+struct Hardtanh {
+  using Params = HardtanhParams;
+  static Params params(const OpArgs& a) { return hardtanhParams(a, 1); }
+  static int variants(const Params&) { return 1; }
+  static std::vector<double> kinks(const Params& p) { return {p.lo, p.hi}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V x, int) {
+    // The selections give PyTorch's derivative at the kinks (0 at lo and at hi, as
+    // hardtanh_backward) and keep a NaN (the clamp in the middle).
+    const auto lo = d.lit(p.lo), hi = d.lit(p.hi);
+    const auto mid = d.min(d.max(x, lo), hi);
+    return d.select(d.ge(x, hi), hi, d.select(d.ge(lo, x), lo, mid));
+  }
+};
+
+struct HardtanhBackward {
+  using Params = HardtanhParams;
+  // hardtanh_backward(grad_output, self, min_val, max_val) = x <= min_val || x >= max_val ? 0 : g
+  static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static Params params(const OpArgs& a) { return hardtanhParams(a, 2); }
+  static int variants(const Params&) { return 1; }
+  static std::vector<double> kinks(const Params& p) { return {p.lo, p.hi}; }
+  template <class D>
+  static typename D::V eval(const D& d, const Params& p, typename D::V g, typename D::V x, int) {
+    const auto zero = d.lit(0.0);
+    return d.select(d.gt(x, d.lit(p.lo)), d.select(d.ge(x, d.lit(p.hi)), zero, g), zero);
   }
 };
 
@@ -228,6 +276,10 @@ void registerPiecewiseActivationOps(OpRegistry& r) {
   r.add("aten.hardsigmoid", hardsigmoid);
   r.add("aten.hardsigmoid_.default", hardsigmoid);
   r.add("aten.hardsigmoid_backward", std::make_shared<BinaryActivationRule<HardsigmoidBackward>>());
+  const auto hardtanh = std::make_shared<UnaryActivationRule<Hardtanh>>();
+  r.add("aten.hardtanh", hardtanh);
+  r.add("aten.hardtanh_.default", hardtanh);
+  r.add("aten.hardtanh_backward", std::make_shared<BinaryActivationRule<HardtanhBackward>>());
   const auto leaky = std::make_shared<UnaryActivationRule<LeakyRelu>>();
   r.add("aten.leaky_relu", leaky);
   r.add("aten.leaky_relu_.default", leaky);

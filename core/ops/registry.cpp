@@ -85,7 +85,7 @@ constexpr FamilyEntry kFamilies[] = {
     {"Losses", "nll_loss forward and backward: exact selection; sums and means in any order",
      registerLossOps},
     {"Piecewise activations",
-     "hardswish, hardsigmoid, leaky_relu, elu, celu: split at their breakpoints",
+     "hardswish, hardsigmoid, hardtanh (ReLU6), leaky_relu, elu, celu: split at their breakpoints",
      registerPiecewiseActivationOps},
     {"Softplus and mish", "Compositions of libm functions within the ulp table",
      registerSoftplusMishOps},
@@ -110,6 +110,10 @@ constexpr FamilyEntry kFamilies[] = {
      "topk, sort: exact order statistics, near ties covered by the local error; histc: exact "
      "counts, uncertain elements counted in every bin they may reach",
      registerSortOps},
+    {"Resampling",
+     "pixel_shuffle, pixel_unshuffle, nearest upsampling: exact index maps (PyTorch's float source "
+     "index); the backward sums each input's gradients in any order",
+     registerUpsampleOps},
     {"Grouped products",
      "_grouped_mm (mixture-of-experts layers): each group the midpoint-radius GEMM and its bound",
      registerGroupedMmOps},

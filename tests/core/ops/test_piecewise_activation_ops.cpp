@@ -257,6 +257,14 @@ class TestPiecewiseActivationOps : public QObject {
       checkVjpCases(op, forVjp(unary(op), {-3.0, 3.0}));
     }
   }
+  void hardtanh() {
+    // nn.Hardtanh's defaults (-1, 1) and ReLU6 (0, 6), MobileNetV2's activation.
+    for (const char* op : {"aten.hardtanh.default", "aten.hardtanh_.default"}) {
+      checkAllFormats(op, unary(op, {}, {-1.0, 1.0}));
+      checkVjpCases(op, forVjp(unary(op), {-1.0, 1.0}));
+      checkAllFormats(std::string(op) + " (relu6)", unary(op, {num(0.0), num(6.0)}, {0.0, 6.0}));
+    }
+  }
   void leakyRelu() {
     for (double slope : {0.01, 0.2, -0.5}) {
       for (const char* op : {"aten.leaky_relu.default", "aten.leaky_relu_.default"}) {
@@ -312,6 +320,8 @@ class TestPiecewiseActivationOps : public QObject {
         {"hardswish_backward", binary("aten.hardswish_backward.default", gradSelf(), {-3.0, 3.0})},
         {"hardsigmoid_backward",
          binary("aten.hardsigmoid_backward.default", gradSelf(), {-3.0, 3.0})},
+        {"hardtanh_backward (relu6)",
+         binary("aten.hardtanh_backward.default", gradSelf({num(0.0), num(6.0)}), {0.0, 6.0})},
         {"leaky_relu_backward",
          binary("aten.leaky_relu_backward.default", gradSelf({num(0.01), flag(false)}), {0.0})},
         {"leaky_relu_backward (result)",
@@ -354,6 +364,10 @@ class TestPiecewiseActivationOps : public QObject {
     checkBackwardMatchesVjp("hardsigmoid", unary("aten.hardsigmoid.default", {}, {-3.0, 3.0}),
                             "aten.hardsigmoid_backward.default",
                             simple("aten.hardsigmoid_backward.default"));
+    checkBackwardMatchesVjp("hardtanh (relu6)",
+                            unary("aten.hardtanh.default", {num(0.0), num(6.0)}, {0.0, 6.0}),
+                            "aten.hardtanh_backward.default",
+                            simple("aten.hardtanh_backward.default", {num(0.0), num(6.0)}));
     checkBackwardMatchesVjp("leaky_relu", unary("aten.leaky_relu.default", {num(0.1)}, {0.0}),
                             "aten.leaky_relu_backward.default",
                             simple("aten.leaky_relu_backward.default", {num(0.1), flag(false)}));
@@ -381,6 +395,8 @@ class TestPiecewiseActivationOps : public QObject {
   void firstOrderAtBreakpoints() {
     checkKinkFirstOrder("hardswish", unary("aten.hardswish.default"), {-3.0, 3.0}, 0);
     checkKinkFirstOrder("hardsigmoid", unary("aten.hardsigmoid.default"), {-3.0, 3.0}, 0);
+    checkKinkFirstOrder("hardtanh (relu6)", unary("aten.hardtanh.default", {num(0.0), num(6.0)}),
+                        {0.0, 6.0}, 0);
     checkKinkFirstOrder("leaky_relu", unary("aten.leaky_relu.default", {num(0.01)}), {0.0}, 0);
     checkKinkFirstOrder("elu", unary("aten.elu.default"), {0.0}, 0);
     checkKinkFirstOrder("celu (alpha 0.5)", unary("aten.celu.default", {num(0.5)}), {0.0}, 0);
@@ -401,6 +417,8 @@ class TestPiecewiseActivationOps : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(s, 1, rng));
     OpCase z = unary("aten.celu.default", {num(0.0)})(Format::Fp32, false, rng);
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(z, 1, rng));
+    OpCase h = unary("aten.hardtanh.default", {num(2.0), num(1.0)})(Format::Fp32, false, rng);
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(h, 1, rng));
     OpCase i = unary("aten.hardswish.default")(Format::Fp32, false, rng);
     i.inputs[0] = Tensor::point({2}, DType::Int64, {1.0, 2.0});
     QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(i, 1, rng));
