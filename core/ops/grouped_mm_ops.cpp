@@ -37,6 +37,8 @@ struct GroupedPlan {
   Shape outShape;
 };
 
+/// _grouped_mm: each group one product with mm's enclosure, execution and local error (the file
+/// comment's contract).
 class GroupedMmRule final : public OpRule {
  public:
   std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
@@ -99,7 +101,7 @@ class GroupedMmRule final : public OpRule {
     for (const Group& g : p.groups) {
       if (g.m == 0 || g.n == 0 || g.k == 0) continue;
       const Tensor A = applyIndexMap(x, g.a, x.dtype()), B = applyIndexMap(y, g.b, y.dtype());
-      std::vector<double> G(static_cast<std::size_t>(g.m * g.n)), at(G.size()), bt;
+      std::vector<double> G(static_cast<std::size_t>(g.m * g.n));
       for (std::int64_t r = 0; r < g.m; ++r)
         for (std::int64_t c = 0; c < g.n; ++c)
           G[static_cast<std::size_t>(r * g.n + c)] =
@@ -164,12 +166,6 @@ class GroupedMmRule final : public OpRule {
   }
 
  private:
-  static std::int64_t numel(const Shape& s) {
-    std::int64_t n = 1;
-    for (std::int64_t d : s) n *= d;
-    return n;
-  }
-
   static std::vector<double> transposed(std::span<const double> v, std::int64_t rows,
                                         std::int64_t cols) {
     std::vector<double> t(v.size());
@@ -207,10 +203,26 @@ class GroupedMmRule final : public OpRule {
   }
 
   /// Returns the groups' cumulative ends, checked against the grouped extent.
+  /// Returns offs (positional 2 or keyword), or nullptr when absent or None.
+  static const Tensor* offsTensor(const OpArgs& a) {
+    if (a.isTensor(2)) return &a.tensor(2);
+    const IrValue* k = a.kwarg("offs");
+    if (!k || k->kind == IrValue::Kind::None) return nullptr;
+    // Keyword tensors follow the positional ones in tensorInputs().
+    std::size_t pos = 0;
+    for (std::size_t j = 0; j < a.size(); ++j) pos += a.arg(j).kind == IrValue::Kind::Ref;
+    for (const auto& [name, v] : a.node().kwargs) {
+      if (name == "offs") break;
+      pos += v.kind == IrValue::Kind::Ref;
+    }
+    return a.tensorInputs().at(pos);
+  }
+
   static std::vector<std::int64_t> offsets(const OpArgs& a, std::int64_t groups,
                                            std::int64_t extent, const char* along) {
-    if (!a.isTensor(2)) a.fail("_grouped_mm: offs is required when an operand is 2-D");
-    const Tensor& o = a.tensor(2);
+    const Tensor* op = offsTensor(a);
+    if (!op) a.fail("_grouped_mm: offs is required when an operand is 2-D");
+    const Tensor& o = *op;
     const std::vector<std::int64_t> ends = exactIndices(a, o, "offs");
     if (o.rank() != 1 || static_cast<std::int64_t>(ends.size()) != groups)
       a.fail("_grouped_mm: offs should hold " + std::to_string(groups) +
@@ -232,10 +244,11 @@ class GroupedMmRule final : public OpRule {
 
   static GroupedPlan plan(const OpArgs& a) {
     const Tensor &x = a.tensor(0), &y = a.tensor(1);
-    for (std::size_t i : {std::size_t{3}}) {
-      const IrValue* b = i < a.size() ? &a.arg(i) : a.kwarg("bias");
-      if (b && b->kind != IrValue::Kind::None) a.fail("_grouped_mm with a bias is not supported");
-    }
+    const IrValue* bias = 3 < a.size() ? &a.arg(3) : a.kwarg("bias");
+    if (bias && bias->kind != IrValue::Kind::None)
+      a.fail("_grouped_mm with a bias is not supported");
+    if (!isFloating(a.outSpec().dtype) || !isFloating(x.dtype()) || !isFloating(y.dtype()))
+      a.fail("_grouped_mm of integer tensors is not supported");
     const Shape &xs = x.shape(), &ys = y.shape();
     const auto mismatch = [&] {
       a.fail("_grouped_mm: operands of shapes " + shapeString(xs) + " and " + shapeString(ys) +
@@ -269,8 +282,9 @@ class GroupedMmRule final : public OpRule {
     } else if (xs.size() == 2 && ys.size() == 2) {  // groups of the inner dimension
       const std::int64_t M = xs[0], K = xs[1], N = ys[1];
       if (ys[0] != K) mismatch();
-      if (!a.isTensor(2)) a.fail("_grouped_mm: offs is required when an operand is 2-D");
-      const auto G = a.tensor(2).numel();
+      const Tensor* o = offsTensor(a);
+      if (!o) a.fail("_grouped_mm: offs is required when an operand is 2-D");
+      const auto G = o->numel();
       const auto ends = offsets(a, G, K, "inner");
       std::int64_t s = 0;
       for (std::int64_t g = 0; g < G; ++g) {
@@ -281,6 +295,7 @@ class GroupedMmRule final : public OpRule {
       }
       p.outShape = {G, M, N};
     } else if (xs.size() == 3 && ys.size() == 3) {  // batched
+      if (offsTensor(a)) a.fail("_grouped_mm: offs must not be given when both operands are 3-D");
       const std::int64_t G = xs[0], M = xs[1], K = xs[2], N = ys[2];
       if (ys[0] != G || ys[1] != K) mismatch();
       for (std::int64_t g = 0; g < G; ++g)

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,8 @@ using namespace ops;
 
 enum class Rounding { Floor, Trunc };
 
+/// floor_divide and div with a rounding mode on integers: the exact quotient (the file comment's
+/// contract).
 class IntegerDivideRule final : public OpRule {
  public:
   explicit IntegerDivideRule(Rounding mode) : mMode(mode) {}
@@ -66,6 +69,11 @@ class IntegerDivideRule final : public OpRule {
  private:
   std::pair<Tensor, Tensor> operands(const OpArgs& a) const {
     Tensor x = a.tensor(0), y = tensorOrScalar(a, 1, DType::Int64);
+    if (isFloating(a.outSpec().dtype))
+      a.fail(std::string(mMode == Rounding::Floor ? "floor" : "trunc") +
+             " division with a floating-point result is not supported (integer tensors only), "
+             "found " +
+             std::string(dtypeName(a.outSpec().dtype)));
     for (const Tensor* t : {&x, &y})
       if (isFloating(t->dtype()))
         a.fail(std::string(mMode == Rounding::Floor ? "floor" : "trunc") +
@@ -78,8 +86,14 @@ class IntegerDivideRule final : public OpRule {
   }
 
   double quotient(const OpArgs& a, double p, double q) const {
+    constexpr double kRange = 9223372036854775808.0;  // 2^63
+    for (double v : {p, q})
+      if (!(v >= -kRange && v < kRange))
+        a.fail("integer division: operand " + std::to_string(v) + " is outside int64");
     const auto i = static_cast<std::int64_t>(p), j = static_cast<std::int64_t>(q);
     if (j == 0) a.fail("integer division by zero");
+    if (j == -1 && i == std::numeric_limits<std::int64_t>::min())
+      a.fail("integer division: INT64_MIN / -1 overflows int64");
     std::int64_t d = i / j;  // toward 0
     if (mMode == Rounding::Floor && (i % j != 0) && ((i < 0) != (j < 0))) --d;
     return static_cast<double>(d);

@@ -8,9 +8,11 @@
 // NaN above every number and leave the order of equal values unspecified (sort.stable and
 // stable=True keep the input order). Element e can stand at positions [cb(e), pb(e)]: cb counts
 // the elements certainly before it (lo_m > hi_e), pb those possibly before it (hi_m >= lo_e).
-// point: ties by index. random: ties in a random order unless the sort is stable, so the
-// executor explores what the kernels leave open. topk with sorted=False returns them sorted (one
-// order the kernels may return).
+// A row of points (NaN included) has exact values, and each position the indices of its group of
+// equal values (one index when the sort is stable). topk(sorted=False) returns the k in an order
+// the kernels leave open: every position encloses any of them. point: sorted, ties by index.
+// random: ties, and the k of an unsorted topk, in a random order, so the executor explores what
+// the kernels leave open.
 // vjp: the values' adjoint goes to the selected elements (PyTorch's backward, a scatter).
 // localError (values): the selection is exact, but where x_i and x_m lie within their roundings
 // of each other, inputs x + δ (|δ| <= ρ, one storage rounding of each input: u_s|x|(1 + u_s) +
@@ -21,12 +23,16 @@
 // outside the first-order model; the interval method covers both.
 //
 // histc(self, bins=100, min=0, max=0): counts of the elements in bins equal-width bins between
-// min and max (both 0, or equal: the data's extrema, widened by 1 when those are equal). The CPU
-// kernel searches the edges linspace(min, max, bins + 1) in the dtype (the last edge belongs to
-// the last bin); the CUDA kernel computes (int)((x − min)·bins / (max − min)) in the dtype.
-// Contract: count[b] is enclosed between the elements certainly in bin b under both kernels and
-// those possibly in it. Counts are exact (integers below 2^24 in fp32); no adjoint, no local
-// error (moving an element to another bin is outside the first-order model).
+// min and max (both 0, or equal: the data's extrema, widened by 1 when those are equal). The
+// kernels take the bin as the linear position computed in the dtype and truncated (no search of
+// the edges, so values next to an edge land where the rounded division puts them), the maximum
+// in the last bin: (x − min)·bins/(max − min) on PyTorch 2.x's CPU and on CUDA (point), and
+// (x − min)/(max − min)·bins on PyTorch 1.13's CPU; NaN and out-of-range elements are dropped.
+// Contract: count[b] is enclosed between the elements certainly in bin b under both formulas and
+// those possibly in it, the elements widened by 8u·max(|min|, |max|) for kernels that round the
+// position otherwise. Counts are exact: 16-bit dtypes, which PyTorch
+// also counts in, and more elements than 1/u are refused. No adjoint, no local error (moving an
+// element to another bin is outside the first-order model).
 #include "core/interval/rounding.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
@@ -83,6 +89,7 @@ struct OrderQuery {
   std::int64_t k = 0;    // positions returned
   bool largest = false;  // descending
   bool stable = false;   // ties keep the input order
+  bool sorted = true;    // topk(sorted=False): the k in an order the kernels leave open
   RowLayout layout;
   Shape outShape;
 };
@@ -109,6 +116,28 @@ class OrderRule final : public OpRule {
     return select(a, query(a).stable ? nullptr : ctx.rng);
   }
 
+  /// topk(sorted=False): the kernels return the k selected elements in an order they leave open
+  /// (CPU: nth_element when k·64 > n), so every position encloses any of them.
+  template <typename Out>
+  static void hullOfSelection(const OrderQuery& q, Out out, std::vector<double>& vlo,
+                              std::vector<double>& vhi, std::vector<double>& ilo,
+                              std::vector<double>& ihi) {
+    if (q.k == 0) return;
+    double a = vlo[out(0)], b = vhi[out(0)], c = ilo[out(0)], d = ihi[out(0)];
+    for (std::int64_t j = 1; j < q.k; ++j) {
+      a = std::fmin(a, vlo[out(j)]);
+      b = std::fmax(b, vhi[out(j)]);
+      c = std::fmin(c, ilo[out(j)]);
+      d = std::fmax(d, ihi[out(j)]);
+    }
+    for (std::int64_t j = 0; j < q.k; ++j) {
+      vlo[out(j)] = a;
+      vhi[out(j)] = b;
+      ilo[out(j)] = c;
+      ihi[out(j)] = d;
+    }
+  }
+
   std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override {
     const OrderQuery q = query(a);
     const Tensor& x = a.tensor(0);
@@ -118,24 +147,37 @@ class OrderRule final : public OpRule {
     const auto n = static_cast<std::size_t>(l.n);
     std::vector<double> lo(n), hi(n);
     for (std::int64_t row = 0; row < l.rows(); ++row) {
-      bool points = true, unknown = false;
+      bool points = true;
       for (std::size_t j = 0; j < n; ++j) {
         const Interval e = x.at(l.at(row, static_cast<std::int64_t>(j)));
         lo[j] = e.lo;
         hi[j] = e.hi;
-        points = points && e.lo == e.hi;
-        unknown = unknown || std::isnan(e.lo) || std::isnan(e.hi);
+        points = points && (e.lo == e.hi || (std::isnan(e.lo) && std::isnan(e.hi)));
       }
       const auto out = [&](std::int64_t j) {
         return static_cast<std::size_t>((row / l.post * q.k + j) * l.post + row % l.post);
       };
-      if (unknown) {  // a NaN endpoint: anything
-        for (std::int64_t j = 0; j < q.k; ++j) {
-          vlo[out(j)] = -std::numeric_limits<double>::infinity();
-          vhi[out(j)] = std::numeric_limits<double>::infinity();
-          ilo[out(j)] = 0;
-          ihi[out(j)] = static_cast<double>(n - 1);
+      if (points) {  // one value per element (NaN included): the order up to ties
+        const std::vector<std::int64_t> ord = pointOrder(lo, q, nullptr);
+        const auto same = [&](std::size_t p, std::size_t r) {
+          const double u = lo[static_cast<std::size_t>(ord[p])],
+                       v = lo[static_cast<std::size_t>(ord[r])];
+          return u == v || (std::isnan(u) && std::isnan(v));
+        };
+        for (std::size_t g = 0; g < n && static_cast<std::int64_t>(g) < q.k;) {
+          std::size_t e = g + 1;  // [g, e): a group of equal values
+          while (e < n && !q.stable && same(g, e)) ++e;
+          const auto [mn, mx] = std::minmax_element(ord.begin() + static_cast<std::ptrdiff_t>(g),
+                                                    ord.begin() + static_cast<std::ptrdiff_t>(e));
+          for (std::size_t j = g; j < e && static_cast<std::int64_t>(j) < q.k; ++j) {
+            const auto o = out(static_cast<std::int64_t>(j));
+            vlo[o] = vhi[o] = lo[static_cast<std::size_t>(ord[j])];
+            ilo[o] = static_cast<double>(*mn);
+            ihi[o] = static_cast<double>(*mx);
+          }
+          g = e;
         }
+        if (!q.sorted) hullOfSelection(q, out, vlo, vhi, ilo, ihi);
         continue;
       }
       // Values: the j-th order statistic of the lows and of the highs.
@@ -147,12 +189,6 @@ class OrderRule final : public OpRule {
         const auto js = static_cast<std::size_t>(j);
         vlo[out(j)] = slo[js];
         vhi[out(j)] = shi[js];
-      }
-      if (points && q.stable) {  // one order: exact indices
-        const std::vector<std::int64_t> ord = pointOrder(lo, q, nullptr);
-        for (std::int64_t j = 0; j < q.k; ++j)
-          ilo[out(j)] = ihi[out(j)] = static_cast<double>(ord[static_cast<std::size_t>(j)]);
-        continue;
       }
       // Indices: element e stands at positions [cb(e), pb(e)]; sweep the positions keeping the
       // elements that can stand there. In "key" order: larger key first.
@@ -185,6 +221,7 @@ class OrderRule final : public OpRule {
         ilo[out(j)] = static_cast<double>(*live.begin());
         ihi[out(j)] = static_cast<double>(*live.rbegin());
       }
+      if (!q.sorted) hullOfSelection(q, out, vlo, vhi, ilo, ihi);
     }
     return {Tensor::interval(q.outShape, a.outSpec(0).dtype, std::move(vlo), std::move(vhi)),
             Tensor::interval(q.outShape, DType::Int64, std::move(ilo), std::move(ihi))};
@@ -259,16 +296,25 @@ class OrderRule final : public OpRule {
       case OrderKind::Topk:
         dim = a.intArg(2, "dim", -1);
         q.largest = a.boolArg(3, "largest", true);
+        q.sorted = a.boolArg(4, "sorted", true);
         break;
       case OrderKind::Sort:
         dim = a.intArg(1, "dim", -1);
         q.largest = a.boolArg(2, "descending", false);
         break;
-      case OrderKind::SortStable: {
-        dim = a.intArg(99, "dim", -1);
-        q.largest = a.boolArg(99, "descending", false);
-        const IrValue* s = a.kwarg("stable");
-        q.stable = s && s->kind != IrValue::Kind::None && a.boolArg(99, "stable");
+      case OrderKind::SortStable: {  // sort.stable(self, *, stable, dim=-1, descending=False)
+        const auto keyword = [&](const char* name) -> const IrValue* {
+          const IrValue* v = a.kwarg(name);
+          return v && v->kind != IrValue::Kind::None ? v : nullptr;
+        };
+        if (const IrValue* v = keyword("dim")) {
+          if (v->kind != IrValue::Kind::Int) a.fail("sort.stable: dim should be an int");
+          dim = v->intValue;
+        }
+        if (const IrValue* v = keyword("descending"))
+          q.largest = v->kind == IrValue::Kind::Bool && v->boolValue;
+        if (const IrValue* v = keyword("stable"))
+          q.stable = v->kind == IrValue::Kind::Bool && v->boolValue;
         break;
       }
     }
@@ -276,6 +322,8 @@ class OrderRule final : public OpRule {
     q.k = q.layout.n;
     if (mKind == OrderKind::Topk) {
       q.k = a.intArg(1, "k");
+      if (x.shape().empty() && q.k != 1)
+        a.fail("topk of a 0-d tensor: k = " + std::to_string(q.k) + " (only k = 1 is supported)");
       if (q.k < 0 || q.k > q.layout.n)
         a.fail("topk: k = " + std::to_string(q.k) + " is out of range for a dimension of size " +
                std::to_string(q.layout.n));
@@ -311,7 +359,9 @@ class OrderRule final : public OpRule {
     for (std::int64_t r = 0; r < l.rows(); ++r) {
       for (std::int64_t j = 0; j < l.n; ++j)
         row[static_cast<std::size_t>(j)] = xv[static_cast<std::size_t>(l.at(r, j))];
-      const std::vector<std::int64_t> ord = pointOrder(row, q, rng);
+      std::vector<std::int64_t> ord = pointOrder(row, q, rng);
+      if (rng && !q.sorted)
+        std::shuffle(ord.begin(), ord.begin() + static_cast<std::ptrdiff_t>(q.k), *rng);
       for (std::int64_t j = 0; j < q.k; ++j) {
         const auto o = static_cast<std::size_t>((r / l.post * q.k + j) * l.post + r % l.post);
         const auto e = ord[static_cast<std::size_t>(j)];
@@ -356,8 +406,16 @@ class HistcRule final : public OpRule {
     if (bins <= 0) a.fail("histc: bins must be positive, found " + std::to_string(bins));
     double mn = a.numberArg(2, "min", 0.0), mx = a.numberArg(3, "max", 0.0);
     if (mn > mx) a.fail("histc: min " + std::to_string(mn) + " is above max " + std::to_string(mx));
-    // The format the kernels compute in: the dtype (integers on CUDA: binary64 covers them).
+    // The format the kernels compute and count in: the dtype (integers on CUDA: binary64).
     const Format f = ctx.precision.storageFor(x.dtype());
+    if (f == Format::Bf16 || f == Format::Fp16)
+      a.fail(
+          "histc of 16-bit tensors is not supported: PyTorch counts in the tensor's dtype, "
+          "which stops counting exactly at 256 (bf16) or 2048 (fp16), and computes the bins "
+          "in it");
+    if (static_cast<double>(x.numel()) > 1.0 / unitRoundoff(f))
+      a.fail("histc: " + std::to_string(x.numel()) + " elements could make a count inexact in " +
+             std::string(dtypeName(x.dtype())));
     const auto lo = x.lo(), hi = x.hi();
     if (mn == mx) {  // the data's extrema
       if (x.numel() > 0) {
@@ -379,49 +437,37 @@ class HistcRule final : public OpRule {
     }
     mn = roundNearest(mn, f);
     mx = roundNearest(mx, f);
-    if (!std::isfinite(mn) || !std::isfinite(mx))
-      a.fail("histc: the range [" + std::to_string(mn) + ", " + std::to_string(mx) +
-             "] is not finite");
-    // linspace(min, max, bins + 1) in the format: from the start below the middle, from the end
-    // above it (PyTorch's linspace kernel).
-    std::vector<double> edges(static_cast<std::size_t>(bins + 1));
-    const double step = roundNearest((mx - mn) / static_cast<double>(bins), f);
-    const std::int64_t half = (bins + 1) / 2;
-    for (std::int64_t i = 0; i <= bins; ++i)
-      edges[static_cast<std::size_t>(i)] =
-          i < half ? roundNearest(mn + roundNearest(step * static_cast<double>(i), f), f)
-                   : roundNearest(mx - roundNearest(step * static_cast<double>(bins - i), f), f);
-    // Bin of a value under the CPU kernel (edge search) and the CUDA kernel; -1: dropped.
-    const auto cpuBin = [&](double v) -> std::int64_t {
-      if (!(v >= edges.front() && v <= edges.back())) return -1;
-      const auto it = std::upper_bound(edges.begin(), edges.end(), v);
-      return std::min<std::int64_t>(static_cast<std::int64_t>(it - edges.begin()) - 1, bins - 1);
-    };
-    const auto cudaBin = [&](double v) -> std::int64_t {
-      if (!(v >= mn && v <= mx)) return -1;
-      const double t =
-          roundNearest(roundNearest(roundNearest(v - mn, f) * static_cast<double>(bins), f) /
-                           roundNearest(mx - mn, f),
-                       f);
+    if (!std::isfinite(mn) || !std::isfinite(mx) || !(mn < mx))
+      a.fail("histc: the range [" + std::to_string(mn) + ", " + std::to_string(mx) + "] in " +
+             std::string(dtypeName(x.dtype())) + " is empty or not finite");
+    // The bin: the linear position computed in the dtype and truncated, the maximum in the last
+    // bin: (x − min)·bins/(max − min) (PyTorch 2.x's CPU LINEAR_INTERPOLATION, and CUDA), or
+    // (x − min)/(max − min)·bins (PyTorch 1.13's CPU kernel).
+    const auto binOf = [&](double v, bool scaleFirst) -> std::int64_t {
+      const double d = roundNearest(v - mn, f), w = roundNearest(mx - mn, f),
+                   b = static_cast<double>(bins);
+      const double t = scaleFirst ? roundNearest(roundNearest(d * b, f) / w, f)
+                                  : roundNearest(roundNearest(d / w, f) * b, f);
       return std::clamp<std::int64_t>(static_cast<std::int64_t>(t), 0, bins - 1);
     };
+    const auto bin = [&](double v) { return binOf(v, true); };
+    // Interval margin: a few roundings of the linear position, for kernels that compute it with
+    // another bracketing or in a wider format.
+    const double margin = 8.0 * unitRoundoff(f) * std::fmax(std::fabs(mn), std::fabs(mx));
     std::vector<double> cLo(static_cast<std::size_t>(bins), 0.0), cHi(cLo);
     for (std::size_t i = 0; i < lo.size(); ++i) {
-      if (!intervals) {
-        const std::int64_t b = cpuBin(lo[i]);
-        if (b >= 0) cLo[static_cast<std::size_t>(b)] += 1;
+      if (!intervals) {  // the CPU kernel: NaN and out-of-range elements are dropped
+        if (lo[i] >= mn && lo[i] <= mx) cLo[static_cast<std::size_t>(bin(lo[i]))] += 1;
         continue;
       }
-      if (std::isnan(lo[i]) || std::isnan(hi[i])) {
-        for (double& c : cHi) c += 1;
-        continue;
-      }
-      // Both kernels' bins are monotone in the value: the candidates span the bins of the ends
-      // of the part of [lo, hi] inside [min, max].
+      if (std::isnan(lo[i]) || std::isnan(hi[i])) continue;  // a NaN point: dropped
+      // The bin is monotone in the value: the candidates span the bins of the ends of the part
+      // of [lo − margin, hi + margin] inside [min, max].
+      const double l = sub_down(lo[i], margin), h = add_up(hi[i], margin);
       if (hi[i] < mn || lo[i] > mx) continue;  // dropped by both kernels
-      const double a0 = std::fmax(lo[i], mn), a1 = std::fmin(hi[i], mx);
-      const std::int64_t first = std::min(cpuBin(a0), cudaBin(a0)),
-                         last = std::max(cpuBin(a1), cudaBin(a1));
+      const double a0 = std::fmax(l, mn), a1 = std::fmin(h, mx);
+      const std::int64_t first = std::min(binOf(a0, true), binOf(a0, false)),
+                         last = std::max(binOf(a1, true), binOf(a1, false));
       if (first == last && lo[i] >= mn && hi[i] <= mx) cLo[static_cast<std::size_t>(first)] += 1;
       for (std::int64_t b = first; b <= last; ++b) cHi[static_cast<std::size_t>(b)] += 1;
     }

@@ -96,10 +96,17 @@ def _grouped_mm_loop(args: List[Any], kwargs: Dict[str, Any]) -> torch.Tensor:
     or the inner dimension (2-D x 2-D); 3-D x 3-D is a batched product."""
     a, b = args[0], args[1]
     offs = args[2] if len(args) > 2 else kwargs.get("offs")
+    bias = args[3] if len(args) > 3 else kwargs.get("bias")
+    out_dtype = args[4] if len(args) > 4 else kwargs.get("out_dtype")
+    if bias is not None or (out_dtype is not None and out_dtype != a.dtype):
+        raise ValueError("_grouped_mm with a bias or another out_dtype is not supported")
     if a.dim() == 3 and b.dim() == 3:
         return torch.bmm(a, b)
     ends = [int(e) for e in offs.tolist()]
     starts = [0] + ends[:-1]
+    extent = a.shape[0] if b.dim() == 3 else b.shape[1] if a.dim() == 3 else None
+    if extent is not None and (not ends or ends[-1] != extent):
+        raise ValueError(f"_grouped_mm: offs {ends} leave rows or columns uninitialized")
     if a.dim() == 2 and b.dim() == 3:
         out = a.new_zeros(a.shape[0], b.shape[2])
         for g, (s, e) in enumerate(zip(starts, ends)):

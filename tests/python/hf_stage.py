@@ -132,9 +132,10 @@ def main() -> int:
     if args.steps < 1:
         ap.error("--steps must be at least 1")
     chosen = args.models.split(",") if args.models else None
+    known = sorted({m for m, _, _ in CASES})
+    if chosen and not set(chosen) <= set(known):
+        ap.error(f"--models {args.models}: expected names among {', '.join(known)}")
     cases = [(m, a, min(n, args.steps)) for m, a, n in CASES if not chosen or m in chosen]
-    if not cases:
-        ap.error(f"--models {args.models}: none of {sorted({m for m, _, _ in CASES})}")
     import torch
     import transformers
     print(f"hf stage: torch {torch.__version__}, transformers {transformers.__version__}, "

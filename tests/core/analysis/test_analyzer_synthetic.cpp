@@ -262,6 +262,7 @@ class TestAnalyzerSynthetic : public QObject {
     AnalysisSettings s;
     s.method = EnvelopeMethod::FirstOrder;
     const AnalysisReport r = Analyzer(opts()).analyse(ref, cand, StepSelection::all(), s);
+    QCOMPARE(r.steps.size(), std::size_t{2});
     for (const StepResult& st : r.steps) {
       QCOMPARE(st.verdict, StepVerdict::BugLikely);
       QVERIFY2(st.note.find("No rigorous confirmation") != std::string::npos, st.note.c_str());
