@@ -17,6 +17,7 @@
 #include "core/ops/registry.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lossbound {
@@ -124,48 +125,48 @@ class GroupedMmRule final : public OpRule {
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
                                  OpContext& ctx) const override {
-    const GroupedPlan p = plan(a);
     const GemmModel gm = gemmModel(ctx.precision, a.outSpec().dtype);
-    std::vector<double> err(static_cast<std::size_t>(outs[0].numel()), 0.0);
-    forMagnitudes(a, p, ctx, [&](const Group& g, const std::vector<double>& mag) {
-      const GemmLocalBound bound(gm, g.k, gemmTerms(g.k, false, 1.0));
-      std::vector<double> e(mag.size());
-      for (std::int64_t r = 0; r < g.m; ++r)
-        for (std::int64_t c = 0; c < g.n; ++c) {
-          const auto i = static_cast<std::size_t>(r * g.n + c);
-          e[i] = bound(mag[i],
-                       outs[0].values()[static_cast<std::size_t>(g.outBase + r * g.outLd + c)]);
-        }
-      place(g, e, err);
-      return true;
+    return *perGroupBound(a, outs[0], ctx, [&](std::int64_t k) {
+      return std::optional<GemmLocalBound>(GemmLocalBound(gm, k, gemmTerms(k, false, 1.0)));
     });
-    return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(err))};
   }
 
   std::vector<Tensor> probabilisticLocalError(const OpArgs& a, std::span<const Tensor> outs,
                                               OpContext& ctx) const override {
-    const GroupedPlan p = plan(a);
     const GemmModel gm = gemmModel(ctx.precision, a.outSpec().dtype);
-    std::vector<double> err(static_cast<std::size_t>(outs[0].numel()), 0.0);
-    const bool all = forMagnitudes(a, p, ctx, [&](const Group& g, const std::vector<double>& mag) {
-      const GemmSpreadBound spread(gm, g.k, gemmTerms(g.k, false, 1.0),
+    const auto r = perGroupBound(a, outs[0], ctx, [&](std::int64_t k) {
+      const GemmSpreadBound spread(gm, k, gemmTerms(k, false, 1.0),
                                    ctx.precision.truncatingAccumulation, 1.0, 1.0);
-      if (!spread.applies()) return false;
+      return spread.applies() ? std::optional<GemmSpreadBound>(spread) : std::nullopt;
+    });
+    return r ? *r : std::vector<Tensor>{};
+  }
+
+ private:
+  /// Applies, per group, the bound boundFor(k) (nullopt: it does not apply) to the group's
+  /// |A|·|B| and computed values; nullopt when it does not apply to some group.
+  template <typename BoundFor>
+  static std::optional<std::vector<Tensor>> perGroupBound(const OpArgs& a, const Tensor& y,
+                                                          OpContext& ctx, BoundFor&& boundFor) {
+    const GroupedPlan p = plan(a);
+    std::vector<double> err(static_cast<std::size_t>(y.numel()), 0.0);
+    const bool all = forMagnitudes(a, p, ctx, [&](const Group& g, const std::vector<double>& mag) {
+      const auto bound = boundFor(g.k);
+      if (!bound) return false;
       std::vector<double> e(mag.size());
       for (std::int64_t r = 0; r < g.m; ++r)
         for (std::int64_t c = 0; c < g.n; ++c) {
           const auto i = static_cast<std::size_t>(r * g.n + c);
-          e[i] = spread(mag[i],
-                        outs[0].values()[static_cast<std::size_t>(g.outBase + r * g.outLd + c)]);
+          e[i] =
+              (*bound)(mag[i], y.values()[static_cast<std::size_t>(g.outBase + r * g.outLd + c)]);
         }
       place(g, e, err);
       return true;
     });
-    if (!all) return {};
-    return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(err))};
+    if (!all) return std::nullopt;
+    return std::vector<Tensor>{Tensor::point(y.shape(), y.dtype(), std::move(err))};
   }
 
- private:
   static std::vector<double> transposed(std::span<const double> v, std::int64_t rows,
                                         std::int64_t cols) {
     std::vector<double> t(v.size());

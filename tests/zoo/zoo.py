@@ -5,9 +5,9 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-ctest runs the zoo (ZOO below); --extra runs seven more torchvision architectures instead
-(EXTRA: ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, GoogLeNet), which CI's
-time leaves out; --only picks from both.
+ctest runs the zoo (ZOO below); --extra runs ten more torchvision architectures instead
+(EXTRA: ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, MobileNetV2, MnasNet,
+EfficientNetV2, GoogLeNet), which CI's time leaves out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -431,6 +431,13 @@ def _regnet() -> nn.Module:
                   num_classes=10, stem_width=8)
 
 
+def _efficientnet_v2() -> nn.Module:
+    from torchvision.models.efficientnet import EfficientNet, FusedMBConvConfig, MBConvConfig
+    return EfficientNet([FusedMBConvConfig(1, 3, 1, 8, 8, 1), FusedMBConvConfig(4, 3, 2, 8, 16, 1),
+                         MBConvConfig(4, 3, 2, 16, 24, 1)], dropout=0.2, last_channel=64,
+                        num_classes=10)
+
+
 def _googlenet() -> nn.Module:
     from torchvision.models import GoogLeNet
     return GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
@@ -456,6 +463,16 @@ EXTRA: Dict[str, Arch] = {
     "regnet": Arch(_regnet, "classify", images(2, (3, 32, 32), 10),
                    about="torchvision RegNet(depth 4, w_0 8, group width 8): grouped "
                          "convolutions, squeeze-excitation, 3x32x32, batch 2"),
+    "mobilenet_v2": Arch(_tv("mobilenet_v2", num_classes=10, width_mult=0.25), "classify",
+                         images(2, (3, 32, 32), 10),
+                         about="torchvision mobilenet_v2(width_mult=0.25): inverted residuals, "
+                               "ReLU6 (hardtanh), 3x32x32, batch 2"),
+    "mnasnet": Arch(_tv("mnasnet0_5", num_classes=10), "classify", images(2, (3, 32, 32), 10),
+                    about="torchvision mnasnet0_5(num_classes=10): depthwise 5x5 stages, "
+                          "3x32x32, batch 2"),
+    "efficientnet_v2": Arch(_efficientnet_v2, "classify", images(2, (3, 32, 32), 10),
+                            about="torchvision EfficientNet of two FusedMBConv stages and one "
+                                  "MBConv stage (EfficientNetV2's blocks), 3x32x32, batch 2"),
     "googlenet": Arch(_googlenet, "classify", images(2, (3, 32, 32), 10),
                       about="torchvision GoogLeNet(num_classes=10, aux_logits=False): inception "
                             "blocks of 64-832 channels, 3x32x32, batch 2"),

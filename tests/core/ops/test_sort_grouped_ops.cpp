@@ -455,6 +455,26 @@ class TestSortGroupedOps : public QObject {
     }
   }
 
+  void groupedProbabilisticTermPerGroup() {
+    // Per group, the GEMM's root-sum-square term (its own inner dimension): at most the worst
+    // case, and it holds the executions' errors at λ and their root-mean-square.
+    std::mt19937_64 rng(10);
+    int checked = 0;
+    for (int trial = 0; trial < 24; ++trial) {
+      const OpCase c = groupedCase(rng, trial % 4, Format::Fp32, false);
+      const RuleCall call(c);
+      const std::vector<Tensor> p = call.probabilisticLocalError(), w = call.localError();
+      QCOMPARE(p.size(), std::size_t{1});
+      for (std::int64_t i = 0; i < p[0].numel(); ++i)
+        QVERIFY(p[0].values()[static_cast<std::size_t>(i)] <=
+                w[0].values()[static_cast<std::size_t>(i)]);
+      const std::string failure = checkProbabilisticTerm(call, p[0].values(), 200, rng);
+      QVERIFY2(failure.empty(), failure.c_str());
+      checked += p[0].numel() > 0;
+    }
+    QVERIFY(checked > 12);
+  }
+
   void groupedAdjointsMatchFiniteDifferences() {
     std::mt19937_64 rng(8);
     for (int trial = 0; trial < 40; ++trial) {
