@@ -87,10 +87,51 @@ Shape ConvGeometry::outputShape() const {
   return s;
 }
 
+bool isTransposed(const OpArgs& a, std::size_t first) {
+  return a.boolArg(first + 3, "transposed", false);
+}
+
+ConvGeometry transposedConvGeometry(const OpArgs& a, const Shape& input, const Shape& weight,
+                                    std::size_t first) {
+  if (weight.size() < 3 || input.size() != weight.size())
+    a.fail(
+        "transposed convolution: expected an input [N, C_in, *spatial] and a weight [C_in, "
+        "C_out/groups, *kernel] of the same rank >= 3, found shapes " +
+        shapeString(input) + " and " + shapeString(weight));
+  const std::size_t dims = weight.size() - 2;
+  const std::int64_t groups = a.intArg(first + 5, "groups", 1);
+  if (groups < 1) a.fail("groups should be positive, found " + std::to_string(groups));
+  const auto stride = spatialList(a, first, "stride", dims),
+             padding = spatialList(a, first + 1, "padding", dims),
+             dilation = spatialList(a, first + 2, "dilation", dims),
+             outPadding = spatialList(a, first + 4, "output_padding", dims);
+  // The transposed output, which is the input of the equivalent convolution:
+  // out = (in − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding + 1.
+  Shape convInput{input[0], weight[1] * groups};
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (outPadding[d] < 0 || (outPadding[d] >= stride[d] && outPadding[d] >= dilation[d]))
+      a.fail("output_padding " + listString(outPadding) +
+             " should be smaller than the stride or the dilation");
+    convInput.push_back((input[2 + d] - 1) * stride[d] - 2 * padding[d] +
+                        dilation[d] * (weight[2 + d] - 1) + outPadding[d] + 1);
+  }
+  const ConvGeometry g = convGeometryOf(a, convInput, weight, first);
+  if (g.outputShape() != input)
+    a.fail("transposed convolution: input " + shapeString(input) + " does not match weight " +
+           shapeString(weight) + " (the equivalent convolution of " + shapeString(convInput) +
+           " gives " + shapeString(g.outputShape()) + ")");
+  return g;
+}
+
 ConvGeometry convGeometry(const OpArgs& a, const Shape& input, const Shape& weight,
                           std::size_t first) {
-  if (a.boolArg(first + 3, "transposed", false))
-    a.fail("transposed convolution is not supported (expected transposed=False)");
+  if (isTransposed(a, first))
+    a.fail("transposed convolution: expected transposed=False here (internal)");
+  return convGeometryOf(a, input, weight, first);
+}
+
+ConvGeometry convGeometryOf(const OpArgs& a, const Shape& input, const Shape& weight,
+                            std::size_t first) {
   if (weight.size() < 3)
     a.fail("expected a weight of rank >= 3 ([C_out, C_in/groups, *kernel]), found shape " +
            shapeString(weight));
@@ -200,6 +241,7 @@ void forEachConvGemm(const ConvGeometry& g, ConvProduct p, bool withBias,
                     l < 0 ? -1 : (s * Cout + gr * Og + o) * L + l;
               }
           q.outOff = (s * Cin + gr * Ig) * I;
+          q.biasRow0 = withBias ? gr * Ig : -1;  // a transposed convolution's bias
           fn(q);
         }
       return;

@@ -48,12 +48,26 @@ struct ConvGeometry {
 
 /// Reads the geometry of a convolution node from the input and weight shapes and the int-list
 /// arguments stride, padding, dilation at positions first, first+1, first+2 (a one-element list
-/// applies to every spatial dim), `transposed` at first+3 and groups at first+5; calls
-/// args.fail() naming what was expected for a transposed convolution, bad ranks, channels that
-/// do not divide by groups, non-positive strides or dilations, negative padding, or an output
-/// that would be empty for a non-empty input.
+/// applies to every spatial dim) and groups at first+5; calls args.fail() naming what was
+/// expected for bad ranks, channels that do not divide by groups, non-positive strides or
+/// dilations, negative padding, or an output that would be empty for a non-empty input.
+/// convGeometry also refuses transposed=True (first+3); convGeometryOf ignores it.
 ConvGeometry convGeometry(const OpArgs& args, const Shape& input, const Shape& weight,
                           std::size_t first);
+ConvGeometry convGeometryOf(const OpArgs& args, const Shape& input, const Shape& weight,
+                            std::size_t first);
+
+/// Returns true when the node's `transposed` argument (first+3) is set.
+bool isTransposed(const OpArgs& args, std::size_t first);
+
+/// The geometry of the convolution a transposed convolution is the input gradient of: for a
+/// transposed input x [N, C_in, *in] and weight [C_in, C_out/groups, *kernel], the convolution
+/// whose input is the transposed output y [N, C_out, *out] (out = (in − 1)·stride − 2·padding +
+/// dilation·(kernel − 1) + output_padding + 1, output_padding at first+4) and whose output is x.
+/// Then y = the GradInput product with grad_output x (+ bias per row), and the transposed
+/// convolution's gradients are the Output product (for x) and GradWeight (roles swapped).
+ConvGeometry transposedConvGeometry(const OpArgs& args, const Shape& input, const Shape& weight,
+                                    std::size_t first);
 
 /// The tensors a convolution product gathers its operands from.
 enum class ConvSource { Input, Weight, GradOutput, One };
@@ -77,7 +91,8 @@ Shape convProductShape(const ConvGeometry& g, ConvProduct p);
 
 /// Calls fn once per GatheredGemm of product p, in an order whose blocks tile the result:
 /// per (sample, group) for Output and GradInput, per group for GradWeight, one for GradBias.
-/// `withBias` sets biasRow0 on the Output products.
+/// `withBias` sets biasRow0 on the Output products (a convolution's bias, per output channel)
+/// and on the GradInput products (a transposed convolution's, per input channel).
 void forEachConvGemm(const ConvGeometry& g, ConvProduct p, bool withBias,
                      const std::function<void(const GatheredGemm&)>& fn);
 

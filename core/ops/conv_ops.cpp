@@ -2,11 +2,14 @@
 // and convolution_backward (grad_input, grad_weight, grad_bias under output_mask).
 //
 // Contract, per op:
-// - convolution: y = x ⋆ w + b (cross-correlation, aten semantics), transposed=False only
-//   (transposed=True is refused with an OpError naming the node).
+// - convolution: y = x ⋆ w + b (cross-correlation, aten semantics); transposed=True
+//   (ConvTranspose): y = the input gradient of the convolution whose output is x (the full
+//   correlation of x with w, output_padding extending y), + b per output channel.
 // - convolution_backward: grad_input = the full correlation of grad_output with w, grad_weight =
 //   Σ_{n, l} grad_output · im2col(x), grad_bias = Σ_{n, l} grad_output; outputs whose mask entry
-//   is false are zeros (the trace holds None there). transposed=True is refused.
+//   is false are zeros (the trace holds None there). transposed=True: grad_input = the
+//   convolution of grad_output with w, grad_weight with the roles of x and grad_output swapped,
+//   grad_bias the channel sums of grad_output (conv_lowering.h's transposedConvGeometry).
 //
 // Precision model (what "any implementation" means here): a *direct* convolution in any
 // summation order: im2col + GEMM, split-K, implicit-GEMM and direct kernels (oneDNN, cuDNN's
@@ -297,17 +300,30 @@ void vjpProduct(const ConvGeometry& g, ConvProduct p, const ConvTensors& ts, con
 struct ConvForward {
   ConvGeometry g;
   ConvTensors ts;
+  ConvProduct product = ConvProduct::Output;   // GradInput for a transposed convolution
+  ConvSource inputSource = ConvSource::Input;  // where the op's input sits in ts
+  std::int64_t biasChannels = 0;
 };
 
 ConvForward forwardArgs(const OpArgs& a) {
   ConvForward f;
-  f.ts.input = &a.tensor(0);
+  const Tensor& x = a.tensor(0);
   f.ts.weight = &a.tensor(1);
-  f.g = convGeometry(a, f.ts.input->shape(), f.ts.weight->shape(), 3);
+  if (isTransposed(a, 3)) {  // y = the input gradient of the convolution whose output is x
+    f.g = transposedConvGeometry(a, x.shape(), f.ts.weight->shape(), 3);
+    f.ts.gradOutput = &x;
+    f.product = ConvProduct::GradInput;
+    f.inputSource = ConvSource::GradOutput;
+    f.biasChannels = f.g.inChannels;
+  } else {
+    f.ts.input = &x;
+    f.g = convGeometry(a, x.shape(), f.ts.weight->shape(), 3);
+    f.biasChannels = f.g.outChannels;
+  }
   if (a.isTensor(2)) {
     f.ts.bias = &a.tensor(2);
-    if (f.ts.bias->shape() != Shape{f.g.outChannels})
-      a.fail("expected a bias of shape [" + std::to_string(f.g.outChannels) + "], found " +
+    if (f.ts.bias->shape() != Shape{f.biasChannels})
+      a.fail("expected a bias of shape [" + std::to_string(f.biasChannels) + "], found " +
              shapeString(f.ts.bias->shape()));
   }
   return f;
@@ -318,37 +334,37 @@ class ConvolutionRule final : public OpRule {
  public:
   std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
     const ConvForward f = forwardArgs(a);
-    return {pointProduct(f.g, ConvProduct::Output, f.ts, a.outSpec().dtype, ctx.backend)};
+    return {pointProduct(f.g, f.product, f.ts, a.outSpec().dtype, ctx.backend)};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const ConvForward f = forwardArgs(a);
     const DType t = a.outSpec().dtype;
-    const GemmModel gm = productModel(a, ctx.precision, t, ConvProduct::Output);
-    return {intervalProduct(f.g, ConvProduct::Output, f.ts, t, gm, ctx.backend)};
+    const GemmModel gm = productModel(a, ctx.precision, t, f.product);
+    return {intervalProduct(f.g, f.product, f.ts, t, gm, ctx.backend)};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const ConvForward f = forwardArgs(a);
     const DType t = a.outSpec().dtype;
-    const GemmModel gm = productModel(a, ctx.precision, t, ConvProduct::Output);
-    return {randomProduct(f.g, ConvProduct::Output, f.ts, t, gm, ctx)};
+    const GemmModel gm = productModel(a, ctx.precision, t, f.product);
+    return {randomProduct(f.g, f.product, f.ts, t, gm, ctx)};
   }
 
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
                                          std::span<const Tensor> outGrads,
                                          OpContext& ctx) const override {
     const ConvForward f = forwardArgs(a);
+    const Tensor& x = a.tensor(0);
     std::array<std::vector<double>, 4> grads;
-    grads[static_cast<std::size_t>(ConvSource::Input)].assign(
-        static_cast<std::size_t>(f.ts.input->numel()), 0.0);
+    grads[static_cast<std::size_t>(f.inputSource)].assign(static_cast<std::size_t>(x.numel()), 0.0);
     grads[static_cast<std::size_t>(ConvSource::Weight)].assign(
         static_cast<std::size_t>(f.ts.weight->numel()), 0.0);
-    std::vector<double> biasGrad(static_cast<std::size_t>(f.g.outChannels), 0.0);
-    vjpProduct(f.g, ConvProduct::Output, f.ts, outGrads[0], grads, &biasGrad, ctx.backend);
+    std::vector<double> biasGrad(static_cast<std::size_t>(f.biasChannels), 0.0);
+    vjpProduct(f.g, f.product, f.ts, outGrads[0], grads, &biasGrad, ctx.backend);
     std::vector<std::optional<Tensor>> out;
-    out.emplace_back(Tensor::point(f.ts.input->shape(), f.ts.input->dtype(),
-                                   std::move(grads[static_cast<std::size_t>(ConvSource::Input)])));
+    out.emplace_back(Tensor::point(x.shape(), x.dtype(),
+                                   std::move(grads[static_cast<std::size_t>(f.inputSource)])));
     out.emplace_back(Tensor::point(f.ts.weight->shape(), f.ts.weight->dtype(),
                                    std::move(grads[static_cast<std::size_t>(ConvSource::Weight)])));
     if (f.ts.bias)
@@ -359,8 +375,8 @@ class ConvolutionRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outputs,
                                  OpContext& ctx) const override {
     const ConvForward f = forwardArgs(a);
-    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, ConvProduct::Output);
-    return {localErrorProduct(f.g, ConvProduct::Output, f.ts, outputs[0], gm, ctx.backend)};
+    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, f.product);
+    return {localErrorProduct(f.g, f.product, f.ts, outputs[0], gm, ctx.backend)};
   }
 
   // The probabilistic term of every output element: the GEMM's (GemmSpreadBound, the
@@ -370,9 +386,9 @@ class ConvolutionRule final : public OpRule {
                                               OpContext& ctx) const override {
     if (ctx.precision.truncatingAccumulation) return {};
     const ConvForward f = forwardArgs(a);
-    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, ConvProduct::Output);
+    const GemmModel gm = productModel(a, ctx.precision, a.outSpec().dtype, f.product);
     return {boundProduct(
-        f.g, ConvProduct::Output, f.ts, outputs[0], ctx.backend,
+        f.g, f.product, f.ts, outputs[0], ctx.backend,
         [&](std::int64_t k, std::int64_t terms) { return GemmSpreadBound(gm, k, terms, false); })};
   }
 };
@@ -384,22 +400,81 @@ class ConvolutionRule final : public OpRule {
 constexpr ConvProduct kBackwardProducts[3] = {ConvProduct::GradInput, ConvProduct::GradWeight,
                                               ConvProduct::GradBias};
 
-struct ConvBackward {
+/// One output of convolution_backward: a lowered product of a geometry on its tensors, and
+/// which op input (0 grad_output, 1 input, 2 weight; −1 none) each ConvSource stands for.
+struct ConvPart {
   ConvGeometry g;
+  ConvProduct p = ConvProduct::GradInput;
   ConvTensors ts;
+  std::array<int, 4> opInput{-1, -1, -1, -1};
+};
+
+struct ConvBackward {
+  std::array<ConvPart, 3> parts;
   std::array<bool, 3> mask{true, true, true};
   std::array<DType, 3> dtype{};
 };
 
+/// The parts of a transposed convolution's backward: with g the convolution whose input is the
+/// transposed output (conv_lowering.h), grad_input is g's Output product of grad_output, the
+/// weight's gradient g's GradWeight with the roles of input and grad_output swapped, and the
+/// bias's the channel sums of grad_output (a 1×1 geometry over the transposed output).
+std::array<ConvPart, 3> transposedParts(const OpArgs& a, std::int64_t& biasChannels) {
+  const Tensor &gy = a.tensor(0), &x = a.tensor(1), &w = a.tensor(2);
+  const ConvGeometry g = transposedConvGeometry(a, x.shape(), w.shape(), 4);
+  if (gy.shape() != g.inputShape())
+    a.fail("expected grad_output of shape " + shapeString(g.inputShape()) +
+           " (the transposed convolution's output), found " + shapeString(gy.shape()));
+  ConvTensors ts;
+  ts.input = &gy;
+  ts.gradOutput = &x;
+  ts.weight = &w;
+  const auto src = [](ConvSource s) { return static_cast<std::size_t>(s); };
+  std::array<ConvPart, 3> parts;
+  parts[0] = {g, ConvProduct::Output, ts, {-1, -1, -1, -1}};
+  parts[0].opInput[src(ConvSource::Input)] = 0;
+  parts[0].opInput[src(ConvSource::Weight)] = 2;
+  parts[1] = {g, ConvProduct::GradWeight, ts, {-1, -1, -1, -1}};
+  parts[1].opInput[src(ConvSource::Input)] = 0;
+  parts[1].opInput[src(ConvSource::GradOutput)] = 1;
+  ConvGeometry gb;
+  gb.batch = g.batch;
+  gb.inChannels = gb.outChannels = g.inChannels;
+  gb.inSpatial = gb.outSpatial = g.inSpatial;
+  gb.kernel.assign(g.inSpatial.size(), 1);
+  gb.stride.assign(g.inSpatial.size(), 1);
+  gb.padding.assign(g.inSpatial.size(), 0);
+  gb.dilation.assign(g.inSpatial.size(), 1);
+  ConvTensors tb;
+  tb.gradOutput = &gy;
+  parts[2] = {gb, ConvProduct::GradBias, tb, {-1, -1, -1, -1}};
+  parts[2].opInput[src(ConvSource::GradOutput)] = 0;
+  biasChannels = g.inChannels;
+  return parts;
+}
+
 ConvBackward backwardArgs(const OpArgs& a) {
   ConvBackward b;
-  b.ts.gradOutput = &a.tensor(0);
-  b.ts.input = &a.tensor(1);
-  b.ts.weight = &a.tensor(2);
-  b.g = convGeometry(a, b.ts.input->shape(), b.ts.weight->shape(), 4);
-  if (b.ts.gradOutput->shape() != b.g.outputShape())
-    a.fail("expected grad_output of shape " + shapeString(b.g.outputShape()) +
-           " (the convolution's output), found " + shapeString(b.ts.gradOutput->shape()));
+  std::int64_t biasChannels = 0;
+  if (isTransposed(a, 4)) {
+    b.parts = transposedParts(a, biasChannels);
+  } else {
+    ConvTensors ts;
+    ts.gradOutput = &a.tensor(0);
+    ts.input = &a.tensor(1);
+    ts.weight = &a.tensor(2);
+    const ConvGeometry g = convGeometry(a, ts.input->shape(), ts.weight->shape(), 4);
+    if (ts.gradOutput->shape() != g.outputShape())
+      a.fail("expected grad_output of shape " + shapeString(g.outputShape()) +
+             " (the convolution's output), found " + shapeString(ts.gradOutput->shape()));
+    for (std::size_t k = 0; k < 3; ++k) {
+      b.parts[k] = {g, kBackwardProducts[k], ts, {-1, -1, -1, -1}};
+      b.parts[k].opInput[static_cast<std::size_t>(ConvSource::GradOutput)] = 0;
+      b.parts[k].opInput[static_cast<std::size_t>(ConvSource::Input)] = 1;
+      b.parts[k].opInput[static_cast<std::size_t>(ConvSource::Weight)] = 2;
+    }
+    biasChannels = g.outChannels;
+  }
   const IrValue& m = a.arg(10);
   if (m.kind == IrValue::Kind::List) {
     if (m.list.size() != 3)
@@ -408,11 +483,11 @@ ConvBackward backwardArgs(const OpArgs& a) {
   }
   if (b.mask[2] && a.arg(3).kind == IrValue::Kind::List) {
     const std::vector<std::int64_t> bs = a.intListArg(3, "bias_sizes");
-    if (bs != std::vector<std::int64_t>{b.g.outChannels})
-      a.fail("bias_sizes " + shapeString(bs) + " should be [" + std::to_string(b.g.outChannels) +
+    if (bs != std::vector<std::int64_t>{biasChannels})
+      a.fail("bias_sizes " + shapeString(bs) + " should be [" + std::to_string(biasChannels) +
              "] (the output channels)");
   }
-  const DType fallback[3] = {b.ts.input->dtype(), b.ts.weight->dtype(), b.ts.gradOutput->dtype()};
+  const DType fallback[3] = {a.tensor(1).dtype(), a.tensor(2).dtype(), a.tensor(0).dtype()};
   for (std::size_t k = 0; k < 3; ++k) {
     const bool traced = a.node().outputs.size() > k && !a.node().outputs[k].none;
     b.dtype[k] = traced ? a.outSpec(k).dtype : fallback[k];
@@ -426,10 +501,11 @@ class ConvolutionBackwardRule final : public OpRule {
   std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
     const ConvBackward b = backwardArgs(a);
     std::vector<Tensor> out;
-    for (std::size_t k = 0; k < 3; ++k)
-      out.push_back(b.mask[k]
-                        ? pointProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], ctx.backend)
-                        : zeros(b, k));
+    for (std::size_t k = 0; k < 3; ++k) {
+      const ConvPart& q = b.parts[k];
+      out.push_back(b.mask[k] ? pointProduct(q.g, q.p, q.ts, b.dtype[k], ctx.backend)
+                              : zeros(b, k));
+    }
     return out;
   }
 
@@ -441,8 +517,9 @@ class ConvolutionBackwardRule final : public OpRule {
         out.push_back(zeros(b, k).toInterval());
         continue;
       }
-      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
-      out.push_back(intervalProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, ctx.backend));
+      const ConvPart& q = b.parts[k];
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], q.p);
+      out.push_back(intervalProduct(q.g, q.p, q.ts, b.dtype[k], gm, ctx.backend));
     }
     return out;
   }
@@ -455,8 +532,9 @@ class ConvolutionBackwardRule final : public OpRule {
         out.push_back(zeros(b, k));
         continue;
       }
-      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
-      out.push_back(randomProduct(b.g, kBackwardProducts[k], b.ts, b.dtype[k], gm, ctx));
+      const ConvPart& q = b.parts[k];
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], q.p);
+      out.push_back(randomProduct(q.g, q.p, q.ts, b.dtype[k], gm, ctx));
     }
     return out;
   }
@@ -465,25 +543,28 @@ class ConvolutionBackwardRule final : public OpRule {
                                          std::span<const Tensor> outGrads,
                                          OpContext& ctx) const override {
     // Every output is bilinear (grad_bias linear) in the sources: the adjoint of each lowered
-    // product, summed over the outputs that are computed.
+    // product, summed over the outputs that are computed, into the op inputs they stand for.
     const ConvBackward b = backwardArgs(a);
-    std::array<std::vector<double>, 4> grads;
-    grads[static_cast<std::size_t>(ConvSource::Input)].assign(
-        static_cast<std::size_t>(b.ts.input->numel()), 0.0);
-    grads[static_cast<std::size_t>(ConvSource::Weight)].assign(
-        static_cast<std::size_t>(b.ts.weight->numel()), 0.0);
-    grads[static_cast<std::size_t>(ConvSource::GradOutput)].assign(
-        static_cast<std::size_t>(b.ts.gradOutput->numel()), 0.0);
-    for (std::size_t k = 0; k < 3 && k < outGrads.size(); ++k)
-      if (b.mask[k])
-        vjpProduct(b.g, kBackwardProducts[k], b.ts, outGrads[k], grads, nullptr, ctx.backend);
-    auto grad = [&](ConvSource s, const Tensor* t) {
-      return Tensor::point(t->shape(), t->dtype(), std::move(grads[static_cast<std::size_t>(s)]));
-    };
+    std::array<std::vector<double>, 3> op;
+    for (std::size_t i = 0; i < 3; ++i)
+      op[i].assign(static_cast<std::size_t>(a.tensor(i).numel()), 0.0);
+    for (std::size_t k = 0; k < 3 && k < outGrads.size(); ++k) {
+      if (!b.mask[k]) continue;
+      const ConvPart& q = b.parts[k];
+      std::array<std::vector<double>, 4> grads;
+      for (std::size_t s = 0; s < 4; ++s)
+        if (q.opInput[s] >= 0)
+          grads[s].assign(op[static_cast<std::size_t>(q.opInput[s])].size(), 0.0);
+      vjpProduct(q.g, q.p, q.ts, outGrads[k], grads, nullptr, ctx.backend);
+      for (std::size_t s = 0; s < 4; ++s)
+        if (q.opInput[s] >= 0) {
+          auto& dst = op[static_cast<std::size_t>(q.opInput[s])];
+          for (std::size_t e = 0; e < dst.size(); ++e) dst[e] += grads[s][e];
+        }
+    }
     std::vector<std::optional<Tensor>> out;
-    out.emplace_back(grad(ConvSource::GradOutput, b.ts.gradOutput));
-    out.emplace_back(grad(ConvSource::Input, b.ts.input));
-    out.emplace_back(grad(ConvSource::Weight, b.ts.weight));
+    for (std::size_t i = 0; i < 3; ++i)
+      out.emplace_back(Tensor::point(a.tensor(i).shape(), a.tensor(i).dtype(), std::move(op[i])));
     return out;
   }
 
@@ -496,16 +577,16 @@ class ConvolutionBackwardRule final : public OpRule {
         out.push_back(Tensor::full(outputs[k].shape(), outputs[k].dtype(), 0.0));
         continue;
       }
-      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], kBackwardProducts[k]);
-      out.push_back(
-          localErrorProduct(b.g, kBackwardProducts[k], b.ts, outputs[k], gm, ctx.backend));
+      const ConvPart& q = b.parts[k];
+      const GemmModel gm = productModel(a, ctx.precision, b.dtype[k], q.p);
+      out.push_back(localErrorProduct(q.g, q.p, q.ts, outputs[k], gm, ctx.backend));
     }
     return out;
   }
 
  private:
   static Tensor zeros(const ConvBackward& b, std::size_t k) {
-    return Tensor::full(convProductShape(b.g, kBackwardProducts[k]), b.dtype[k], 0.0);
+    return Tensor::full(convProductShape(b.parts[k].g, b.parts[k].p), b.dtype[k], 0.0);
   }
 };
 

@@ -91,7 +91,9 @@ constexpr FamilyEntry kFamilies[] = {
      registerSoftplusMishOps},
     {"Max pooling", "Exact selection; ties covered by the local error", registerMaxPoolOps},
     {"Average pooling", "Window sums in any order, then one division", registerAvgPoolOps},
-    {"Convolutions", "Lowered to the midpoint-radius GEMM", registerConvOps},
+    {"Convolutions",
+     "Lowered to the midpoint-radius GEMM; transposed ones as the input gradient of a convolution",
+     registerConvOps},
     {"Slice scatters", "Writes through a slice or select: exact", registerSliceScatterOps},
     {"Strided views",
      "as_strided over the input's row-major elements: exact gathers and writes; overlapping "

@@ -5,9 +5,10 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-ctest runs the zoo (ZOO below); --extra runs ten more torchvision architectures instead
-(EXTRA: ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, MobileNetV2, MnasNet,
-EfficientNetV2, GoogLeNet), which CI's time leaves out; --only picks from both.
+ctest runs the zoo (ZOO below); --extra runs eleven more architectures instead (EXTRA:
+ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, MobileNetV2, MnasNet,
+EfficientNetV2, an upsampling decoder of torch.nn layers, GoogLeNet), which CI's time leaves
+out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -438,6 +439,26 @@ def _efficientnet_v2() -> nn.Module:
                         num_classes=10)
 
 
+class UpsampleDecoder(nn.Module):
+    """A decoder's upsampling paths: ConvTranspose2d (stride 2, output_padding), PixelShuffle
+    and nearest Upsample, then global pooling and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1)
+        self.ps = nn.Conv2d(8, 16, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.near = nn.Upsample(scale_factor=0.5, mode="nearest")
+        self.head = nn.Linear(4, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.down(x))
+        h = torch.relu(self.up(h))
+        h = self.near(self.shuffle(self.ps(h)))
+        return self.head(h.mean((2, 3)))
+
+
 def _googlenet() -> nn.Module:
     from torchvision.models import GoogLeNet
     return GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
@@ -473,6 +494,9 @@ EXTRA: Dict[str, Arch] = {
     "efficientnet_v2": Arch(_efficientnet_v2, "classify", images(2, (3, 32, 32), 10),
                             about="torchvision EfficientNet of two FusedMBConv stages and one "
                                   "MBConv stage (EfficientNetV2's blocks), 3x32x32, batch 2"),
+    "upsample_decoder": Arch(UpsampleDecoder, "classify", images(2, (3, 32, 32), 10),
+                             about="ConvTranspose2d (stride 2, output_padding 1), PixelShuffle "
+                                   "and nearest Upsample, 3x32x32, batch 2"),
     "googlenet": Arch(_googlenet, "classify", images(2, (3, 32, 32), 10),
                       about="torchvision GoogLeNet(num_classes=10, aux_logits=False): inception "
                             "blocks of 64-832 channels, 3x32x32, batch 2"),

@@ -442,7 +442,7 @@ class TestConvOps : public QObject {
     QFile file(QStringLiteral(LOSSBOUND_SOURCE_DIR "/tests/core/ops/data/conv_torch_cases.json"));
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QJsonArray cases = QJsonDocument::fromJson(file.readAll()).object()["cases"].toArray();
-    QCOMPARE(cases.size(), 6);
+    QCOMPARE(cases.size(), 10);  // 6 convolutions, 4 transposed ones
     for (const QJsonValue& cv : cases) {
       const QJsonObject c = cv.toObject();
       const std::string name = c["name"].toString().toStdString();
@@ -454,26 +454,28 @@ class TestConvOps : public QObject {
       const Tensor gy = Tensor::point(ys, DType::Float64, doubles(c["grad_output"]));
       const auto stride = int64s(c["stride"]), padding = int64s(c["padding"]),
                  dilation = int64s(c["dilation"]);
-      const std::vector<IrValue> tail = {ints(stride),
-                                         ints(padding),
-                                         ints(dilation),
-                                         flag(false),
-                                         ints(std::vector<std::int64_t>(stride.size(), 0)),
-                                         integer(c["groups"].toInteger())};
+      const bool transposed = c["transposed"].toBool();
+      const auto outPadding = c.contains("output_padding")
+                                  ? int64s(c["output_padding"])
+                                  : std::vector<std::int64_t>(stride.size(), 0);
+      const std::int64_t channels = transposed ? ws[1] * c["groups"].toInteger() : ws[0];
+      const std::vector<IrValue> tail = {ints(stride),     ints(padding),
+                                         ints(dilation),   flag(transposed),
+                                         ints(outPadding), integer(c["groups"].toInteger())};
       PrecisionModel pm = modelFor(Format::Fp64);
       OpContext ctx{pm, cpu(), nullptr};
 
       std::vector<IrValue> fargs = {in(0), in(1), bias ? in(2) : none()};
       fargs.insert(fargs.end(), tail.begin(), tail.end());
       std::vector<Tensor> fins = {x, w};
-      if (bias) fins.push_back(Tensor::point({ws[0]}, DType::Float64, doubles(c["bias"])));
+      if (bias) fins.push_back(Tensor::point({channels}, DType::Float64, doubles(c["bias"])));
       Direct fwd("aten.convolution.default", fargs, fins, 1);
       const auto y = fwd.rule().point(fwd.args(), ctx);
       const Tensor expected = Tensor::point(ys, DType::Float64, doubles(c["output"]));
       QVERIFY2(y[0].shape() == ys, name.c_str());
       QVERIFY2(maxRelDiff(y[0], expected) < 1e-13, name.c_str());
 
-      std::vector<IrValue> bargs = {in(0), in(1), in(2), bias ? ints({ws[0]}) : none()};
+      std::vector<IrValue> bargs = {in(0), in(1), in(2), bias ? ints({channels}) : none()};
       bargs.insert(bargs.end(), tail.begin(), tail.end());
       bargs.push_back(list({flag(true), flag(true), flag(bias)}));
       Direct bwd("aten.convolution_backward.default", bargs, {gy, x, w}, 3);
@@ -485,27 +487,102 @@ class TestConvOps : public QObject {
           maxRelDiff(g[1], Tensor::point(ws, DType::Float64, doubles(c["grad_weight"]))) < 1e-13,
           name.c_str());
       if (bias)
-        QVERIFY2(maxRelDiff(g[2], Tensor::point({ws[0]}, DType::Float64, doubles(c["grad_bias"]))) <
-                     1e-13,
+        QVERIFY2(maxRelDiff(g[2], Tensor::point({channels}, DType::Float64,
+                                                doubles(c["grad_bias"]))) < 1e-13,
                  name.c_str());
     }
   }
 
-  void transposedIsRefused() {
-    std::mt19937_64 rng(1);
-    OpCase c = forwardCase(randomConfig(2, rng), Format::Fp32, false, rng);
-    c.args[6] = flag(true);
-    Direct fwd(c.op, c.args, c.inputs, 1);
-    OpContext ctx{c.precision, cpu(), nullptr};
-    try {
-      fwd.rule().point(fwd.args(), ctx);
-      QFAIL("transposed convolution was accepted");
-    } catch (const OpError& e) {
-      const std::string m = e.what();
-      QVERIFY2(m.find("transposed convolution is not supported") != std::string::npos, m.c_str());
-      QVERIFY2(m.find("conv_node") != std::string::npos, m.c_str());
-      QVERIFY2(m.find("aten.convolution.default") != std::string::npos, m.c_str());
+  void transposedEnclosesAndMatchesItsVjp() {
+    // ConvTranspose: random geometries with output_padding, in every format: zero escapes of the
+    // executor, local errors, adjoints against finite differences, and convolution_backward
+    // (transposed) equal to the forward rule's vjp.
+    std::mt19937_64 rng(41);
+    std::normal_distribution<double> nd;
+    const Format formats[] = {Format::Fp32, Format::Bf16, Format::Fp64};
+    double worst = 0;
+    for (int t = 0; t < 60; ++t) {
+      const Config g = randomConfig(1 + t % 3, rng);
+      // The transposed op maps g's output back to g's input: its input is g's output shape, its
+      // weight g's ([C_out, C_in/groups, *k] = [C_in_t, C_out_t/groups, *k]).
+      std::vector<std::int64_t> outPadding;
+      Shape y = g.x;
+      for (std::size_t d = 0; d < g.stride.size(); ++d) {
+        const std::int64_t most = std::max(g.stride[d], g.dilation[d]) - 1;
+        const std::int64_t want =
+            y[d + 2] + 2 * g.padding[d] - g.dilation[d] * (g.w[d + 2] - 1) - 1;
+        outPadding.push_back(std::min<std::int64_t>(want % g.stride[d], most));
+      }
+      const Format f = formats[t % 3];
+      const Shape xt = g.outShape();
+      const std::int64_t channels = g.x[1];
+      OpCase c;
+      c.op = "aten.convolution.default";
+      c.precision = modelFor(f);
+      c.outDtypes = {dtypeFor(f)};
+      const bool iv = t % 2 == 0;
+      c.inputs = {input(xt, f, iv, rng), input(g.w, f, iv, rng)};
+      c.args = {in(0), in(1)};
+      if (g.bias) {
+        c.inputs.push_back(input({channels}, f, iv, rng));
+        c.args.push_back(in(2));
+      } else {
+        c.args.push_back(none());
+      }
+      for (const IrValue& v : {ints(g.stride), ints(g.padding), ints(g.dilation), flag(true),
+                               ints(outPadding), integer(g.groups)})
+        c.args.push_back(v);
+      const EnclosureReport r = checkEnclosure(c, 8, rng);
+      QVERIFY2(r.escapes == 0, (g.kind + ": " + r.firstEscape).c_str());
+      if (iv) continue;
+      const LocalErrorReport l = checkLocalError(c, 8, rng);
+      QVERIFY2(l.violations == 0, l.first.c_str());
+      OpCase d = c;
+      d.precision = modelFor(Format::Fp64);
+      for (Tensor& x : d.inputs) x = randomPoint(x.shape(), DType::Float64, rng, 3.0);
+      d.outDtypes = {DType::Float64};
+      const VjpReport v = checkVjp(d, rng);
+      QVERIFY2(v.maxRelError < 1e-6, v.where.c_str());
+      // The backward op against the forward rule's vjp.
+      Direct fwd(d.op, d.args, d.inputs, 1);
+      OpContext ctx{d.precision, cpu(), nullptr};
+      const std::vector<Tensor> out = fwd.rule().point(fwd.args(), ctx);
+      std::vector<double> gv(static_cast<std::size_t>(out[0].numel()));
+      for (double& x : gv) x = nd(rng);
+      const Tensor gy = Tensor::point(out[0].shape(), DType::Float64, gv);
+      const auto vj = fwd.rule().vjp(fwd.args(), out, std::vector<Tensor>{gy}, ctx);
+      std::vector<IrValue> bargs = {in(0), in(1), in(2), g.bias ? ints({channels}) : none()};
+      for (const IrValue& x : {ints(g.stride), ints(g.padding), ints(g.dilation), flag(true),
+                               ints(outPadding), integer(g.groups)})
+        bargs.push_back(x);
+      bargs.push_back(list({flag(true), flag(true), flag(g.bias)}));
+      Direct bwd("aten.convolution_backward.default", bargs, {gy, d.inputs[0], d.inputs[1]}, 3);
+      const std::vector<Tensor> grads = bwd.rule().point(bwd.args(), ctx);
+      worst = std::max(worst, maxRelDiff(grads[0], *vj[0]));
+      worst = std::max(worst, maxRelDiff(grads[1], *vj[1]));
+      if (g.bias) worst = std::max(worst, maxRelDiff(grads[2], *vj[2]));
+      OpCase bc;
+      bc.op = "aten.convolution_backward.default";
+      bc.precision = modelFor(Format::Fp32);
+      bc.outDtypes = {DType::Float32, DType::Float32, DType::Float32};
+      bc.inputs = {input(gy.shape(), Format::Fp32, true, rng), input(xt, Format::Fp32, true, rng),
+                   input(g.w, Format::Fp32, true, rng)};
+      bc.args = bargs;
+      const EnclosureReport rb = checkEnclosure(bc, 8, rng);
+      QVERIFY2(rb.escapes == 0, ("backward " + g.kind + ": " + rb.firstEscape).c_str());
     }
+    qInfo("transposed convolution_backward vs forward vjp: max relative difference %.3g", worst);
+    QVERIFY2(worst < 1e-13, std::to_string(worst).c_str());
+    // An output_padding that is not below the stride or the dilation is an error.
+    OpCase bad;
+    bad.op = "aten.convolution.default";
+    bad.precision = modelFor(Format::Fp32);
+    bad.outDtypes = {DType::Float32};
+    bad.inputs = {input({1, 2, 4}, Format::Fp32, false, rng),
+                  input({2, 2, 3}, Format::Fp32, false, rng)};
+    bad.args = {in(0),     in(1),      none(),    ints({1}), ints({0}),
+                ints({1}), flag(true), ints({1}), integer(1)};
+    QVERIFY_THROWS_EXCEPTION(OpError, checkEnclosure(bad, 1, rng));
   }
 
   void badGeometryIsAnError() {
