@@ -65,8 +65,11 @@ void registerAdvancedIndexOps(OpRegistry& r);
 void registerSortOps(OpRegistry& r);
 /// _grouped_mm (mixture-of-experts products, each group lowered to the GEMM of gemm.h).
 void registerGroupedMmOps(OpRegistry& r);
-/// pixel_shuffle pixel_unshuffle upsample_nearest1d/2d/3d (.vec, .default) and their backward.
+/// pixel_shuffle pixel_unshuffle upsample_nearest1d/2d/3d (.vec, .default) and their backward;
+/// calls registerBilinearOps.
 void registerUpsampleOps(OpRegistry& r);
+/// upsample_bilinear2d (.vec, .default) and its backward.
+void registerBilinearOps(OpRegistry& r);
 /// floor_divide floor_divide_, div (.Tensor_mode, .Scalar_mode, in-place) with rounding_mode
 /// 'floor' or 'trunc' (integers; registered with the elementwise family, after div.Tensor).
 void registerIntegerDivisionOps(OpRegistry& r);

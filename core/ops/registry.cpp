@@ -114,7 +114,8 @@ constexpr FamilyEntry kFamilies[] = {
      registerSortOps},
     {"Resampling",
      "pixel_shuffle, pixel_unshuffle, nearest upsampling: exact index maps (PyTorch's float source "
-     "index); the backward sums each input's gradients in any order",
+     "index); bilinear: four weighted terms, the source positions' rounding enclosed; the "
+     "backward ops sum each input's gradients in any order",
      registerUpsampleOps},
     {"Grouped products",
      "_grouped_mm (mixture-of-experts layers): each group the midpoint-radius GEMM and its bound",

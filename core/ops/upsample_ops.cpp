@@ -120,6 +120,7 @@ void registerUpsampleOps(OpRegistry& r) {
   registerNearest<1>(r);
   registerNearest<2>(r);
   registerNearest<3>(r);
+  registerBilinearOps(r);
 }
 
 }  // namespace lossbound

@@ -5,10 +5,10 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-ctest runs the zoo (ZOO below); --extra runs eleven more architectures instead (EXTRA:
+ctest runs the zoo (ZOO below); --extra runs twelve more architectures instead (EXTRA:
 ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, MobileNetV2, MnasNet,
-EfficientNetV2, an upsampling decoder of torch.nn layers, GoogLeNet), which CI's time leaves
-out; --only picks from both.
+EfficientNetV2, an upsampling decoder and a segmentation head of torch.nn layers, GoogLeNet),
+which CI's time leaves out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -459,6 +459,21 @@ class UpsampleDecoder(nn.Module):
         return self.head(h.mean((2, 3)))
 
 
+class SegmentationHead(nn.Module):
+    """An FCN-style head: a stride-4 encoder, 1x1 classifier, bilinear upsampling back to the
+    image (align_corners=False), averaged into class scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3, stride=4, padding=1)
+        self.cls = nn.Conv2d(8, 10, 1)
+
+    def forward(self, x):
+        h = self.cls(torch.relu(self.enc(x)))
+        h = nn.functional.interpolate(h, size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return h.mean((2, 3))
+
+
 def _googlenet() -> nn.Module:
     from torchvision.models import GoogLeNet
     return GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
@@ -497,6 +512,9 @@ EXTRA: Dict[str, Arch] = {
     "upsample_decoder": Arch(UpsampleDecoder, "classify", images(2, (3, 32, 32), 10),
                              about="ConvTranspose2d (stride 2, output_padding 1), PixelShuffle "
                                    "and nearest Upsample, 3x32x32, batch 2"),
+    "segmentation_head": Arch(SegmentationHead, "classify", images(2, (3, 32, 32), 10),
+                              about="FCN-style head: stride-4 encoder, 1x1 classifier, bilinear "
+                                    "upsampling to 32x32, averaged, batch 2"),
     "googlenet": Arch(_googlenet, "classify", images(2, (3, 32, 32), 10),
                       about="torchvision GoogLeNet(num_classes=10, aux_logits=False): inception "
                             "blocks of 64-832 channels, 3x32x32, batch 2"),

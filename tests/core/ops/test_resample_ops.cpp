@@ -8,6 +8,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -132,6 +133,76 @@ class TestResampleOps : public QObject {
       const OpCase c = randomCase(rng, trial % 5, Format::Fp64, false);
       const VjpReport r = checkVjp(c, rng);
       QVERIFY2(r.maxRelError < 1e-6, (c.op + " " + r.where).c_str());
+    }
+  }
+
+  void bilinearTorchValues() {
+    // F.interpolate(x, mode="bilinear") on PyTorch 1.13 in float64: sizes with and without
+    // align_corners, scale factor 1.5, and a downsampling; autograd's gradient of sum(w · up(x)).
+    const Tensor x =
+        Tensor::point({1, 1, 2, 3}, DType::Float64, {0.5, -1.25, 2.0, 3.0, 0.75, -0.5});
+    const auto near = [](const Tensor& got, const std::vector<double>& want) {
+      if (got.values().size() != want.size()) return false;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        if (std::fabs(got.values()[i] - want[i]) > 1e-12 * (1 + std::fabs(want[i]))) return false;
+      return true;
+    };
+    const auto up = [&](std::vector<IrValue> more) {
+      return RuleCall(oneInput("aten.upsample_bilinear2d.vec", x, std::move(more))).point()[0];
+    };
+    QVERIFY(near(
+        up({ints({3, 5}), flag(false), none()}),
+        {0.5, -0.2, -1.25, 0.7, 2.0, 1.75, 0.95, -0.25, 0.35, 0.75, 3.0, 2.1, 0.75, 0.0, -0.5}));
+    QVERIFY(near(up({ints({3, 5}), flag(true), none()}),
+                 {0.5, -0.375, -1.25, 0.375, 2.0, 1.75, 0.75, -0.25, 0.25, 0.75, 3.0, 1.875, 0.75,
+                  0.125, -0.5}));
+    const Tensor s = up({none(), flag(false), floats({1.5, 1.5})});
+    QCOMPARE(s.shape(), (Shape{1, 1, 3, 4}));
+    QVERIFY(near(
+        s, {0.5, -0.375, -0.7083333333333338, 1.458333333333333, 1.75, 0.75, -0.08333333333333351,
+            0.5833333333333333, 3.0, 1.875, 0.5416666666666669, -0.2916666666666666}));
+    QVERIFY(near(up({ints({1, 2}), flag(false), none()}), {1.25, 0.5}));
+    RuleCall back(oneInput("aten.upsample_bilinear2d_backward.vec", arange({1, 1, 3, 5}),
+                           {ints({3, 5}), ints({1, 1, 2, 3}), flag(false), none()}));
+    QVERIFY(near(back.point()[0], {4.9, 9.9, 12.7, 20.9, 27.9, 28.7}));
+  }
+
+  void bilinearEnclosesEveryExecution() {
+    std::mt19937_64 rng(77);
+    const Format formats[] = {Format::Fp32, Format::Bf16, Format::Fp64};
+    const double factors[] = {0.5, 0.7, 1.5, 2.0, 3.0, 1.3};
+    for (int trial = 0; trial < 240; ++trial) {
+      const Format f = formats[trial % 3];
+      const DType t = dtypeFor(f);
+      const bool iv = trial % 2 == 0, align = (trial / 2) % 2 == 0;
+      const auto dim = [&](int hi) {
+        return static_cast<std::int64_t>(1 + rng() % static_cast<unsigned>(hi));
+      };
+      const Shape in{dim(2), dim(2), 1 + dim(5), 1 + dim(5)};  // factors >= 0.5 keep a row
+      const auto input = [&](const Shape& sh) {
+        return iv ? randomInterval(sh, t, rng, 1e-3, 6.0) : randomPoint(sh, t, rng, 6.0);
+      };
+      std::vector<IrValue> size = {ints({dim(9), dim(9)}), flag(align), none()};
+      if (trial % 3 == 0)
+        size = {none(), flag(align), floats({factors[rng() % 6], factors[rng() % 6]})};
+      OpCase c = oneInput("aten.upsample_bilinear2d.vec", input(in), size);
+      const EnclosureReport r = checkEnclosure(c, 10, rng);
+      QVERIFY2(r.escapes == 0, ("forward: " + r.firstEscape).c_str());
+      const Shape out = RuleCall(c).point()[0].shape();
+      OpCase b = oneInput("aten.upsample_bilinear2d_backward.vec", input(out),
+                          {c.args[1], ints(in), flag(align), c.args[3]});
+      const EnclosureReport rb = checkEnclosure(b, 10, rng);
+      QVERIFY2(rb.escapes == 0, ("backward: " + rb.firstEscape).c_str());
+      if (!iv) {
+        QVERIFY2(checkLocalError(c, 10, rng).violations == 0, "forward local error");
+        QVERIFY2(checkLocalError(b, 10, rng).violations == 0, "backward local error");
+        OpCase d = c, db = b;
+        d.precision = db.precision = modelFor(Format::Fp64);
+        d.inputs[0] = randomPoint(in, DType::Float64, rng, 3.0);
+        db.inputs[0] = randomPoint(out, DType::Float64, rng, 3.0);
+        QVERIFY2(checkVjp(d, rng).maxRelError < 1e-6, "forward vjp");
+        QVERIFY2(checkVjp(db, rng).maxRelError < 1e-6, "backward vjp");
+      }
     }
   }
 
