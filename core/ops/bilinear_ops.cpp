@@ -19,6 +19,8 @@
 // of opmath and storage, CUDA's atomics add in storage). random: one execution in opmath with
 // either bracketing (the backward: a random order); point: binary64. vjp: the transposed weights.
 // localError: the distance of the point value to the enclosure on exact inputs.
+// Not modelled: PyTorch 1.13's CPU kernel for bf16/fp16 tensors, which computes the positions
+// and weights in the 16-bit type (2.x computes them in opmath, as above).
 #include "core/interval/rounding.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/error_bounds.h"
