@@ -1019,6 +1019,16 @@ class SelectRule final : public OpRule {
 
 enum class Clamp { Both, Min, Max };
 
+/// The local error of an exact selection stored in the output format: its storage rounding
+/// (zero for integers).
+std::vector<Tensor> selectionLocalError(const OpArgs& a, std::span<const Tensor> o,
+                                        OpContext& ctx) {
+  const Format fo = outFormat(a, ctx);
+  if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
+  return std::vector<Tensor>{
+      mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+}
+
 /// clamp clamp_min clamp_max with scalar bounds (enclosed as converted to F): exact selection,
 /// then storage rounding.
 class ClampRule final : public OpRule {
@@ -1072,10 +1082,7 @@ class ClampRule final : public OpRule {
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
-    const Format fo = outFormat(a, ctx);
-    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
-    return std::vector<Tensor>{
-        mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+    return selectionLocalError(a, o, ctx);
   }
 
  private:
@@ -1177,10 +1184,7 @@ class ClampTensorRule final : public OpRule {
 
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> o,
                                  OpContext& ctx) const override {
-    const Format fo = outFormat(a, ctx);
-    if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
-    return std::vector<Tensor>{
-        mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+    return selectionLocalError(a, o, ctx);
   }
 
  private:

@@ -45,14 +45,12 @@ class GroupedMmRule final : public OpRule {
   std::vector<Tensor> point(const OpArgs& a, OpContext& ctx) const override {
     const GroupedPlan p = plan(a);
     std::vector<double> out(static_cast<std::size_t>(numel(p.outShape)), 0.0), tmp;
-    for (const Group& g : p.groups) {
-      if (g.m == 0 || g.n == 0 || g.k == 0) continue;
-      const Tensor A = applyIndexMap(a.tensor(0), g.a, a.tensor(0).dtype()),
-                   B = applyIndexMap(a.tensor(1), g.b, a.tensor(1).dtype());
+    forGroups(a, p, [&](const Group& g, const Tensor& A, const Tensor& B) {
       tmp.assign(static_cast<std::size_t>(g.m * g.n), 0.0);
       ctx.backend.gemm(A.values().data(), B.values().data(), tmp.data(), g.m, g.k, g.n, false);
       place(g, tmp, out);
-    }
+      return true;
+    });
     return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
   }
 
@@ -61,17 +59,15 @@ class GroupedMmRule final : public OpRule {
     const GemmModel gm = gemmModel(ctx.precision, a.outSpec().dtype);
     const auto total = static_cast<std::size_t>(numel(p.outShape));
     std::vector<double> lo(total, 0.0), hi(total, 0.0), tlo, thi;
-    for (const Group& g : p.groups) {
-      if (g.m == 0 || g.n == 0 || g.k == 0) continue;
-      const Tensor A = applyIndexMap(a.tensor(0), g.a, a.tensor(0).dtype()),
-                   B = applyIndexMap(a.tensor(1), g.b, a.tensor(1).dtype());
+    forGroups(a, p, [&](const Group& g, const Tensor& A, const Tensor& B) {
       tlo.assign(static_cast<std::size_t>(g.m * g.n), 0.0);
       thi = tlo;
       intervalGemm(ctx.backend, A, 0, B, 0, g.m, g.k, g.n, gm, nullptr, 1.0, 1.0, tlo.data(),
                    thi.data());
       place(g, tlo, lo);
       place(g, thi, hi);
-    }
+      return true;
+    });
     return {Tensor::interval(p.outShape, a.outSpec().dtype, std::move(lo), std::move(hi))};
   }
 
@@ -79,15 +75,13 @@ class GroupedMmRule final : public OpRule {
     const GroupedPlan p = plan(a);
     const GemmModel gm = gemmModel(ctx.precision, a.outSpec().dtype);
     std::vector<double> out(static_cast<std::size_t>(numel(p.outShape)), 0.0), tmp;
-    for (const Group& g : p.groups) {
-      if (g.m == 0 || g.n == 0 || g.k == 0) continue;
-      const Tensor A = applyIndexMap(a.tensor(0), g.a, a.tensor(0).dtype()),
-                   B = applyIndexMap(a.tensor(1), g.b, a.tensor(1).dtype());
+    forGroups(a, p, [&](const Group& g, const Tensor& A, const Tensor& B) {
       tmp.assign(static_cast<std::size_t>(g.m * g.n), 0.0);
       randomGemm(A, 0, B, 0, g.m, g.k, g.n, gm, nullptr, 1.0, 1.0, *ctx.rng, tmp.data(),
                  ctx.orderPerProduct ? GemmOrder::PerProduct : GemmOrder::PerElement);
       place(g, tmp, out);
-    }
+      return true;
+    });
     return {Tensor::point(p.outShape, a.outSpec().dtype, std::move(out))};
   }
 
@@ -188,22 +182,30 @@ class GroupedMmRule final : public OpRule {
     for (std::size_t i = 0; i < v.size(); ++i) out[static_cast<std::size_t>(m.offsets[i])] += v[i];
   }
 
-  /// Calls f(group, |A|·|B| of the group) for every nonempty group while it returns true;
-  /// returns false when f did.
+  /// Calls f(group, A block, B block) for every nonempty group while it returns true; returns
+  /// false when f did.
   template <typename F>
-  static bool forMagnitudes(const OpArgs& a, const GroupedPlan& p, OpContext& ctx, F&& f) {
+  static bool forGroups(const OpArgs& a, const GroupedPlan& p, F&& f) {
     for (const Group& g : p.groups) {
       if (g.m == 0 || g.n == 0 || g.k == 0) continue;
       const Tensor A = applyIndexMap(a.tensor(0), g.a, a.tensor(0).dtype()),
                    B = applyIndexMap(a.tensor(1), g.b, a.tensor(1).dtype());
-      std::vector<double> mag(static_cast<std::size_t>(g.m * g.n));
-      ctx.backend.gemm(A.values().data(), B.values().data(), mag.data(), g.m, g.k, g.n, true);
-      if (!f(g, mag)) return false;
+      if (!f(g, A, B)) return false;
     }
     return true;
   }
 
-  /// Returns the groups' cumulative ends, checked against the grouped extent.
+  /// Calls f(group, |A|·|B| of the group) for every nonempty group while it returns true;
+  /// returns false when f did.
+  template <typename F>
+  static bool forMagnitudes(const OpArgs& a, const GroupedPlan& p, OpContext& ctx, F&& f) {
+    return forGroups(a, p, [&](const Group& g, const Tensor& A, const Tensor& B) {
+      std::vector<double> mag(static_cast<std::size_t>(g.m * g.n));
+      ctx.backend.gemm(A.values().data(), B.values().data(), mag.data(), g.m, g.k, g.n, true);
+      return f(g, mag);
+    });
+  }
+
   /// Returns offs (positional 2 or keyword), or nullptr when absent or None.
   static const Tensor* offsTensor(const OpArgs& a) {
     if (a.isTensor(2)) return &a.tensor(2);
