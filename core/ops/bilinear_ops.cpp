@@ -9,18 +9,20 @@
 // in opmath, stored once. The backward adds each output's weighted gradient to its inputs, in
 // any order (CPU loops, CUDA atomics).
 //
-// Contract (interval): the computed src lies within δ = 8u(|src| + 1) of the binary64 one (the
-// roundings of the scale, the product and the shift in opmath, and the binary64 one's own); the
-// interpolation is continuous in src, so every index the candidate may pick is listed with the hull
-// of its weights over [src − δ, src + δ] (0 included for an index only some choices read). The
-// output encloses Σ W ⊗ x over the listed pairs (outward), ± γ_6(u)·Σ|W||x| (1 − λ, h·w, ·x and
-// three additions: the longest path of either bracketing), rounded outward to storage; the backward
-// encloses, per input, Σ W ⊗ g over its m listed terms ± γ_{m+3}(u_acc)·Σ|W||g| (u_acc: the coarser
-// of opmath and storage, CUDA's atomics add in storage). random: one execution in opmath with
-// either bracketing (the backward: a random order); point: binary64. vjp: the transposed weights.
-// localError: the distance of the point value to the enclosure on exact inputs.
-// Not modelled: PyTorch 1.13's CPU kernel for bf16/fp16 tensors, which computes the positions
-// and weights in the 16-bit type (2.x computes them in opmath, as above).
+// Contract (interval): u is the coarser of opmath and storage (PyTorch 1.13's CPU kernel computes
+// 16-bit tensors in their own type; CUDA's backward rounds each term to storage). The computed
+// src lies within δ = 8u'(|src| + 1) of the binary64 one (the roundings of the scale, the product
+// and the shift, and the binary64 one's own; u' = max(u, 2^-24): 2.x's CPU floors an fp64
+// position in float); the CPU kernel also copies (src = o) where a dim keeps its size, CUDA only
+// where both do, so such a dim has both candidates. The interpolation is continuous in src, so
+// every index a candidate may pick is listed with the hull of its weights over the candidates (0
+// for an index only some choices read). The output encloses Σ W ⊗ x over the listed pairs
+// (outward), ± γ_7(u)·Σ|W||x| (two 1 − λ, h·w, ·x and three additions: the longest path of either
+// bracketing), rounded outward to storage; the backward encloses, per input, Σ W ⊗ g over its m
+// listed terms ± γ_{m+4}(u)·Σ|W||g|, with the underflow of each term. random: one execution in
+// opmath with either bracketing (the backward: a random order); point: binary64, the CPU's copy
+// where a dim keeps its size. vjp: the transposed weights. localError: the distance of the point
+// value to the enclosure on exact inputs.
 #include "core/interval/rounding.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/error_bounds.h"
@@ -57,8 +59,10 @@ struct Axis {
     if (scaleFactor && *scaleFactor > 0) return 1.0 / *scaleFactor;
     return static_cast<double>(in) / static_cast<double>(out);
   }
-  /// The source position of output o, every operation rounded to nearest in f (Fp64: binary64).
-  double source(std::int64_t o, Format f) const {
+  /// The source position of output o by the formula, every operation rounded to nearest in f
+  /// (Fp64: binary64); `copy`: PyTorch's CPU kernel, which reads o where out == in.
+  double source(std::int64_t o, Format f, bool copy = true) const {
+    if (copy && out == in) return static_cast<double>(o);
     const double s = roundNearest(scale(), f), od = static_cast<double>(o);
     if (alignCorners) return roundNearest(s * od, f);
     const double v = roundNearest(roundNearest(s * (od + 0.5), f) - 0.5, f);
@@ -82,23 +86,20 @@ std::array<std::pair<std::int64_t, double>, 2> pointTaps(const Axis& a, std::int
   return {{{i, roundNearest(1.0 - lambda, f)}, {i1, lambda}}};
 }
 
-/// The taps every candidate may use for output o: each index with the hull of its weights.
-std::vector<Tap> intervalTaps(const Axis& a, std::int64_t o, double u) {
-  const double src = a.source(o, Format::Fp64);
+/// Adds the tap lists of every floor a source position within δ = 8u(|src| + 1) of `src` may
+/// take (at most two, src being within 2δ of an integer); an index read twice (i1 == i at the
+/// last row) gets the sum of its weights.
+void addCandidates(const Axis& a, double src, double u, std::vector<std::vector<Tap>>& out) {
   const double delta = mul_up(8.0 * u, add_up(std::fabs(src), 1.0));
   double lo = sub_down(src, delta), hi = add_up(src, delta);
   if (!a.alignCorners) {
     lo = std::max(lo, 0.0);
     hi = std::max(hi, 0.0);
   }
-  // Per candidate floor i (at most two, src being within 2δ of an integer): its taps, an index
-  // read twice (i1 == i at the last row) with the sum of its weights; then per index the hull
-  // over the candidates, 0 where a candidate does not read it.
   const std::int64_t first = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(lo)),
                                                     a.in - 1),
                      last = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(hi)),
                                                    a.in - 1);
-  std::vector<std::vector<Tap>> candidates;
   for (std::int64_t i = std::max<std::int64_t>(first, 0); i <= last; ++i) {
     const double id = static_cast<double>(i);
     const Interval lambda{std::clamp(sub_down(std::max(lo, id), id), 0.0, 1.0),
@@ -106,10 +107,15 @@ std::vector<Tap> intervalTaps(const Axis& a, std::int64_t o, double u) {
     const Interval w0 = sub(lossbound::point(1.0), lambda);
     const std::int64_t i1 = i + (i < a.in - 1 ? 1 : 0);
     if (i1 == i)
-      candidates.push_back({{i, add(w0, lambda)}});
+      out.push_back({{i, add(w0, lambda)}});
     else
-      candidates.push_back({{i, w0}, {i1, lambda}});
+      out.push_back({{i, w0}, {i1, lambda}});
   }
+}
+
+/// Per index read by some candidate, the hull of its weights over the candidates (0 where a
+/// candidate does not read it).
+std::vector<Tap> mergeCandidates(const std::vector<std::vector<Tap>>& candidates) {
   std::vector<Tap> taps;
   for (const auto& cand : candidates)
     for (const Tap& t : cand) {
@@ -124,6 +130,15 @@ std::vector<Tap> intervalTaps(const Axis& a, std::int64_t o, double u) {
       taps.push_back({t.index, w});
     }
   return taps;
+}
+
+/// The taps every candidate may use for output o: each index with the hull of its weights.
+std::vector<Tap> intervalTaps(const Axis& a, std::int64_t o, double u) {
+  std::vector<std::vector<Tap>> candidates;
+  addCandidates(a, a.source(o, Format::Fp64, false), u, candidates);
+  // The CPU kernel copies where out == in (CUDA only when both dims keep their size).
+  if (a.out == a.in) addCandidates(a, static_cast<double>(o), 0.0, candidates);
+  return mergeCandidates(candidates);
 }
 
 /// The geometry of a node: the input shape (N, C, H, W) and the two axes.
@@ -149,7 +164,7 @@ Bilinear forwardGeometry(const OpArgs& a, const Shape& in) {
     for (std::size_t k = 0; k < 2; ++k) {
       if (!scales[k] || !(*scales[k] > 0))
         a.fail("upsample_bilinear2d: neither an output size nor a positive scale factor");
-      b.out[2 + k] = static_cast<std::int64_t>(static_cast<double>(in[2 + k]) * *scales[k]);
+      b.out[2 + k] = scaledSize(a, in[2 + k], *scales[k]);
     }
   }
   const bool align = a.boolArg(2, "align_corners");
@@ -173,6 +188,15 @@ Bilinear backwardGeometry(const OpArgs& a) {
   if (b.out.size() != 4 || b.out[0] != in[0] || b.out[1] != in[1])
     a.fail("upsample_bilinear2d_backward: grad_output " + shapeString(b.out) +
            " does not match input_size " + shapeString(in));
+  for (std::size_t k = 2; k < 4; ++k)
+    if (in[k] <= 0 || b.out[k] <= 0)
+      a.fail("upsample_bilinear2d_backward: empty spatial dims: input_size " + shapeString(in) +
+             ", grad_output " + shapeString(b.out));
+  if (a.arg(1).kind == IrValue::Kind::List &&
+      a.intListArg(1, "output_size") != std::vector<std::int64_t>{b.out[2], b.out[3]})
+    a.fail("upsample_bilinear2d_backward: output_size " +
+           shapeString(a.intListArg(1, "output_size")) + " does not match grad_output " +
+           shapeString(b.out));
   const auto scales = upsampleScales(a, 4, 4, 2);
   const bool align = a.boolArg(3, "align_corners");
   b.h = {in[2], b.out[2], align, scales[0]};
@@ -229,7 +253,13 @@ std::vector<std::vector<Tap>> intervalWeights(const Bilinear& b, double u) {
   return out;
 }
 
-double magnitude(Interval x) { return std::fmax(std::fabs(x.lo), std::fabs(x.hi)); }
+/// The coarser of two formats: 16-bit tensors may have their positions, weights and sums
+/// computed in the 16-bit type (PyTorch 1.13's CPU kernel), which the opmath model would miss.
+Format coarser(Format a, Format b) { return unitRoundoff(a) >= unitRoundoff(b) ? a : b; }
+
+/// The source margin's unit: at least float's, as PyTorch 2.x's CPU kernel floors the binary64
+/// position of an fp64 tensor in float (floorf).
+double indexMargin(double u) { return std::max(u, 0x1p-24); }
 
 /// upsample_bilinear2d (.vec, .default): the file comment's contract.
 class BilinearRule final : public OpRule {
@@ -256,9 +286,9 @@ class BilinearRule final : public OpRule {
     requireFloating(a, x);
     const Bilinear b = forwardGeometry(a, x.shape());
     const Planes p = planes(b);
-    const Format op = opmathFormat(ctx.precision, x.dtype()), st = outFormat(a, ctx);
-    const double u = unitRoundoff(op), g6 = gammaUp(6, u);
-    const auto taps = intervalWeights(b, u);
+    const Format st = outFormat(a, ctx), op = coarser(opmathFormat(ctx.precision, x.dtype()), st);
+    const double u = unitRoundoff(op), g7 = gammaUp(7, u);
+    const auto taps = intervalWeights(b, indexMargin(u));
     std::vector<double> lo(static_cast<std::size_t>(p.count * p.outPlane)), hi(lo.size());
     for (std::int64_t pl = 0; pl < p.count; ++pl)
       for (std::size_t o = 0; o < taps.size(); ++o) {
@@ -268,9 +298,9 @@ class BilinearRule final : public OpRule {
           const Interval v = x.at(pl * p.inPlane + t.index);
           const Interval term = mul(t.weight, v);
           s = add(s, term);
-          mag = add_up(mag, mul_up(magnitude(t.weight), magnitude(v)));
+          mag = add_up(mag, mul_up(nn::mag(t.weight), nn::mag(v)));
         }
-        const double e = add_up(mul_up(g6, mag), 4.0 * smallestSubnormal(op));
+        const double e = add_up(mul_up(g7, mag), 4.0 * smallestSubnormal(op));
         const Interval r = roundOutward(Interval{sub_down(s.lo, e), add_up(s.hi, e)}, st);
         const auto k = static_cast<std::size_t>(pl * p.outPlane) + o;
         lo[k] = r.lo;
@@ -356,9 +386,9 @@ class BilinearBackwardRule final : public OpRule {
     const Tensor& g = a.tensor(0);
     const Bilinear b = backwardGeometry(a);
     const Planes p = planes(b);
-    const Format op = opmathFormat(ctx.precision, g.dtype()), st = outFormat(a, ctx);
-    const double u = std::max(unitRoundoff(op), unitRoundoff(st));
-    const auto taps = intervalWeights(b, unitRoundoff(op));
+    const Format st = outFormat(a, ctx), op = coarser(opmathFormat(ctx.precision, g.dtype()), st);
+    const double u = unitRoundoff(op);
+    const auto taps = intervalWeights(b, indexMargin(u));
     const auto n = static_cast<std::size_t>(p.count * p.inPlane);
     std::vector<Interval> sum(n, lossbound::point(0.0));
     std::vector<double> mag(n, 0.0);
@@ -369,14 +399,15 @@ class BilinearBackwardRule final : public OpRule {
         for (const Tap& t : taps[o]) {
           const auto k = static_cast<std::size_t>(pl * p.inPlane + t.index);
           sum[k] = add(sum[k], mul(t.weight, gv));
-          mag[k] = add_up(mag[k], mul_up(magnitude(t.weight), magnitude(gv)));
+          mag[k] = add_up(mag[k], mul_up(nn::mag(t.weight), nn::mag(gv)));
           ++terms[k];
         }
       }
     std::vector<double> lo(n), hi(n);
-    const double eta = smallestSubnormal(op);
+    const double eta =
+        smallestSubnormal(op);  // op is the coarser: CUDA rounds each term to storage
     for (std::size_t k = 0; k < n; ++k) {
-      const double e = add_up(mul_up(gammaUp(terms[k] + 3, u), mag[k]),
+      const double e = add_up(mul_up(gammaUp(terms[k] + 4, u), mag[k]),
                               mul_up(static_cast<double>(terms[k]), eta));
       const Interval r = roundOutward(Interval{sub_down(sum[k].lo, e), add_up(sum[k].hi, e)}, st);
       lo[k] = r.lo;

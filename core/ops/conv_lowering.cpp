@@ -108,10 +108,17 @@ ConvGeometry transposedConvGeometry(const OpArgs& a, const Shape& input, const S
   // The transposed output, which is the input of the equivalent convolution:
   // out = (in − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding + 1.
   Shape convInput{input[0], weight[1] * groups};
+  constexpr std::int64_t kMax = std::int64_t{1} << 31;
   for (std::size_t d = 0; d < dims; ++d) {
-    if (outPadding[d] < 0 || (outPadding[d] >= stride[d] && outPadding[d] >= dilation[d]))
-      a.fail("output_padding " + listString(outPadding) +
-             " should be smaller than the stride or the dilation");
+    for (const std::int64_t v : {stride[d], padding[d], dilation[d], weight[2 + d], input[2 + d]})
+      if (v < 0 || v >= kMax)
+        a.fail("transposed convolution: stride " + listString(stride) + ", padding " +
+               listString(padding) + ", dilation " + listString(dilation) + " or the sizes are " +
+               "out of range");
+    if (outPadding[d] < 0 || outPadding[d] >= stride[d])
+      a.fail("transposed convolution: output_padding " + listString(outPadding) +
+             " must be smaller than the stride " + listString(stride) +
+             " (PyTorch also allows it below the dilation; that is not supported)");
     convInput.push_back((input[2 + d] - 1) * stride[d] - 2 * padding[d] +
                         dilation[d] * (weight[2 + d] - 1) + outPadding[d] + 1);
   }

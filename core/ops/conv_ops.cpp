@@ -20,10 +20,12 @@
 // Inputs are rounded to tf32 first when the precision model says so (PrecisionModel tf32Matmul
 // or a tf32 override; note that PyTorch's torch.backends.cudnn.allow_tf32 defaults to True on
 // Ampere and later, unlike matmul). The bias is one more term of the sum (counted as addmm's).
-// NOT modelled: Winograd and FFT algorithms (cuDNN may pick WINOGRAD, WINOGRAD_NONFUSED, FFT,
-// FFT_TILING; oneDNN may pick Winograd), which transform the operands and carry other error
-// bounds, and implementations that store partial sums in a format narrower than the accumulation
-// format. A candidate that may use them is outside this contract.
+// 16-bit tensors: the input and weight gradients (and so transposed convolutions) accumulate in
+// the 16-bit storage format, as PyTorch's CPU kernels do. NOT modelled: Winograd and FFT algorithms
+// (cuDNN may pick WINOGRAD, WINOGRAD_NONFUSED, FFT, FFT_TILING; oneDNN may pick Winograd), which
+// transform the operands and carry other error bounds, and implementations that store partial sums
+// in a format narrower than the accumulation format. A candidate that may use them is outside this
+// contract.
 //
 // Bounds: each product is lowered to GEMMs whose operands are gathered from the tensors
 // (conv_lowering.h; padding and stride holes are exact zeros) and evaluated with the shared GEMM
@@ -40,6 +42,7 @@
 // kinks.
 
 #include "core/backend.h"
+#include "core/interval/precision.h"
 #include "core/kernels/interval_gemm.h"
 #include "core/ops/broadcasting.h"
 #include "core/ops/conv_lowering.h"
@@ -96,6 +99,15 @@ GemmModel productModel(const OpArgs& a, const PrecisionModel& pm, DType t, ConvP
            ")");
   GemmModel gm = gemmModel(pm, t);
   if (p == ConvProduct::GradBias) gm.in = gm.out;
+  // PyTorch's CPU kernels for 16-bit tensors keep the partial sums of the input gradient
+  // (col2im) and of the weight gradient in the 16-bit type (measured on 2.15: bf16 transposed
+  // convolutions and input gradients escape an fp32 accumulator's bound), so those products
+  // accumulate in the storage format when it is coarser.
+  if ((p == ConvProduct::GradInput || p == ConvProduct::GradWeight) &&
+      unitRoundoff(gm.out) > gm.uAcc) {
+    gm.acc = gm.out;
+    gm.uAcc = unitRoundoff(gm.out);
+  }
   return gm;
 }
 

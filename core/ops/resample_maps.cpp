@@ -42,14 +42,25 @@ IndexMap pixelShuffleMap(const OpArgs& a, const Shape& in, std::int64_t r, bool 
   return m;
 }
 
-std::int64_t nearestSource(std::int64_t dst, std::int64_t in, std::int64_t out,
-                           std::optional<double> scale) {
-  if (out == in) return dst;
-  if (out == 2 * in) return dst >> 1;
-  const float s = scale && *scale > 0 ? static_cast<float>(1.0 / *scale)
-                                      : static_cast<float>(in) / static_cast<float>(out);
-  const float f = static_cast<float>(dst) * s;  // float arithmetic, as the kernels
-  return std::min(static_cast<std::int64_t>(std::floor(f)), in - 1);
+std::optional<std::int64_t> nearestSource(std::int64_t dst, std::int64_t in, std::int64_t out,
+                                          std::optional<double> scale) {
+  const double sd =
+      scale && *scale > 0 ? 1.0 / *scale : static_cast<double>(in) / static_cast<double>(out);
+  const auto clampIn = [in](double v) {
+    return std::min(static_cast<std::int64_t>(std::floor(v)), in - 1);
+  };
+  // float scale and product (CUDA, 2-D CPU), double product (1-D/3-D CPU, fp64)
+  const std::int64_t fromFloat =
+      clampIn(static_cast<double>(static_cast<float>(dst) * static_cast<float>(sd)));
+  const std::int64_t fromDouble =
+      clampIn(static_cast<double>(dst) * static_cast<double>(static_cast<float>(sd)));
+  const std::int64_t fromExact = clampIn(static_cast<double>(dst) * sd);
+  std::int64_t shortcut = fromFloat;
+  if (out == in) shortcut = dst;
+  if (out == 2 * in) shortcut = dst >> 1;
+  if (fromFloat != fromDouble || fromFloat != fromExact || fromFloat != shortcut)
+    return std::nullopt;
+  return fromFloat;
 }
 
 IndexMap nearestUpsampleMap(const OpArgs& a, const Shape& in, const Shape& out,
@@ -71,8 +82,15 @@ IndexMap nearestUpsampleMap(const OpArgs& a, const Shape& in, const Shape& out,
   std::vector<std::vector<std::int64_t>> along(dims);
   for (std::size_t k = 0; k < dims; ++k) {
     const std::size_t d = lead + k;
-    for (std::int64_t o = 0; o < out[d]; ++o)
-      along[k].push_back(nearestSource(o, in[d], out[d], scales[k]) * st[d]);
+    for (std::int64_t o = 0; o < out[d]; ++o) {
+      const auto src = nearestSource(o, in[d], out[d], scales[k]);
+      if (!src)
+        a.fail("upsample nearest: PyTorch's kernels read different inputs for output index " +
+               std::to_string(o) + " of dim " + std::to_string(d) + " (" + std::to_string(in[d]) +
+               " -> " + std::to_string(out[d]) +
+               "): the CPU and CUDA kernels differ there; not supported");
+      along[k].push_back(*src * st[d]);
+    }
   }
   IndexMap m;
   m.shape = out;
@@ -90,6 +108,14 @@ IndexMap nearestUpsampleMap(const OpArgs& a, const Shape& in, const Shape& out,
   return m;
 }
 
+std::int64_t scaledSize(const OpArgs& a, std::int64_t in, double scale) {
+  const double v = std::floor(static_cast<double>(in) * scale);
+  if (!(v >= 1 && v < 2147483648.0))
+    a.fail("upsample: size " + std::to_string(in) + " times scale factor " + std::to_string(scale) +
+           " gives an output size out of range (" + std::to_string(v) + ")");
+  return static_cast<std::int64_t>(v);
+}
+
 Shape upsampleOutputShape(const OpArgs& a, const Shape& in, int dims) {
   const auto d = static_cast<std::size_t>(dims);
   if (in.size() < d)
@@ -103,7 +129,8 @@ Shape upsampleOutputShape(const OpArgs& a, const Shape& in, int dims) {
       a.fail("upsample: output_size " + shapeString(size) + " should have " + std::to_string(dims) +
              " entries");
     for (std::size_t k = 0; k < d; ++k) {
-      if (size[k] < 0) a.fail("upsample: negative output size " + shapeString(size));
+      if (size[k] <= 0)
+        a.fail("upsample: output sizes should be positive, found " + shapeString(size));
       out[lead + k] = size[k];
     }
     return out;
@@ -113,7 +140,7 @@ Shape upsampleOutputShape(const OpArgs& a, const Shape& in, int dims) {
     if (!scales[k] || !(*scales[k] > 0))
       a.fail("upsample: neither an output size nor a positive scale factor for dim " +
              std::to_string(lead + k));
-    out[lead + k] = static_cast<std::int64_t>(static_cast<double>(in[lead + k]) * *scales[k]);
+    out[lead + k] = scaledSize(a, in[lead + k], *scales[k]);
   }
   return out;
 }
