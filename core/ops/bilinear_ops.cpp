@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 
 namespace lossbound {
@@ -261,24 +262,43 @@ Format coarser(Format a, Format b) { return unitRoundoff(a) >= unitRoundoff(b) ?
 /// position of an fp64 tensor in float (floorf).
 double indexMargin(double u) { return std::max(u, 0x1p-24); }
 
+/// Binary64 interpolation of every plane of `in` (b.in's shape) to b.out's: the forward's point,
+/// and the backward's adjoint.
+std::vector<double> interpolate(const Bilinear& b, std::span<const double> in) {
+  const Planes p = planes(b);
+  const auto wts = pointWeights(b, Format::Fp64);
+  std::vector<double> out(static_cast<std::size_t>(p.count * p.outPlane));
+  for (std::int64_t pl = 0; pl < p.count; ++pl)
+    for (std::size_t o = 0; o < wts.size(); ++o) {
+      double s = 0;
+      for (const auto& [off, w] : wts[o])
+        s += w * in[static_cast<std::size_t>(pl * p.inPlane + off)];
+      out[static_cast<std::size_t>(pl * p.outPlane) + o] = s;
+    }
+  return out;
+}
+
+/// Binary64 transpose of interpolate: each output's value times its weights added to its inputs,
+/// in output order (the forward's adjoint, and the backward's point).
+std::vector<double> spread(const Bilinear& b, std::span<const double> out) {
+  const Planes p = planes(b);
+  const auto wts = pointWeights(b, Format::Fp64);
+  std::vector<double> in(static_cast<std::size_t>(p.count * p.inPlane), 0.0);
+  for (std::int64_t pl = 0; pl < p.count; ++pl)
+    for (std::size_t o = 0; o < wts.size(); ++o)
+      for (const auto& [off, w] : wts[o])
+        in[static_cast<std::size_t>(pl * p.inPlane + off)] +=
+            w * out[static_cast<std::size_t>(pl * p.outPlane) + o];
+  return in;
+}
+
 /// upsample_bilinear2d (.vec, .default): the file comment's contract.
 class BilinearRule final : public OpRule {
  public:
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     const Bilinear b = forwardGeometry(a, x.shape());
-    const Planes p = planes(b);
-    const auto wts = pointWeights(b, Format::Fp64);
-    std::vector<double> out(static_cast<std::size_t>(p.count * p.outPlane));
-    const auto xv = x.values();
-    for (std::int64_t pl = 0; pl < p.count; ++pl)
-      for (std::size_t o = 0; o < wts.size(); ++o) {
-        double s = 0;
-        for (const auto& [off, w] : wts[o])
-          s += w * xv[static_cast<std::size_t>(pl * p.inPlane + off)];
-        out[static_cast<std::size_t>(pl * p.outPlane) + o] = s;
-      }
-    return {Tensor::point(b.out, a.outSpec().dtype, std::move(out))};
+    return {Tensor::point(b.out, a.outSpec().dtype, interpolate(b, x.values()))};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
@@ -347,17 +367,8 @@ class BilinearRule final : public OpRule {
                                          std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     const Bilinear b = forwardGeometry(a, x.shape());
-    const Planes p = planes(b);
-    const auto wts = pointWeights(b, Format::Fp64);
-    std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
-    const auto gv = g[0].values();
-    for (std::int64_t pl = 0; pl < p.count; ++pl)
-      for (std::size_t o = 0; o < wts.size(); ++o)
-        for (const auto& [off, w] : wts[o])
-          gx[static_cast<std::size_t>(pl * p.inPlane + off)] +=
-              w * gv[static_cast<std::size_t>(pl * p.outPlane) + o];
     std::vector<std::optional<Tensor>> out(a.tensorInputs().size());
-    out[0] = Tensor::point(x.shape(), x.dtype(), std::move(gx));
+    out[0] = Tensor::point(x.shape(), x.dtype(), spread(b, g[0].values()));
     return out;
   }
 
@@ -379,7 +390,7 @@ class BilinearBackwardRule final : public OpRule {
  public:
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Bilinear b = backwardGeometry(a);
-    return {scatter(a, b, pointWeights(b, Format::Fp64), nullptr, Format::Fp64)};
+    return {Tensor::point(b.in, a.outSpec().dtype, spread(b, a.tensor(0).values()))};
   }
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
@@ -420,7 +431,7 @@ class BilinearBackwardRule final : public OpRule {
     const Bilinear b = backwardGeometry(a);
     const Format op = opmathFormat(ctx.precision, a.tensor(0).dtype());
     const Format acc = unitRoundoff(op) >= unitRoundoff(outFormat(a, ctx)) ? op : outFormat(a, ctx);
-    std::vector<Tensor> r = {scatter(a, b, pointWeights(b, op), ctx.rng, acc)};
+    std::vector<Tensor> r = {scatter(a, b, pointWeights(b, op), *ctx.rng, acc)};
     r[0] = roundNearestTensor(r[0], outFormat(a, ctx));
     return r;
   }
@@ -429,19 +440,8 @@ class BilinearBackwardRule final : public OpRule {
                                          std::span<const Tensor> gg, OpContext&) const override {
     // The adjoint of the scatter: the forward interpolation of the incoming gradient.
     const Bilinear b = backwardGeometry(a);
-    const Planes p = planes(b);
-    const auto wts = pointWeights(b, Format::Fp64);
-    std::vector<double> out(static_cast<std::size_t>(p.count * p.outPlane));
-    const auto v = gg[0].values();
-    for (std::int64_t pl = 0; pl < p.count; ++pl)
-      for (std::size_t o = 0; o < wts.size(); ++o) {
-        double s = 0;
-        for (const auto& [off, w] : wts[o])
-          s += w * v[static_cast<std::size_t>(pl * p.inPlane + off)];
-        out[static_cast<std::size_t>(pl * p.outPlane) + o] = s;
-      }
     std::vector<std::optional<Tensor>> r(a.tensorInputs().size());
-    r[0] = Tensor::point(a.tensor(0).shape(), a.tensor(0).dtype(), std::move(out));
+    r[0] = Tensor::point(a.tensor(0).shape(), a.tensor(0).dtype(), interpolate(b, gg[0].values()));
     return r;
   }
 
@@ -451,11 +451,11 @@ class BilinearBackwardRule final : public OpRule {
   }
 
  private:
-  /// Each output's weighted gradient added to its inputs; with rng, the terms of every input
-  /// in a random order with each product and sum rounded in f.
+  /// One execution: each output's weighted gradient added to its inputs, the terms of every
+  /// input in a random order with each product and sum rounded in f.
   static Tensor scatter(const OpArgs& a, const Bilinear& b,
                         const std::vector<std::array<std::pair<std::int64_t, double>, 4>>& wts,
-                        std::mt19937_64* rng, Format f) {
+                        std::mt19937_64& rng, Format f) {
     const Tensor& g = a.tensor(0);
     const Planes p = planes(b);
     const auto gv = g.values();
@@ -464,13 +464,12 @@ class BilinearBackwardRule final : public OpRule {
       for (std::size_t o = 0; o < wts.size(); ++o)
         for (const auto& [off, w] : wts[o]) {
           const double v = gv[static_cast<std::size_t>(pl * p.outPlane) + o];
-          terms[static_cast<std::size_t>(pl * p.inPlane + off)].push_back(
-              rng ? roundNearest(w * v, f) : w * v);
+          terms[static_cast<std::size_t>(pl * p.inPlane + off)].push_back(roundNearest(w * v, f));
         }
     std::vector<double> out(terms.size(), 0.0);
     for (std::size_t k = 0; k < terms.size(); ++k) {
-      if (rng) std::shuffle(terms[k].begin(), terms[k].end(), *rng);
-      for (double t : terms[k]) out[k] = rng ? roundNearest(out[k] + t, f) : out[k] + t;
+      std::shuffle(terms[k].begin(), terms[k].end(), rng);
+      for (double t : terms[k]) out[k] = roundNearest(out[k] + t, f);
     }
     return Tensor::point(b.in, a.outSpec().dtype, std::move(out));
   }
