@@ -792,6 +792,11 @@ void registerViewOps(OpRegistry& r) {
   r.add("aten.split.Tensor", std::make_shared<const SplitRule>(Split::Size));
   r.add("aten.split_with_sizes.default", std::make_shared<const SplitRule>(Split::Sizes));
   r.add("aten.chunk.default", std::make_shared<const SplitRule>(Split::Chunk));
+  // The unsafe forms (nn.LSTM/GRU's decomposition on torch 2.x) give the same values; they only
+  // skip autograd's view tracking.
+  r.add("aten.unsafe_split.Tensor", std::make_shared<const SplitRule>(Split::Size));
+  r.add("aten.unsafe_split_with_sizes.default", std::make_shared<const SplitRule>(Split::Sizes));
+  r.add("aten.unsafe_chunk.default", std::make_shared<const SplitRule>(Split::Chunk));
   r.add("aten.unbind.int", std::make_shared<const SplitRule>(Split::Unbind));
   r.add("aten.narrow.default", std::make_shared<const GatherRule>(narrowGather));
   r.add("aten.flip.default", std::make_shared<const GatherRule>(flipGather));

@@ -300,6 +300,32 @@ def _sdpa_math() -> Any:
     return contextlib.nullcontext()
 
 
+def _lstm_without_onednn() -> Any:
+    """Traces nn.LSTM as its linear layers and gates (torch >= 2).
+
+    torch >= 2 traces nn.LSTM, nn.GRU and nn.RNN through its Python decompositions of them (the
+    layers' matrix products and gate activations). On the CPU, torch picks oneDNN's fused mkldnn_rnn_layer for an LSTM whose sequence does not
+    require grad, even when its weights do; the traced backward of that kernel then needs a
+    workspace the trace does not hold. oneDNN is switched off for torch.lstm calls only, so
+    convolutions and the rest of the step keep the kernels eager runs use. Not on torch 1.13,
+    which has no such decompositions: there a mode would also turn off the fused transformer
+    fast path that FAST_PATH_OPS refuses, and the trace would no longer say so.
+    """
+    if int(torch.__version__.split(".")[0]) < 2:
+        return contextlib.nullcontext()
+    from torch.overrides import TorchFunctionMode
+
+    class LstmWithoutOneDnn(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+            kwargs = kwargs or {}
+            if getattr(func, "__name__", "") == "lstm":
+                with torch.backends.mkldnn.flags(enabled=False):
+                    return func(*args, **kwargs)
+            return func(*args, **kwargs)
+
+    return LstmWithoutOneDnn()
+
+
 @contextlib.contextmanager
 def _mha_fastpath_off() -> Iterator[None]:
     """Disables nn.MultiheadAttention / TransformerEncoderLayer's fused inference fast path
@@ -636,7 +662,7 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
 
     fx_kwargs = _make_fx_kwargs()
     try:
-        with torch.enable_grad(), _sdpa_math(), _mha_fastpath_off(), \
+        with torch.enable_grad(), _sdpa_math(), _mha_fastpath_off(), _lstm_without_onednn(), \
                 _allow_data_reads(info.data_dependent):
             gm1 = make_fx(flat_step, **fx_kwargs)(p_in, b_in)
     except RecorderError:

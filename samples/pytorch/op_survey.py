@@ -220,6 +220,25 @@ def hf(kind: str, attn: str):
     return model, batch, "hf"
 
 
+class Recurrent(nn.Module):
+    """A recurrent layer of torch.nn over a sequence, classified from its last step."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        layer = {"lstm": nn.LSTM, "gru": nn.GRU}[kind]
+        self.rnn = layer(6, 4, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.rnn(x)[0][:, -1])
+
+
+def recurrent(kind: str):
+    g = gen(5)
+    return Recurrent(kind), {"x": torch.randn(3, 5, 6, generator=g),
+                             "y": torch.randint(0, 5, (3,), generator=g)}, "classify"
+
+
 MODELS: Dict[str, Callable[[], Tuple[nn.Module, Batch, str]]] = {
     "resnet18": resnet18,
     "mobilenet_v3_small": mobilenet_v3_small,
@@ -230,7 +249,9 @@ MODELS: Dict[str, Callable[[], Tuple[nn.Module, Batch, str]]] = {
     "llama_label_smoothing": llama_label_smoothing,
     "encoder_label_write": encoder_label_write,
 }
-if TORCH2:
+if TORCH2:  # torch 1.13's functional_call does not reach nn.LSTM's / nn.GRU's flat weights
+    MODELS["lstm"] = lambda: recurrent("lstm")
+    MODELS["gru"] = lambda: recurrent("gru")
     for _kind in ("gpt2", "llama", "bert"):
         for _attn in ("default", "eager"):
             MODELS[f"hf_{_kind}_{_attn}"] = (lambda k=_kind, a=_attn: hf(k, a))

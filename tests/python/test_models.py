@@ -48,6 +48,18 @@ class ModelTest(unittest.TestCase):
         r = self.check("llama_block", autocast=True)
         self.assertIn("aten._to_copy.default", r["ops"])
 
+    @unittest.skipUnless(op_survey.TORCH2, "nn.LSTM and nn.GRU record on torch 2.x only")
+    def test_recurrent_layers_record_as_linear_layers_and_gates(self):
+        for name in ("lstm", "gru"):
+            with self.subTest(model=name):
+                r = self.check(name)
+                # No fused recurrent kernel (oneDNN's mkldnn_rnn_layer, _thnn_fused_lstm_cell):
+                # the layers' matrix products and gate activations, each a rule of its own.
+                self.assertEqual([op for op in r["ops"] if "rnn" in op or "lstm" in op
+                                  or "gru" in op], [])
+                self.assertIn("aten.sigmoid.default", r["ops"])
+                self.assertIn("aten.tanh.default", r["ops"])
+
     @unittest.skipUnless(op_survey.TORCH2 and transformers_available(),
                          "Hugging Face transformers needs torch 2.x (the torch2 venv)")
     def test_tiny_hugging_face_models(self):

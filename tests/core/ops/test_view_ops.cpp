@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <random>
+#include <tuple>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -211,6 +212,21 @@ class TestViewOps : public QObject {
                           {DType::Float32, DType::Float32}))[1]
                  .numel(),
              2);
+    // The unsafe forms (nn.LSTM's decomposition on torch 2.x) split as the safe ones do.
+    const std::vector<DType> three(3, DType::Float32);
+    for (const auto& [safe, unsafe, arg] :
+         {std::tuple{"aten.split.Tensor", "aten.unsafe_split.Tensor", integer(2)},
+          std::tuple{"aten.split_with_sizes.default", "aten.unsafe_split_with_sizes.default",
+                     ints({1, 3, 1})},
+          std::tuple{"aten.chunk.default", "aten.unsafe_chunk.default", integer(3)}}) {
+      const auto a = runPoint(one(safe, {iota({5, 2})}, {in(0), arg, integer(0)}, three));
+      const auto b = runPoint(one(unsafe, {iota({5, 2})}, {in(0), arg, integer(0)}, three));
+      QCOMPARE(b.size(), std::size_t{3});
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        QCOMPARE(b[i].shape(), a[i].shape());
+        QCOMPARE(vals(b[i]), vals(a[i]));
+      }
+    }
     QCOMPARE(vals(runPoint(
                  one("aten.slice_backward.default", {iota({2}, DType::Float32)},
                      {in(0), ints({2, 3}), integer(1), integer(1), integer(3), integer(2)}))[0]),
