@@ -546,6 +546,55 @@ _AS_STRIDED_OPS = frozenset({"aten.as_strided.default", "aten.as_strided_copy.de
                              "aten.as_strided_scatter.default"})
 
 
+def _storage_order(t: torch.Tensor) -> Optional[List[int]]:
+    """The order of t's dims in which its elements lie in storage, when t is dense but not
+    row-major (channels-last, a transposed copy): its permute by that order is row-major. None
+    when t is row-major where a view can tell, or has gaps or overlaps (no order makes it
+    dense)."""
+    order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+    c, dense = 1, True
+    for d in reversed(order):
+        dense = dense and (t.shape[d] <= 1 or t.stride(d) == c)
+        c *= t.shape[d]
+    spanned = [d for d in range(t.dim()) if t.shape[d] > 1]
+    row_major = all(t.stride(a) >= t.stride(b) for a, b in zip(spanned, spanned[1:]))
+    return order if dense and not row_major else None
+
+
+def _as_strided_in_storage_order(graph: torch.fx.Graph, values: Dict[str, Any]) -> None:
+    """An as_strided view indexes a tensor's storage. Where that tensor is dense in another order
+    of its dims (a channels-last or transposed tensor), permute nodes make the view read the
+    IR's row-major elements, as _row_major_as_strided requires:
+    - as_strided(x, ...) becomes as_strided(permute(x, order), ...);
+    - as_strided_scatter(base, src, ...), which indexes its own output (a copy of base laid out
+      as torch lays it out), becomes permute(as_strided_scatter(permute(base, order), src, ...),
+      inverse order): the scatter writes the storage-ordered copy, then the dims are put back.
+    """
+    for n in list(graph.nodes):
+        op = str(n.target) if n.op == "call_function" else ""
+        scatter = op == "aten.as_strided_scatter.default"
+        if not scatter and op not in ("aten.as_strided.default", "aten.as_strided_copy.default"):
+            continue
+        src = n.args[0]
+        indexed = values.get(n.name if scatter else getattr(src, "name", None))
+        order = _storage_order(indexed) if isinstance(indexed, torch.Tensor) else None
+        if order is None or not isinstance(src, torch.fx.Node) or \
+                not isinstance(values.get(src.name), torch.Tensor):
+            continue
+        with graph.inserting_before(n):
+            permuted = graph.call_function(torch.ops.aten.permute.default, (src, order))
+        values[permuted.name] = values[src.name].permute(order)
+        n.replace_input_with(src, permuted)
+        if scatter:
+            inverse = sorted(range(len(order)), key=lambda d: order[d])
+            with graph.inserting_after(n):
+                back = graph.call_function(torch.ops.aten.permute.default, (n, inverse))
+            n.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+            values[back.name] = indexed
+            values[n.name] = indexed.permute(order)
+            n.meta.pop("tensor_meta", None)  # the trace's shape is now the permute's
+
+
 def _row_major_as_strided(n: torch.fx.Node, op: str, args: List[Any], kwargs: Dict[str, Any],
                           values: Dict[str, Any]) -> None:
     """Rewrites an as_strided / as_strided_copy / as_strided_scatter node in place (args,
@@ -731,6 +780,7 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
     with torch.no_grad():
         results = cap.run(*[t.clone() for t in flat_in])
     traced_out = dict(zip(out_keys, results))
+    _as_strided_in_storage_order(graph, cap.values)
 
     getitems: Dict[str, Tuple[str, int]] = {}
     multi = {n.name for n in graph.nodes if isinstance(cap.values.get(n.name), (tuple, list))}

@@ -883,19 +883,48 @@ class AsStridedTest(TempDirTest):
         self.assertEqual(replay(program, params, {})["v"].tolist(), [[2.0, 6.0], [4.0, 8.0]])
         self.assertEqual(traced["v"].tolist(), [[2.0, 6.0], [4.0, 8.0]])
 
-    def test_view_of_a_channels_last_tensor_is_refused(self):
+    def test_view_of_a_channels_last_tensor_reads_its_storage_order(self):
         def step(p, b):
-            return {"loss": (p["w"] * b["x"].as_strided([2, 3], [12, 1])).sum()}
+            v = b["x"].as_strided([2, 3], [12, 1], 1)
+            return {"loss": (p["w"] * v).sum(), "v": v * 1.0}
 
         params = {"w": torch.ones(2, 3, requires_grad=True)}
-        batch = {"x": torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last)}
+        x = torch.arange(24.0).reshape(2, 3, 2, 2)
+        for batch in ({"x": x.to(memory_format=torch.channels_last)},  # strides [12, 1, 6, 3]
+                      {"x": x.transpose(1, 3).contiguous().transpose(1, 3)}, {"x": x}):
+            program, traced, _ = trace_quietly(step, params, batch)
+            node, = [n for n in program["nodes"] if n["op"] == "aten.as_strided.default"]
+            source = {n["name"]: n["op"] for n in program["nodes"]}.get(node["args"][0]["ref"])
+            self.assertEqual(source, None if batch["x"].is_contiguous()
+                             else "aten.permute.default")
+            self.assertTrue(torch.equal(traced["v"], batch["x"].as_strided([2, 3], [12, 1], 1)))
+            # a run file holds the batch's row-major elements
+            got = replay(program, params, {"x": batch["x"].contiguous()})["v"]
+            self.assertTrue(torch.equal(got, traced["v"]))
+
+    def test_write_through_a_view_of_a_transposed_copy(self):
+        def step(p, b):
+            y = (p["w"] * 1.0).t().clone()  # a [4, 3] tensor of its own, strides [1, 4]
+            y.as_strided([2, 2], [4, 1], 1).mul_(10.0)
+            return {"loss": (y * b["c"]).sum(), "y": y * 1.0}
+
+        params = {"w": torch.arange(12.0).reshape(3, 4).requires_grad_()}
+        batch = {"c": torch.ones(4, 3)}
+        program, traced, _ = trace_quietly(step, params, batch)
+        ops = [n["op"] for n in program["nodes"]]
+        self.assertIn("aten.as_strided_scatter.default", ops)
+        self.assertGreaterEqual(ops.count("aten.permute.default"), 2)
+        self.assertTrue(torch.equal(traced["y"], step(params, batch)["y"]))
+        self.assertTrue(torch.equal(replay(program, params, batch)["y"], traced["y"]))
+
+    def test_view_of_a_tensor_with_gaps_is_refused(self):
+        def step(p, b):
+            return {"loss": (p["w"] * b["x"][:, ::2].as_strided([2, 2], [1, 6])).sum()}
+
+        params = {"w": torch.ones(2, 2, requires_grad=True)}
         with self.assertRaisesRegex(UnsupportedGraphError,
-                                    r"as_strided.*strides \[12, 1, 6, 3\].*not row-major"):
-            trace_quietly(step, params, batch)
-        # the same view of a contiguous tensor is fine
-        program, traced, _ = trace_quietly(step, params, {"x": batch["x"].contiguous()})
-        self.assertEqual(replay(program, params, {"x": batch["x"].contiguous()})["loss"].item(),
-                         traced["loss"].item())
+                                    r"as_strided.*strides \[6, 2\].*not row-major"):
+            trace_quietly(step, params, {"x": torch.randn(2, 6)})
 
     def test_view_reaching_outside_its_input_is_refused(self):
         def step(p, b):
