@@ -145,7 +145,7 @@ void printResident(const char* label, const ResidentStats& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::vector<std::string> args;
   bool all = false;
   for (int i = 1; i < argc; ++i) {
@@ -269,4 +269,16 @@ int main(int argc, char** argv) {
     std::printf("GPU: %s\n", reason.toStdString().c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a missing or foreign recording: say so, no abort
+    std::fprintf(stderr,
+                 "bench-resident: %s\nusage: bench-resident [DIR] [STEP] [REPEATS] [--all]"
+                 " (DIR holds reference.h5 and candidate.h5 or correct.h5)\n",
+                 e.what());
+    return 1;
+  }
 }

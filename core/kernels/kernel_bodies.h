@@ -173,6 +173,7 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Hardswish:
     case UnaryOp::Hardsigmoid:
     case UnaryOp::GeluTanh:
+    case UnaryOp::Hardtanh:
       break;  // composed in the compute format, or reading the model: unaryBody only
   }
   return entireInterval();
@@ -266,7 +267,7 @@ LB_HD inline Interval activationBackwardBody(BinaryOp op, Interval g, Interval v
 }
 
 /// Encloses every value the candidate can store for op(a), a in x: the activations through
-/// activationBody, hardswish and hardsigmoid the hull of their variants
+/// activationBody, hardswish and hardsigmoid the hull of their variants, hardtanh its formula
 /// (core/kernels/piecewise_activation.h); the others are the exact extension through storeResult
 /// (model.ulps are the function's own).
 LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& model) {
@@ -288,6 +289,9 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
         r = hull(r, swish ? hardswishF(d, x, v) : hardsigmoidF(d, x, v));
       return roundOutward(r, model.storage);
     }
+    case UnaryOp::Hardtanh:
+      return roundOutward(hardtanhF(ComputeDomain{model.compute}, x, model.clampLo, model.clampHi),
+                          model.storage);
     default:
       return storeResult(unaryExact(op, x), model);
   }
@@ -311,6 +315,10 @@ LB_HD inline Interval binaryBody(BinaryOp op, Interval x, Interval y,
       r = hull(r, swish ? hardswishBackwardF(d, x, y, v) : hardsigmoidBackwardF(d, x, y, v));
     return roundOutward(r, model.storage);
   }
+  if (op == BinaryOp::HardtanhBackward)  // (grad, self)
+    return roundOutward(
+        hardtanhBackwardF(ComputeDomain{model.compute}, x, y, model.clampLo, model.clampHi),
+        model.storage);
   const Interval r = storeResult(binaryExact(op, x, y), model);
   if (op != BinaryOp::DivRecip) return r;
   // x · RN_c(1/y), stored: the hull with the true quotient covers both ways of dividing (the

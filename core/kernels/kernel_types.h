@@ -34,12 +34,13 @@ enum class UnaryOp : int {
   Hardswish,    ///< x·min(max(x + 3, 0), 6)/6 or ·RN32(1/6) (core/kernels/piecewise_activation.h)
   Hardsigmoid,  ///< min(max(x + 3, 0), 6)/6 or ·RN32(1/6)
   GeluTanh,     ///< gelu(x, approximate='tanh') (core/kernels/smooth_activation.h)
+  Hardtanh,     ///< min(max(x, lo), hi), lo and hi from the model (ReLU6: 0, 6)
   Round,        ///< x stored in model.storage: a floating cast (_to_copy to a float dtype)
   Trunc,        ///< x rounded toward zero: a cast to an integer dtype (trunc is monotone)
   NonZero       ///< x != 0 as 0, 1 or [0, 1]: a cast to bool
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 25;
+inline constexpr int kUnaryOpCount = 26;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
@@ -65,10 +66,11 @@ enum class BinaryOp : int {
   SigmoidBackward,      ///< (grad, output): core/kernels/smooth_activation.h
   TanhBackward,         ///< (grad, output)
   SiluBackward,         ///< (grad, self)
-  GeluTanhBackward      ///< gelu_backward(grad, self, approximate='tanh')
+  GeluTanhBackward,     ///< gelu_backward(grad, self, approximate='tanh')
+  HardtanhBackward      ///< (grad, self): 0 outside (lo, hi), lo and hi from the model
 };
 /// Number of BinaryOp values.
-inline constexpr int kBinaryOpCount = 20;
+inline constexpr int kBinaryOpCount = 21;
 
 /// True for the comparisons Eq … Ge.
 LB_HD constexpr bool isComparison(BinaryOp op) {
@@ -93,6 +95,8 @@ struct ElementwiseModel {
   int ulps = 0;
   double exponent = 0.0;  ///< UnaryOp::PowScalar: the exponent p
   int expUlps = 0;  ///< BinaryOp::GeluBackward: exp's ulps (ulps: erf's; kernels::activationLibm)
+  double clampLo = 0.0;  ///< UnaryOp::Hardtanh, BinaryOp::HardtanhBackward: min_val
+  double clampHi = 0.0;  ///< and max_val
 };
 
 /// How the candidate computes a sum (any order): accumulation format (2u when truncating) and

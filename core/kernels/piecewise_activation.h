@@ -5,7 +5,8 @@
 // comment gives the contracts and the kernels each variant models) evaluate them in every domain,
 // and unaryBody / binaryBody (UnaryOp::Hardswish, Hardsigmoid, BinaryOp::HardswishBackward,
 // HardsigmoidBackward) take the hull of their variants in ComputeDomain, so the host rule and a
-// device compute the same bits.
+// device compute the same bits; likewise hardtanh and its backward (one variant; UnaryOp::Hardtanh,
+// BinaryOp::HardtanhBackward, min_val and max_val in the ElementwiseModel).
 
 #include "core/interval/hd.h"
 
@@ -60,6 +61,24 @@ LB_HD typename D::V hardsigmoidBackwardF(const D& d, typename D::V g, typename D
   const auto mid = variant == 0 ? d.div(g, d.lit(6.0)) : d.mul(g, d.lit(kOneSixthF32));
   const auto zero = d.lit(0.0);
   return d.select(d.gt(x, d.lit(-3.0)), d.select(d.gt(d.lit(3.0), x), mid, zero), zero);
+}
+
+/// hardtanh(x, lo, hi) = min(max(x, lo), hi) (ReLU6: lo 0, hi 6), lo and hi converted to the
+/// compute format as the kernels do. The selections give PyTorch's derivative at the kinks (0 at
+/// lo and at hi, as hardtanh_backward) and keep a NaN (the clamp in the middle).
+template <class D>
+LB_HD typename D::V hardtanhF(const D& d, typename D::V x, double lo, double hi) {
+  const auto l = d.lit(lo), h = d.lit(hi);
+  const auto mid = d.min(d.max(x, l), h);
+  return d.select(d.ge(x, h), h, d.select(d.ge(l, x), l, mid));
+}
+
+/// hardtanh_backward(g, x, lo, hi) = x <= lo or x >= hi ? 0 : g.
+template <class D>
+LB_HD typename D::V hardtanhBackwardF(const D& d, typename D::V g, typename D::V x, double lo,
+                                      double hi) {
+  const auto zero = d.lit(0.0);
+  return d.select(d.gt(x, d.lit(lo)), d.select(d.ge(x, d.lit(hi)), zero, g), zero);
 }
 
 }  // namespace lossbound::kernels

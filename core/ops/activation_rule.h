@@ -14,7 +14,8 @@
 //   template <class D> static typename D::V eval(const D&, const Params&, V g, V x, int variant);
 // and, optionally, kKernel: the kernels::UnaryOp / BinaryOp whose body is the same formula
 // (the hull of every variant in kernels::ComputeDomain), to which the interval rule offers its
-// elements (core/ops/kernel_offload.h).
+// elements (core/ops/kernel_offload.h), with kernelModel(params, model) writing the formula's
+// constants into the body's model.
 //
 // Domains: point = variant 0 in binary64; interval = hull of every variant in the IntervalDomain
 // of the opmath format c (fp32 for fp32/bf16/fp16 storage, fp64 for fp64), rounded outward to the
@@ -74,6 +75,15 @@ inline void requireFloatingInput(const OpArgs& args, const Tensor& t) {
     args.fail("expected a floating tensor, found " + std::string(dtypeName(t.dtype())));
 }
 
+/// The model of F's kernel body: compute and storage formats, and the constants F writes into it
+/// (kernelModel: hardtanh's min_val and max_val).
+template <class F>
+kernels::ElementwiseModel kernelModel(const typename F::Params& p, Format compute, Format storage) {
+  kernels::ElementwiseModel m{compute, storage, 0};
+  if constexpr (requires { F::kernelModel(p, m); }) F::kernelModel(p, m);
+  return m;
+}
+
 /// y = F(x) elementwise (see the file comment).
 template <class F>
 class UnaryActivationRule final : public OpRule {
@@ -94,7 +104,8 @@ class UnaryActivationRule final : public OpRule {
     const IntervalDomain d{opmathFormat(ctx.precision, t)};
     const Format s = outFormat(a, ctx);
     if constexpr (requires { F::kKernel; }) {  // a kernel body of the same formula
-      if (auto r = offerUnary(ctx.backend, F::kKernel, {d.c, s, 0}, x, t)) return {std::move(*r)};
+      if (auto r = offerUnary(ctx.backend, F::kKernel, kernelModel<F>(p, d.c, s), x, t))
+        return {std::move(*r)};
     }
     return {mapInterval(x, t, [&](Interval v) { return enclose(d, p, v, s); })};
   }
@@ -184,7 +195,8 @@ class BinaryActivationRule final : public OpRule {
     const Format s = outFormat(a, ctx);
     if constexpr (requires { F::kKernel; }) {  // a kernel body of the same formula
       const Shape shape = broadcastAll(a, {grad(a).shape(), self(a).shape()});
-      if (auto r = offerBinary(ctx.backend, F::kKernel, {d.c, s, 0}, grad(a), self(a), shape, t))
+      if (auto r = offerBinary(ctx.backend, F::kKernel, kernelModel<F>(p, d.c, s), grad(a), self(a),
+                               shape, t))
         return {std::move(*r)};
     }
     return {mapInterval2(a, grad(a), self(a), t,

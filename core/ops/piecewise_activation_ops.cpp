@@ -126,32 +126,37 @@ HardtanhParams hardtanhParams(const OpArgs& a, std::size_t first) {
   return p;
 }
 
+/// min_val and max_val for the kernel bodies (kernels::ElementwiseModel).
+void setClamp(const HardtanhParams& p, kernels::ElementwiseModel& m) {
+  m.clampLo = p.lo;
+  m.clampHi = p.hi;
+}
+
 struct Hardtanh {
   using Params = HardtanhParams;
+  static constexpr kernels::UnaryOp kKernel = kernels::UnaryOp::Hardtanh;
   static Params params(const OpArgs& a) { return hardtanhParams(a, 1); }
+  static void kernelModel(const Params& p, kernels::ElementwiseModel& m) { setClamp(p, m); }
   static int variants(const Params&) { return 1; }
   static std::vector<double> kinks(const Params& p) { return {p.lo, p.hi}; }
   template <class D>
   static typename D::V eval(const D& d, const Params& p, typename D::V x, int) {
-    // The selections give PyTorch's derivative at the kinks (0 at lo and at hi, as
-    // hardtanh_backward) and keep a NaN (the clamp in the middle).
-    const auto lo = d.lit(p.lo), hi = d.lit(p.hi);
-    const auto mid = d.min(d.max(x, lo), hi);
-    return d.select(d.ge(x, hi), hi, d.select(d.ge(lo, x), lo, mid));
+    return kernels::hardtanhF(d, x, p.lo, p.hi);
   }
 };
 
 struct HardtanhBackward {
   using Params = HardtanhParams;
-  // hardtanh_backward(grad_output, self, min_val, max_val) = x <= min_val || x >= max_val ? 0 : g
+  // hardtanh_backward(grad_output, self, min_val, max_val)
   static constexpr std::size_t kGradArg = 0, kXArg = 1;
+  static constexpr kernels::BinaryOp kKernel = kernels::BinaryOp::HardtanhBackward;
   static Params params(const OpArgs& a) { return hardtanhParams(a, 2); }
+  static void kernelModel(const Params& p, kernels::ElementwiseModel& m) { setClamp(p, m); }
   static int variants(const Params&) { return 1; }
   static std::vector<double> kinks(const Params& p) { return {p.lo, p.hi}; }
   template <class D>
   static typename D::V eval(const D& d, const Params& p, typename D::V g, typename D::V x, int) {
-    const auto zero = d.lit(0.0);
-    return d.select(d.gt(x, d.lit(p.lo)), d.select(d.ge(x, d.lit(p.hi)), zero, g), zero);
+    return kernels::hardtanhBackwardF(d, g, x, p.lo, p.hi);
   }
 };
 

@@ -143,7 +143,8 @@ struct Plan {
 
 bool sameModel(const kernels::ElementwiseModel& a, const kernels::ElementwiseModel& b) {
   return a.compute == b.compute && a.storage == b.storage && a.ulps == b.ulps &&
-         sameBits(a.exponent, b.exponent) && a.expUlps == b.expUlps;
+         sameBits(a.exponent, b.exponent) && a.expUlps == b.expUlps &&
+         sameBits(a.clampLo, b.clampLo) && sameBits(a.clampHi, b.clampHi);
 }
 bool sameModel(const kernels::SumModel& a, const kernels::SumModel& b) {
   return a.accumulation == b.accumulation && a.storage == b.storage &&

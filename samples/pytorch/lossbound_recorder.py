@@ -546,6 +546,26 @@ _AS_STRIDED_OPS = frozenset({"aten.as_strided.default", "aten.as_strided_copy.de
                              "aten.as_strided_scatter.default"})
 
 
+def _check_functionalized(keys: List[str], expected: Any, got: Any) -> None:
+    """Raises UnsupportedGraphError unless the functionalized program's outputs `got` equal the
+    traced graph's `expected` (the same kernels in the same order: equal values, NaN for NaN)."""
+    for key, a, b in zip(keys, expected, got):
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+            a.shape == b.shape and a.dtype == b.dtype and \
+            bool(((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else a == b).all())
+        if not same:
+            diff = (a.double() - b.double()).abs().max().item() \
+                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+                a.shape == b.shape else float("nan")
+            raise UnsupportedGraphError(
+                f"output '{key}': the functionalized step program computes other values than the "
+                f"traced step (largest difference {diff:.3g}). torch {torch.__version__}'s "
+                f"functionalization lost a write, typically an in-place op on a view of a "
+                f"channels-last or transposed tensor (torch 1.13 drops the backward's write into "
+                f"such a tensor). Record with torch >= 2, or make the tensor contiguous before "
+                f"the in-place op")
+
+
 def _storage_order(t: torch.Tensor) -> Optional[List[int]]:
     """The order of t's dims in which its elements lie in storage, when t is dense but not
     row-major (channels-last, a transposed copy): its permute by that order is row-major. None
@@ -780,6 +800,13 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
     with torch.no_grad():
         results = cap.run(*[t.clone() for t in flat_in])
     traced_out = dict(zip(out_keys, results))
+    # The traced graph, run again, must compute what the functionalized program computes: torch
+    # 1.13's functionalize can drop a write through a view of a tensor that is not row-major (the
+    # backward of an in-place op on a slice of a channels-last tensor), and the program would then
+    # hold wrong gradients with nothing to show it.
+    with torch.no_grad():
+        expected = torch.fx.Interpreter(gm1).run(*[t.clone() for t in flat_in])
+    _check_functionalized(out_keys, expected, results)
     _as_strided_in_storage_order(graph, cap.values)
 
     getitems: Dict[str, Tuple[str, int]] = {}

@@ -72,11 +72,11 @@ QString show(Interval x) {
 }
 
 const char* unaryName(UnaryOp op) {
-  static const char* names[] = {"neg",         "abs",       "sqr",     "sqrt",  "rsqrt",
-                                "reciprocal",  "exp",       "expm1",   "log",   "log1p",
-                                "tanh",        "erf",       "sigmoid", "relu",  "gelu",
-                                "sin",         "cos",       "silu",    "pow",   "hardswish",
-                                "hardsigmoid", "gelu_tanh", "round",   "trunc", "nonzero"};
+  static const char* names[] = {
+      "neg",       "abs",      "sqr",   "sqrt",  "rsqrt",  "reciprocal", "exp",
+      "expm1",     "log",      "log1p", "tanh",  "erf",    "sigmoid",    "relu",
+      "gelu",      "sin",      "cos",   "silu",  "pow",    "hardswish",  "hardsigmoid",
+      "gelu_tanh", "hardtanh", "round", "trunc", "nonzero"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -100,7 +100,8 @@ const char* binaryName(BinaryOp op) {
                                 "sigmoid_backward",
                                 "tanh_backward",
                                 "silu_backward",
-                                "gelu_tanh_backward"};
+                                "gelu_tanh_backward",
+                                "hardtanh_backward"};
   static_assert(std::size(names) == lossbound::kernels::kBinaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -158,6 +159,7 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Hardswish:
     case UnaryOp::Hardsigmoid:
     case UnaryOp::GeluTanh:
+    case UnaryOp::Hardtanh:
       break;  // composed in the compute format (cpuUnary)
   }
   return entireInterval();
@@ -226,6 +228,7 @@ Interval cpuBinaryExact(BinaryOp op, Interval x, Interval y) {
     case BinaryOp::TanhBackward:
     case BinaryOp::SiluBackward:
     case BinaryOp::GeluTanhBackward:
+    case BinaryOp::HardtanhBackward:
       break;  // composed in the compute format (cpuBinary)
   }
   return entireInterval();
@@ -264,6 +267,12 @@ std::optional<ops::LibmFn> libmFn(UnaryOp op) {
 /// The model a CPU rule uses for op on a tensor computed in `compute` and stored in `store`
 /// (sigmoid is composed from exp, so it takes exp's ulps; pow is x^3).
 ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
+  if (op == UnaryOp::Hardtanh) {  // hardtanh's defaults, as aten.hardtanh.default without them
+    ElementwiseModel m{compute, store, 0};
+    m.clampLo = -1.0;
+    m.clampHi = 1.0;
+    return m;
+  }
   if (op == UnaryOp::PowScalar)
     return {compute, store, ops::modelUlps(ops::LibmFn::Pow, compute), 3.0};
   if (op == UnaryOp::Sigmoid || op == UnaryOp::Silu)
@@ -305,6 +314,8 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     };
     return lossbound::roundOutward(lossbound::hull(f(0), f(1)), store);
   }
+  if (op == UnaryOp::Hardtanh)  // the shared formula in the host's IntervalDomain, as hardswish
+    return lossbound::roundOutward(lossbound::kernels::hardtanhF(d, x, -1.0, 1.0), store);
   if (op == UnaryOp::GeluTanh)  // the shared formula in the host's IntervalDomain, as hardswish
     return lossbound::roundOutward(lossbound::kernels::activationF(d, op, x, 0), store);
   const Interval exact = cpuUnaryExact(op, x);
@@ -327,6 +338,10 @@ ElementwiseModel binaryModelFor(BinaryOp op, Format compute, Format store) {
   if (op == BinaryOp::GeluTanhBackward) m.ulps = ops::modelUlps(ops::LibmFn::Tanh, compute);
   if (op == BinaryOp::SiluBackward) m.ulps = ops::modelUlps(ops::LibmFn::Exp, compute);
   if (isActivationBackward(op)) m.expUlps = ops::modelUlps(ops::LibmFn::Exp, compute);
+  if (op == BinaryOp::HardtanhBackward) {  // hardtanh's defaults, as in modelFor
+    m.clampLo = -1.0;
+    m.clampHi = 1.0;
+  }
   return m;
 }
 
@@ -356,6 +371,11 @@ Interval cpuBinary(BinaryOp op, Interval x, Interval y, Format compute, Format s
                    : lossbound::kernels::hardsigmoidBackwardF(d, x, y, v);
     };
     return lossbound::roundOutward(lossbound::hull(f(0), f(1)), store);
+  }
+  if (op == BinaryOp::HardtanhBackward) {  // the shared formula, hardtanh's defaults
+    const ops::nn::IntervalDomain d{compute};
+    return lossbound::roundOutward(lossbound::kernels::hardtanhBackwardF(d, x, y, -1.0, 1.0),
+                                   store);
   }
   Interval cpu = lossbound::roundOutward(cpuBinaryExact(op, x, y), store);
   if (op == BinaryOp::DivRecip)  // or x times the reciprocal rounded to the compute format
@@ -740,7 +760,8 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.cos.default", UnaryOp::Cos},
       {"aten.silu.default", UnaryOp::Silu},
       {"aten.hardswish.default", UnaryOp::Hardswish},
-      {"aten.hardsigmoid.default", UnaryOp::Hardsigmoid}};
+      {"aten.hardsigmoid.default", UnaryOp::Hardsigmoid},
+      {"aten.hardtanh.default", UnaryOp::Hardtanh}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},
       {"aten.sub.Tensor", BinaryOp::Sub},
@@ -759,7 +780,8 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.hardsigmoid_backward.default", BinaryOp::HardsigmoidBackward},
       {"aten.sigmoid_backward.default", BinaryOp::SigmoidBackward},
       {"aten.tanh_backward.default", BinaryOp::TanhBackward},
-      {"aten.silu_backward.default", BinaryOp::SiluBackward}};
+      {"aten.silu_backward.default", BinaryOp::SiluBackward},
+      {"aten.hardtanh_backward.default", BinaryOp::HardtanhBackward}};
   // A new body must be listed here with its op (UnaryOp::Sqr has no aten op of its own;
   // UnaryOp::PowScalar is aten.pow.Tensor_Scalar with its exponent, which this table cannot pass:
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is

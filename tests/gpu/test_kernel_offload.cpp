@@ -154,6 +154,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.hardsigmoid.default", {ref("x")}},
       {"aten.hardswish_backward.default", {ref("x"), ref("y")}},
       {"aten.hardsigmoid_backward.default", {ref("x"), ref("y")}},
+      {"aten.hardtanh.default", {ref("x"), number(0.0), number(6.0)}},   // ReLU6
+      {"aten.hardtanh.default", {ref("x"), number(-0.3), number(0.7)}},  // inexact in fp32
+      {"aten.hardtanh_backward.default", {ref("x"), ref("y"), number(0.0), number(6.0)}},
+      {"aten.hardtanh_backward.default", {ref("x"), ref("y"), number(-0.3), number(0.7)}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(2.0)}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}},  // libm pow, exponent in the model
       {"aten.pow.Tensor_Scalar", {ref("x"), number(1.0)}},  // rounded once (PyTorch: a copy)

@@ -1031,8 +1031,9 @@ void TestResidentReplay::maxPoolRunsOnTheDevice() {
 }
 
 void TestResidentReplay::activationsRunOnTheDevice() {
-  // sigmoid, tanh, gelu's tanh form and silu with their backward ops: elementwise bodies of the
-  // shared formulas (core/kernels/smooth_activation.h); no node on the host, the CPU's bits, and
+  // sigmoid, tanh, gelu's tanh form, silu and ReLU6 (hardtanh) with their backward ops:
+  // elementwise bodies of the shared formulas (core/kernels/smooth_activation.h,
+  // piecewise_activation.h); no node on the host, the CPU's bits, and
   // a later replay copies in the two inputs and copies out the outputs only.
   const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {%4},
      "outputs": [{"shape": [4, 9], "dtype": "float32"}]})";
@@ -1045,7 +1046,10 @@ void TestResidentReplay::activationsRunOnTheDevice() {
       {"gtb", "gelu_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"})",
        R"("approximate": "tanh")"},
       {"si", "silu.default", R"({"ref": "batch:x"})", ""},
-      {"sib", "silu_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"})", ""}};
+      {"sib", "silu_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"})", ""},
+      {"r6", "hardtanh.default", R"({"ref": "batch:x"}, 0.0, 6.0)", ""},  // ReLU6
+      {"r6b", "hardtanh_backward.default", R"({"ref": "batch:g"}, {"ref": "batch:x"}, 0.0, 6.0)",
+       ""}};
   QStringList nodeJson, outputJson;
   EvalOptions o;
   o.domain = EvalDomain::Interval;
@@ -1084,8 +1088,9 @@ void TestResidentReplay::activationsRunOnTheDevice() {
   HostDevice device;
   {
     ResidentEvaluator ev(p, device, *cpu);
-    // x and g in (points: one array each); nine outputs (lo, hi) out; the flags both ways.
-    checkAllOnDevice(ev, ref, in, o, nodes.size() + 1, 2 + 18 + 2);
+    // x and g in (points: one array each); the outputs and the loss (lo, hi) out; the flags
+    // both ways.
+    checkAllOnDevice(ev, ref, in, o, nodes.size() + 1, 2 + 2 * (nodes.size() + 1) + 2);
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
