@@ -917,6 +917,30 @@ class AsStridedTest(TempDirTest):
         self.assertTrue(torch.equal(traced["y"], step(params, batch)["y"]))
         self.assertTrue(torch.equal(replay(program, params, batch)["y"], traced["y"]))
 
+    def test_gradient_through_a_write_into_a_transposed_copy_is_right_or_refused(self):
+        # torch 1.13's functionalize drops the backward's write into the transposed copy: its
+        # program's gradient differs from the traced step's, and the recorder must refuse it.
+        def step(p, b):
+            y = (p["u"] * 1.0).t().clone()  # [4, 3], strides [1, 4]
+            y[1:3, 0].mul_(b["s"])
+            loss = (y * b["c"]).sum()
+            g, = torch.autograd.grad(loss, [p["u"]])
+            return {"loss": loss, "g": g}
+
+        params = {"u": torch.arange(1.0, 13.0).reshape(3, 4).requires_grad_()}
+        batch = {"s": torch.tensor([10.0, 100.0]), "c": torch.ones(4, 3)}
+        expected = torch.ones(3, 4)
+        expected[0, 1:3] = torch.tensor([10.0, 100.0])
+        self.assertTrue(torch.equal(step(params, batch)["g"], expected))
+        if not TORCH2:
+            with self.assertRaisesRegex(UnsupportedGraphError,
+                                        r"output 'g'.*functionalized.*largest difference 99"):
+                trace_quietly(step, params, batch)
+            return
+        program, traced, _ = trace_quietly(step, params, batch)
+        self.assertTrue(torch.equal(traced["g"], expected))
+        self.assertTrue(torch.equal(replay(program, params, batch)["g"], expected))
+
     def test_view_of_a_tensor_with_gaps_is_refused(self):
         def step(p, b):
             return {"loss": (p["w"] * b["x"][:, ::2].as_strided([2, 2], [1, 6])).sum()}
