@@ -304,12 +304,13 @@ def _lstm_without_onednn() -> Any:
     """Traces nn.LSTM as its linear layers and gates (torch >= 2).
 
     torch >= 2 traces nn.LSTM, nn.GRU and nn.RNN through its Python decompositions of them (the
-    layers' matrix products and gate activations). On the CPU, torch picks oneDNN's fused mkldnn_rnn_layer for an LSTM whose sequence does not
-    require grad, even when its weights do; the traced backward of that kernel then needs a
-    workspace the trace does not hold. oneDNN is switched off for torch.lstm calls only, so
-    convolutions and the rest of the step keep the kernels eager runs use. Not on torch 1.13,
-    which has no such decompositions: there a mode would also turn off the fused transformer
-    fast path that FAST_PATH_OPS refuses, and the trace would no longer say so.
+    layers' matrix products and gate activations). On the CPU, torch picks oneDNN's fused
+    mkldnn_rnn_layer for an LSTM whose sequence does not require grad, even when its weights do;
+    the traced backward of that kernel then needs a workspace the trace does not hold. oneDNN is
+    switched off for torch.lstm calls only, so convolutions and the rest of the step keep the
+    kernels eager runs use. Not on torch 1.13, which has no such decompositions: there a mode
+    would also turn off the fused transformer fast path that FAST_PATH_OPS refuses, and the
+    trace would no longer say so.
     """
     if int(torch.__version__.split(".")[0]) < 2:
         return contextlib.nullcontext()

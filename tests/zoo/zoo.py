@@ -539,7 +539,8 @@ EXTRA: Dict[str, Arch] = {
                  torch2=True, about="nn.LSTM(2 layers, bidirectional, hidden 16) over the 32 "
                                     "rows of a 3x32x32 image, batch 2"),
     "gru": Arch(lambda: RowRecurrent("gru"), "classify", images(2, (3, 32, 32), 10),
-                torch2=True, about="nn.GRU(hidden 16) over the 32 rows of a 3x32x32 image, batch 2"),
+                torch2=True,
+                about="nn.GRU(hidden 16) over the 32 rows of a 3x32x32 image, batch 2"),
     "rnn": Arch(lambda: RowRecurrent("rnn"), "classify", images(2, (3, 32, 32), 10),
                 torch2=True, about="nn.RNN(2 layers, ReLU, hidden 16) over the 32 rows of a "
                                    "3x32x32 image, batch 2"),
