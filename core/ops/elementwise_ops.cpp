@@ -337,14 +337,40 @@ class ArithRule final : public OpRule {
 // ---------------------------------------------------------------------------------------------
 // Unary functions
 
-enum class Unary { Neg, Abs, Reciprocal, Sqrt, Rsqrt, Exp, Log, Sin, Cos, PowScalar };
+enum class Unary {
+  Neg,
+  Abs,
+  Reciprocal,
+  Sqrt,
+  Rsqrt,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Sin,
+  Cos,
+  PowScalar,
+  Floor,
+  Ceil,
+  Trunc,
+  Round
+};
+
+/// floor ceil trunc round: an integer-valued result, exact in the input's format.
+bool roundsToInteger(Unary op) {
+  return op == Unary::Floor || op == Unary::Ceil || op == Unary::Trunc || op == Unary::Round;
+}
 
 /// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only): the body
 /// devices run too.
 Interval powExact(Interval x, double p) { return kernels::powScalarExact(x, p); }
 
-/// neg abs reciprocal sqrt rsqrt exp log sin cos pow.Tensor_Scalar: exact, one correctly rounded
-/// op, or the candidate's libm within modelUlps, computed in opmath C and stored in F.
+/// neg abs reciprocal sqrt rsqrt exp expm1 log log1p sin cos pow.Tensor_Scalar floor ceil trunc
+/// round: exact, one correctly rounded op, or the candidate's libm within modelUlps, computed in
+/// opmath C and stored in F. floor, ceil, trunc and round (half to even, std::nearbyint) are exact
+/// (an integer no larger in magnitude than a value of F is a value of F) and nondecreasing, so an
+/// interval maps to [f(lo), f(hi)]; their derivative is 0, taken at the point (a first-order
+/// envelope does not cover a jump to the next integer, as with comparisons; intervals do).
 class UnaryRule final : public OpRule {
  public:
   explicit UnaryRule(Unary op) : mOp(op) {}
@@ -415,8 +441,17 @@ class UnaryRule final : public OpRule {
           return -0.5 * yv * yv * yv;
         case Unary::Exp:
           return yv;
+        case Unary::Expm1:
+          return yv + 1.0;
         case Unary::Log:
           return 1.0 / xv;
+        case Unary::Log1p:
+          return 1.0 / (1.0 + xv);
+        case Unary::Floor:
+        case Unary::Ceil:
+        case Unary::Trunc:
+        case Unary::Round:
+          return 0.0;
         case Unary::Sin:
           return std::cos(xv);
         case Unary::Cos:
@@ -432,7 +467,8 @@ class UnaryRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
                                  OpContext& ctx) const override {
     const DType t = a.outSpec().dtype;
-    if (isIntegral(t) || mOp == Unary::Neg || mOp == Unary::Abs) return zeroLocalError(outs);
+    if (isIntegral(t) || mOp == Unary::Neg || mOp == Unary::Abs || roundsToInteger(mOp))
+      return zeroLocalError(outs);
     const double p = exponent(a);
     const Format f = outFormat(a, ctx), c = opmathFormat(ctx.precision, t);
     const auto fn = libmOf(mOp, p);
@@ -460,8 +496,20 @@ class UnaryRule final : public OpRule {
         return 1.0 / std::sqrt(x);
       case Unary::Exp:
         return std::exp(x);
+      case Unary::Expm1:
+        return std::expm1(x);
       case Unary::Log:
         return std::log(x);
+      case Unary::Log1p:
+        return std::log1p(x);
+      case Unary::Floor:
+        return std::floor(x);
+      case Unary::Ceil:
+        return std::ceil(x);
+      case Unary::Trunc:
+        return std::trunc(x);
+      case Unary::Round:
+        return std::nearbyint(x);  // half to even in the default rounding mode, as torch.round
       case Unary::Sin:
         return std::sin(x);
       case Unary::Cos:
@@ -479,8 +527,12 @@ class UnaryRule final : public OpRule {
         return LibmFn::Rsqrt;
       case Unary::Exp:
         return LibmFn::Exp;
+      case Unary::Expm1:
+        return LibmFn::Expm1;
       case Unary::Log:
         return LibmFn::Log;
+      case Unary::Log1p:
+        return LibmFn::Log1p;
       case Unary::Sin:
         return LibmFn::Sin;
       case Unary::Cos:
@@ -508,8 +560,17 @@ class UnaryRule final : public OpRule {
         return div(Interval{1.0, 1.0}, lossbound::sqrt(x));
       case Unary::Exp:
         return exp(x);
+      case Unary::Expm1:
+        return lossbound::expm1(x);
       case Unary::Log:
         return log(x);
+      case Unary::Log1p:
+        return lossbound::log1p(x);
+      case Unary::Floor:
+      case Unary::Ceil:
+      case Unary::Trunc:
+      case Unary::Round:
+        return {exactValue(op, x.lo, p), exactValue(op, x.hi, p)};
       case Unary::Sin:
         return lossbound::sin(x);
       case Unary::Cos:
@@ -535,8 +596,17 @@ class UnaryRule final : public OpRule {
         return kernels::UnaryOp::Rsqrt;
       case Unary::Exp:
         return kernels::UnaryOp::Exp;
+      case Unary::Expm1:
+        return kernels::UnaryOp::Expm1;
       case Unary::Log:
         return kernels::UnaryOp::Log;
+      case Unary::Log1p:
+        return kernels::UnaryOp::Log1p;
+      case Unary::Floor:  // host only: exact, and cheap next to the ops around it
+      case Unary::Ceil:
+      case Unary::Trunc:
+      case Unary::Round:
+        return std::nullopt;
       case Unary::Sin:
         return kernels::UnaryOp::Sin;
       case Unary::Cos:
@@ -1378,9 +1448,11 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add("aten.rsub.Scalar", std::make_shared<const ArithRule>(Arith::Rsub));
 
   const std::pair<const char*, Unary> unary[] = {
-      {"neg", Unary::Neg},   {"abs", Unary::Abs},     {"reciprocal", Unary::Reciprocal},
-      {"sqrt", Unary::Sqrt}, {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
-      {"log", Unary::Log},   {"sin", Unary::Sin},     {"cos", Unary::Cos}};
+      {"neg", Unary::Neg},     {"abs", Unary::Abs},     {"reciprocal", Unary::Reciprocal},
+      {"sqrt", Unary::Sqrt},   {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
+      {"log", Unary::Log},     {"sin", Unary::Sin},     {"cos", Unary::Cos},
+      {"expm1", Unary::Expm1}, {"log1p", Unary::Log1p}, {"floor", Unary::Floor},
+      {"ceil", Unary::Ceil},   {"trunc", Unary::Trunc}, {"round", Unary::Round}};
   for (const auto& [name, op] : unary) {
     const auto rule = std::make_shared<const UnaryRule>(op);
     r.add(std::string("aten.") + name + ".default", rule);

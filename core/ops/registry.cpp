@@ -48,10 +48,10 @@ struct FamilyEntry {
 // one-line summary `lossbound-cli ops --markdown` and the README's "Supported ops" section show.
 constexpr FamilyEntry kFamilies[] = {
     {"Elementwise",
-     "Arithmetic, exp, log, sqrt, sin, cos, pow, comparisons, logical and bitwise ops and "
-     "integer floor and trunc division (exact), where, clamp (and the in-place op_ "
-     "forms, here and below): one correctly rounded op in opmath, libm functions within the "
-     "published ulps + 1, stored in the dtype",
+     "Arithmetic, exp, expm1, log, log1p, sqrt, sin, cos, pow, comparisons, logical and bitwise "
+     "ops, floor, ceil, trunc, round and integer floor and trunc division (exact), where, clamp "
+     "(and the in-place op_ forms, here and below): one correctly rounded op in opmath, libm "
+     "functions within the published ulps + 1, stored in the dtype",
      registerElementwiseOps},
     {"Matrix products",
      "Midpoint-radius GEMM with the order-free bound γ_n·|x|·|y| (Rump 1999, Jeannerod-Rump 2013)",

@@ -502,11 +502,13 @@ def _storage_key(t: torch.Tensor) -> Tuple[int, int]:
 
 class TraceInfo:
     """What a trace found besides the program: values read from tensors while tracing (the
-    program then holds for the traced batch only) and inputs step_fn writes into in place."""
+    program then holds for the traced batch only), inputs step_fn writes into in place, and how
+    many complex nodes were rewritten as real pairs (lossbound_complex)."""
 
     def __init__(self) -> None:
         self.data_dependent: List[str] = []
         self.mutated_inputs: List[str] = []
+        self.complex_nodes = 0
 
 
 def _constant_entry(name: str, t: torch.Tensor, node: torch.fx.Node) -> dict:
@@ -547,6 +549,45 @@ _AS_STRIDED_OPS = frozenset({"aten.as_strided.default", "aten.as_strided_copy.de
                              "aten.as_strided_scatter.default"})
 
 
+def _is_view_op(target: Any) -> bool:
+    schema = getattr(target, "_schema", None)
+    return schema is not None and any(r.alias_info is not None and not r.alias_info.is_write
+                                      for r in schema.returns)
+
+
+def _check_as_strided_inputs(graph: torch.fx.Graph, originals: List[torch.Tensor],
+                             traced: List[torch.Tensor], names: List[str]) -> None:
+    """The recorder traces copies of the inputs, and a run file holds their row-major elements.
+    An as_strided that step_fn calls on an input, or on a view of one, indexes the storage of the
+    caller's tensor in training but the copy's in the trace: when the two are laid out
+    differently (the input is itself a strided view with gaps, or starts inside a larger
+    storage) the program would read other elements than the training step. Raises
+    UnsupportedGraphError naming the input and the node."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for n in graph.nodes:
+        if n.op != "call_function" or str(n.target) not in _AS_STRIDED_OPS:
+            continue
+        src = n.args[0]
+        while isinstance(src, torch.fx.Node) and src.op == "call_function" and \
+                _is_view_op(src.target):
+            src = src.args[0]
+        if not isinstance(src, torch.fx.Node) or src not in placeholders:
+            continue
+        i = placeholders.index(src)
+        if i >= len(originals):
+            continue
+        orig, copy = originals[i], traced[i]
+        if orig.stride() != copy.stride() or orig.storage_offset() != copy.storage_offset():
+            raise UnsupportedGraphError(
+                f"node '{n.name}' ({n.target}) indexes the storage of input '{names[i]}', which "
+                f"is a view into a larger tensor (strides {list(orig.stride())}, storage offset "
+                f"{orig.storage_offset()}); the recorder traces and stores a dense copy (strides "
+                f"{list(copy.stride())}, storage offset {copy.storage_offset()}), so the "
+                f"program would read other elements than the training step. Pass "
+                f"a copy, '{names[i].split(':', 1)[1]}'.clone(), to the step (training and the "
+                f"recording then agree)")
+
+
 def _check_functionalized(keys: List[str], expected: Any, got: Any) -> None:
     """Raises UnsupportedGraphError unless the functionalized program's outputs `got` equal the
     traced graph's `expected` (the same kernels in the same order: equal values, NaN for NaN)."""
@@ -565,6 +606,52 @@ def _check_functionalized(keys: List[str], expected: Any, got: Any) -> None:
                 f"channels-last or transposed tensor (torch 1.13 drops the backward's write into "
                 f"such a tensor). Record with torch >= 2, or make the tensor contiguous before "
                 f"the in-place op")
+
+
+def _complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> int:
+    """Rewrites complex values as real pairs with lossbound_complex.py (a second file, needed only
+    by programs that compute with complex numbers); returns the number of nodes rewritten."""
+    if not any(isinstance(v, torch.Tensor) and v.dtype.is_complex for v in values.values()):
+        return 0
+    try:
+        from lossbound_complex import ComplexRewriteError, complex_as_real_pairs
+    except ImportError:
+        raise UnsupportedGraphError(
+            "the step computes with complex numbers (a rotary embedding through torch.polar / "
+            "view_as_complex?), which run files hold as real pairs: put lossbound_complex.py, "
+            "from Lossbound's samples/pytorch, next to lossbound_recorder.py") from None
+    try:
+        return complex_as_real_pairs(gm, values)
+    except ComplexRewriteError as e:
+        raise UnsupportedGraphError(str(e)) from None
+
+
+def _check_real_pairs(keys: List[str], traced: Any, paired: Any) -> None:
+    """Raises UnsupportedGraphError unless the program with complex values rewritten as real
+    pairs computes the traced outputs up to rounding: PyTorch's complex kernels may fuse a
+    product into a multiply-add where the pairs round it, so equality is not required, but a
+    difference beyond max(2^-10, the dtype's epsilon) times the output's largest magnitude means
+    a wrong rewrite, not rounding."""
+    for key, a, b in zip(keys, traced, paired):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                and a.shape == b.shape and a.dtype == b.dtype):
+            raise UnsupportedGraphError(f"output '{key}': the real-pair rewrite of the complex "
+                                        f"ops changed its shape or dtype")
+        if not a.is_floating_point() or a.numel() == 0:
+            continue
+        x, y = a.double(), b.double()
+        if bool((x.isnan() != y.isnan()).any()):
+            raise UnsupportedGraphError(f"output '{key}': the real-pair rewrite of the complex "
+                                        f"ops changed where it is NaN")
+        finite = x.isfinite() & y.isfinite()
+        scale = x[finite].abs().max().item() if bool(finite.any()) else 0.0
+        diff = (x[finite] - y[finite]).abs().max().item() if bool(finite.any()) else 0.0
+        ulp = max(torch.finfo(a.dtype).eps, 2.0 ** -10)
+        if diff > ulp * scale or bool((x[~finite] != y[~finite]).any()):
+            raise UnsupportedGraphError(
+                f"output '{key}': the program with complex values rewritten as real pairs "
+                f"differs from the traced step by {diff:.3g} (largest magnitude {scale:.3g}); "
+                f"that is not rounding, so the rewrite would record another computation")
 
 
 def _storage_order(t: torch.Tensor) -> Optional[List[int]]:
@@ -762,6 +849,10 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
             gm1.graph.erase_node(n)
     gm1.recompile()
 
+    _check_as_strided_inputs(gm1.graph, list(params.values()) + list(batch.values()),
+                             list(p_in.values()) + list(b_in.values()),
+                             [f"param:{k}" for k in p_in] + [f"batch:{k}" for k in b_in])
+
     # Pass 2: functionalize the traced graph.
     flat_in = [v.detach().clone() for v in p_in.values()] + \
               [v.detach().clone() for v in b_in.values()]
@@ -808,6 +899,14 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
     with torch.no_grad():
         expected = torch.fx.Interpreter(gm1).run(*[t.clone() for t in flat_in])
     _check_functionalized(out_keys, expected, results)
+    paired = _complex_as_real_pairs(gm, cap.values)
+    if paired:  # the real-pair program computes the complex ops' values up to rounding
+        cap = _Capture(gm)
+        with torch.no_grad():
+            rewritten = cap.run(*[t.clone() for t in flat_in])
+        _check_real_pairs(out_keys, results, rewritten)
+        traced_out = dict(zip(out_keys, rewritten))
+        info.complex_nodes = paired
     _as_strided_in_storage_order(graph, cap.values)
 
     getitems: Dict[str, Tuple[str, int]] = {}

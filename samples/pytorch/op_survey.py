@@ -175,8 +175,29 @@ class LlamaBlockLM(nn.Module):
         return self.head(self.nf(h))
 
 
+class MetaRotaryBlockLM(LlamaBlockLM):
+    """The Llama block with Meta's original rotary embedding in complex numbers: freqs_cis =
+    torch.polar(1, angles), precomputed as a plain attribute (the trace captures it as a complex64
+    constant), and view_as_complex(x) * freqs_cis. The recorder rewrites it as real pairs."""
+
+    def __init__(self, t: int = 12):
+        super().__init__()
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        ang = torch.outer(torch.arange(t).float(), inv_freq)
+        self.freqs_cis = torch.polar(torch.ones_like(ang), ang)
+
+    def rotary(self, x: torch.Tensor) -> torch.Tensor:
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        f = self.freqs_cis[: x.shape[-2]].view(1, 1, x.shape[-2], -1)
+        return torch.view_as_real(xc * f).flatten(3).type_as(x)
+
+
 def llama_block():
     return LlamaBlockLM(), token_batch(), "lm"
+
+
+def meta_rotary_block():
+    return MetaRotaryBlockLM(), token_batch(), "lm"
 
 
 def llama_label_smoothing():
@@ -246,6 +267,7 @@ MODELS: Dict[str, Callable[[], Tuple[nn.Module, Batch, str]]] = {
     "transformer_encoder": transformer_encoder,
     "conv1d_groupnorm": conv1d_groupnorm,
     "llama_block": llama_block,
+    "meta_rotary_block": meta_rotary_block,
     "llama_label_smoothing": llama_label_smoothing,
     "encoder_label_write": encoder_label_write,
 }

@@ -134,6 +134,17 @@ MORE: Dict[str, tuple] = {
                      "n_group": 2, "topk_group": 1, "first_k_dense_replace": 1,
                      "n_shared_experts": 1, "kv_lora_rank": 16, "q_lora_rank": 16,
                      "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 8}),
+    # Rotary embeddings in complex numbers (torch.polar, view_as_complex): the recorder rewrites
+    # them as real pairs (lossbound_complex.py). Llama 4 with experts on every other layer.
+    "llama4": ("Llama4TextConfig", "Llama4ForCausalLM",
+               {"head_dim": 8, "intermediate_size_mlp": 64, "num_local_experts": 4,
+                "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+                "attention_chunk_size": 8, "no_rope_layer_interval": 2}),
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                    {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                     "first_k_dense_replace": 1, "n_shared_experts": 1, "kv_lora_rank": 16,
+                     "q_lora_rank": 16, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4,
+                     "v_head_dim": 8}),
     # A state-space model (no attention) and a sinusoidal-position decoder.
     "mamba": ("MambaConfig", "MambaForCausalLM",
               {"state_size": 4, "num_attention_heads": None, "num_key_value_heads": None,

@@ -48,6 +48,15 @@ class ModelTest(unittest.TestCase):
         r = self.check("llama_block", autocast=True)
         self.assertIn("aten._to_copy.default", r["ops"])
 
+    def test_complex_rotary_records_as_real_pairs(self):
+        # Meta's rotary embedding: a complex64 constant (torch.polar) times view_as_complex(q).
+        r = self.check("meta_rotary_block")
+        self.assertEqual([op for op in r["ops"] if "complex" in op or "real" in op
+                          or "polar" in op or "conj" in op], [])
+        self.assertIn("aten.stack.default", r["ops"])
+        pairs = [c for c in r["constants"] if c[0].endswith("_real_pairs")]
+        self.assertEqual([(shape, dtype) for _, shape, dtype in pairs], [([12, 4, 2], "float32")])
+
     @unittest.skipUnless(op_survey.TORCH2, "nn.LSTM and nn.GRU record on torch 2.x only")
     def test_recurrent_layers_record_as_linear_layers_and_gates(self):
         for name in ("lstm", "gru"):

@@ -950,6 +950,22 @@ class AsStridedTest(TempDirTest):
                                     r"as_strided.*strides \[6, 2\].*not row-major"):
             trace_quietly(step, params, {"x": torch.randn(2, 6)})
 
+    def test_as_strided_on_an_input_that_is_a_view_is_refused(self):
+        # Training indexes the caller's storage, the trace a dense copy of the input.
+        def step(p, b):
+            return {"loss": (p["w"] * b["x"].t().as_strided([2, 2], [1, 2], 1)).sum()}
+
+        params = {"w": torch.ones(2, 2, requires_grad=True)}
+        base = torch.arange(16.0).reshape(4, 4)
+        for x in (base[::2], base[1:]):  # gaps; an offset into a larger storage
+            with self.subTest(strides=x.stride(), offset=x.storage_offset()):
+                with self.assertRaisesRegex(UnsupportedGraphError,
+                                            r"as_strided.*input 'batch:x'.*'x'\.clone\(\)"):
+                    trace_quietly(step, params, {"x": x})
+        program, traced, _ = trace_quietly(step, params, {"x": base[1:].clone()})
+        self.assertEqual(float(traced["loss"]), float(base[1:].clone().t().as_strided(
+            [2, 2], [1, 2], 1).sum()))
+
     def test_view_reaching_outside_its_input_is_refused(self):
         def step(p, b):
             y = (p["w"] * 2)[2:]

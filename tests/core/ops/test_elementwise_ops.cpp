@@ -89,6 +89,11 @@ std::vector<OpSpec> specs() {
   for (const char* op : {"aten.sqrt.default", "aten.rsqrt.default", "aten.log.default"})
     s.push_back({op, 1, Domain::Positive, none});
   s.push_back({"aten.exp.default", 1, Domain::Small, none});
+  s.push_back({"aten.expm1.default", 1, Domain::Small, none});
+  s.push_back({"aten.log1p.default", 1, Domain::Positive, none});
+  for (const char* op :
+       {"aten.floor.default", "aten.ceil.default", "aten.trunc.default", "aten.round.default"})
+    s.push_back({op, 1, Domain::Any, none, false, false});
   for (const char* op : {"aten.sin.default", "aten.cos.default", "aten.nan_to_num.default"})
     s.push_back({op, 1, Domain::Any, none});
   s.push_back({"aten.pow.Tensor_Scalar", 1, Domain::Positive, [](std::mt19937_64& rng) {
@@ -275,6 +280,34 @@ class TestElementwiseOps : public QObject {
 
   /// nan_to_num replaces NaN, +inf and -inf by the given numbers or the format's extremes; an
   /// interval reaching an infinity holds the replacement and every finite value.
+  /// floor, ceil, trunc and round against PyTorch's results (round: half to even), on points
+  /// and on an interval across an integer.
+  void integerRoundingOps() {
+    const Tensor x =
+        Tensor::point({8}, DType::Float32, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.25, 16777215.0});
+    const std::map<std::string, std::vector<double>> want{
+        {"aten.floor.default", {-3, -2, -1, 0, 1, 2, -2, 16777215}},
+        {"aten.ceil.default", {-2, -1, -0.0, 1, 2, 3, -1, 16777215}},
+        {"aten.trunc.default", {-2, -1, -0.0, 0, 1, 2, -1, 16777215}},
+        {"aten.round.default", {-2, -2, -0.0, 0, 2, 2, -1, 16777215}}};
+    for (const auto& [op, w] : want) {
+      const OpCase pc{op, {in(0)}, {}, {DType::Float32}, {x}, modelFor(std::nullopt)};
+      std::vector<Tensor> pointOut;
+      localErrorOutputs(pc, &pointOut);
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        QCOMPARE(pointOut[0].values()[i], w[i]);
+        QCOMPARE(std::signbit(pointOut[0].values()[i]), std::signbit(w[i]));
+      }
+      const Tensor across = Tensor::interval({1}, DType::Float32, {0.75}, {1.25});
+      const OpCase ic{op, {in(0)}, {}, {DType::Float32}, {across}, modelFor(std::nullopt)};
+      const Tensor y = intervalOutputs(ic)[0];
+      const double lo = op == "aten.floor.default" || op == "aten.trunc.default" ? 0.0 : 1.0;
+      const double hi = op == "aten.ceil.default" ? 2.0 : 1.0;
+      QCOMPARE(y.lo()[0], lo);
+      QCOMPARE(y.hi()[0], hi);
+    }
+  }
+
   void nanToNumReplacesNonFinite() {
     const double inf = __builtin_huge_val(), nan = __builtin_nan("");
     const Tensor x = Tensor::point({5}, DType::Float32, {nan, inf, -inf, 1.5, -0.0});
