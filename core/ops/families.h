@@ -73,5 +73,8 @@ void registerBilinearOps(OpRegistry& r);
 /// floor_divide floor_divide_, div (.Tensor_mode, .Scalar_mode, in-place) with rounding_mode
 /// 'floor' or 'trunc' (integers; registered with the elementwise family, after div.Tensor).
 void registerIntegerDivisionOps(OpRegistry& r);
+/// linalg_vector_norm, norm.ScalarOpt_dim, norm.Scalar of order 2, 1 or inf (registered with the
+/// reduction family).
+void registerVectorNormOps(OpRegistry& r);
 
 }  // namespace lossbound

@@ -498,6 +498,7 @@ void registerReductionOps(OpRegistry& r) {
     r.add(name + ".dim", dims);
     r.add(name + ".dims", dims);
   }
+  registerVectorNormOps(r);  // core/ops/vector_norm_ops.cpp
 }
 
 }  // namespace lossbound

@@ -57,7 +57,9 @@ constexpr FamilyEntry kFamilies[] = {
      "Midpoint-radius GEMM with the order-free bound γ_n·|x|·|y| (Rump 1999, Jeannerod-Rump 2013)",
      registerMatmulOps},
     {"Reductions",
-     "Sums and means in any order, γ_{n-1}·Σ|x| (Higham 2002, eq. 4.4); extrema and all/any exact",
+     "Sums and means in any order, γ_{n-1}·Σ|x| (Higham 2002, eq. 4.4); vector norms of order 2 "
+     "(squares summed in any order, with or without FMA: γ_n·Σx², Higham 2002, eq. 3.5), 1 and "
+     "inf; extrema and all/any exact",
      registerReductionOps},
     {"Views and casts",
      "Views, copies, flips, rolls, concatenation (and the op_copy forms of the views): exact "

@@ -19,8 +19,8 @@ those pairs:
   last.
 
 Any other op that touches a complex value is refused by name (ComplexRewriteError), so a program
-never silently computes something else. The caller checks the rewritten program's outputs against
-the traced ones.
+never silently computes something else; and once the rewritten program has run,
+check_local_values compares every replaced op with PyTorch's complex kernel on the same operands.
 """
 from __future__ import annotations
 
@@ -58,15 +58,41 @@ def _is_complex(v: Any) -> bool:
     return isinstance(v, torch.Tensor) and v.dtype.is_complex
 
 
-def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> int:
-    """Rewrites gm's graph in place (values: every node's traced value, by name). Returns the
-    number of complex nodes replaced (0: the graph is unchanged). Raises ComplexRewriteError for
-    a complex op it does not cover, a complex input or a complex output of the program."""
+class _Ref:
+    """An argument of a replaced op in a LocalCheck: the value of node `name`, viewed as complex
+    when it is a pair."""
+
+    def __init__(self, name: str, is_pair: bool):
+        self.name, self.is_pair = name, is_pair
+
+
+class LocalCheck:
+    """One replaced complex op, to be compared with PyTorch's own kernel on the rewritten
+    program's values (check_local_values)."""
+
+    def __init__(self, node: str, target: Any, args: Any, kwargs: Any, out: str,
+                 label: str = ""):
+        self.node, self.target, self.args, self.kwargs, self.out = node, target, args, kwargs, out
+        self.label = label or str(target)
+
+
+def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> List[LocalCheck]:
+    """Rewrites gm's graph in place (values: every node's traced value, by name). Returns one
+    LocalCheck per complex op replaced (none: the graph is unchanged), for check_local_values
+    once the rewritten graph has run. Raises ComplexRewriteError for a complex op it does not
+    cover, a complex input or a complex output of the program."""
     graph = gm.graph
     pair: Dict[torch.fx.Node, torch.fx.Node] = {}
     ndim: Dict[torch.fx.Node, int] = {}
     replaced: List[torch.fx.Node] = []
     constants: Dict[str, torch.fx.Node] = {}
+    real_result: Dict[torch.fx.Node, torch.fx.Node] = {}
+    checks: List[LocalCheck] = []
+
+    def ref(a: torch.fx.Node) -> _Ref:
+        if a in pair:
+            return _Ref(pair[a].name, True)
+        return _Ref(real_result.get(a, a).name, False)
 
     for n in list(graph.nodes):
         val = values.get(n.name)
@@ -83,6 +109,8 @@ def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> i
             pair[n] = constants[name]
             ndim[n] = val.dim()
             replaced.append(n)
+            checks.append(LocalCheck(n.name, lambda v=val: v, (), {}, constants[name].name,
+                                     "a captured complex constant"))
             continue
         if n.op == "output":
             bad = [a for a in n.all_input_nodes if a in pair]
@@ -100,13 +128,16 @@ def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> i
             out = _rewrite(graph, n, str(n.target), val, pair, ndim)
         if isinstance(out, torch.fx.Node) and not _is_complex(val):
             n.replace_all_uses_with(out)  # a real result (view_as_real, real, imag)
+            real_result[n] = out
         else:
+            checks.append(LocalCheck(n.name, n.target, torch.fx.node.map_arg(n.args, ref),
+                                     torch.fx.node.map_arg(n.kwargs, ref), out.name))
             pair[n] = out
             ndim[n] = val.dim()
         replaced.append(n)
 
     if replaced:
-        _reshape_alias_as_reshape(graph)
+        _views_as_reshape(graph)
     for n in reversed(replaced):
         if n.users:
             users = ", ".join(f"'{u.name}' ({u.target})" for u in n.users)
@@ -115,17 +146,75 @@ def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> i
         graph.erase_node(n)
     graph.lint()
     gm.recompile()
-    return len(replaced)
+    return checks if replaced else []
 
 
-def _reshape_alias_as_reshape(graph: torch.fx.Graph) -> None:
-    """torch 1.13 traces reshape as _reshape_alias(x, size, stride), with the strides of x as
-    torch laid it out. The real pairs are laid out row-major where the complex values were not
-    (a product keeps its operands' permuted layout), so those strides would read other elements:
-    reshape(x, size), what the op means, replaces it."""
+def check_local_values(checks: List[LocalCheck], values: Dict[str, Any]) -> None:
+    """Compares every replaced op's pair, as the rewritten program computed it, with PyTorch's
+    complex kernel applied to the same (rewritten) operands. Raises ComplexRewriteError unless
+    each element agrees within the rounding either may commit: 4·eps·(|a|·|b|) for a product
+    (two roundings each way, with or without FMA), 4·eps·(|a| + |b|) for add/sub, 4·eps·|r| for
+    polar (cos and sin within an ulp or two), (2n + 4)·eps·Σ|z| for a sum of n terms, exact for
+    every other op (views, conj, cat). Local checks are sharp where a check of the program's
+    outputs is not: a rewrite error may cancel or be tiny next to the outputs' magnitudes."""
+    def arg(r: Any, magnitude: bool = False) -> Any:
+        if not isinstance(r, _Ref):
+            return abs(r) if magnitude and isinstance(r, (int, float, complex)) else r
+        v = values[r.name]
+        if r.is_pair:
+            v = torch.view_as_complex(v.contiguous())
+        return v.abs() if magnitude else v
+
+    for c in checks:
+        op = c.label
+        args = torch.fx.node.map_aggregate(c.args, arg)
+        kwargs = torch.fx.node.map_aggregate(c.kwargs, arg)
+        with torch.no_grad():
+            want = c.target(*args, **kwargs)
+            got = torch.view_as_complex(values[c.out].contiguous())
+            eps = torch.finfo(got.real.dtype).eps
+            mags = [arg(a, True) for a in c.args if isinstance(a, (_Ref, int, float, complex))]
+            if op == "aten.mul.Tensor":
+                bound = 4 * eps * (mags[0] * mags[1])
+            elif op in ("aten.add.Tensor", "aten.sub.Tensor"):
+                bound = 4 * eps * (mags[0] + abs(c.kwargs.get("alpha", 1)) * mags[1])
+            elif op == "aten.polar.default":
+                bound = 4 * eps * mags[0]
+            elif op.startswith("aten.sum."):
+                terms = max(1, args[0].numel() // max(1, want.numel()))
+                bound = (2 * terms + 4) * eps * c.target(arg(c.args[0], True), *args[1:], **kwargs)
+            elif op == "aten._to_copy.default":
+                bound = 2 * eps * want.abs()
+            else:
+                bound = torch.zeros(())
+            if want.shape != got.shape or want.dtype != got.dtype:
+                raise ComplexRewriteError(
+                    f"node '{c.node}' ({op}): the real-pair rewrite computes shape "
+                    f"{list(got.shape)} {got.dtype}, PyTorch {list(want.shape)} {want.dtype}")
+            diff = torch.view_as_real(got - want).abs().amax(-1).double()
+            tiny = torch.finfo(got.real.dtype).tiny * 4
+            both_nan = got.isnan() & want.isnan()
+            bad = ~both_nan & ~(diff <= bound.double() + tiny)
+            if bool(bad.any()):
+                i = int(bad.flatten().nonzero()[0])
+                raise ComplexRewriteError(
+                    f"node '{c.node}' ({op}): the real-pair rewrite computes "
+                    f"{got.flatten()[i].item()} where PyTorch's complex kernel gives "
+                    f"{want.flatten()[i].item()} (element {i}; allowed difference "
+                    f"{float(bound.double().expand(bad.shape).flatten()[i]) + tiny:.3g}): not "
+                    f"rounding, so the rewrite would record another computation")
+
+
+def _views_as_reshape(graph: torch.fx.Graph) -> None:
+    """The real pairs are not laid out as torch laid out the complex values (a product keeps its
+    operands' permuted layout, a pair is row-major), so views traced for torch's strides may not
+    apply to them: torch 1.13's _reshape_alias(x, size, stride) would read other elements, and
+    view(x, size) may fail. reshape(x, size), what both mean in the IR (row-major elements),
+    replaces them."""
     for n in graph.nodes:
-        if n.op == "call_function" and str(n.target) in ("aten._reshape_alias.default",
-                                                         "aten._reshape_alias_copy.default"):
+        if n.op == "call_function" and str(n.target) in (
+                "aten._reshape_alias.default", "aten._reshape_alias_copy.default",
+                "aten.view.default", "aten.view_copy.default", "aten._unsafe_view.default"):
             n.target = aten.reshape.default
             n.args = tuple(n.args[:2])
 
@@ -176,7 +265,7 @@ def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
         if n.kwargs.get("memory_format") not in (None, torch.contiguous_format,
                                                  torch.preserve_format):
             raise refuse(f"asks for memory format {n.kwargs['memory_format']}")
-        return pair[src]
+        return call(aten.clone.default, pair[src])  # a node of its own (checked locally)
     if op == "aten._to_copy.default":
         dtype = n.kwargs.get("dtype")
         if set(n.kwargs) - {"dtype", "layout", "device"} or src not in pair or \
@@ -184,15 +273,18 @@ def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
             raise refuse("converts between complex and real dtypes")
         return graph.call_function(aten._to_copy.default, (pair[src],),
                                    {"dtype": _REAL_OF[dtype]})
-    if op in ("aten._conj.default", "aten.conj.default", "aten.conj_physical.default"):
+    if op in ("aten._conj.default", "aten.conj.default", "aten.conj_physical.default",
+              "aten._conj_physical.default"):
         p = pair[src]
         return stack(part(p, 0), call(aten.neg.default, part(p, 1)))
     if op in ("aten.neg.default",):
         return call(aten.neg.default, pair[src])
     rank = ndim.get(src, 0) if isinstance(src, torch.fx.Node) else 0
-    if op in _SIZED:
-        return call(aten.view.default if "expand" not in op else aten.expand.default,
+    if op in _SIZED:  # reshape: a pair need not be contiguous where the complex value was
+        return call(aten.reshape.default if "expand" not in op else aten.expand.default,
                     pair[src], [int(s) for s in args[1]] + [2])
+    if op in ("aten.t.default", "aten.t_copy.default"):
+        return call(aten.transpose.int, pair[src], 0, 1) if rank == 2 else pair[src]
     if op in ("aten.permute.default", "aten.permute_copy.default"):
         return call(aten.permute.default, pair[src], [dim(d, rank) for d in args[1]] + [rank])
     if op in _DIM1:
@@ -209,6 +301,10 @@ def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
             raise refuse("concatenates complex and real tensors")
         return call(aten.cat.default, [pair[a] for a in parts],
                     dim(args[1] if len(args) > 1 else 0, ndim[parts[0]]))
+    if op.startswith("aten.sum.") and rank == 0:
+        if n.kwargs.get("dtype") is not None:
+            raise refuse("sums into another dtype")
+        return call(aten.clone.default, pair[src])  # the sum of one value is that value
     if op == "aten.sum.default" and not n.kwargs:
         return call(aten.sum.dim_IntList, pair[src], list(range(rank)), False)
     if op == "aten.sum.dim_IntList":

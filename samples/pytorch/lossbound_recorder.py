@@ -502,13 +502,11 @@ def _storage_key(t: torch.Tensor) -> Tuple[int, int]:
 
 class TraceInfo:
     """What a trace found besides the program: values read from tensors while tracing (the
-    program then holds for the traced batch only), inputs step_fn writes into in place, and how
-    many complex nodes were rewritten as real pairs (lossbound_complex)."""
+    program then holds for the traced batch only) and inputs step_fn writes into in place."""
 
     def __init__(self) -> None:
         self.data_dependent: List[str] = []
         self.mutated_inputs: List[str] = []
-        self.complex_nodes = 0
 
 
 def _constant_entry(name: str, t: torch.Tensor, node: torch.fx.Node) -> dict:
@@ -561,8 +559,8 @@ def _check_as_strided_inputs(graph: torch.fx.Graph, originals: List[torch.Tensor
     An as_strided that step_fn calls on an input, or on a view of one, indexes the storage of the
     caller's tensor in training but the copy's in the trace: when the two are laid out
     differently (the input is itself a strided view with gaps, or starts inside a larger
-    storage) the program would read other elements than the training step. Raises
-    UnsupportedGraphError naming the input and the node."""
+    storage and the view gives an explicit storage_offset) the program would read other elements
+    than the training step. Raises UnsupportedGraphError naming the input and the node."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     for n in graph.nodes:
         if n.op != "call_function" or str(n.target) not in _AS_STRIDED_OPS:
@@ -577,7 +575,12 @@ def _check_as_strided_inputs(graph: torch.fx.Graph, originals: List[torch.Tensor
         if i >= len(originals):
             continue
         orig, copy = originals[i], traced[i]
-        if orig.stride() != copy.stride() or orig.storage_offset() != copy.storage_offset():
+        # Without an explicit storage_offset the view starts at the tensor's own first element
+        # in both; an explicit one may be absolute (another element of the caller's storage).
+        k = 4 if str(n.target) == "aten.as_strided_scatter.default" else 3
+        explicit = len(n.args) > k or n.kwargs.get("storage_offset") is not None
+        if orig.stride() != copy.stride() or \
+                (explicit and orig.storage_offset() != copy.storage_offset()):
             raise UnsupportedGraphError(
                 f"node '{n.name}' ({n.target}) indexes the storage of input '{names[i]}', which "
                 f"is a view into a larger tensor (strides {list(orig.stride())}, storage offset "
@@ -608,50 +611,65 @@ def _check_functionalized(keys: List[str], expected: Any, got: Any) -> None:
                 f"the in-place op")
 
 
-def _complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> int:
+def _check_not_module_state(n: torch.fx.Node, value: torch.Tensor,
+                            module_tensors: Dict[Tuple[int, int], str]) -> None:
+    """Raises UnsupportedGraphError when the get_attr node n captures a parameter or buffer of
+    the step's modules (its value would be frozen into the program)."""
+    owner = module_tensors.get(_storage_key(value)) if value.numel() else None
+    if isinstance(value, torch.nn.Parameter) or owner is not None or \
+            str(n.target).startswith("_param_constant"):
+        what = owner or "a module parameter"
+        raise UnsupportedGraphError(
+            f"node '{n.name}' is {what} captured by the trace as a constant: the module "
+            f"was called directly, so its state would be baked into the program instead "
+            f"of being read from the checkpoint. Call the model through functional_call"
+            f"(model, params, args) (torch.func.functional_call on torch >= 2, "
+            f"torch.nn.utils.stateless.functional_call on 1.13) and put its parameters "
+            f"and buffers in params")
+
+
+def _complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any],
+                           names: Dict[str, str],
+                           module_tensors: Dict[Tuple[int, int], str]) -> Optional[Callable[
+                               [Dict[str, Any]], None]]:
     """Rewrites complex values as real pairs with lossbound_complex.py (a second file, needed only
-    by programs that compute with complex numbers); returns the number of nodes rewritten."""
+    by programs that compute with complex numbers). Returns None when the graph has no complex
+    value, else the check to run on the rewritten graph's values: every replaced op against
+    PyTorch's complex kernel (lossbound_complex.check_local_values). names: placeholder node
+    name -> program input name."""
     if not any(isinstance(v, torch.Tensor) and v.dtype.is_complex for v in values.values()):
-        return 0
+        return None
+    for n in gm.graph.nodes:
+        v = values.get(n.name)
+        if not (isinstance(v, torch.Tensor) and v.dtype.is_complex):
+            continue
+        if n.op == "placeholder":
+            raise UnsupportedGraphError(
+                f"input '{names.get(n.name, n.name)}' is a {v.dtype} tensor; run files hold real "
+                f"tensors only. Keep torch.view_as_real(x) in params or the batch (for a module "
+                f"buffer such as freqs_cis: register view_as_real of it and call "
+                f"torch.view_as_complex in forward), or compute it inside the step")
+        if n.op == "get_attr":
+            _check_not_module_state(n, v, module_tensors)
     try:
-        from lossbound_complex import ComplexRewriteError, complex_as_real_pairs
+        from lossbound_complex import ComplexRewriteError, check_local_values, \
+            complex_as_real_pairs
     except ImportError:
         raise UnsupportedGraphError(
             "the step computes with complex numbers (a rotary embedding through torch.polar / "
             "view_as_complex?), which run files hold as real pairs: put lossbound_complex.py, "
             "from Lossbound's samples/pytorch, next to lossbound_recorder.py") from None
     try:
-        return complex_as_real_pairs(gm, values)
+        checks = complex_as_real_pairs(gm, values)
     except ComplexRewriteError as e:
         raise UnsupportedGraphError(str(e)) from None
 
-
-def _check_real_pairs(keys: List[str], traced: Any, paired: Any) -> None:
-    """Raises UnsupportedGraphError unless the program with complex values rewritten as real
-    pairs computes the traced outputs up to rounding: PyTorch's complex kernels may fuse a
-    product into a multiply-add where the pairs round it, so equality is not required, but a
-    difference beyond max(2^-10, the dtype's epsilon) times the output's largest magnitude means
-    a wrong rewrite, not rounding."""
-    for key, a, b in zip(keys, traced, paired):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-                and a.shape == b.shape and a.dtype == b.dtype):
-            raise UnsupportedGraphError(f"output '{key}': the real-pair rewrite of the complex "
-                                        f"ops changed its shape or dtype")
-        if not a.is_floating_point() or a.numel() == 0:
-            continue
-        x, y = a.double(), b.double()
-        if bool((x.isnan() != y.isnan()).any()):
-            raise UnsupportedGraphError(f"output '{key}': the real-pair rewrite of the complex "
-                                        f"ops changed where it is NaN")
-        finite = x.isfinite() & y.isfinite()
-        scale = x[finite].abs().max().item() if bool(finite.any()) else 0.0
-        diff = (x[finite] - y[finite]).abs().max().item() if bool(finite.any()) else 0.0
-        ulp = max(torch.finfo(a.dtype).eps, 2.0 ** -10)
-        if diff > ulp * scale or bool((x[~finite] != y[~finite]).any()):
-            raise UnsupportedGraphError(
-                f"output '{key}': the program with complex values rewritten as real pairs "
-                f"differs from the traced step by {diff:.3g} (largest magnitude {scale:.3g}); "
-                f"that is not rounding, so the rewrite would record another computation")
+    def check(rewritten: Dict[str, Any]) -> None:
+        try:
+            check_local_values(checks, rewritten)
+        except ComplexRewriteError as e:
+            raise UnsupportedGraphError(str(e)) from None
+    return check
 
 
 def _storage_order(t: torch.Tensor) -> Optional[List[int]]:
@@ -899,19 +917,17 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
     with torch.no_grad():
         expected = torch.fx.Interpreter(gm1).run(*[t.clone() for t in flat_in])
     _check_functionalized(out_keys, expected, results)
-    paired = _complex_as_real_pairs(gm, cap.values)
-    if paired:  # the real-pair program computes the complex ops' values up to rounding
+    module_tensors = _module_tensors(modules)
+    check_pairs = _complex_as_real_pairs(gm, cap.values, rename, module_tensors)
+    if check_pairs:  # each replaced op computes PyTorch's complex value up to rounding
         cap = _Capture(gm)
         with torch.no_grad():
-            rewritten = cap.run(*[t.clone() for t in flat_in])
-        _check_real_pairs(out_keys, results, rewritten)
-        traced_out = dict(zip(out_keys, rewritten))
-        info.complex_nodes = paired
+            traced_out = dict(zip(out_keys, cap.run(*[t.clone() for t in flat_in])))
+        check_pairs(cap.values)
     _as_strided_in_storage_order(graph, cap.values)
 
     getitems: Dict[str, Tuple[str, int]] = {}
     multi = {n.name for n in graph.nodes if isinstance(cap.values.get(n.name), (tuple, list))}
-    module_tensors = _module_tensors(modules)
     constants: List[dict] = []
 
     def ref(n: torch.fx.Node, user: torch.fx.Node) -> Dict[str, Any]:
@@ -961,17 +977,7 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
             if not isinstance(value, torch.Tensor):
                 raise UnsupportedGraphError(f"node '{n.name}' captures a "
                                             f"{type(value).__name__}, not a tensor")
-            owner = module_tensors.get(_storage_key(value)) if value.numel() else None
-            if isinstance(value, torch.nn.Parameter) or owner is not None or \
-                    str(n.target).startswith("_param_constant"):
-                what = owner or "a module parameter"
-                raise UnsupportedGraphError(
-                    f"node '{n.name}' is {what} captured by the trace as a constant: the module "
-                    f"was called directly, so its state would be baked into the program instead "
-                    f"of being read from the checkpoint. Call the model through functional_call"
-                    f"(model, params, args) (torch.func.functional_call on torch >= 2, "
-                    f"torch.nn.utils.stateless.functional_call on 1.13) and put its parameters "
-                    f"and buffers in params")
+            _check_not_module_state(n, value, module_tensors)
             name = str(n.target)
             if name != n.name and (name in rename.values() or
                                    any(m.name == name for m in graph.nodes)):

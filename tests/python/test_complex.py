@@ -12,7 +12,7 @@ import torch
 import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from lossbound_complex import ComplexRewriteError, complex_as_real_pairs
+from lossbound_complex import ComplexRewriteError, check_local_values, complex_as_real_pairs
 
 torch.set_num_threads(1)
 
@@ -34,12 +34,13 @@ def values_of(gm, args):
 
 
 def rewrite(fn, *args):
-    """(outputs of fn, outputs of the rewritten trace, the rewritten graph module)."""
+    """(outputs of fn's trace, outputs of the rewritten trace, the local checks, the rewritten
+    trace's values by node name)."""
     gm = make_fx(fn)(*args)
     expected, values = values_of(gm, [a.clone() for a in args])
-    self_count = complex_as_real_pairs(gm, values)
+    checks = complex_as_real_pairs(gm, values)
     got, values = values_of(gm, [a.clone() for a in args])
-    return expected, got, gm, self_count, values
+    return expected, got, checks, values
 
 
 CASES = {
@@ -63,6 +64,13 @@ CASES = {
     "select_expand_clone": (
         lambda x: torch.view_as_real(pairs(x).select(1, 2).unsqueeze(-1).expand(3, 2).clone()),
         [(3, 8)]),
+    "reshape_after_transpose_and_0d_sum": (
+        lambda x: torch.view_as_real(pairs(x).transpose(0, 1).reshape(-1) * pairs(x)[0, 0].sum()
+                                     + pairs(x).t().contiguous().view(-1)),
+        [(3, 8)]),
+    "cancellation": (  # (z·conj z).imag is 0 up to rounding, with or without FMA
+        lambda x: (pairs(x) * pairs(x).conj()).imag * 1e6 + (pairs(x) * pairs(x)).real,
+        [(4, 14)]),
     "gradient_through_the_product": (
         lambda x, t: torch.autograd.grad(
             (torch.view_as_real(pairs(x) * torch.polar(torch.ones_like(t), t)) ** 2).sum(), x)[0],
@@ -78,11 +86,14 @@ class ComplexPairsTest(unittest.TestCase):
                 args = [torch.randn(s, generator=g) for s in shapes]
                 if name == "gradient_through_the_product":
                     args[0].requires_grad_()
-                expected, got, gm, count, values = rewrite(fn, *args)
-                self.assertGreater(count, 0)
+                expected, got, checks, values = rewrite(fn, *args)
+                self.assertGreater(len(checks), 0)
+                check_local_values(checks, values)
                 complex_left = [n for n, v in values.items()
                                 if isinstance(v, torch.Tensor) and v.dtype.is_complex]
                 self.assertEqual(complex_left, [])
+                if name == "cancellation":  # outputs magnify FMA's last bits: local checks
+                    continue
                 expected = expected if isinstance(expected, (list, tuple)) else [expected]
                 got = got if isinstance(got, (list, tuple)) else [got]
                 for e, r in zip(expected, got):
@@ -100,11 +111,25 @@ class ComplexPairsTest(unittest.TestCase):
         b = torch.view_as_real(pairs(x) * pairs(y))
         self.assertGreater(float((a - b).abs().max()), 0.1)
 
+    def test_local_checks_see_one_wrong_element(self):
+        # A pair off by far less than the outputs' magnitude, in one element of a product whose
+        # result is then scaled down: the local check compares that op with PyTorch's kernel.
+        g = torch.Generator().manual_seed(5)
+        x, y = torch.randn(4, 6, generator=g), torch.randn(4, 6, generator=g)
+        fn = CASES["conj_product"][0]
+        _, _, checks, values = rewrite(lambda x, y: fn(x, y) * 1e-3 + 1e3, x, y)
+        check_local_values(checks, values)
+        product = [c for c in checks if str(c.target) == "aten.mul.Tensor"][0]
+        values[product.out] = values[product.out].clone()
+        values[product.out].view(-1)[5] += 1e-4
+        with self.assertRaisesRegex(ComplexRewriteError, r"aten.mul.Tensor.*element 2"):
+            check_local_values(checks, values)
+
     def test_real_programs_are_left_alone(self):
         gm = make_fx(lambda x: (x * 2).sum())(torch.randn(3))
         before = [str(n.target) for n in gm.graph.nodes]
         _, values = values_of(gm, [torch.randn(3)])
-        self.assertEqual(complex_as_real_pairs(gm, values), 0)
+        self.assertEqual(complex_as_real_pairs(gm, values), [])
         self.assertEqual([str(n.target) for n in gm.graph.nodes], before)
 
     def test_ops_not_covered_are_refused_by_name(self):

@@ -6,7 +6,7 @@
     /usr/bin/python3 tests/zoo/zoo.py --list
 
 ctest runs the zoo (ZOO below); --extra runs twelve more architectures instead (EXTRA:
-ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, RegNet, MobileNetV2, MnasNet,
+ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, Swin V2, RegNet, MobileNetV2, MnasNet,
 EfficientNetV2, an upsampling decoder and a segmentation head of torch.nn layers, GoogLeNet),
 which CI's time leaves out; --only picks from both.
 
@@ -427,6 +427,14 @@ def _swin() -> nn.Module:
                            window_size=[4, 4], num_classes=10)
 
 
+def _swin_v2() -> nn.Module:
+    from torchvision.models.swin_transformer import SwinTransformer, SwinTransformerBlockV2, \
+        PatchMergingV2
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2],
+                           window_size=[4, 4], num_classes=10, block=SwinTransformerBlockV2,
+                           downsample_layer=PatchMergingV2)
+
+
 def _regnet() -> nn.Module:
     from torchvision.models.regnet import BlockParams, RegNet
     return RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8),
@@ -516,6 +524,10 @@ EXTRA: Dict[str, Arch] = {
     "swin": Arch(_swin, "classify", images(2, (3, 32, 32), 10),
                  about="torchvision SwinTransformer(embed 16, depths [1, 1], window 4): shifted "
                        "windows (roll), relative position bias by index, 3x32x32, batch 2"),
+    "swin_v2": Arch(_swin_v2, "classify", images(2, (3, 32, 32), 10),
+                    about="torchvision Swin V2 (embed 16, depths [1, 1], window 4): cosine "
+                          "attention (F.normalize: linalg_vector_norm), log-spaced continuous "
+                          "position bias (an MLP), res-post-norm, 3x32x32, batch 2"),
     "regnet": Arch(_regnet, "classify", images(2, (3, 32, 32), 10),
                    about="torchvision RegNet(depth 4, w_0 8, group width 8): grouped "
                          "convolutions, squeeze-excitation, 3x32x32, batch 2"),
