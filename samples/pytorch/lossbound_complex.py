@@ -246,7 +246,7 @@ def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
         return ComplexRewriteError(
             f"node '{n.name}' ({op}) {why}. The recorder rewrites complex tensors as real pairs "
             f"for rotary embeddings (polar, view_as_complex, complex mul, view_as_real, conj, "
-            f"views, add, sub, sum, cat); this op is not covered")
+            f"views, indexing, add, sub, sum, cat, stack); this op is not covered")
 
     if n.kwargs and op not in ("aten.sum.dim_IntList", "aten.add.Tensor", "aten.sub.Tensor",
                                "aten.clone.default", "aten._to_copy.default"):
@@ -295,6 +295,24 @@ def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
         if op == "aten.flip.default":
             return call(aten.flip.default, pair[src], [dim(d, rank) for d in args[1]])
         return call(n.target, pair[src], dim(args[1], out_rank), *rest)
+    if op in ("aten.select_backward.default", "aten.slice_backward.default"):
+        # (grad, input_sizes, dim, ...): the gradient of a select / slice, zeros elsewhere
+        in_rank = len(args[1])
+        return call(n.target, pair[src], [int(v) for v in args[1]] + [2], dim(args[2], in_rank),
+                    *args[3:])
+    if op in ("aten.index.Tensor", "aten._unsafe_index.Tensor"):
+        # index tensors address the leading dims only; the pair dim stays whole
+        if any(cplx(i) for i in args[1] if i is not None):
+            raise refuse("indexes with a complex tensor")
+        return call(n.target, pair[src], list(args[1]))
+    if op == "aten.index_select.default":
+        return call(n.target, pair[src], dim(args[1], rank), args[2])
+    if op == "aten.stack.default":
+        parts = args[0]
+        if not all(isinstance(a, torch.fx.Node) and a in pair for a in parts):
+            raise refuse("stacks complex and real tensors")
+        return call(aten.stack.default, [pair[a] for a in parts],
+                    dim(args[1] if len(args) > 1 else 0, ndim[parts[0]] + 1))
     if op == "aten.cat.default":
         parts = args[0]
         if not all(isinstance(a, torch.fx.Node) and a in pair for a in parts):

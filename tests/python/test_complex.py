@@ -68,6 +68,13 @@ CASES = {
         lambda x: torch.view_as_real(pairs(x).transpose(0, 1).reshape(-1) * pairs(x)[0, 0].sum()
                                      + pairs(x).t().contiguous().view(-1)),
         [(3, 8)]),
+    "index_stack_and_slice_gradients": (  # freqs_cis[positions] (Mistral's reference code)
+        lambda x, t, pos: torch.autograd.grad(
+            torch.view_as_real(torch.stack([pairs(x)[:, 1:3], pairs(x).select(-1, 0)
+                                            .unsqueeze(-1).expand(4, 2)], -1)
+                               * torch.polar(torch.ones_like(t), t)[pos][:, None, :2]).pow(2)
+            .sum(), x)[0],
+        [(4, 8), (6, 4), "positions"]),
     "cancellation": (  # (z·conj z).imag is 0 up to rounding, with or without FMA
         lambda x: (pairs(x) * pairs(x).conj()).imag * 1e6 + (pairs(x) * pairs(x)).real,
         [(4, 14)]),
@@ -83,8 +90,9 @@ class ComplexPairsTest(unittest.TestCase):
         g = torch.Generator().manual_seed(3)
         for name, (fn, shapes) in CASES.items():
             with self.subTest(case=name):
-                args = [torch.randn(s, generator=g) for s in shapes]
-                if name == "gradient_through_the_product":
+                args = [torch.tensor([5, 0, 2, 2]) if s == "positions" else
+                        torch.randn(s, generator=g) for s in shapes]
+                if name in ("gradient_through_the_product", "index_stack_and_slice_gradients"):
                     args[0].requires_grad_()
                 expected, got, checks, values = rewrite(fn, *args)
                 self.assertGreater(len(checks), 0)
