@@ -3,8 +3,11 @@
 //
 // Error model (PyTorch's CPU and CUDA norm reductions, ReduceOpsKernel.cpp norm_kernel and
 // SharedReduceOps.h NormTwoOps / NormOneOps / AbsMaxOps, with no scaling): ord 2 sums the squares
-// x_i·x_i in the accumulation format (fp32 for bf16/fp16) in any order, with or without FMA (the
-// vectorised last-dim path uses fmadd), takes sqrt in that format and stores the result:
+// x_i·x_i in the accumulation format (fp32 for bf16/fp16; PyTorch 1.13's CPU kernels accumulate
+// bf16/fp16 norms in the 16-bit type itself except on bf16's vectorised last-dim path, so for
+// 16-bit storage the rule takes the hull of both accumulation formats, and the randomized
+// executor draws either) in any order, with or without FMA (the vectorised last-dim path uses
+// fmadd), takes sqrt in that format and stores the result:
 // |fl(Σx²) − Σx²| <= γ_n·Σx² + n·η (Higham 2002, eq. 3.5, dotErrorBound), sqrt correctly rounded
 // (IEEE 754). ord 1 sums |x_i| (γ_{n−1}, as sum); ord inf is max|x_i|, exact. Other orders (0,
 // −inf, p) are refused by name.
@@ -96,7 +99,17 @@ class VectorNormRule final : public OpRule {
     const DType t = a.outSpec().dtype;
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
-    const double u = ctx.precision.accumulationRoundoff(t);
+    const bool truncating = ctx.precision.truncatingAccumulation;
+    // Σx² accumulated in format f, then sqrt in f, stored.
+    const auto twoNorm = [&](const SumEnclosure& s, Format f) {
+      // every partial sum is <= the computed total (the terms are >= 0), so it overflows only
+      // when the total's bound does
+      const double u = unitRoundoff(f) * (truncating ? 2.0 : 1.0);
+      const double err = dotErrorBound(n, s.absSumUp, u, smallestSubnormal(f));
+      Interval sum{std::max(0.0, sub_down(s.sum.lo, err)), add_up(s.sum.hi, err)};
+      if (sum.hi > largestFinite(f)) sum.hi = kInf;
+      return roundOutward(roundOutward(lossbound::sqrt(roundOutward(sum, f)), f), store);
+    };
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {
       SumEnclosure s{{0.0, 0.0}, 0.0};
@@ -116,14 +129,11 @@ class VectorNormRule final : public OpRule {
       if (na.ord == Ord::Inf) {
         r = roundOutward(m, store);
       } else if (na.ord == Ord::One) {
-        r = roundedSumEnclosure(s, n, acc, store, ctx.precision.truncatingAccumulation);
+        r = roundedSumEnclosure(s, n, acc, store, truncating);
+        if (store != acc) r = hull(r, roundedSumEnclosure(s, n, store, store, truncating));
       } else {
-        // Σx² in acc: every partial sum is <= the computed total (the terms are >= 0), so it
-        // overflows only when the total's bound does.
-        const double err = dotErrorBound(n, s.absSumUp, u, smallestSubnormal(acc));
-        Interval sum{std::max(0.0, sub_down(s.sum.lo, err)), add_up(s.sum.hi, err)};
-        if (sum.hi > largestFinite(acc)) sum.hi = kInf;
-        r = roundOutward(roundOutward(lossbound::sqrt(roundOutward(sum, acc)), acc), store);
+        r = twoNorm(s, acc);
+        if (store != acc) r = hull(r, twoNorm(s, store));
       }
       lo[i] = r.lo;
       hi[i] = r.hi;
@@ -137,8 +147,10 @@ class VectorNormRule final : public OpRule {
     const NormArgs na = normArgs(a, mFull);
     const ReductionLayout l = reductionLayout(x.shape(), na.dims);
     const DType t = a.outSpec().dtype;
-    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    const Format store = outFormat(a, ctx);
     std::mt19937_64& rng = *ctx.rng;
+    // PyTorch 1.13 CPU: a 16-bit norm accumulated in its own type (file comment)
+    const Format acc = (rng() & 1) ? store : accumulationFormat(ctx.precision, t);
     const auto v = x.values();
     std::vector<double> terms, scratch, out(l.outer.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -204,7 +216,11 @@ class VectorNormRule final : public OpRule {
     const ReductionLayout l = reductionLayout(x.shape(), na.dims);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
-    const double u = ctx.precision.accumulationRoundoff(t);
+    // either accumulation format (file comment): the larger roundoff and underflow threshold
+    const double u =
+        std::max(ctx.precision.accumulationRoundoff(t),
+                 unitRoundoff(store) * (ctx.precision.truncatingAccumulation ? 2.0 : 1.0));
+    const double eta = std::max(smallestSubnormal(acc), smallestSubnormal(store));
     std::vector<double> out(l.outer.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
       const double y = std::fabs(outs[0].values()[i]);
@@ -220,16 +236,19 @@ class VectorNormRule final : public OpRule {
       double e;
       if (na.ord == Ord::One) {
         e = add_up(sumErrorBound(n, abs, u), sumErrorBound(n, abs, 0x1p-53));
-        if (store != acc) e = add_up(e, roundingError(y, store, store));
+        if (store != acc) e = add_up(e, roundingError(add_up(y, e), store, store));
       } else {
         const double sumErr =
-            add_up(dotErrorBound(n, abs, u, smallestSubnormal(acc)),
+            add_up(dotErrorBound(n, abs, u, eta),
                    dotErrorBound(n, abs, 0x1p-53, smallestSubnormal(Format::Fp64)));
         const double sLo = sub_down(abs, sumErr);
         e = sqrt_up(sumErr);
         if (sLo > 0.0) e = std::min(e, div_up(sumErr, mul_down(2.0, sqrt_down(sLo))));
         const double mag = add_up(y, e);
-        e = add_up(e, add_up(roundingError(mag, acc, store), mul_up(0x1p-53, mag)));
+        // sqrt rounded in acc or in store, then stored
+        const double sq =
+            std::max(roundingError(mag, acc, store), roundingError(mag, store, store));
+        e = add_up(e, add_up(sq, mul_up(0x1p-53, mag)));
       }
       out[i] = e;
     }
