@@ -43,7 +43,8 @@ struct NormArgs {
 
 NormArgs normArgs(const OpArgs& a, bool full) {
   NormArgs r;
-  const double p = optionalNumber(a, 1, full ? "p" : "ord").value_or(2.0);
+  // ord (linalg_vector_norm) or p (norm.*), positional in every trace seen
+  const double p = optionalNumber(a, 1, "ord").value_or(optionalNumber(a, 1, "p").value_or(2.0));
   if (p == 2.0)
     r.ord = Ord::Two;
   else if (p == 1.0)
