@@ -879,7 +879,17 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
         return torch.fx.Interpreter(gm1).run(*args)
 
     with _sdpa_math(), _mha_fastpath_off(), _allow_data_reads(info.data_dependent):
-        gm = make_fx(_functionalize(replay), **fx_kwargs)(*[t.clone() for t in flat_in])
+        try:
+            gm = make_fx(_functionalize(replay), **fx_kwargs)(*[t.clone() for t in flat_in])
+        except RecorderError:
+            raise
+        except RuntimeError as e:  # the step itself ran: the traced graph did, in pass 1
+            raise UnsupportedGraphError(
+                f"torch {torch.__version__} could not functionalize the traced step "
+                f"({str(e).splitlines()[0] if str(e) else type(e).__name__}). torch 1.13 fails "
+                f"so on an as_strided view that reaches outside the tensor it views (beyond a "
+                f"slice); the step-program IR cannot express that either. Keep such views inside "
+                f"their tensor, or record with torch >= 2 for a message naming the node") from e
 
     names = [f"param:{k}" for k in p_in] + [f"batch:{k}" for k in b_in]
     values_in = list(p_in.values()) + list(b_in.values())

@@ -980,6 +980,16 @@ class AsStridedTest(TempDirTest):
         with self.assertRaisesRegex(UnsupportedGraphError, r"as_strided.*reaches outside"):
             trace_quietly(step, {"w": torch.arange(8.0, requires_grad=True)}, {})
 
+    def test_view_reaching_past_its_slice_is_refused_clearly(self):
+        # torch 1.13's functionalize fails on it (setStorage out of bounds); 2.x names the node.
+        def step(p, b):
+            y = (p["w"] * 2)[2:4]
+            return {"loss": y.as_strided([2], [1], y.storage_offset() + 3).sum()}
+
+        with self.assertRaisesRegex(UnsupportedGraphError,
+                                    r"as_strided.*(reaches outside|functionalize)"):
+            trace_quietly(step, {"w": torch.arange(8.0, requires_grad=True)}, {})
+
 
 @unittest.skipUnless(TORCH2, "torch 2.x only")
 class Torch2Test(TempDirTest):
