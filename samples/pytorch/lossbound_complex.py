@@ -125,7 +125,7 @@ def complex_as_real_pairs(gm: torch.fx.GraphModule, values: Dict[str, Any]) -> L
         if not inputs and not _is_complex(val):
             continue
         with graph.inserting_before(n):
-            out = _rewrite(graph, n, str(n.target), val, pair, ndim)
+            out = _rewrite(graph, n, str(n.target), pair, ndim)
         if isinstance(out, torch.fx.Node) and not _is_complex(val):
             n.replace_all_uses_with(out)  # a real result (view_as_real, real, imag)
             real_result[n] = out
@@ -219,7 +219,7 @@ def _views_as_reshape(graph: torch.fx.Graph) -> None:
             n.args = tuple(n.args[:2])
 
 
-def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str, val: Any,
+def _rewrite(graph: torch.fx.Graph, n: torch.fx.Node, op: str,
              pair: Dict[torch.fx.Node, torch.fx.Node],
              ndim: Dict[torch.fx.Node, int]) -> torch.fx.Node:
     """The real node that replaces complex op n: its pair, or its value when n is real."""
