@@ -70,7 +70,7 @@ class HostKernelBackend final : public Backend {
     for (std::int64_t r = 0; r < rows; ++r) {
       SumState s;
       for (std::int64_t c = 0; c < cols; ++c)
-        accumulate(s, {x.lo[r * cols + c], x.hi[r * cols + c]});
+        accumulate(s, normTerm({x.lo[r * cols + c], x.hi[r * cols + c]}, model));
       put(out, r, rowFinish(s, static_cast<double>(cols), model));
     }
     return true;

@@ -177,7 +177,7 @@ __global__ void rowSumKernel(const double* xlo, const double* xhi, std::int64_t 
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     SumState acc;
     for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-      accumulate(acc, Interval{xlo[row * cols + j], xhi[row * cols + j]});
+      accumulate(acc, normTerm(Interval{xlo[row * cols + j], xhi[row * cols + j]}, model));
     pLo[threadIdx.x] = acc.sum.lo;
     pHi[threadIdx.x] = acc.sum.hi;
     pAbs[threadIdx.x] = acc.absSumUp;

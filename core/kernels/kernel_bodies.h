@@ -162,8 +162,14 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
       return lossbound::cos(x);
     case UnaryOp::Round:  // exact: the storage rounding is the cast
       return x;
-    case UnaryOp::Trunc:
+    case UnaryOp::Trunc:  // an integer no larger in magnitude than a value of F is one: exact
       return {::trunc(x.lo), ::trunc(x.hi)};
+    case UnaryOp::Floor:
+      return {::floor(x.lo), ::floor(x.hi)};
+    case UnaryOp::Ceil:
+      return {::ceil(x.lo), ::ceil(x.hi)};
+    case UnaryOp::RoundEven:  // the default rounding mode: half to even, as torch.round
+      return {::rint(x.lo), ::rint(x.hi)};
     case UnaryOp::NonZero:
       if (x.lo == 0.0 && x.hi == 0.0) return {0.0, 0.0};
       return contains(x, 0.0) ? Interval{0.0, 1.0} : Interval{1.0, 1.0};
@@ -174,6 +180,7 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Hardsigmoid:
     case UnaryOp::GeluTanh:
     case UnaryOp::Hardtanh:
+    case UnaryOp::Clamp:
       break;  // composed in the compute format, or reading the model: unaryBody only
   }
   return entireInterval();
@@ -292,6 +299,14 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
     case UnaryOp::Hardtanh:
       return roundOutward(hardtanhF(ComputeDomain{model.compute}, x, model.clampLo, model.clampHi),
                           model.storage);
+    case UnaryOp::Clamp: {  // max then min with the bounds as the op reads them: exact selections
+      const double inf = interval_detail::inf();
+      if (model.clampLo > -inf)
+        x = lossbound::max(x, scalarEnclosure(model.clampLo, model.storage));
+      if (model.clampHi < inf) x = lossbound::min(x, scalarEnclosure(model.clampHi, model.storage));
+      const bool infinitePoint = x.lo == x.hi && (x.lo == inf || x.lo == -inf);
+      return infinitePoint ? x : roundOutward(x, model.storage);  // an exact ±inf stays exact
+    }
     default:
       return storeResult(unaryExact(op, x), model);
   }
@@ -518,24 +533,69 @@ LB_HD inline Interval meanFinish(const SumState& s, double n, Format acc, Format
   return roundOutward(hull(q1, q2), store);
 }
 
+/// Returns the enclosure of a row term as model says: x, or a vector norm's |x| or x² (exact
+/// enclosures; directed rounding).
+LB_HD inline Interval normTerm(Interval x, const SumModel& model) {
+  if (model.norm == 1) {  // + 0.0: |−0| is +0 (abs keeps [−0, −0]; an extremum keeps its sign)
+    const Interval a = lossbound::abs(x);
+    return {a.lo + 0.0, a.hi + 0.0};
+  }
+  if (model.norm == 2) return lossbound::sqr(x);
+  return x;
+}
+
+/// Encloses every 2-norm the candidate can compute from the sum state of the squares of n terms,
+/// summed in format f (2u when truncating) in any order, with or without FMA, then the square root
+/// in f, stored in `store`: Σx² ± γ_n·Σx² + n·η (Higham 2002, eq. 3.5: the products' roundings
+/// count too), clipped at 0, overflowing when the bound passes f's largest value; sqrt correctly
+/// rounded (IEEE 754).
+LB_HD inline Interval normTwoFinish(const SumState& s, double n, Format f, Format store,
+                                    bool truncating) {
+  // every partial sum is <= the computed total (the terms are >= 0), so it overflows only when
+  // the total's bound does
+  const double u = unitRoundoff(f) * (truncating ? 2.0 : 1.0);
+  const double err = dotErrorBound(n, s.absSumUp, u, smallestSubnormal(f));
+  const double lo = sub_down(s.sum.lo, err);
+  Interval sum{lo > 0.0 ? lo : 0.0, add_up(s.sum.hi, err)};
+  if (sum.hi > largestFinite(f)) sum.hi = interval_detail::inf();
+  return roundOutward(roundOutward(lossbound::sqrt(roundOutward(sum, f)), f), store);
+}
+
+/// Encloses the vector norm (model.norm 1 or 2) of a row of n terms from their sum state: in
+/// the accumulation format, or for 16-bit storage the hull with accumulating in the storage
+/// format itself (PyTorch 1.13's CPU norm kernels; core/ops/vector_norm_ops.cpp).
+LB_HD inline Interval normFinish(const SumState& s, double n, const SumModel& m) {
+  if (m.norm == 1) {
+    const Interval r = sumFinish(s, n, m.accumulation, m.storage, m.truncating);
+    return m.storage == m.accumulation
+               ? r
+               : hull(r, sumFinish(s, n, m.storage, m.storage, m.truncating));
+  }
+  const Interval r = normTwoFinish(s, n, m.accumulation, m.storage, m.truncating);
+  return m.storage == m.accumulation
+             ? r
+             : hull(r, normTwoFinish(s, n, m.storage, m.storage, m.truncating));
+}
+
 /// Encloses the maximum (model.extremum 1) or minimum (-1) of the n > 0 elements x[0], x[stride],
 /// ...: the elementwise interval max (min) folded from the first element in order (exact
 /// selections; the reduction rule, core/ops/reduction_ops.cpp), rounded outward to the storage
 /// unless the result is an integer (model.exact).
 LB_HD inline Interval rowExtremum(const double* lo, const double* hi, std::int64_t n,
                                   std::int64_t stride, const SumModel& model) {
-  Interval r{lo[0], hi[0]};
+  Interval r = normTerm(Interval{lo[0], hi[0]}, model);
   for (std::int64_t i = 0; i < n; ++i) {
-    const Interval e{lo[i * stride], hi[i * stride]};
+    const Interval e = normTerm(Interval{lo[i * stride], hi[i * stride]}, model);
     r = model.extremum > 0 ? lossbound::max(r, e) : lossbound::min(r, e);
   }
   return model.exact ? r : roundOutward(r, model.storage);
 }
 
-/// Returns sumFinish or meanFinish of a row of n terms as `model` says; an integer sum (exact) is
-/// the directed-rounding sum itself (exact, hence the same in any order, below 2^53).
+/// Returns sumFinish, meanFinish or normFinish of a row of n terms as `model` says; an integer sum
+/// (exact) is the directed-rounding sum itself (exact, hence the same in any order, below 2^53).
 LB_HD inline Interval rowFinish(const SumState& s, double n, const SumModel& model) {
   if (model.exact) return s.sum;
+  if (model.norm != 0) return normFinish(s, n, model);
   return model.mean ? meanFinish(s, n, model.accumulation, model.storage, model.truncating)
                     : sumFinish(s, n, model.accumulation, model.storage, model.truncating);
 }

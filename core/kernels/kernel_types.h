@@ -37,10 +37,14 @@ enum class UnaryOp : int {
   Hardtanh,     ///< min(max(x, lo), hi), lo and hi from the model (ReLU6: 0, 6)
   Round,        ///< x stored in model.storage: a floating cast (_to_copy to a float dtype)
   Trunc,        ///< x rounded toward zero: a cast to an integer dtype (trunc is monotone)
-  NonZero       ///< x != 0 as 0, 1 or [0, 1]: a cast to bool
+  NonZero,      ///< x != 0 as 0, 1 or [0, 1]: a cast to bool
+  Floor,        ///< floor(x): exact and nondecreasing, so [floor(lo), floor(hi)]
+  Ceil,         ///< ceil(x), likewise
+  RoundEven,    ///< torch.round: to the nearest integer, half to even (rint), likewise
+  Clamp         ///< clamp(x, lo, hi) with Python bounds (±inf: none), exact, stored
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 26;
+inline constexpr int kUnaryOpCount = 30;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge
@@ -95,8 +99,8 @@ struct ElementwiseModel {
   int ulps = 0;
   double exponent = 0.0;  ///< UnaryOp::PowScalar: the exponent p
   int expUlps = 0;  ///< BinaryOp::GeluBackward: exp's ulps (ulps: erf's; kernels::activationLibm)
-  double clampLo = 0.0;  ///< UnaryOp::Hardtanh, BinaryOp::HardtanhBackward: min_val
-  double clampHi = 0.0;  ///< and max_val
+  double clampLo = 0.0;  ///< UnaryOp::Hardtanh, BinaryOp::HardtanhBackward: min_val; Clamp: min
+  double clampHi = 0.0;  ///< and max_val (Clamp: max)
 };
 
 /// How the candidate computes a sum (any order): accumulation format (2u when truncating) and
@@ -108,6 +112,9 @@ struct SumModel {
   bool mean = false;   ///< divide by the count: a mean (kernels::meanFinish)
   bool exact = false;  ///< an integer sum: the enclosure of the exact sum, nothing rounds
   int extremum = 0;    ///< 1: the row's maximum (amax), -1: its minimum (amin), 0: a sum
+  /// A vector norm of the row (kernels::normTerm, normFinish): 1 the sum of |x| (ord 1; with
+  /// extremum 1, ord inf: the maximum of |x|), 2 the square root of the sum of x² (ord 2); 0 none.
+  int norm = 0;
 };
 
 /// Read-only interval operand in host memory: n lower and n upper endpoints (hi may equal lo for

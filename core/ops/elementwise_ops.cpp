@@ -602,11 +602,14 @@ class UnaryRule final : public OpRule {
         return kernels::UnaryOp::Log;
       case Unary::Log1p:
         return kernels::UnaryOp::Log1p;
-      case Unary::Floor:  // host only: exact, and cheap next to the ops around it
+      case Unary::Floor:
+        return kernels::UnaryOp::Floor;
       case Unary::Ceil:
+        return kernels::UnaryOp::Ceil;
       case Unary::Trunc:
+        return kernels::UnaryOp::Trunc;
       case Unary::Round:
-        return std::nullopt;
+        return kernels::UnaryOp::RoundEven;
       case Unary::Sin:
         return kernels::UnaryOp::Sin;
       case Unary::Cos:
@@ -1119,10 +1122,20 @@ class ClampRule final : public OpRule {
     const DType t = a.outSpec().dtype;
     const bool integral = isIntegral(t);
     const Format fo = outFormat(a, ctx);
+    if (integral)
+      return std::vector<Tensor>{mapInterval(a.tensor(0), t, [&](Interval x) {
+        if (lo) x = max(x, lossbound::point(*lo));
+        if (hi) x = min(x, lossbound::point(*hi));
+        return x;
+      })};
+    // The body a device runs (kernels::unaryBody, UnaryOp::Clamp): an absent bound is ±inf.
+    kernels::ElementwiseModel m{opmathFormat(ctx.precision, t), fo, 0};
+    m.clampLo = lo.value_or(-kInf);
+    m.clampHi = hi.value_or(kInf);
+    if (auto r = offerUnary(ctx.backend, kernels::UnaryOp::Clamp, m, a.tensor(0), t))
+      return {std::move(*r)};
     return std::vector<Tensor>{mapInterval(a.tensor(0), t, [&](Interval x) {
-      if (lo) x = max(x, integral ? lossbound::point(*lo) : scalarEnclosure(*lo, fo));
-      if (hi) x = min(x, integral ? lossbound::point(*hi) : scalarEnclosure(*hi, fo));
-      return ro(x, fo, integral);
+      return kernels::unaryBody(kernels::UnaryOp::Clamp, x, m);
     })};
   }
 

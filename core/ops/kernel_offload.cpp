@@ -297,4 +297,34 @@ std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& mod
   return resultTensor(shape, dtype, std::move(lo), std::move(hi));
 }
 
+namespace {
+
+/// True when the reduced elements of output i are x[i·n, (i+1)·n): rows of a rows×n matrix.
+bool rowsAreContiguous(const ReductionLayout& l, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    if (l.inner[static_cast<std::size_t>(j)] != j) return false;
+  for (std::size_t i = 0; i < l.outer.size(); ++i)
+    if (l.outer[i] != static_cast<std::int64_t>(i) * n) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<Tensor> offerReduction(Backend& backend, const kernels::SumModel& model,
+                                     const Tensor& x, const ReductionLayout& l, const Shape& shape,
+                                     DType dtype) {
+  const auto n = static_cast<std::int64_t>(l.inner.size());
+  const auto rows = static_cast<std::int64_t>(l.outer.size());
+  if (n == 0 || !backend.offersIntervalKernels()) return std::nullopt;
+  if (rowsAreContiguous(l, n)) return offerRowSum(backend, model, x, rows, n, shape, dtype);
+  // Reduced dims that are not the trailing ones (a bias gradient: a sum over the batch).
+  std::vector<std::int64_t> offsets;
+  offsets.reserve(static_cast<std::size_t>(rows * n));
+  for (std::int64_t o : l.outer)
+    for (std::int64_t off : l.inner) offsets.push_back(o + off);
+  if (auto g = offerGather(backend, x, offsets, {rows, n}, x.dtype(), {0.0, 0.0}))
+    return offerRowSum(backend, model, *g, rows, n, shape, dtype);
+  return std::nullopt;
+}
+
 }  // namespace lossbound::ops

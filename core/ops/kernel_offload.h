@@ -6,6 +6,7 @@
 // which the kernel bodies' sanitizing would widen).
 
 #include "core/backend.h"
+#include "core/ops/reduction_layout.h"
 #include "core/tensor/tensor.h"
 
 #include <cstdint>
@@ -104,5 +105,12 @@ std::optional<Tensor> offerGatherOver(Backend& backend, const Tensor& x,
 std::optional<Tensor> offerRowSum(Backend& backend, const kernels::SumModel& model, const Tensor& x,
                                   std::int64_t rows, std::int64_t cols, const Shape& shape,
                                   DType dtype);
+
+/// Returns the enclosure of every reduction of x over layout `l` (each output's terms in the
+/// order of l.inner) as model says: the row sums of x itself when the rows are contiguous, else
+/// of x gathered into rows first (moving values is exact); shaped `shape`, labelled `dtype`.
+std::optional<Tensor> offerReduction(Backend& backend, const kernels::SumModel& model,
+                                     const Tensor& x, const ReductionLayout& l, const Shape& shape,
+                                     DType dtype);
 
 }  // namespace lossbound::ops

@@ -31,15 +31,6 @@ namespace lossbound {
 
 namespace {
 
-/// True when the reduced elements of output i are x[i·n, (i+1)·n): rows of a rows×n matrix.
-bool rowsAreContiguous(const ops::ReductionLayout& l, std::int64_t n) {
-  for (std::int64_t j = 0; j < n; ++j)
-    if (l.inner[static_cast<std::size_t>(j)] != j) return false;
-  for (std::size_t i = 0; i < l.outer.size(); ++i)
-    if (l.outer[i] != static_cast<std::int64_t>(i) * n) return false;
-  return true;
-}
-
 using namespace ops;
 
 /// The reduction dims and keepdim of a node (sum/mean/amax/max.dim argument conventions).
@@ -102,7 +93,6 @@ class ReduceRule final : public OpRule {
     const bool integral = isIntegral(t);
     const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
     const auto n = static_cast<std::int64_t>(l.inner.size());
-    const auto rows = static_cast<std::int64_t>(l.outer.size());
     const bool extremum = mKind == Kind::Amax || mKind == Kind::Amin;
     const kernels::SumModel model{acc,
                                   store,
@@ -110,23 +100,10 @@ class ReduceRule final : public OpRule {
                                   mKind == Kind::Mean,
                                   integral,
                                   mKind == Kind::Amax ? 1 : (mKind == Kind::Amin ? -1 : 0)};
-    if ((mKind == Kind::Sum || extremum || (mKind == Kind::Mean && !integral)) && n > 0 &&
-        ctx.backend.offersIntervalKernels()) {
-      const Shape rs = reducedShape(x.shape(), ra.dims, ra.keepdim);
-      if (rowsAreContiguous(l, n)) {
-        if (auto r = offerRowSum(ctx.backend, model, x, rows, n, rs, t)) return {std::move(*r)};
-      } else {
-        // Reduced dims that are not the trailing ones (a bias gradient: a sum over the batch):
-        // gather each output's terms into a row, in the order the loop below adds them (moving
-        // values is exact), then the same row sums.
-        std::vector<std::int64_t> offsets;
-        offsets.reserve(static_cast<std::size_t>(rows * n));
-        for (std::int64_t o : l.outer)
-          for (std::int64_t off : l.inner) offsets.push_back(o + off);
-        if (auto g = offerGather(ctx.backend, x, offsets, {rows, n}, x.dtype(), {0.0, 0.0}))
-          if (auto r = offerRowSum(ctx.backend, model, *g, rows, n, rs, t)) return {std::move(*r)};
-      }
-    }
+    if (mKind == Kind::Sum || extremum || (mKind == Kind::Mean && !integral))
+      if (auto r = offerReduction(ctx.backend, model, x, l,
+                                  reducedShape(x.shape(), ra.dims, ra.keepdim), t))
+        return {std::move(*r)};
     std::vector<double> lo(l.outer.size()), hi(l.outer.size());
     for (std::size_t i = 0; i < lo.size(); ++i) {
       Interval r;

@@ -4,6 +4,7 @@
 
 #include "core/ops/error_bounds.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/random_arith.h"
 
 #include <algorithm>
@@ -62,6 +63,34 @@ Tensor scatterInterval(const Tensor& base, const Tensor& src, std::span<const Sc
     k = end;
   }
   return Tensor::interval(base.shape(), dtype, std::move(lo), std::move(hi));
+}
+
+std::optional<Tensor> offerScatterSum(Backend& backend, const Shape& shape, const Tensor& src,
+                                      std::span<const ScatterWrite> writes, DType dtype,
+                                      Format store, bool integral) {
+  const std::int64_t targets = numel(shape);
+  if (targets == 0 || !backend.offersIntervalKernels() ||
+      writes.size() % static_cast<std::size_t>(targets) != 0)
+    return std::nullopt;
+  const auto k = static_cast<std::int64_t>(writes.size()) / targets;
+  const std::vector<std::size_t> order = byTarget(writes);
+  std::vector<std::int64_t> offsets;
+  offsets.reserve(static_cast<std::size_t>(targets * (k + 1)));
+  for (std::int64_t t = 0; t < targets; ++t) {
+    offsets.push_back(-1);  // the base's 0
+    for (std::int64_t j = 0; j < k; ++j) {
+      const ScatterWrite& w = writes[order[static_cast<std::size_t>(t * k + j)]];
+      if (w.target != t) return std::nullopt;  // another count per target
+      offsets.push_back(w.source);
+    }
+  }
+  const auto rows = offerGather(backend, src, offsets, {targets, k + 1}, src.dtype(), {0.0, 0.0});
+  if (!rows) return std::nullopt;
+  kernels::SumModel m;
+  m.accumulation = store;
+  m.storage = store;
+  m.exact = integral;
+  return offerRowSum(backend, m, *rows, targets, k + 1, shape, dtype);
 }
 
 Tensor scatterRandom(const Tensor& base, const Tensor& src, std::span<const ScatterWrite> writes,

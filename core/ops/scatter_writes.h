@@ -14,6 +14,7 @@
 #include "core/ops/op_rule.h"
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <utility>
@@ -39,6 +40,15 @@ Tensor scatterPoint(const Tensor& base, const Tensor& src, std::span<const Scatt
 /// `integral`).
 Tensor scatterInterval(const Tensor& base, const Tensor& src, std::span<const ScatterWrite> writes,
                        ScatterMode mode, DType dtype, Format store, bool integral);
+/// Returns scatterInterval(zeros of `shape`, src, writes, Accumulate, dtype, store, integral)
+/// computed through the backend's gather and row sums, when every element of the result
+/// receives the same number of writes (nearest upsampling's backward at an integer scale): row t
+/// is the base's 0, then target t's terms in write order, summed as scatterInterval sums them
+/// (kernels::sumFinish of the same sequence); nullopt when the counts differ or the backend
+/// declines.
+std::optional<Tensor> offerScatterSum(Backend& backend, const Shape& shape, const Tensor& src,
+                                      std::span<const ScatterWrite> writes, DType dtype,
+                                      Format store, bool integral);
 /// Executes once: a random winner per multiply written target (Overwrite), or each target's
 /// terms summed in a random order in F or in `finer` and rounded to F (Accumulate).
 Tensor scatterRandom(const Tensor& base, const Tensor& src, std::span<const ScatterWrite> writes,

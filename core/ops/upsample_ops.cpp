@@ -53,6 +53,9 @@ class NearestBackwardRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const auto [base, w] = plan(a);
     const DType t = a.outSpec().dtype;
+    if (auto r = offerScatterSum(ctx.backend, base.shape(), a.tensor(0), w, t, outFormat(a, ctx),
+                                 isIntegral(t)))
+      return {std::move(*r)};
     return {scatterInterval(base, a.tensor(0), w, ScatterMode::Accumulate, t, outFormat(a, ctx),
                             isIntegral(t))};
   }

@@ -11,10 +11,12 @@
 // |fl(Σx²) − Σx²| <= γ_n·Σx² + n·η (Higham 2002, eq. 3.5, dotErrorBound), sqrt correctly rounded
 // (IEEE 754). ord 1 sums |x_i| (γ_{n−1}, as sum); ord inf is max|x_i|, exact. Other orders (0,
 // −inf, p) are refused by name.
+#include "core/kernels/kernel_bodies.h"
 #include "core/ops/arg_readers.h"
 #include "core/ops/error_bounds.h"
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
+#include "core/ops/kernel_offload.h"
 #include "core/ops/random_arith.h"
 #include "core/ops/reduction_layout.h"
 #include "core/ops/registry.h"
@@ -98,49 +100,39 @@ class VectorNormRule final : public OpRule {
     const NormArgs na = normArgs(a, mFull);
     const ReductionLayout l = reductionLayout(x.shape(), na.dims);
     const DType t = a.outSpec().dtype;
-    const Format store = outFormat(a, ctx), acc = accumulationFormat(ctx.precision, t);
+    const Shape shape = reducedShape(x.shape(), na.dims, na.keepdim);
+    // The row's terms |x| or x², summed (ord 1 and 2: kernels::normFinish) or folded to the
+    // largest (ord inf: kernels::rowExtremum) — the bodies a device runs on the same rows.
+    kernels::SumModel m;
+    m.accumulation = accumulationFormat(ctx.precision, t);
+    m.storage = outFormat(a, ctx);
+    m.truncating = ctx.precision.truncatingAccumulation;
+    m.norm = na.ord == Ord::Two ? 2 : 1;
+    m.extremum = na.ord == Ord::Inf ? 1 : 0;
+    if (auto r = offerReduction(ctx.backend, m, x, l, shape, t)) return {std::move(*r)};
     const auto n = static_cast<std::int64_t>(l.inner.size());
-    const bool truncating = ctx.precision.truncatingAccumulation;
-    // Σx² accumulated in format f, then sqrt in f, stored.
-    const auto twoNorm = [&](const SumEnclosure& s, Format f) {
-      // every partial sum is <= the computed total (the terms are >= 0), so it overflows only
-      // when the total's bound does
-      const double u = unitRoundoff(f) * (truncating ? 2.0 : 1.0);
-      const double err = dotErrorBound(n, s.absSumUp, u, smallestSubnormal(f));
-      Interval sum{std::max(0.0, sub_down(s.sum.lo, err)), add_up(s.sum.hi, err)};
-      if (sum.hi > largestFinite(f)) sum.hi = kInf;
-      return roundOutward(roundOutward(lossbound::sqrt(roundOutward(sum, f)), f), store);
-    };
-    std::vector<double> lo(l.outer.size()), hi(l.outer.size());
+    std::vector<double> lo(l.outer.size()), hi(l.outer.size()), elo, ehi;
     for (std::size_t i = 0; i < lo.size(); ++i) {
-      SumEnclosure s{{0.0, 0.0}, 0.0};
-      Interval m{0.0, 0.0};
-      for (std::int64_t off : l.inner) {
-        const Interval e = sanitize(x.at(l.outer[i] + off));
-        if (na.ord == Ord::Two) {
-          accumulate(s, sqr(e));
-        } else if (na.ord == Ord::One) {
-          accumulate(s, abs(e));
-        } else {
-          const Interval ae = abs(e);
-          m = {std::max(m.lo, ae.lo), std::max(m.hi, ae.hi)};
+      Interval r{0.0, 0.0};  // the norm of an empty row
+      if (na.ord == Ord::Inf && n > 0) {
+        elo.clear();
+        ehi.clear();
+        for (std::int64_t off : l.inner) {
+          const Interval e = sanitize(x.at(l.outer[i] + off));
+          elo.push_back(e.lo);
+          ehi.push_back(e.hi);
         }
-      }
-      Interval r;
-      if (na.ord == Ord::Inf) {
-        r = roundOutward(m, store);
-      } else if (na.ord == Ord::One) {
-        r = roundedSumEnclosure(s, n, acc, store, truncating);
-        if (store != acc) r = hull(r, roundedSumEnclosure(s, n, store, store, truncating));
-      } else {
-        r = twoNorm(s, acc);
-        if (store != acc) r = hull(r, twoNorm(s, store));
+        r = kernels::rowExtremum(elo.data(), ehi.data(), n, 1, m);
+      } else if (na.ord != Ord::Inf) {
+        kernels::SumState s;
+        for (std::int64_t off : l.inner)
+          kernels::accumulate(s, kernels::normTerm(sanitize(x.at(l.outer[i] + off)), m));
+        r = kernels::normFinish(s, static_cast<double>(n), m);
       }
       lo[i] = r.lo;
       hi[i] = r.hi;
     }
-    return {Tensor::interval(reducedShape(x.shape(), na.dims, na.keepdim), t, std::move(lo),
-                             std::move(hi))};
+    return {Tensor::interval(shape, t, std::move(lo), std::move(hi))};
   }
 
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {

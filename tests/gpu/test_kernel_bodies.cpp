@@ -73,10 +73,10 @@ QString show(Interval x) {
 
 const char* unaryName(UnaryOp op) {
   static const char* names[] = {
-      "neg",       "abs",      "sqr",   "sqrt",  "rsqrt",  "reciprocal", "exp",
-      "expm1",     "log",      "log1p", "tanh",  "erf",    "sigmoid",    "relu",
-      "gelu",      "sin",      "cos",   "silu",  "pow",    "hardswish",  "hardsigmoid",
-      "gelu_tanh", "hardtanh", "round", "trunc", "nonzero"};
+      "neg",   "abs",     "sqr",   "sqrt",      "rsqrt",       "reciprocal", "exp",      "expm1",
+      "log",   "log1p",   "tanh",  "erf",       "sigmoid",     "relu",       "gelu",     "sin",
+      "cos",   "silu",    "pow",   "hardswish", "hardsigmoid", "gelu_tanh",  "hardtanh", "round",
+      "trunc", "nonzero", "floor", "ceil",      "round_even",  "clamp"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -149,6 +149,12 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return x;
     case UnaryOp::Trunc:  // a cast to an integer dtype: toward zero, endpoint by endpoint
       return {std::trunc(x.lo), std::trunc(x.hi)};
+    case UnaryOp::Floor:
+      return {std::floor(x.lo), std::floor(x.hi)};
+    case UnaryOp::Ceil:
+      return {std::ceil(x.lo), std::ceil(x.hi)};
+    case UnaryOp::RoundEven:  // half to even
+      return {std::nearbyint(x.lo), std::nearbyint(x.hi)};
     case UnaryOp::NonZero: {  // a cast to bool: 1 unless the value is 0
       const bool zeroOnly = x.lo == 0.0 && x.hi == 0.0;
       const bool mayBeZero = x.lo <= 0.0 && 0.0 <= x.hi;
@@ -160,7 +166,8 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
     case UnaryOp::Hardsigmoid:
     case UnaryOp::GeluTanh:
     case UnaryOp::Hardtanh:
-      break;  // composed in the compute format (cpuUnary)
+    case UnaryOp::Clamp:
+      break;  // composed in the compute format, or reading the model (cpuUnary)
   }
   return entireInterval();
 }
@@ -273,6 +280,12 @@ ElementwiseModel modelFor(UnaryOp op, Format compute, Format store) {
     m.clampHi = 1.0;
     return m;
   }
+  if (op == UnaryOp::Clamp) {  // clamp(x, -0.1, 0.3): bounds no binary format holds
+    ElementwiseModel m{compute, store, 0};
+    m.clampLo = -0.1;
+    m.clampHi = 0.3;
+    return m;
+  }
   if (op == UnaryOp::PowScalar)
     return {compute, store, ops::modelUlps(ops::LibmFn::Pow, compute), 3.0};
   if (op == UnaryOp::Sigmoid || op == UnaryOp::Silu)
@@ -318,6 +331,11 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     return lossbound::roundOutward(lossbound::kernels::hardtanhF(d, x, -1.0, 1.0), store);
   if (op == UnaryOp::GeluTanh)  // the shared formula in the host's IntervalDomain, as hardswish
     return lossbound::roundOutward(lossbound::kernels::activationF(d, op, x, 0), store);
+  if (op == UnaryOp::Clamp) {  // the clamp rule's formula before it had a body
+    const Interval c = lossbound::min(lossbound::max(x, ops::scalarEnclosure(-0.1, store)),
+                                      ops::scalarEnclosure(0.3, store));
+    return c.lo == c.hi && std::isinf(c.lo) ? c : lossbound::roundOutward(c, store);
+  }
   const Interval exact = cpuUnaryExact(op, x);
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
@@ -761,7 +779,11 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.silu.default", UnaryOp::Silu},
       {"aten.hardswish.default", UnaryOp::Hardswish},
       {"aten.hardsigmoid.default", UnaryOp::Hardsigmoid},
-      {"aten.hardtanh.default", UnaryOp::Hardtanh}};
+      {"aten.hardtanh.default", UnaryOp::Hardtanh},
+      {"aten.floor.default", UnaryOp::Floor},
+      {"aten.ceil.default", UnaryOp::Ceil},
+      {"aten.round.default", UnaryOp::RoundEven},
+      {"aten.trunc.default", UnaryOp::Trunc}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},
       {"aten.sub.Tensor", BinaryOp::Sub},
@@ -787,8 +809,9 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
   // tests/gpu/test_kernel_offload compares it with the rule; BinaryOp::DivRecip is
   // aten.div.Tensor with a 0-d divisor, checked below; UnaryOp::GeluTanh and
   // BinaryOp::GeluTanhBackward are gelu and gelu_backward with approximate='tanh', below;
-  // UnaryOp::Round, Trunc and NonZero are _to_copy to a float, integer or bool dtype, which
-  // tests/gpu/test_kernel_offload compares with the rule).
+  // UnaryOp::Round and NonZero are _to_copy to a float or bool dtype, which
+  // tests/gpu/test_kernel_offload compares with the rule; Trunc is also the cast to an integer;
+  // Clamp is clamp with its Python bounds, compared there too).
   QCOMPARE(static_cast<int>(unaryOps.size()), lossbound::kernels::kUnaryOpCount - 6);
   QCOMPARE(static_cast<int>(binaryOps.size()), lossbound::kernels::kBinaryOpCount - 2);
 

@@ -158,6 +158,15 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.hardtanh.default", {ref("x"), number(-0.3), number(0.7)}},  // inexact in fp32
       {"aten.hardtanh_backward.default", {ref("x"), ref("y"), number(0.0), number(6.0)}},
       {"aten.hardtanh_backward.default", {ref("x"), ref("y"), number(-0.3), number(0.7)}},
+      // Exact roundings to an integer, and clamps with Python bounds (absent ones: ±inf).
+      {"aten.floor.default", {ref("x")}},
+      {"aten.ceil.default", {ref("x")}},
+      {"aten.trunc.default", {ref("x")}},
+      {"aten.round.default", {ref("x")}},
+      {"aten.clamp.default", {ref("x"), number(-0.3), number(0.7)}},
+      {"aten.clamp.default", {ref("x"), lossbound::IrValue{}, number(0.7)}},
+      {"aten.clamp_min.default", {ref("x"), number(1e-12)}},  // F.normalize's eps
+      {"aten.clamp_max.default", {ref("x"), number(4.6)}},    // Swin V2's logit scale
       {"aten.pow.Tensor_Scalar", {ref("x"), number(2.0)}},
       {"aten.pow.Tensor_Scalar", {ref("x"), number(3.0)}},  // libm pow, exponent in the model
       {"aten.pow.Tensor_Scalar", {ref("x"), number(1.0)}},  // rounded once (PyTorch: a copy)
@@ -233,6 +242,35 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       {"aten.amin.default", {ref("x"), intList({1}), boolean(true)}},
       {"aten.amax.default", {ref("x"), intList({0}), boolean(false)}, false, true, 2},
       {"aten.amax.default", {ref("E"), intList({-1}), boolean(false)}, false, true, 1, true},
+      // Vector norms: ord 2, 1 and inf over trailing dims, over the leading dim (gathered into
+      // rows first), and over every element (norm.Scalar).
+      {"aten.linalg_vector_norm.default", {ref("x"), number(2.0), intList({-1}), boolean(false)}},
+      {"aten.linalg_vector_norm.default", {ref("x"), number(1.0), intList({-1}), boolean(true)}},
+      {"aten.linalg_vector_norm.default",
+       {ref("x"), number(HUGE_VAL), intList({-1}), boolean(false)}},
+      {"aten.linalg_vector_norm.default",
+       {ref("x"), number(2.0), intList({0}), boolean(false)},
+       false,
+       true,
+       2},
+      {"aten.norm.Scalar", {ref("x"), number(2.0)}},
+      // Nearest upsampling's backward at an integer scale (every input element sums the same
+      // number of gradients: gathered into rows, then row sums), 2d at scale 2 and 1d at scale
+      // 3; at a fractional scale the counts differ and the host rule runs.
+      {"aten.upsample_nearest2d_backward.vec",
+       {ref("G44"), intList({4, 6}), intList({2, 4, 2, 3}), lossbound::IrValue{}},
+       false,
+       true,
+       2},
+      {"aten.upsample_nearest1d_backward.vec",
+       {ref("X3"), intList({33}), intList({3, 7, 11}), lossbound::IrValue{}},
+       false,
+       true,
+       2},
+      {"aten.upsample_nearest1d_backward.vec",
+       {ref("X3"), intList({33}), intList({3, 7, 10}), lossbound::IrValue{}},
+       false,
+       false},
       // Integer sums (a token count): exact.
       {"aten.sum.default", {ref("E")}, false, true, 1, true},
       {"aten.sum.dim_IntList", {ref("M"), intList({-1})}, false, true, 1, true},
@@ -529,6 +567,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor g4 =
           randomOperand(rng, 2 * 6 * 5, 5, c.positive).reshaped({2, 6, 5, 5}).withDtype(dtype);
       const Tensor s53 = randomOperand(rng, 5, 3, c.positive).withDtype(dtype);
+      const Tensor g44 =
+          randomOperand(rng, 2 * 4 * 4, 6, c.positive).reshaped({2, 4, 4, 6}).withDtype(dtype);
       const Tensor g3 =
           randomOperand(rng, 2 * 4 * 3, 3, c.positive).reshaped({2, 4, 3, 3}).withDtype(dtype);
       const Tensor g2 =
@@ -561,6 +601,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "G2") return g2;
         if (r.name == "G23") return g23;
         if (r.name == "S53") return s53;
+        if (r.name == "G44") return g44;
         if (r.name == "X9") return x9;
         if (r.name == "C4") return c4;
         if (r.name == "D4") return d4;

@@ -219,6 +219,7 @@ class TestResidentReplay : public QObject {
   void maxPoolRunsOnTheDevice();
   void activationsRunOnTheDevice();
   void castsMasksAndPaddingRunOnTheDevice();
+  void normsClampsRoundingAndUpsamplingRunOnTheDevice();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -1356,6 +1357,90 @@ void TestResidentReplay::cancellingFreesTheDevice() {
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
   QCOMPARE(device.counters().bytesInUse, std::int64_t{0});
+}
+
+void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
+  // F.normalize (a 2-norm over a row, clamp_min by eps, a division by the column), Swin V2's
+  // clamped logit scale, a 1-norm over the leading dim (gathered into rows), an inf-norm and a
+  // 2-norm of every element (norm.Scalar), Llama 4's floor and round, and the backward of a
+  // nearest upsampling by 2 (gathered into rows of 1 + 4 terms, then row sums): no node on the
+  // host, the CPU's bits, in fp32 and in bf16 (where the norms take the hull of fp32 and 16-bit
+  // accumulation), and a later replay copies in the input and copies out the outputs.
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {},
+     "outputs": [{"shape": [%4], "dtype": "%5"}]})";
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    const std::vector<std::array<QString, 4>> nodes = {
+        {"n", "linalg_vector_norm.default", R"({"ref": "batch:x"}, 2.0, [1], true)", "4, 1"},
+        {"c", "clamp_min.default", R"({"ref": "n"}, 1e-12)", "4, 1"},
+        {"y", "div.Tensor", R"({"ref": "batch:x"}, {"ref": "c"})", "4, 9"},
+        {"s", "clamp.default", R"({"ref": "batch:x"}, null, 0.55)", "4, 9"},
+        {"t", "clamp.default", R"({"ref": "batch:x"}, -0.3, 0.7)", "4, 9"},
+        {"n1", "linalg_vector_norm.default", R"({"ref": "batch:x"}, 1.0, [0], false)", "9"},
+        {"ni", "linalg_vector_norm.default", R"({"ref": "batch:x"}, {"float": "inf"}, [1], false)",
+         "4"},
+        {"nf", "norm.Scalar", R"({"ref": "y"}, 2.0)", ""},
+        {"sc", "mul.Tensor", R"({"ref": "batch:x"}, 3.5)", "4, 9"},
+        {"f", "floor.default", R"({"ref": "sc"})", "4, 9"},
+        {"r", "round.default", R"({"ref": "sc"})", "4, 9"},
+        {"v", "view.default", R"({"ref": "batch:x"}, [1, 4, 3, 3])", "1, 4, 3, 3"},
+        {"up", "upsample_nearest2d.vec", R"({"ref": "v"}, null, [2.0, 2.0])", "1, 4, 6, 6"},
+        {"ub", "upsample_nearest2d_backward.vec",
+         R"({"ref": "up"}, null, [1, 4, 3, 3], [2.0, 2.0])", "1, 4, 3, 3"},
+        {"l", "sum.default", R"({"ref": "y"})", ""}};
+    QStringList nodeJson;
+    for (const auto& [name, op, args, shape] : nodes)
+      nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, QLatin1String(dtype));
+    const QStringList outputs = {"s", "t", "n1", "ni", "nf", "f", "r", "ub"};
+    QStringList outputJson{QStringLiteral(R"({"name": "loss", "ref": {"ref": "l"}})")};
+    EvalOptions o;
+    o.domain = EvalDomain::Interval;
+    o.outputs.push_back("loss");
+    for (const QString& name : outputs) {
+      outputJson << QStringLiteral(R"({"name": "%1", "ref": {"ref": "%1"}})").arg(name);
+      o.outputs.push_back(name.toStdString());
+    }
+    const QString json = QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "1.13.0",
+  "inputs": [{"name": "batch:x", "shape": [4, 9], "dtype": "%3"}],
+  "nodes": [%1], "outputs": [%2]})")
+                             .arg(nodeJson.join(QStringLiteral(",\n")),
+                                  outputJson.join(QStringLiteral(", ")), QLatin1String(dtype));
+    Program p;
+    try {
+      p = parseProgram(json.toStdString(), "norms-clamps-rounding");
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    // Values that cross integers after the scaling (floor, round) and the clamps' bounds, with
+    // widths on every third element.
+    std::vector<double> lo(36), hi(36);
+    for (std::size_t i = 0; i < lo.size(); ++i) {
+      lo[i] = 0.0625 * static_cast<double>(i) - 1.1;
+      hi[i] = lo[i] + (i % 3 == 0 ? 0.125 : 0.0);
+    }
+    const DType t = std::string(dtype) == "float32" ? DType::Float32 : DType::BFloat16;
+    const TensorMap in{{"batch:x", Tensor::interval({4, 9}, t, lo, hi)}};
+    const auto cpu = createCpuBackend(1);
+    const EvalResult ref = evaluate(p, in, *cpu, o);
+    // floor of an interval crossing an integer spans both integers; the norm is positive.
+    const Tensor& f = ref.outputs.at("f");
+    QCOMPARE(f.lo()[0], -4.0);  // 3.5·[-1.1, -0.975] = [-3.85, -3.4125]
+    QCOMPARE(f.hi()[0], -4.0);
+    QCOMPARE(f.lo()[3], -4.0);  // 3.5·[-0.9125, -0.7875] = [-3.19.., -2.75..]: -4 or -3
+    QCOMPARE(f.hi()[3], -3.0);
+    QVERIFY(ref.outputs.at("nf").lo()[0] > 0.0);
+    // Nearest upsampling by 2, then its backward: every input element sums its four copies.
+    QVERIFY(ref.outputs.at("ub").lo()[1] <= 4.0 * lo[1] &&
+            4.0 * lo[1] <= ref.outputs.at("ub").hi()[1]);
+    HostDevice device;
+    {
+      ResidentEvaluator ev(p, device, *cpu);
+      // x (lo, hi) in; nine interval outputs out (lo, hi); the flags both ways. Every node but
+      // the view is a launch.
+      checkAllOnDevice(ev, ref, in, o, nodes.size() - 1, 2 + 18 + 2);
+    }
+    QCOMPARE(device.liveAllocations(), std::size_t{0});
+  }
 }
 
 QTEST_GUILESS_MAIN(TestResidentReplay)
