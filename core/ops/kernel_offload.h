@@ -39,9 +39,10 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
                                   const Tensor& cond, const Tensor& a, const Tensor& b,
                                   const Shape& shape, DType dtype);
 
-/// Returns table[index] (rows of a [rows, dim] table, every value rounded outward to
-/// model.storage) shaped `shape`, labelled `dtype` (embedding); nothing when the backend declines,
-/// e.g. for an index out of range.
+/// Returns table[index] (rows of the table viewed as [rows, dim], rows its leading dim, every
+/// value rounded outward to model.storage) shaped `shape`, labelled `dtype` (embedding, and
+/// x[idx] through aten.index); nothing when the backend declines, e.g. for an index out of range,
+/// or when the table has a non-finite endpoint.
 std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::ElementwiseModel& model,
                                     const Tensor& table, const Tensor& index, const Shape& shape,
                                     DType dtype);

@@ -271,6 +271,11 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        {ref("X3"), intList({33}), intList({3, 7, 10}), lossbound::IrValue{}},
        false,
        false},
+      // x[idx] with one integer index on the leading dim: rows taken as embedding takes them,
+      // from a 2-d and a 3-d table; a negative index is declined (the host rule wraps it).
+      {"aten.index.Tensor", {ref("x"), listOf(std::vector<const char*>{"E"}, ref)}},
+      {"aten.index.Tensor", {ref("X3"), listOf(std::vector<const char*>{"E3"}, ref)}},
+      {"aten.index.Tensor", {ref("x"), listOf(std::vector<const char*>{"En"}, ref)}, false, false},
       // Integer sums (a token count): exact.
       {"aten.sum.default", {ref("E")}, false, true, 1, true},
       {"aten.sum.dim_IntList", {ref("M"), intList({-1})}, false, true, 1, true},
@@ -554,6 +559,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       const Tensor maskRows = Tensor::point({7}, DType::Bool, {0, 1, 1, 0, 1, 0, 0});
       const Tensor maskExact = Tensor::point({7, 33}, DType::Bool, mlo);
       const Tensor tokens = Tensor::point({2, 3}, DType::Int64, {0, 6, 3, 3, 1, 5});
+      const Tensor rows3 = Tensor::point({4}, DType::Int64, {2, 0, 1, 1});
+      const Tensor negative = Tensor::point({3}, DType::Int64, {0, -1, 3});
       const Tensor targets = Tensor::point({7}, DType::Int64, {3, -100, 32, 0, 5, 5, 17});
       const Tensor g7 = randomOperand(rng, 1, 7, c.positive).reshaped({7}).withDtype(dtype);
       const Tensor p1 = randomOperand(rng, 1, 1, true).reshaped({}).withDtype(dtype);
@@ -609,6 +616,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "z") return z;
         if (r.name == "M") return mask;
         if (r.name == "E") return tokens;
+        if (r.name == "E3") return rows3;
+        if (r.name == "En") return negative;
         if (r.name == "R") return maskRow;
         if (r.name == "Mc") return maskCol;
         if (r.name == "Mr") return maskRows;

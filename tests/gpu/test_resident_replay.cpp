@@ -1386,11 +1386,12 @@ void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
         {"up", "upsample_nearest2d.vec", R"({"ref": "v"}, null, [2.0, 2.0])", "1, 4, 6, 6"},
         {"ub", "upsample_nearest2d_backward.vec",
          R"({"ref": "up"}, null, [1, 4, 3, 3], [2.0, 2.0])", "1, 4, 3, 3"},
+        {"ix", "index.Tensor", R"({"ref": "batch:x"}, [{"ref": "batch:rows"}])", "3, 9"},
         {"l", "sum.default", R"({"ref": "y"})", ""}};
     QStringList nodeJson;
     for (const auto& [name, op, args, shape] : nodes)
       nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, QLatin1String(dtype));
-    const QStringList outputs = {"s", "t", "n1", "ni", "nf", "f", "r", "ub"};
+    const QStringList outputs = {"s", "t", "n1", "ni", "nf", "f", "r", "ub", "ix"};
     QStringList outputJson{QStringLiteral(R"({"name": "loss", "ref": {"ref": "l"}})")};
     EvalOptions o;
     o.domain = EvalDomain::Interval;
@@ -1401,7 +1402,8 @@ void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
     }
     const QString json = QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
   "torch_version": "1.13.0",
-  "inputs": [{"name": "batch:x", "shape": [4, 9], "dtype": "%3"}],
+  "inputs": [{"name": "batch:x", "shape": [4, 9], "dtype": "%3"},
+             {"name": "batch:rows", "shape": [3], "dtype": "int64"}],
   "nodes": [%1], "outputs": [%2]})")
                              .arg(nodeJson.join(QStringLiteral(",\n")),
                                   outputJson.join(QStringLiteral(", ")), QLatin1String(dtype));
@@ -1419,7 +1421,8 @@ void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
       hi[i] = lo[i] + (i % 3 == 0 ? 0.125 : 0.0);
     }
     const DType t = std::string(dtype) == "float32" ? DType::Float32 : DType::BFloat16;
-    const TensorMap in{{"batch:x", Tensor::interval({4, 9}, t, lo, hi)}};
+    const TensorMap in{{"batch:x", Tensor::interval({4, 9}, t, lo, hi)},
+                       {"batch:rows", Tensor::point({3}, DType::Int64, {3, 0, 2})}};
     const auto cpu = createCpuBackend(1);
     const EvalResult ref = evaluate(p, in, *cpu, o);
     // floor of an interval crossing an integer spans both integers; the norm is positive.
@@ -1435,9 +1438,18 @@ void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
     HostDevice device;
     {
       ResidentEvaluator ev(p, device, *cpu);
-      // x (lo, hi) in; nine interval outputs out (lo, hi); the flags both ways. Every node but
-      // the view is a launch.
-      checkAllOnDevice(ev, ref, in, o, nodes.size() - 1, 2 + 18 + 2);
+      // x (lo, hi) and the row indices in; ten interval outputs out (lo, hi); the flags both
+      // ways. Every node but the view is a launch.
+      checkAllOnDevice(ev, ref, in, o, nodes.size() - 1, 3 + 20 + 2);
+      // A negative index (x[-1]): the device declines it (the rerun flag), and the replay on the
+      // host wraps it as PyTorch does.
+      const TensorMap wrapped{{"batch:x", in.at("batch:x")},
+                              {"batch:rows", Tensor::point({3}, DType::Int64, {3, -1, 2})}};
+      const EvalResult refWrapped = evaluate(p, wrapped, *cpu, o);
+      QCOMPARE(refWrapped.outputs.at("ix").lo()[9], lo[27]);  // row -1 is row 3
+      const ResidentResult r = ev.evaluate(wrapped, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(refWrapped.outputs.at(name), r.result.outputs.at(name)), name.c_str());
     }
     QCOMPARE(device.liveAllocations(), std::size_t{0});
   }
