@@ -1,5 +1,7 @@
-// Max pooling: max_pool2d_with_indices (values, int64 indices) and
-// max_pool2d_with_indices_backward (scatters grad_output to the saved indices).
+// Max pooling: max_pool2d_with_indices and max_pool3d_with_indices (values, int64 indices) and
+// their backward ops (scatter grad_output to the saved indices). A 3-d window is a list of
+// offsets in a D×H×W volume (pool_geometry.h), otherwise the same as a 2-d one: what follows
+// holds for both.
 //
 // max_pool2d_with_indices — windows as in pool_geometry.h; the kernels (CPU cpu_max_pool, CUDA
 // max_pool_forward_nchw/nhwc) keep the first maximum in scan order (`val > maxval || isnan(val)`)
@@ -77,8 +79,11 @@ Argmax firstMax(std::span<const double> plane, const PoolWindow& w) {
   return m;
 }
 
-class MaxPool2dWithIndicesRule final : public OpRule {
+class MaxPoolWithIndicesRule final : public OpRule {
  public:
+  /// Takes the pooled dims: 2 (max_pool2d_with_indices) or 3 (max_pool3d_with_indices).
+  explicit MaxPoolWithIndicesRule(int dims) : mDims(dims) {}
+
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     return pointMax(a, nullptr);
   }
@@ -88,7 +93,7 @@ class MaxPool2dWithIndicesRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
-    const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
+    const PoolLayout l = maxPoolLayout(a, x.shape(), 1, mDims);
     const Format s = outFormat(a, ctx);
     const std::int64_t windows = l.outPlane(), count = l.planes * windows, k = l.windowSize();
     // The windows' plane offsets in scan order (-1 past a window's end) and starts: shape-only.
@@ -127,7 +132,7 @@ class MaxPool2dWithIndicesRule final : public OpRule {
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor> outs,
                                          std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
-    const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
+    const PoolLayout l = maxPoolLayout(a, x.shape(), 1, mDims);
     std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
     for (std::int64_t pl = 0; pl < l.planes; ++pl)
       for (std::int64_t o = 0; o < l.outPlane(); ++o) {
@@ -144,7 +149,7 @@ class MaxPool2dWithIndicesRule final : public OpRule {
   std::vector<Tensor> localError(const OpArgs& a, std::span<const Tensor> outs,
                                  OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
-    const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
+    const PoolLayout l = maxPoolLayout(a, x.shape(), 1, mDims);
     const Format s = outFormat(a, ctx), sx = ctx.precision.storageFor(x.dtype());
     std::vector<double> e(static_cast<std::size_t>(outs[0].numel()), 0.0);
     const auto xv = x.values();
@@ -184,10 +189,10 @@ class MaxPool2dWithIndicesRule final : public OpRule {
   }
 
   /// The kernels' values and indices; values rounded to `store` when given (random domain).
-  static std::vector<Tensor> pointMax(const OpArgs& a, const Format* store) {
+  std::vector<Tensor> pointMax(const OpArgs& a, const Format* store) const {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
-    const PoolLayout l = maxPoolLayout(a, x.shape(), 1);
+    const PoolLayout l = maxPoolLayout(a, x.shape(), 1, mDims);
     const std::size_t n = static_cast<std::size_t>(l.planes * l.outPlane());
     std::vector<double> v(n), idx(n);
     const auto xv = x.values();
@@ -204,10 +209,15 @@ class MaxPool2dWithIndicesRule final : public OpRule {
     return {Tensor::point(l.outShape, a.outSpec(0).dtype, std::move(v)),
             Tensor::point(l.outShape, DType::Int64, std::move(idx))};
   }
+
+  int mDims;
 };
 
-class MaxPool2dWithIndicesBackwardRule final : public OpRule {
+class MaxPoolWithIndicesBackwardRule final : public OpRule {
  public:
+  /// Takes the pooled dims: 2 or 3.
+  explicit MaxPoolWithIndicesBackwardRule(int dims) : mDims(dims) {}
+
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Layout c = layout(a);
     std::vector<double> gx(static_cast<std::size_t>(c.self.numel()), 0.0);
@@ -278,7 +288,7 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
     const Tensor& indices;
     PoolLayout l;
   };
-  static Layout layout(const OpArgs& a) {
+  Layout layout(const OpArgs& a) const {
     const Tensor& grad = a.tensor(0);
     const Tensor& self = a.tensor(1);
     const Tensor& indices = a.tensor(7);
@@ -286,7 +296,7 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
     if (isFloating(indices.dtype()))
       a.fail("indices should be an integer tensor, found " +
              std::string(dtypeName(indices.dtype())));
-    PoolLayout l = maxPoolLayout(a, self.shape(), 2);
+    PoolLayout l = maxPoolLayout(a, self.shape(), 2, mDims);
     requireOutputShape(a, l, grad.shape());
     if (indices.shape() != grad.shape())
       a.fail("indices should have the shape of grad_output " + shapeString(grad.shape()) +
@@ -295,14 +305,12 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
   }
   static void checkIndex(const OpArgs& a, double idx, const PoolLayout& l) {
     if (std::isnan(idx))
-      a.fail("an index is NaN, expected an offset in the " + std::to_string(l.inH) + " x " +
-             std::to_string(l.inW) + " input plane");
+      a.fail("an index is NaN, expected an offset in the " + l.inPlaneText() + " input plane");
     if (!(idx >= 0 && idx < static_cast<double>(l.inPlane())))
       a.fail("index " +
              (std::isfinite(idx) ? std::to_string(static_cast<long long>(idx))
                                  : std::string(idx > 0 ? "inf" : "-inf")) +
-             " is outside the " + std::to_string(l.inH) + " x " + std::to_string(l.inW) +
-             " input plane");
+             " is outside the " + l.inPlaneText() + " input plane");
   }
   /// Fails with the first index that is NaN or a point outside the plane.
   static void reportBadIndex(const OpArgs& a, const Layout& c) {
@@ -323,14 +331,18 @@ class MaxPool2dWithIndicesBackwardRule final : public OpRule {
         f(k, static_cast<std::size_t>(pl * c.l.inPlane() + static_cast<std::int64_t>(idx)));
       }
   }
+
+  int mDims;
 };
 
 }  // namespace
 
 void registerMaxPoolOps(OpRegistry& r) {
-  r.add("aten.max_pool2d_with_indices.default", std::make_shared<MaxPool2dWithIndicesRule>());
-  r.add("aten.max_pool2d_with_indices_backward.default",
-        std::make_shared<MaxPool2dWithIndicesBackwardRule>());
+  for (int dims : {2, 3}) {
+    const std::string name = "aten.max_pool" + std::to_string(dims) + "d_with_indices";
+    r.add(name + ".default", std::make_shared<MaxPoolWithIndicesRule>(dims));
+    r.add(name + "_backward.default", std::make_shared<MaxPoolWithIndicesBackwardRule>(dims));
+  }
 }
 
 }  // namespace lossbound

@@ -1,6 +1,8 @@
 #include "core/ops/pool_geometry.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <string>
 
 namespace lossbound::ops {
@@ -88,7 +90,99 @@ std::vector<std::vector<std::int64_t>> PoolLayout::inverse() const {
   return inv;
 }
 
-PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first) {
+std::string PoolLayout::inPlaneText() const {
+  const std::string hw = std::to_string(inH) + " x " + std::to_string(inW);
+  return dims == 3 ? std::to_string(inD) + " x " + hw : hw;
+}
+
+namespace {
+
+/// An int[3] argument: one value for every dim or (d, h, w); an empty list gives `empty`.
+std::array<std::int64_t, 3> tripleArg(const OpArgs& a, std::size_t i, std::string_view name,
+                                      std::vector<std::int64_t> fallback,
+                                      std::optional<std::array<std::int64_t, 3>> empty = {}) {
+  const std::vector<std::int64_t> v = a.intListArg(i, name, fallback);
+  if (v.empty() && empty) return *empty;
+  if (v.size() == 1) return {v[0], v[0], v[0]};
+  if (v.size() == 3) return {v[0], v[1], v[2]};
+  a.fail(std::string(name) + " should have 1 or 3 values, found " + std::to_string(v.size()));
+}
+
+std::string tripleText(const std::array<std::int64_t, 3>& t) {
+  std::string r(1, '(');
+  for (int i = 0; i < 3; ++i) r.append(i ? ", " : "").append(std::to_string(t[i]));
+  return r.append(")");
+}
+
+/// max_pool3d_with_indices: the 2-d layout's rules with a depth.
+PoolLayout maxPool3dLayout(const OpArgs& a, const Shape& in, std::size_t first) {
+  if (in.size() != 4 && in.size() != 5)
+    a.fail("expected a 4-d (C, D, H, W) or 5-d (N, C, D, H, W) input, found shape " +
+           shapeString(in));
+  const std::size_t n = in.size();
+  PoolLayout l;
+  l.dims = 3;
+  l.inShape = in;
+  const std::array<std::int64_t, 3> size{in[n - 3], in[n - 2], in[n - 1]};
+  if (size[0] <= 0 || size[1] <= 0 || size[2] <= 0)
+    a.fail("expected non-empty D, H and W, found shape " + shapeString(in));
+  l.planes = 1;
+  for (std::size_t d = 0; d + 3 < n; ++d) l.planes *= in[d];
+  const auto k = tripleArg(a, first, "kernel_size", {});
+  const auto s = tripleArg(a, first + 1, "stride", {}, k);
+  const auto p = tripleArg(a, first + 2, "padding", {0});
+  const auto d = tripleArg(a, first + 3, "dilation", {1});
+  const bool ceil = a.boolArg(first + 4, "ceil_mode", false);
+  std::array<std::int64_t, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    if (k[i] <= 0) a.fail("kernel_size should be positive, found " + tripleText(k));
+    if (s[i] <= 0) a.fail("stride should be positive, found " + tripleText(s));
+    if (d[i] <= 0) a.fail("dilation should be positive, found " + tripleText(d));
+    if (p[i] < 0 || p[i] > k[i] / 2)
+      a.fail("padding should be between 0 and half the kernel size, found " + tripleText(p) +
+             " for kernel " + tripleText(k));
+    out[i] = outputSize(size[i], k[i], p[i], s[i], d[i], ceil);
+    if (out[i] <= 0)
+      a.fail("the pooled output would be empty (" + std::to_string(out[0]) + " x " +
+             std::to_string(out[1]) + " x " + std::to_string(out[2]) + ") for input " +
+             shapeString(in));
+  }
+  l.inD = size[0];
+  l.inH = size[1];
+  l.inW = size[2];
+  l.outD = out[0];
+  l.outH = out[1];
+  l.outW = out[2];
+  l.outShape = in;
+  l.outShape[n - 3] = out[0];
+  l.outShape[n - 2] = out[1];
+  l.outShape[n - 1] = out[2];
+  // DilatedMaxPool3d.cpp's loops: each dim's window starts at o·stride − pad, moves into the
+  // input by whole dilation steps and ends at the input's edge; the index is (z·H + y)·W + x.
+  std::array<std::int64_t, 3> o{}, lo{}, hi{};
+  for (o[0] = 0; o[0] < out[0]; ++o[0])
+    for (o[1] = 0; o[1] < out[1]; ++o[1])
+      for (o[2] = 0; o[2] < out[2]; ++o[2]) {
+        for (int i = 0; i < 3; ++i) {
+          lo[i] = o[i] * s[i] - p[i];
+          hi[i] = std::min(lo[i] + (k[i] - 1) * d[i] + 1, size[i]);
+          while (lo[i] < 0) lo[i] += d[i];
+        }
+        PoolWindow win;
+        win.start = (lo[0] * l.inH + lo[1]) * l.inW + lo[2];
+        for (std::int64_t z = lo[0]; z < hi[0]; z += d[0])
+          for (std::int64_t y = lo[1]; y < hi[1]; y += d[1])
+            for (std::int64_t x = lo[2]; x < hi[2]; x += d[2])
+              win.offsets.push_back((z * l.inH + y) * l.inW + x);
+        l.windows.push_back(std::move(win));
+      }
+  return l;
+}
+
+}  // namespace
+
+PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims) {
+  if (dims == 3) return maxPool3dLayout(a, in, first);
   PoolLayout l = spatial(a, in);
   const Pair k = pairArg(a, first, "kernel_size", {});
   const Pair s = pairArg(a, first + 1, "stride", {}, k);

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace lossbound::ops {
@@ -31,18 +32,23 @@ struct PoolWindow {
 
 /// The windows of one pooling node.
 struct PoolLayout {
-  /// The number of planes (N·C or C) and the input and output extents of each.
-  std::int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0;
+  /// The number of planes (N·C or C) and the input and output extents of each (depths: 3-d
+  /// pooling, 1 otherwise).
+  std::int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0, inD = 1, outD = 1;
+  /// The pooled dims: 2 (H, W) or 3 (D, H, W).
+  int dims = 2;
   /// The input shape and the output shape (the input's leading dims, then outH, outW).
   Shape inShape, outShape;
   /// outH·outW windows, row-major; the same for every plane.
   std::vector<PoolWindow> windows;
   /// Returns, for each input offset of a plane, the windows (output offsets) that contain it.
   std::vector<std::vector<std::int64_t>> inverse() const;
-  /// Returns the number of elements of one input plane.
-  std::int64_t inPlane() const { return inH * inW; }
+  /// Returns the number of elements of one input plane (a D×H×W volume in 3-d pooling).
+  std::int64_t inPlane() const { return inD * inH * inW; }
   /// Returns the number of elements of one output plane.
-  std::int64_t outPlane() const { return outH * outW; }
+  std::int64_t outPlane() const { return outD * outH * outW; }
+  /// Returns the input plane's extents for messages: "H x W" or "D x H x W".
+  std::string inPlaneText() const;
   /// Returns the largest window's element count.
   std::int64_t windowSize() const;
   /// Returns the windows' plane offsets in scan order as rows of windowSize(), -1 past a window's
@@ -55,11 +61,13 @@ struct PoolLayout {
 void windowElements(const Tensor& x, const PoolLayout& l, std::int64_t pl, const double* off,
                     std::int64_t k, double* lo, double* hi);
 
-/// Returns the layout of max_pool2d_with_indices (or its backward) on input shape `in`, reading
-/// kernel_size, stride, padding, dilation, ceil_mode from positions first, first + 1, ...;
-/// fails through `a` on bad arguments (what PyTorch checks: positive sizes, padding at most half
-/// the kernel, a non-empty output).
-PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first);
+/// Returns the layout of max_pool2d_with_indices (dims 2) or max_pool3d_with_indices (dims 3), or
+/// of their backward ops, on input shape `in`, reading kernel_size, stride, padding, dilation,
+/// ceil_mode from positions first, first + 1, ...; fails through `a` on bad arguments (what
+/// PyTorch checks: positive sizes, padding at most half the kernel, a non-empty output). 3-d
+/// windows are scanned depth, then rows, then columns, with offsets (d·H + h)·W + w in the
+/// volume, as DilatedMaxPool3d.cpp and the CUDA kernels scan and report them.
+PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims = 2);
 /// Returns the layout of avg_pool2d (or its backward): kernel_size, stride, padding, ceil_mode,
 /// count_include_pad, divisor_override from positions first, first + 1, ...
 PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first);

@@ -660,11 +660,19 @@ Tensor placeholder(const Meta& m, double p, double step, double w) {
 /// (ones_like, new_zeros, fill with a Python number, ...): a result they make on the host is a
 /// constant of the plan.
 bool madeFromShapeOnly(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "aten.ones_like.default", "aten.zeros_like.default", "aten.empty_like.default",
-      "aten.full_like.default", "aten.new_zeros.default",  "aten.new_ones.default",
-      "aten.new_empty.default", "aten.new_full.default",   "aten.fill.Scalar",
-      "aten.fill_.Scalar",      "aten.zero.default",       "aten.zero_.default"};
+  static const std::set<std::string> ops = {"aten.ones_like.default",
+                                            "aten.zeros_like.default",
+                                            "aten.empty_like.default",
+                                            "aten.full_like.default",
+                                            "aten.new_zeros.default",
+                                            "aten.new_ones.default",
+                                            "aten.new_empty.default",
+                                            "aten.new_full.default",
+                                            "aten.fill.Scalar",
+                                            "aten.fill_.Scalar",
+                                            "aten.zero.default",
+                                            "aten.zero_.default",
+                                            "aten.new_empty_strided.default"};
   return ops.count(op) > 0;
 }
 

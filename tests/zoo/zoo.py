@@ -435,6 +435,48 @@ def _swin_v2() -> nn.Module:
                            downsample_layer=PatchMergingV2)
 
 
+def _maxvit() -> nn.Module:
+    from torchvision.models.maxvit import MaxVit
+    return MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[16, 32],
+                  block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0, num_classes=10)
+
+
+def _mvit() -> nn.Module:
+    from torchvision.models.video.mvit import MSBlockConfig, MViT
+    blocks = [MSBlockConfig(num_heads=1, input_channels=16, output_channels=16,
+                            kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 1, 1],
+                            stride_kv=[1, 2, 2]),
+              MSBlockConfig(num_heads=2, input_channels=16, output_channels=32,
+                            kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 2, 2],
+                            stride_kv=[1, 1, 1])]
+    return MViT(spatial_size=(32, 32), temporal_size=4, block_setting=blocks, residual_pool=True,
+                residual_with_cls_embed=False, rel_pos_embed=True, proj_after_attn=True,
+                num_classes=10, patch_embed_kernel=(3, 7, 7), patch_embed_stride=(2, 4, 4),
+                patch_embed_padding=(1, 3, 3))
+
+
+class FpnClassifier(nn.Module):
+    """torchvision's FeaturePyramidNetwork over three strided convolutions, the pyramid's
+    levels averaged into a linear classifier: nearest upsampling by 2 in its top-down path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torchvision.ops import FeaturePyramidNetwork
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.c3 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.fpn = FeaturePyramidNetwork([8, 16, 32], 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from collections import OrderedDict
+        f1 = torch.relu(self.c1(x))
+        f2 = torch.relu(self.c2(f1))
+        f3 = torch.relu(self.c3(f2))
+        levels = self.fpn(OrderedDict([("a", f1), ("b", f2), ("c", f3)]))
+        return self.head(sum(v.mean(dim=(2, 3)) for v in levels.values()))
+
+
 def _regnet() -> nn.Module:
     from torchvision.models.regnet import BlockParams, RegNet
     return RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8),
@@ -528,6 +570,16 @@ EXTRA: Dict[str, Arch] = {
                     about="torchvision Swin V2 (embed 16, depths [1, 1], window 4): cosine "
                           "attention (F.normalize: linalg_vector_norm), log-spaced continuous "
                           "position bias (an MLP), res-post-norm, 3x32x32, batch 2"),
+    "maxvit": Arch(_maxvit, "classify", images(2, (3, 32, 32), 10),
+                   about="torchvision MaxVit(stem 8, blocks 16-32, partition 2, head dim 8): "
+                         "MBConv, block and grid attention with relative position bias, "
+                         "3x32x32, batch 2"),
+    "mvit": Arch(_mvit, "classify", images(2, (3, 4, 32, 32), 10), torch2=True,
+                 about="torchvision MViT (video, two multiscale blocks, relative position "
+                       "embeddings, pooled attention: max_pool3d), 3x4x32x32 clips, batch 2"),
+    "fpn": Arch(FpnClassifier, "classify", images(2, (3, 32, 32), 10),
+                about="torchvision FeaturePyramidNetwork over three strided convolutions: "
+                      "nearest upsampling by 2 (F.interpolate), 3x32x32, batch 2"),
     "regnet": Arch(_regnet, "classify", images(2, (3, 32, 32), 10),
                    about="torchvision RegNet(depth 4, w_0 8, group width 8): grouped "
                          "convolutions, squeeze-excitation, 3x32x32, batch 2"),

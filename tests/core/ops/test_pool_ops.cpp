@@ -1,10 +1,11 @@
-// Pooling op rules (max_pool2d_with_indices avg_pool2d _adaptive_avg_pool2d and their backward
-// ops): per op and precision, 1,000 random cases (3-d and 4-d inputs, 1-d style 1×L planes, kernel,
-// stride, padding, dilation, ceil_mode, count_include_pad, divisor_override, adaptive up- and
-// down-sampling, point and interval inputs, inputs full of ties) with zero escapes from the
-// interval rule and |random − point| ≤ localError; vjp against finite differences; the backward
-// ops against the vjp of the forward ops in point arithmetic; known answers from PyTorch 1.13;
-// and the first-order contract of max pooling at near-ties.
+// Pooling op rules (max_pool2d_with_indices max_pool3d_with_indices avg_pool2d
+// _adaptive_avg_pool2d and their backward ops): per op and precision, 1,000 random cases (3-d and
+// 4-d inputs, 1-d style 1×L planes, kernel, stride, padding, dilation, ceil_mode,
+// count_include_pad, divisor_override, adaptive up- and down-sampling, point and interval inputs,
+// inputs full of ties) with zero escapes from the interval rule and |random − point| ≤ localError;
+// vjp against finite differences; the backward ops against the vjp of the forward ops in point
+// arithmetic; known answers from PyTorch 1.13; and the first-order contract of max pooling at
+// near-ties.
 #include "core/ops/broadcasting.h"
 #include "tests/core/ops/nn_test_util.h"
 #include "tests/core/ops/rule_call.h"
@@ -12,6 +13,8 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
+#include <span>
 
 using namespace lossbound;
 using namespace lossbound::test;
@@ -145,6 +148,74 @@ CaseMaker maxPoolBackward(bool ties) {
       for (auto& e : maxArgs(p, rng, true)) c.args.push_back(e);
       c.args.push_back(in(2));
       c.outDtypes = {t};
+      return c;
+    }
+  };
+}
+
+/// One dim of 3-d max pooling: kernel, stride, padding, dilation.
+struct DimParams {
+  std::int64_t k, s, p, d;
+};
+
+/// max_pool3d_with_indices(self, kernel, stride, padding, dilation, ceil) on a random (C, D, H, W)
+/// or (N, C, D, H, W) input, each dim's parameters drawn independently (valid for its extent).
+OpCase maxPool3dCase(Format f, bool iv, bool ties, std::mt19937_64& rng, bool full = false) {
+  const DType t = dtypeFor(f);
+  Shape s = {uniformInt(rng, 1, 3), uniformInt(rng, 1, 4), uniformInt(rng, 1, 5),
+             uniformInt(rng, 1, 5)};
+  if (rng() % 2) s.insert(s.begin(), uniformInt(rng, 1, 2));
+  const bool ceil = rng() % 2 == 0;
+  std::vector<DimParams> dims;
+  for (std::size_t i = s.size() - 3; i < s.size(); ++i)
+    for (;;) {
+      DimParams q{uniformInt(rng, 1, 3), uniformInt(rng, 1, 3), 0, uniformInt(rng, 1, 2)};
+      q.p = uniformInt(rng, 0, q.k / 2);
+      if (outSize(s[i], q.k, q.p, q.s, q.d, ceil) >= 1) {
+        dims.push_back(q);
+        break;
+      }
+    }
+  const auto list = [&](std::int64_t DimParams::*m) {
+    return ints({dims[0].*m, dims[1].*m, dims[2].*m});
+  };
+  OpCase c;
+  c.op = "aten.max_pool3d_with_indices.default";
+  c.precision = modelFor(std::nullopt);
+  c.inputs.push_back(inputValues(s, t, iv, f, ties, rng));
+  c.args = {
+      in(0),     list(&DimParams::k), list(&DimParams::s), list(&DimParams::p), list(&DimParams::d),
+      flag(ceil)};
+  if (!full && !ceil && rng() % 2) c.args.resize(4);  // dilation and ceil_mode left out
+  c.outDtypes = {t, DType::Int64};
+  return c;
+}
+
+CaseMaker maxPool3d(bool ties) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) { return maxPool3dCase(f, iv, ties, rng); };
+}
+
+/// max_pool3d_with_indices_backward with the indices of the forward rule (as maxPoolBackward).
+CaseMaker maxPool3dBackward(bool ties) {
+  return [=](Format f, bool iv, std::mt19937_64& rng) {
+    for (;;) {
+      const OpCase fwd = maxPool3dCase(f, iv, ties, rng, true);
+      const RuleCall call(fwd);
+      const Tensor indices = iv ? call.interval()[1] : call.point()[1];
+      const Shape& s = fwd.inputs[0].shape();
+      const double plane = static_cast<double>(s[s.size() - 3] * s[s.size() - 2] * s.back());
+      if (std::any_of(indices.hi().begin(), indices.hi().end(),
+                      [plane](double i) { return i >= plane; }))
+        continue;  // a window of holes only (see maxPoolBackward)
+      OpCase c;
+      c.op = "aten.max_pool3d_with_indices_backward.default";
+      c.precision = fwd.precision;
+      c.inputs = {inputValues(indices.shape(), fwd.outDtypes[0], iv, f, ties, rng), fwd.inputs[0],
+                  indices};
+      c.args = {in(0), in(1)};
+      for (std::size_t i = 1; i < fwd.args.size(); ++i) c.args.push_back(fwd.args[i]);
+      c.args.push_back(in(2));
+      c.outDtypes = {fwd.outDtypes[0]};
       return c;
     }
   };
@@ -356,6 +427,59 @@ class TestPoolOps : public QObject {
     checkAllFormats("max_pool2d_with_indices_backward (ties)", maxPoolBackward(true));
     checkVjpCases("max_pool2d_with_indices_backward", forVjp(maxPoolBackward(false)));
   }
+  void maxPool3dWithIndices() {
+    checkAllFormats("max_pool3d_with_indices", maxPool3d(false));
+    checkAllFormats("max_pool3d_with_indices (ties)", maxPool3d(true));
+    checkVjpCases("max_pool3d_with_indices", forVjp(maxPool3d(false)));
+  }
+  void maxPool3dWithIndicesBackward() {
+    checkAllFormats("max_pool3d_with_indices_backward", maxPool3dBackward(false));
+    checkAllFormats("max_pool3d_with_indices_backward (ties)", maxPool3dBackward(true));
+    checkVjpCases("max_pool3d_with_indices_backward", forVjp(maxPool3dBackward(false)));
+  }
+  void maxPool3dWithUnitDepthIsMaxPool2d() {
+    // A depth-1 window over a (C, 1, H, W) volume is the 2-d window over (C, H, W): the same
+    // values and indices, point and interval, in every domain the rules have.
+    std::mt19937_64 rng(29);
+    for (int i = 0; i < 200; ++i) {
+      const bool iv = i % 2 == 1;
+      const Shape s2 = inputShape(rng);
+      if (s2.size() != 3) continue;
+      const MaxParams p = maxParams(s2[1], s2[2], rng);
+      OpCase c2;
+      c2.op = "aten.max_pool2d_with_indices.default";
+      c2.precision = modelFor(std::nullopt);
+      c2.inputs = {inputValues(s2, DType::Float32, iv, Format::Fp32, i % 4 == 0, rng)};
+      c2.args = {in(0),
+                 ints({p.kh, p.kw}),
+                 ints({p.sh, p.sw}),
+                 ints({p.ph, p.pw}),
+                 ints({p.dh, p.dw}),
+                 flag(p.ceil)};
+      c2.outDtypes = {DType::Float32, DType::Int64};
+      OpCase c3 = c2;
+      c3.op = "aten.max_pool3d_with_indices.default";
+      c3.inputs = {c2.inputs[0].reshaped({s2[0], 1, s2[1], s2[2]})};
+      c3.args = {in(0),
+                 ints({1, p.kh, p.kw}),
+                 ints({1, p.sh, p.sw}),
+                 ints({0, p.ph, p.pw}),
+                 ints({1, p.dh, p.dw}),
+                 flag(p.ceil)};
+      const RuleCall r2(c2), r3(c3);
+      const auto same = [](std::span<const double> a, std::span<const double> b) {
+        return a.size() == b.size() &&
+               std::equal(a.begin(), a.end(), b.begin(), [](double x, double y) {
+                 return std::memcmp(&x, &y, sizeof x) == 0;  // NaN too: the same bits
+               });
+      };
+      for (std::size_t k = 0; k < 2; ++k) {
+        QVERIFY(same(r2.point()[k].values(), r3.point()[k].values()));
+        QVERIFY(same(r2.interval()[k].lo(), r3.interval()[k].lo()));
+        QVERIFY(same(r2.interval()[k].hi(), r3.interval()[k].hi()));
+      }
+    }
+  }
   void avgPool2d() {
     checkAllFormats("avg_pool2d", avgPool());
     checkVjpCases("avg_pool2d", forVjp(avgPool()));
@@ -444,6 +568,37 @@ class TestPoolOps : public QObject {
                   {1, 3, 5, 7, 15, 100, 19, 21, 29, 31, 33, 50});
     compareValues("max indices (padding, ceil)", m[1], {1, 1, 3, 4},
                   {0, 2, 4, 6, 14, 9, 18, 20, 28, 30, 32, 34});
+    // max_pool3d_with_indices on a 1 x 1 x 3 x 4 x 5 volume (printed by PyTorch 1.13 and 2.15,
+    // identical): padding and ceil_mode, dilation with padding, a depth-1 kernel.
+    std::vector<double> vol(60);
+    for (std::size_t i = 0; i < vol.size(); ++i) vol[i] = static_cast<double>((i * 7) % 23);
+    vol[17] = vol[41] = 100.0;  // equal maxima in overlapping windows
+    const auto run3 = [&vol](std::vector<IrValue> args) {
+      OpCase c;
+      c.op = "aten.max_pool3d_with_indices.default";
+      c.precision = modelFor(std::nullopt);
+      c.inputs = {Tensor::point({1, 1, 3, 4, 5}, DType::Float64, vol)};
+      c.args = {in(0)};
+      for (auto& e : args) c.args.push_back(e);
+      c.outDtypes = {DType::Float64, DType::Int64};
+      return RuleCall(c).point();
+    };
+    m = run3({ints({2, 2, 2}), ints({1, 2, 2}), ints({1, 1, 1}), ints({1, 1, 1}), flag(true)});
+    compareValues("max3d (padding, ceil)", m[0], {1, 1, 4, 3, 3},
+                  {0, 14,  21, 12, 19, 22, 13, 100, 18, 2, 16,  21, 14, 21, 22, 15, 100, 20,
+                   4, 100, 9,  16, 21, 21, 17, 22,  22, 4, 100, 9,  16, 19, 21, 17, 8,   22});
+    compareValues("max3d indices (padding, ceil)", m[1], {1, 1, 4, 3, 3},
+                  {0,  2,  3,  5,  6,  13, 15, 17, 19, 20, 22, 3,  25, 26, 13, 35, 17, 39,
+                   40, 41, 44, 45, 26, 49, 55, 36, 59, 40, 41, 44, 45, 52, 49, 55, 57, 59});
+    m = run3({ints({3, 2, 2}), ints({2, 1, 2}), ints({1, 0, 1}), ints({1, 2, 1}), flag(false)});
+    compareValues("max3d (dilation, padding)", m[0], {1, 1, 2, 2, 3},
+                  {3, 17, 22, 15, 100, 20, 5, 100, 10, 17, 22, 22});
+    compareValues("max3d indices (dilation, padding)", m[1], {1, 1, 2, 2, 3},
+                  {30, 32, 13, 35, 17, 39, 50, 41, 54, 55, 36, 59});
+    m = run3({ints({1, 3, 2}), ints({1, 1, 1}), ints({0, 1, 0}), ints({1, 1, 2}), flag(true)});
+    compareValues("max3d indices (depth-1 kernel)", m[1], {1, 1, 3, 4, 3},
+                  {2,  3,  9,  12, 13, 9,  17, 13, 17, 17, 13, 17, 22, 26, 29, 32, 26, 29,
+                   32, 36, 39, 32, 36, 39, 42, 41, 49, 52, 41, 49, 52, 58, 59, 52, 58, 59});
     const std::vector<DType> f64{DType::Float64};
     auto a = run("aten.avg_pool2d.default",
                  {ints({3, 3}), ints({2, 2}), ints({1, 1}), flag(true), flag(true), none()}, f64);
