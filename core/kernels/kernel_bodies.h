@@ -301,6 +301,9 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
                           model.storage);
     case UnaryOp::Clamp: {  // max then min with the bounds as the op reads them: exact selections
       const double inf = interval_detail::inf();
+      // A NaN bound makes every result NaN (PyTorch's clamp propagates it): the whole line.
+      if (!(model.clampLo == model.clampLo) || !(model.clampHi == model.clampHi))
+        return entireInterval();
       if (model.clampLo > -inf)
         x = lossbound::max(x, scalarEnclosure(model.clampLo, model.storage));
       if (model.clampHi < inf) x = lossbound::min(x, scalarEnclosure(model.clampHi, model.storage));

@@ -169,7 +169,7 @@ class IndexRule final : public OpRule {
       Shape out = list[0]->shape();
       out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
       if (auto r = offerTakeRows(ctx.backend, {Format::Fp64, Format::Fp64, 0}, x, *list[0], out,
-                                 a.outSpec().dtype))
+                                 a.outSpec().dtype, true))
         return {std::move(*r)};
     }
     return apply(a, ctx);

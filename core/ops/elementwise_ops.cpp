@@ -1128,7 +1128,9 @@ class ClampRule final : public OpRule {
         if (hi) x = min(x, lossbound::point(*hi));
         return x;
       })};
-    // The body a device runs (kernels::unaryBody, UnaryOp::Clamp): an absent bound is ±inf.
+    // The body a device runs (kernels::unaryBody, UnaryOp::Clamp): an absent bound is ±inf, and
+    // an explicit infinite bound is read as absent (an exact ±inf input then stays exact; the
+    // rule before the body widened it to [largest finite, inf]), a NaN bound gives the line.
     kernels::ElementwiseModel m{opmathFormat(ctx.precision, t), fo, 0};
     m.clampLo = lo.value_or(-kInf);
     m.clampHi = hi.value_or(kInf);

@@ -142,17 +142,20 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
 
 std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::ElementwiseModel& model,
                                     const Tensor& table, const Tensor& index, const Shape& shape,
-                                    DType dtype) {
+                                    DType dtype, bool keepPoint) {
   if (!offerable(backend, {&table}) || table.rank() < 1 || table.shape()[0] == 0 ||
       index.numel() == 0)
     return std::nullopt;
   const auto n = static_cast<std::size_t>(numel(shape));
-  std::vector<double> lo(n), hi(n);
+  // A point result is one array written as both endpoints (a point table's rows, exact).
+  const bool point = keepPoint && !table.isInterval();
+  std::vector<double> lo(n), hi(point ? 0 : n);
   const std::int64_t rows = table.shape()[0];
   // The index values are the lower endpoints, as the host rule reads them (integers are exact).
   if (!backend.takeRows(model, span(table), rows, table.numel() / rows, index.values().data(),
-                        index.numel(), {lo.data(), hi.data()}))
+                        index.numel(), {lo.data(), point ? lo.data() : hi.data()}))
     return std::nullopt;
+  if (point) return Tensor::point(shape, dtype, std::move(lo));
   return Tensor::interval(shape, dtype, std::move(lo), std::move(hi));
 }
 

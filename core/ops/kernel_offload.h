@@ -42,10 +42,11 @@ std::optional<Tensor> offerSelect(Backend& backend, const kernels::ElementwiseMo
 /// Returns table[index] (rows of the table viewed as [rows, dim], rows its leading dim, every
 /// value rounded outward to model.storage) shaped `shape`, labelled `dtype` (embedding, and
 /// x[idx] through aten.index); nothing when the backend declines, e.g. for an index out of range,
-/// or when the table has a non-finite endpoint.
+/// or when the table has a non-finite endpoint. With keepPoint, a point table gives a point
+/// result (the form aten.index's host rule gives; embedding's is an interval).
 std::optional<Tensor> offerTakeRows(Backend& backend, const kernels::ElementwiseModel& model,
                                     const Tensor& table, const Tensor& index, const Shape& shape,
-                                    DType dtype);
+                                    DType dtype, bool keepPoint = false);
 
 /// Returns kernels::nllLossForward's (output, total_weight) for self x (batch × model.classes ×
 /// model.inner), the integer target and weight (nullptr for None): output shaped `outShape`

@@ -912,7 +912,8 @@ struct ResidentEvaluator::Impl {
     for (const Call& c : plan.calls) {
       if (c.kind != HookKind::Unary && c.kind != HookKind::Binary && c.kind != HookKind::RowSum &&
           c.kind != HookKind::NllLoss && c.kind != HookKind::NllLossBackward &&
-          c.kind != HookKind::MaxPool && c.kind != HookKind::AvgPool)
+          c.kind != HookKind::MaxPool && c.kind != HookKind::AvgPool &&
+          c.kind != HookKind::TakeRows)
         continue;
       for (const Source& s : c.in) {
         if (s.kind == Source::Kind::Const && !s.indexMap)  // shape-only index maps are finite
@@ -971,7 +972,7 @@ struct ResidentEvaluator::Impl {
       // Operands that the CPU rule would have checked for finiteness, not known on the host.
       if (c.kind == HookKind::Unary || c.kind == HookKind::Binary || c.kind == HookKind::RowSum ||
           c.kind == HookKind::NllLoss || c.kind == HookKind::NllLossBackward ||
-          c.kind == HookKind::MaxPool)
+          c.kind == HookKind::MaxPool || c.kind == HookKind::TakeRows)
         for (std::size_t s = 0; s < c.in.size(); ++s) {
           if (c.in[s].kind == Source::Kind::Const || c.in[s].kind == Source::Kind::None) continue;
           device.flagNonFinite(in[s], c.in[s].count, flag);
@@ -1279,6 +1280,15 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     stats.messages.push_back(std::string(e.what()) + ": the whole replay ran on the host");
   }
 
+  // Reads the rerun flags now (one control transfer): true when a device node has set one.
+  const auto deviceFlagged = [&] {
+    if (!flag) return false;
+    std::vector<double> set(static_cast<std::size_t>(flagCount), 0.0);
+    m.device.copyOut(set.data(), flag.get(), flagCount);
+    ++stats.controlTransfers;
+    return std::any_of(set.begin(), set.end(), [](double f) { return f != 0.0; });
+  };
+  bool abandoned = false;  // a host node failed after a device node set its rerun flag
   OpContext hostCtx{pm, m.host, nullptr};
   const std::size_t total = order.size();
   std::size_t done = 0;
@@ -1358,22 +1368,28 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
       }
       stats.hostFallbackOperands += refs.size();
       for (const ValueRef& r : refs) m.ensureHost(m.valueOf(r), stats.boundaryDownloads);
-      std::vector<Tensor> results = [&] {
-        try {
-          const OpArgs a(node,
-                         [&](const ValueRef& r) -> const Tensor& { return *m.valueOf(r).host; });
-          return i < intervalFrom ? rule.point(a, hostCtx) : rule.interval(a, hostCtx);
-        } catch (const EvaluationError&) {
-          throw;
-        } catch (const Cancelled&) {
-          throw;
-        } catch (const std::exception& e) {
-          std::string message = e.what();
-          const std::string prefix = "node '" + node.name + "'";
-          if (!message.starts_with(prefix)) message = nodeLabel(node) + ": evaluation: " + message;
-          throw EvaluationError(message, node.name, node.op);
+      std::vector<Tensor> results;
+      try {
+        const OpArgs a(node,
+                       [&](const ValueRef& r) -> const Tensor& { return *m.valueOf(r).host; });
+        results = i < intervalFrom ? rule.point(a, hostCtx) : rule.interval(a, hostCtx);
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        // An operand a device node wrote after setting its rerun flag (an index it declined:
+        // the whole line) makes this node fail where the CPU evaluation would not, or fail
+        // with another error: the replay is evaluated again on the host, which gives the CPU's
+        // values or its error.
+        if (deviceFlagged()) {
+          abandoned = true;
+          break;
         }
-      }();
+        if (dynamic_cast<const EvaluationError*>(&e)) throw;
+        std::string message = e.what();
+        const std::string prefix = "node '" + node.name + "'";
+        if (!message.starts_with(prefix)) message = nodeLabel(node) + ": evaluation: " + message;
+        throw EvaluationError(message, node.name, node.op);
+      }
       if (results.size() != node.outputs.size())
         throw EvaluationError(nodeLabel(node) + ": the rule returned " +
                                   std::to_string(results.size()) + " outputs, the trace has " +
@@ -1409,7 +1425,7 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
     if (options.progress) options.progress(done, total);
   }
 
-  for (std::size_t k = 0; k < outputNames.size(); ++k) {
+  for (std::size_t k = 0; k < outputNames.size() && !abandoned; ++k) {
     Value& v = m.valueOf(outputRefs[k]);
     m.ensureHost(v, stats.outputDownloads);
     out.result.outputs.emplace(outputNames[k], *v.host);

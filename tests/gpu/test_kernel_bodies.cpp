@@ -626,6 +626,7 @@ class TestKernelBodies : public QObject {
  private slots:
   void widenAndGammaMatchCpuHelpers();
   void unaryBodiesMatchCpuPath();
+  void clampWithANaNBoundIsTheWholeLine();
   void binaryBodiesMatchCpuPath();
   void storeBodyIsOutwardRounding();
   void sumBodiesMatchCpuHelpers();
@@ -660,6 +661,20 @@ void TestKernelBodies::widenAndGammaMatchCpuHelpers() {
     for (double u : {0x1p-53, 0x1p-24, 0x1p-11, 0x1p-8})
       QVERIFY2(sameBits(lossbound::kernels::gammaUp(static_cast<double>(n), u), ops::gammaUp(n, u)),
                qPrintable(QStringLiteral("gammaUp(%1, %2)").arg(n).arg(u)));
+}
+
+void TestKernelBodies::clampWithANaNBoundIsTheWholeLine() {
+  // torch.clamp(x, nan) is NaN everywhere: no bound may be dropped (a review found the first
+  // body skipping it, as `nan > -inf` is false).
+  for (const auto& [lo, hi] : {std::pair{std::nan(""), HUGE_VAL},
+                               std::pair{-HUGE_VAL, std::nan("")}, std::pair{std::nan(""), 1.0}})
+    for (Interval x : {Interval{0.25, 0.5}, Interval{-3.0, 7.0}, Interval{2.0, 2.0}}) {
+      ElementwiseModel m{Format::Fp32, Format::Fp32, 0};
+      m.clampLo = lo;
+      m.clampHi = hi;
+      const Interval r = lossbound::kernels::unaryBody(UnaryOp::Clamp, x, m);
+      QVERIFY2(r.lo == -HUGE_VAL && r.hi == HUGE_VAL, qPrintable(show(r)));
+    }
 }
 
 void TestKernelBodies::unaryBodiesMatchCpuPath() {

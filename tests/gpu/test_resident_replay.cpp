@@ -24,6 +24,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace lossbound;
@@ -220,6 +221,7 @@ class TestResidentReplay : public QObject {
   void activationsRunOnTheDevice();
   void castsMasksAndPaddingRunOnTheDevice();
   void normsClampsRoundingAndUpsamplingRunOnTheDevice();
+  void chainedIndicesAndNonFiniteTablesGiveTheCpuResults();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -1453,6 +1455,75 @@ void TestResidentReplay::normsClampsRoundingAndUpsamplingRunOnTheDevice() {
     }
     QCOMPARE(device.liveAllocations(), std::size_t{0});
   }
+}
+
+void TestResidentReplay::chainedIndicesAndNonFiniteTablesGiveTheCpuResults() {
+  // it = perm[rows] (an integer table: a point result, as the CPU gives), then iy = t[it] reads
+  // it as its index on the device. A negative or out-of-range row makes the first lookup decline
+  // and write the whole line: the replay is evaluated again on the host, which wraps the
+  // negative row and reports the out-of-range one as the CPU does — not the second lookup's
+  // "not exactly known" error. A table with ±inf and NaN gives the CPU's bits (its lookup is
+  // flagged and runs on the host). A review of the first version found all three.
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {},
+     "outputs": [{"shape": [%4], "dtype": "%5"}]})";
+  const std::vector<std::array<QString, 5>> nodes = {
+      {"it", "index.Tensor", R"({"ref": "batch:perm"}, [{"ref": "batch:rows"}])", "3", "int64"},
+      {"iy", "index.Tensor", R"({"ref": "param:t"}, [{"ref": "it"}])", "3, 2", "float32"},
+      {"l", "sum.default", R"({"ref": "iy"})", "", "float32"}};
+  QStringList nodeJson;
+  for (const auto& [name, op, args, shape, dtype] : nodes)
+    nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, dtype);
+  const QString json = QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "2.15.0",
+  "inputs": [{"name": "param:t", "shape": [4, 2], "dtype": "float32"},
+             {"name": "batch:perm", "shape": [4], "dtype": "int64"},
+             {"name": "batch:rows", "shape": [3], "dtype": "int64"}],
+  "nodes": [%1], "outputs": [{"name": "loss", "ref": {"ref": "l"}},
+                             {"name": "it", "ref": {"ref": "it"}},
+                             {"name": "iy", "ref": {"ref": "iy"}}]})")
+                           .arg(nodeJson.join(QStringLiteral(",\n")));
+  Program p;
+  try {
+    p = parseProgram(json.toStdString(), "chained-indices");
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  EvalOptions o;
+  o.domain = EvalDomain::Interval;
+  o.outputs = {"loss", "it", "iy"};
+  const auto cpu = createCpuBackend(1);
+  HostDevice device;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    const double inf = HUGE_VAL;
+    const auto inputs = [](std::vector<double> t, std::vector<double> rows) {
+      return TensorMap{{"param:t", Tensor::point({4, 2}, DType::Float32, std::move(t))},
+                       {"batch:perm", Tensor::point({4}, DType::Int64, {3, 2, 1, 0})},
+                       {"batch:rows", Tensor::point({3}, DType::Int64, std::move(rows))}};
+    };
+    const std::vector<double> finite{1, 2, 3, 4, 5, 6, 7, 8};
+    for (const auto& [t, rows, onDevice] :
+         {std::tuple{finite, std::vector<double>{3, 1, 2}, true},
+          std::tuple{finite, std::vector<double>{3, -1, 2}, false},
+          std::tuple{std::vector<double>{1, 2, inf, 4, 5, -inf, 7, std::nan("")},
+                     std::vector<double>{1, 0, 2}, false}}) {
+      const TensorMap in = inputs(t, rows);
+      const EvalResult ref = evaluate(p, in, *cpu, o);
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+      QCOMPARE(ref.outputs.at("it").isInterval(), false);
+      if (onDevice) {
+        for (const auto& [op, why] : r.stats.hostReasons) qInfo("%s: %s", op.c_str(), why.c_str());
+        QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+        QVERIFY(!r.stats.rerunOnHost);
+      }
+    }
+    const auto [cpuError, deviceError] = errorsOf(p, inputs(finite, {3, 4, 2}), *cpu, ev, o);
+    QVERIFY2(cpuError.contains(QStringLiteral("node 'it'")), qPrintable(cpuError));
+    QCOMPARE(deviceError, cpuError);
+  }
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 QTEST_GUILESS_MAIN(TestResidentReplay)
