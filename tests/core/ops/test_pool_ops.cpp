@@ -748,6 +748,14 @@ class TestPoolOps : public QObject {
     expectError("aten.avg_pool2d.default", {ints({2, 2}), ints({0, 1})}, {1, 4, 4}, ao);
     // output_size of three values
     expectError("aten._adaptive_avg_pool2d.default", {ints({1, 2, 3})}, {1, 4, 4}, ao);
+    // 3-d pooling: a 3-d input, a kernel of two values, padding past half the kernel, a zero
+    // dilation, a kernel deeper than the input
+    const std::string mp3 = "aten.max_pool3d_with_indices.default";
+    expectError(mp3, {ints({2, 2, 2})}, {1, 4, 4}, mo);
+    expectError(mp3, {ints({2, 2})}, {1, 2, 4, 4}, mo);
+    expectError(mp3, {ints({2, 2, 2}), ints({}), ints({0, 2, 0})}, {1, 2, 4, 4}, mo);
+    expectError(mp3, {ints({2, 2, 2}), ints({}), ints({0}), ints({1, 0, 1})}, {1, 2, 4, 4}, mo);
+    expectError(mp3, {ints({3, 2, 2})}, {1, 2, 4, 4}, mo);
   }
   void maxPoolBackwardBadIndexIsAnError() {
     // A 2×2 plane pooled to one output: a point index past the plane, or a NaN one, is reported
@@ -772,6 +780,24 @@ class TestPoolOps : public QObject {
                    std::string::npos,
                message.c_str());
     }
+    // The 3-d backward names the 2 x 2 x 2 volume.
+    OpCase b;
+    b.op = "aten.max_pool3d_with_indices_backward.default";
+    b.precision = modelFor(std::nullopt);
+    b.inputs = {Tensor::point({1, 1, 1, 1}, DType::Float32, {2.0}),
+                Tensor::point({1, 2, 2, 2}, DType::Float32, {1, 2, 3, 4, 5, 6, 7, 8}),
+                Tensor::point({1, 1, 1, 1}, DType::Int64, {8.0})};
+    b.args = {in(0),           in(1),           ints({2, 2, 2}), ints({2, 2, 2}),
+              ints({0, 0, 0}), ints({1, 1, 1}), flag(false),     in(2)};
+    b.outDtypes = {DType::Float32};
+    std::string message;
+    try {
+      RuleCall(b).interval();
+    } catch (const OpError& e) {
+      message = e.what();
+    }
+    QVERIFY2(message.find("index 8 is outside the 2 x 2 x 2 input plane") != std::string::npos,
+             message.c_str());
   }
 };
 
