@@ -1,5 +1,5 @@
 #pragma once
-// One window of avg_pool2d / _adaptive_avg_pool2d, and one input of their backward ops, as LB_HD
+// One window of avg_pool2d/3d / _adaptive_avg_pool2d, and one input of their backward ops, as LB_HD
 // bodies: the interval rules of
 // core/ops/avg_pool_ops.cpp (whose file comment lists the kernels modelled and derives the
 // bound): the window's sum in any order, then the hull of every way the kernels divide it. The

@@ -1,12 +1,14 @@
-// Average pooling: avg_pool2d avg_pool2d_backward _adaptive_avg_pool2d
-// _adaptive_avg_pool2d_backward.
+// Average pooling: avg_pool2d avg_pool2d_backward avg_pool3d avg_pool3d_backward
+// _adaptive_avg_pool2d _adaptive_avg_pool2d_backward.
 //
 // Forward, per output element: y = (Σ_window x) ⊘ d with d = divisor_override, or the window size
 // with (count_include_pad) or without the padding, or kH·kW for adaptive pooling (windows in
 // pool_geometry.h). Backward: grad_input[p] = Σ over the windows o containing p of g_o ⊘ d_o.
 // The kernels modelled (PyTorch 1.13 and 2.x, CPU and CUDA) and how the rules enclose them:
 // - the sum runs in any order and bracketing (threads, vector lanes, atomics). avg_pool2d sums in
-//   the accumulation format (CPU scalar_t for fp32/fp64, CUDA accscalar_t). Adaptive pooling on
+//   the accumulation format (CPU scalar_t for fp32/fp64, CUDA accscalar_t), and so does avg_pool3d
+//   (CPU AvgPoolKernel.cpp's opmath acc_t, 1.13's AveragePool3d.cpp scalar_t for fp32/fp64, CUDA
+//   AveragePool3d.cu accscalar_t). Adaptive pooling on
 //   CUDA before PyTorch 2.1 summed in the storage format (`T sum`, pytorch/pytorch#99378 moved it
 //   to opmath), and every backward kernel accumulates grad_input in the storage format (CPU
 //   `grad_input += grad_delta` in scalar_t, CUDA NCHW `*ptr_gradInput += grad_delta` in T, atomics
@@ -20,6 +22,11 @@
 //   scalar_t / T: adaptive forward, all backward) the storage format. The integer d is converted
 //   to that format (exact below 2^24 in fp32, but bf16 rounds above 256): d ∈ {d, RN(d)};
 // - the result is rounded to the storage format.
+// avg_pool3d_backward on CUDA at stride 1 without padding sums a position's gradients first and
+//   multiplies once: RN(RN_acc(Σg)·RN(1/d)). d is the same for every window there, so the exact
+//   value Σ(g·RN(1/d)) lies in the sum of the per-term enclosures (each holds g·RN(1/d) exactly),
+//   the sum's error γ_{n−1}·Σ|g|·RN(1/d) is within the bound taken over those terms, and the last
+//   rounding is the storage rounding above: enclosed, though the random rule does not draw it.
 // The interval rule takes the hull of every variant (rounding outward in the storage format
 // encloses a rounding to the accumulation format, and any double rounding through it); the random
 // rule picks one per execution. localError = distance from the point value to the interval rule's
@@ -113,9 +120,9 @@ double randomDivide(double v, const PoolWindow& w, const RandomArith& r) {
   }
 }
 
-/// The layout of a forward node (avg_pool2d or _adaptive_avg_pool2d) on input shape `in`.
-PoolLayout forwardLayout(const OpArgs& a, Pool pool, const Shape& in, std::size_t first) {
-  if (pool == Pool::Avg) return avgPoolLayout(a, in, first);
+/// The layout of a forward node (avg_pool2d/3d or _adaptive_avg_pool2d) on input shape `in`.
+PoolLayout forwardLayout(const OpArgs& a, Pool pool, int dims, const Shape& in, std::size_t first) {
+  if (pool == Pool::Avg) return avgPoolLayout(a, in, first, dims);
   const std::vector<std::int64_t> size = a.intListArg(first, "output_size");
   if (size.size() != 2 && size.size() != 1)
     a.fail("output_size should have 1 or 2 values, found " + std::to_string(size.size()));
@@ -124,15 +131,16 @@ PoolLayout forwardLayout(const OpArgs& a, Pool pool, const Shape& in, std::size_
 
 // ---------------------------------------------------------------------------------------------
 
-/// avg_pool2d and _adaptive_avg_pool2d.
+/// avg_pool2d, avg_pool3d and _adaptive_avg_pool2d.
 class AvgPoolRule final : public OpRule {
  public:
-  explicit AvgPoolRule(Pool pool) : mPool(pool) {}
+  /// Takes the pooled dims: 2 or 3 (avg_pool3d).
+  AvgPoolRule(Pool pool, int dims) : mPool(pool), mDims(dims) {}
 
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
-    const PoolLayout l = forwardLayout(a, mPool, x.shape(), 1);
+    const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
     std::vector<double> y(static_cast<std::size_t>(l.planes * l.outPlane()));
     forEachWindow(l, [&](std::size_t k, std::int64_t base, const PoolWindow& w) {
       double s = 0.0;
@@ -145,7 +153,7 @@ class AvgPoolRule final : public OpRule {
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
-    const PoolLayout l = forwardLayout(a, mPool, x.shape(), 1);
+    const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
     const Arith m = arithOf(a, ctx, mPool, false);
     // Each window through kernels::avgPoolWindow (core/kernels/avg_pool.h): its elements
     // gathered into a row of k (plane offsets, -1 past the window's end), with its divisor, kH
@@ -176,7 +184,7 @@ class AvgPoolRule final : public OpRule {
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
-    const PoolLayout l = forwardLayout(a, mPool, x.shape(), 1);
+    const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
     std::mt19937_64& rng = *ctx.rng;
     const RandomArith r = pickArith(arithOf(a, ctx, mPool, false), rng);
     std::vector<double> y(static_cast<std::size_t>(l.planes * l.outPlane())), terms;
@@ -198,7 +206,7 @@ class AvgPoolRule final : public OpRule {
   std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
                                          std::span<const Tensor> g, OpContext&) const override {
     const Tensor& x = a.tensor(0);
-    const PoolLayout l = forwardLayout(a, mPool, x.shape(), 1);
+    const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
     std::vector<double> gx(static_cast<std::size_t>(x.numel()), 0.0);
     forEachWindow(l, [&](std::size_t k, std::int64_t base, const PoolWindow& w) {
       const double gk = g[0].values()[k] / static_cast<double>(w.divisor);
@@ -222,12 +230,13 @@ class AvgPoolRule final : public OpRule {
 
  private:
   Pool mPool;
+  int mDims;
 };
 
-/// avg_pool2d_backward and _adaptive_avg_pool2d_backward.
+/// avg_pool2d_backward, avg_pool3d_backward and _adaptive_avg_pool2d_backward.
 class AvgPoolBackwardRule final : public OpRule {
  public:
-  explicit AvgPoolBackwardRule(Pool pool) : mPool(pool) {}
+  AvgPoolBackwardRule(Pool pool, int dims) : mPool(pool), mDims(dims) {}
 
   std::vector<Tensor> point(const OpArgs& a, OpContext&) const override {
     const Parts c = parts(a);
@@ -319,7 +328,7 @@ class AvgPoolBackwardRule final : public OpRule {
     const Tensor& self = a.tensor(1);
     requireFloating(a, grad, "grad_output");
     PoolLayout l = [&] {
-      if (mPool == Pool::Avg) return avgPoolLayout(a, self.shape(), 2);
+      if (mPool == Pool::Avg) return avgPoolLayout(a, self.shape(), 2, mDims);
       if (grad.rank() < 2) a.fail("grad_output should have H and W dims");
       return adaptivePoolLayout(a, self.shape(), grad.shape()[grad.shape().size() - 2],
                                 grad.shape().back());
@@ -336,16 +345,20 @@ class AvgPoolBackwardRule final : public OpRule {
   }
 
   Pool mPool;
+  int mDims;
 };
 
 }  // namespace
 
 void registerAvgPoolOps(OpRegistry& r) {
-  r.add("aten.avg_pool2d.default", std::make_shared<AvgPoolRule>(Pool::Avg));
-  r.add("aten.avg_pool2d_backward.default", std::make_shared<AvgPoolBackwardRule>(Pool::Avg));
-  r.add("aten._adaptive_avg_pool2d.default", std::make_shared<AvgPoolRule>(Pool::Adaptive));
+  for (int dims : {2, 3}) {
+    const std::string op = "aten.avg_pool" + std::to_string(dims) + "d";
+    r.add(op + ".default", std::make_shared<AvgPoolRule>(Pool::Avg, dims));
+    r.add(op + "_backward.default", std::make_shared<AvgPoolBackwardRule>(Pool::Avg, dims));
+  }
+  r.add("aten._adaptive_avg_pool2d.default", std::make_shared<AvgPoolRule>(Pool::Adaptive, 2));
   r.add("aten._adaptive_avg_pool2d_backward.default",
-        std::make_shared<AvgPoolBackwardRule>(Pool::Adaptive));
+        std::make_shared<AvgPoolBackwardRule>(Pool::Adaptive, 2));
 }
 
 }  // namespace lossbound

@@ -45,7 +45,8 @@ void registerPiecewiseActivationOps(OpRegistry& r);
 void registerSoftplusMishOps(OpRegistry& r);
 /// max_pool2d_with_indices max_pool2d_with_indices_backward.
 void registerMaxPoolOps(OpRegistry& r);
-/// avg_pool2d avg_pool2d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward.
+/// avg_pool2d avg_pool2d_backward avg_pool3d avg_pool3d_backward _adaptive_avg_pool2d
+/// _adaptive_avg_pool2d_backward.
 void registerAvgPoolOps(OpRegistry& r);
 /// convolution convolution_backward (1-D/2-D/3-D, lowered to GEMMs on the Backend).
 void registerConvOps(OpRegistry& r);

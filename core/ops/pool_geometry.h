@@ -1,11 +1,12 @@
 #pragma once
-// Window geometry of the 2-d pooling ops (max_pool2d_with_indices, avg_pool2d,
+// Window geometry of the pooling ops (max_pool2d/3d_with_indices, avg_pool2d/3d,
 // _adaptive_avg_pool2d and their backward ops) as PyTorch 1.13 / 2.x computes it: output sizes from
 // pooling_output_shape (aten/src/ATen/native/Pool.h, ceil_mode included), adaptive windows from
 // start = ⌊o·I/O⌋, end = ⌈(o+1)·I/O⌉ (AdaptivePooling.h), and windows scanned as the CPU and CUDA
-// kernels scan them (rows, then columns). A (N, C, H, W) or (C, H, W) tensor is N·C (or C)
-// independent H×W planes with the same windows. 1-d pooling (MaxPool1d, AvgPool1d,
-// AdaptiveAvgPool1d) reaches these ops through unsqueeze as a 1×L plane.
+// kernels scan them (depth, then rows, then columns). A (N, C, H, W) or (C, H, W) tensor is N·C
+// (or C) independent H×W planes with the same windows; a (N, C, D, H, W) or (C, D, H, W) tensor,
+// D×H×W volumes ("planes" below too). 1-d pooling (MaxPool1d, AvgPool1d, AdaptiveAvgPool1d)
+// reaches these ops through unsqueeze as a 1×L plane.
 
 #include "core/ops/op_rule.h"
 #include "core/tensor/shape.h"
@@ -22,9 +23,10 @@ namespace lossbound::ops {
 struct PoolWindow {
   /// Input offsets h·W + w in scan order (ascending).
   std::vector<std::int64_t> offsets;
-  /// The divisor of an average: avg_pool2d's divide_factor, kH·kW for adaptive pooling.
+  /// The divisor of an average: avg_pool2d/3d's divide_factor, kH·kW for adaptive pooling.
   std::int64_t divisor = 1;
-  /// The window extents of adaptive pooling (its CUDA kernels divide by kH, then by kW).
+  /// The window's extents in the last two dims (adaptive pooling's CUDA kernels divide by kH,
+  /// then by kW; the other averages read only the divisor).
   std::int64_t kH = 1, kW = 1;
   /// max pooling: the index the kernels report when no element beats −inf (first valid position).
   std::int64_t start = 0;
@@ -37,7 +39,7 @@ struct PoolLayout {
   std::int64_t planes = 0, inH = 0, inW = 0, outH = 0, outW = 0, inD = 1, outD = 1;
   /// The pooled dims: 2 (H, W) or 3 (D, H, W).
   int dims = 2;
-  /// The input shape and the output shape (the input's leading dims, then outH, outW).
+  /// The input shape and the output shape (the input's leading dims, then the pooled extents).
   Shape inShape, outShape;
   /// outH·outW windows, row-major; the same for every plane.
   std::vector<PoolWindow> windows;
@@ -68,9 +70,10 @@ void windowElements(const Tensor& x, const PoolLayout& l, std::int64_t pl, const
 /// windows are scanned depth, then rows, then columns, with offsets (d·H + h)·W + w in the
 /// volume, as DilatedMaxPool3d.cpp and the CUDA kernels scan and report them.
 PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims = 2);
-/// Returns the layout of avg_pool2d (or its backward): kernel_size, stride, padding, ceil_mode,
-/// count_include_pad, divisor_override from positions first, first + 1, ...
-PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first);
+/// Returns the layout of avg_pool2d (dims 2) or avg_pool3d (dims 3), or of their backward ops:
+/// kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override from positions
+/// first, first + 1, ...; the checks and the scan order of maxPoolLayout.
+PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims = 2);
 /// Returns the layout of _adaptive_avg_pool2d (or its backward) from `in` to oH × oW outputs.
 PoolLayout adaptivePoolLayout(const OpArgs& a, const Shape& in, std::int64_t oH, std::int64_t oW);
 /// Fails through `a` unless a gradient of shape `grad` matches the layout's output shape.

@@ -441,6 +441,13 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        true,
        2},
       {"aten._adaptive_avg_pool2d.default", {ref("I4"), intList({2, 3})}, false, true, 2},
+      // 3-d average pooling (I4 as two batches of two 2 x 5 x 5 volumes): the same row kernel.
+      {"aten.avg_pool3d.default",
+       {ref("V5"), intList({2, 3, 3}), intList({1, 2, 2}), intList({1, 1, 1}), boolean(true),
+        boolean(false)},
+       false,
+       true,
+       2},
       // Their backward ops: one thread per input, its windows in order (shape-only lists);
       // overlapping windows with padding counted or not, a divisor override with stride 3 over
       // kernel 2 (inputs no window contains), and adaptive windows.
@@ -454,6 +461,9 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        {ref("G2"), ref("I4"), intList({2, 2}), intList({3, 3}), intList({0, 0}), boolean(false),
         boolean(true), integer(5)}},
       {"aten._adaptive_avg_pool2d_backward.default", {ref("G23"), ref("I4")}},
+      {"aten.avg_pool3d_backward.default",
+       {ref("G5"), ref("V5"), intList({2, 3, 3}), intList({1, 2, 2}), intList({1, 1, 1}),
+        boolean(false), boolean(true), lossbound::IrValue{}}},
       // Max-pool backward (grad [2, 4, 3, 3], self I4, kernel 3, stride 2, padding 1, indices
       // X9: points and intervals, some spanning several offsets, clipped at the plane's end):
       // one thread per plane, the outputs in order.
@@ -588,6 +598,10 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         xhi[i] = i % 3 == 1 ? std::min(xlo[i] + 6.0, 30.0) : xlo[i];  // 30: past the plane
       }
       const Tensor x9 = Tensor::interval({2, 4, 3, 3}, DType::Int64, xlo, xhi);
+      const Tensor v5 = i4.reshaped({2, 2, 2, 5, 5});
+      const Tensor g5 = randomOperand(rng, 2 * 2 * 3 * 3, 3, c.positive)
+                            .reshaped({2, 2, 3, 3, 3})
+                            .withDtype(dtype);
       lossbound::Node node;
       node.name = "node0";
       node.op = c.op;
@@ -601,6 +615,8 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "X3") return x3;
         if (r.name == "W3") return w3;
         if (r.name == "I4") return i4;
+        if (r.name == "V5") return v5;
+        if (r.name == "G5") return g5;
         if (r.name == "K4") return k4;
         if (r.name == "B6") return b6;
         if (r.name == "G4") return g4;

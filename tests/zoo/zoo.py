@@ -477,6 +477,28 @@ class FpnClassifier(nn.Module):
         return self.head(sum(v.mean(dim=(2, 3)) for v in levels.values()))
 
 
+class SmallS3D(nn.Module):
+    """torchvision S3D's own blocks at a small size, in its layout: a temporally separable stem,
+    (1, 3, 3) max pooling, a separable Inception block, (3, 3, 3) max pooling, then S3D's head
+    (a stride-1 AvgPool3d over the last (2, h, w) volume, a 1x1x1 convolution, a mean)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from functools import partial
+        from torchvision.models.video.s3d import SepInceptionBlock3D, TemporalSeparableConv
+        norm = partial(nn.BatchNorm3d, eps=0.001, momentum=0.001)
+        self.features = nn.Sequential(
+            TemporalSeparableConv(3, 16, 7, 2, 3, norm),
+            nn.MaxPool3d(kernel_size=(1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)),
+            SepInceptionBlock3D(16, 8, 8, 8, 4, 8, 8, norm),
+            nn.MaxPool3d(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1)))
+        self.avgpool = nn.AvgPool3d(kernel_size=(2, 4, 4), stride=1)
+        self.classifier = nn.Conv3d(32, 10, kernel_size=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.avgpool(self.features(x))).mean((2, 3, 4))
+
+
 def _regnet() -> nn.Module:
     from torchvision.models.regnet import BlockParams, RegNet
     return RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8),
@@ -577,6 +599,10 @@ EXTRA: Dict[str, Arch] = {
     "mvit": Arch(_mvit, "classify", images(2, (3, 4, 32, 32), 10), torch2=True,
                  about="torchvision MViT (video, two multiscale blocks, relative position "
                        "embeddings, pooled attention: max_pool3d), 3x4x32x32 clips, batch 2"),
+    "s3d": Arch(SmallS3D, "classify", images(2, (3, 8, 32, 32), 10),
+                about="torchvision S3D's TemporalSeparableConv and SepInceptionBlock3D (16-32 "
+                      "channels): 3-d max pooling, S3D's AvgPool3d head, 3x8x32x32 clips, "
+                      "batch 2"),
     "fpn": Arch(FpnClassifier, "classify", images(2, (3, 32, 32), 10),
                 about="torchvision FeaturePyramidNetwork over three strided convolutions: "
                       "nearest upsampling by 2 (F.interpolate), 3x32x32, batch 2"),

@@ -1,10 +1,11 @@
-// Pooling op rules (max_pool2d_with_indices max_pool3d_with_indices avg_pool2d
+// Pooling op rules (max_pool2d_with_indices max_pool3d_with_indices avg_pool2d avg_pool3d
 // _adaptive_avg_pool2d and their backward ops): per op and precision, 1,000 random cases (3-d and
 // 4-d inputs, 1-d style 1×L planes, kernel, stride, padding, dilation, ceil_mode,
 // count_include_pad, divisor_override, adaptive up- and down-sampling, point and interval inputs,
 // inputs full of ties) with zero escapes from the interval rule and |random − point| ≤ localError;
 // vjp against finite differences; the backward ops against the vjp of the forward ops in point
-// arithmetic; known answers from PyTorch 1.13; and the first-order contract of max pooling at
+// arithmetic; known answers from PyTorch 1.13 (3-d: 1.13 and 2.15); depth-1 3-d pooling is 2-d
+// pooling bit for bit; and the first-order contract of max pooling at
 // near-ties.
 #include "core/ops/broadcasting.h"
 #include "tests/core/ops/nn_test_util.h"
@@ -289,6 +290,72 @@ CaseMaker avgPoolBackward() {
   };
 }
 
+/// avg_pool3d(self, kernel, stride, padding, ceil, count_include_pad, divisor_override) on a
+/// random (C, D, H, W) or (N, C, D, H, W) input, each dim's parameters drawn independently (valid
+/// for its extent); `out` receives the output shape.
+OpCase avgPool3dCase(Format f, bool iv, std::mt19937_64& rng, Shape* out = nullptr) {
+  const DType t = dtypeFor(f);
+  Shape s = {uniformInt(rng, 1, 3), uniformInt(rng, 1, 4), uniformInt(rng, 1, 5),
+             uniformInt(rng, 1, 5)};
+  if (rng() % 2) s.insert(s.begin(), uniformInt(rng, 1, 2));
+  const bool ceil = rng() % 2 == 0, countPad = rng() % 2 == 0;
+  const std::int64_t divisor = rng() % 4 == 0 ? uniformInt(rng, 1, 30) : 0;
+  std::vector<DimParams> dims;
+  Shape o = s;
+  for (std::size_t i = s.size() - 3; i < s.size(); ++i)
+    for (;;) {
+      DimParams q{uniformInt(rng, 1, 3), uniformInt(rng, 1, 3), 0, 1};
+      q.p = uniformInt(rng, 0, q.k / 2);
+      o[i] = outSize(s[i], q.k, q.p, q.s, 1, ceil);
+      if (o[i] >= 1) {
+        dims.push_back(q);
+        break;
+      }
+    }
+  if (out) *out = o;
+  const auto list = [&](std::int64_t DimParams::*m) {
+    return ints({dims[0].*m, dims[1].*m, dims[2].*m});
+  };
+  OpCase c;
+  c.op = "aten.avg_pool3d.default";
+  c.precision = modelFor(std::nullopt);
+  c.inputs.push_back(inputValues(s, t, iv, f, false, rng));
+  c.args = {in(0),
+            list(&DimParams::k),
+            list(&DimParams::s),
+            list(&DimParams::p),
+            flag(ceil),
+            flag(countPad),
+            divisor ? integer(divisor) : none()};
+  // Trailing defaults left out now and then (ceil_mode False, count_include_pad True, None).
+  if (!ceil && countPad && !divisor && rng() % 2) c.args.resize(4);
+  c.outDtypes = {t};
+  return c;
+}
+
+CaseMaker avgPool3dCases() {
+  return [](Format f, bool iv, std::mt19937_64& rng) { return avgPool3dCase(f, iv, rng); };
+}
+
+/// avg_pool3d_backward(grad_output, self, <the forward's arguments, all spelled out>).
+CaseMaker avgPool3dBackwardCases() {
+  return [](Format f, bool iv, std::mt19937_64& rng) {
+    Shape o;
+    const OpCase fwd = avgPool3dCase(f, false, rng, &o);
+    OpCase c;
+    c.op = "aten.avg_pool3d_backward.default";
+    c.precision = fwd.precision;
+    c.inputs = {inputValues(o, fwd.outDtypes[0], iv, f, false, rng), fwd.inputs[0]};
+    c.args = {in(0), in(1)};
+    const std::vector<IrValue> defaults{ints({}),    ints({}),   ints({0}),
+                                        flag(false), flag(true), none()};
+    for (std::size_t i = 1; i < 7; ++i)
+      c.args.push_back(i < fwd.args.size() ? fwd.args[i] : defaults[i - 1]);
+    c.outDtypes = fwd.outDtypes;
+    return c;
+  };
+}
+
 /// Adaptive output sizes from 1 to in + 2 (up- and down-sampling).
 std::pair<std::int64_t, std::int64_t> adaptiveSize(const Shape& s, std::mt19937_64& rng) {
   return {uniformInt(rng, 1, s[s.size() - 2] + 2), uniformInt(rng, 1, s.back() + 2)};
@@ -488,6 +555,67 @@ class TestPoolOps : public QObject {
     checkAllFormats("avg_pool2d_backward", avgPoolBackward());
     checkVjpCases("avg_pool2d_backward", forVjp(avgPoolBackward()));
   }
+  void avgPool3d() {
+    checkAllFormats("avg_pool3d", avgPool3dCases());
+    checkVjpCases("avg_pool3d", forVjp(avgPool3dCases()));
+  }
+  void avgPool3dBackward() {
+    checkAllFormats("avg_pool3d_backward", avgPool3dBackwardCases());
+    checkVjpCases("avg_pool3d_backward", forVjp(avgPool3dBackwardCases()));
+  }
+  void avgPool3dWithUnitDepthIsAvgPool2d() {
+    // A depth-1 window over a (C, 1, H, W) volume is the 2-d window over (C, H, W): the same bits,
+    // point, interval and random (the same draws), forward and backward.
+    std::mt19937_64 rng(31);
+    for (int i = 0; i < 200; ++i) {
+      const bool iv = i % 2 == 1;
+      const Format f = i % 3 == 0 ? Format::Bf16 : Format::Fp32;
+      const Shape s2 = inputShape(rng);
+      if (s2.size() != 3) continue;
+      const AvgParams p = avgParams(s2[1], s2[2], rng);
+      OpCase c2;
+      c2.op = "aten.avg_pool2d.default";
+      c2.precision = modelFor(std::nullopt);
+      c2.inputs = {inputValues(s2, dtypeFor(f), iv, f, false, rng)};
+      c2.args = {in(0)};
+      for (auto& e : avgArgs(p)) c2.args.push_back(e);
+      c2.outDtypes = {dtypeFor(f)};
+      OpCase c3 = c2;
+      c3.op = "aten.avg_pool3d.default";
+      c3.inputs = {c2.inputs[0].reshaped({s2[0], 1, s2[1], s2[2]})};
+      c3.args[1] = ints({1, p.kh, p.kw});
+      c3.args[2] = ints({1, p.sh, p.sw});
+      c3.args[3] = ints({0, p.ph, p.pw});
+      const RuleCall f2(c2), f3(c3);
+      const Tensor y2 = f2.point()[0];
+      OpCase b2;
+      b2.op = "aten.avg_pool2d_backward.default";
+      b2.precision = c2.precision;
+      b2.inputs = {inputValues(y2.shape(), y2.dtype(), iv, f, false, rng), c2.inputs[0]};
+      b2.args = {in(0), in(1)};
+      for (std::size_t k = 1; k < c2.args.size(); ++k) b2.args.push_back(c2.args[k]);
+      b2.outDtypes = c2.outDtypes;
+      OpCase b3 = b2;
+      b3.op = "aten.avg_pool3d_backward.default";
+      const Shape& o = y2.shape();
+      b3.inputs = {b2.inputs[0].reshaped({o[0], 1, o[1], o[2]}), c3.inputs[0]};
+      for (std::size_t k = 1; k < 4; ++k) b3.args[k + 1] = c3.args[k];
+      const RuleCall r2b(b2), r3b(b3);
+      const auto same = [](std::span<const double> a, std::span<const double> b) {
+        return a.size() == b.size() &&
+               std::equal(a.begin(), a.end(), b.begin(),
+                          [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+      };
+      for (const auto& [r2, r3] : {std::pair<const RuleCall*, const RuleCall*>{&f2, &f3},
+                                   std::pair<const RuleCall*, const RuleCall*>{&r2b, &r3b}}) {
+        QVERIFY(same(r2->point()[0].values(), r3->point()[0].values()));
+        QVERIFY(same(r2->interval()[0].lo(), r3->interval()[0].lo()));
+        QVERIFY(same(r2->interval()[0].hi(), r3->interval()[0].hi()));
+        std::mt19937_64 g2(i), g3(i);
+        QVERIFY(same(r2->random(g2)[0].values(), r3->random(g3)[0].values()));
+      }
+    }
+  }
   void adaptiveAvgPool2d() {
     checkAllFormats("_adaptive_avg_pool2d", adaptive());
     checkVjpCases("_adaptive_avg_pool2d", forVjp(adaptive()));
@@ -521,6 +649,21 @@ class TestPoolOps : public QObject {
                             [](const OpCase& fc, const RuleCall&, const Tensor& g) {
                               OpCase b;
                               b.op = "aten.avg_pool2d_backward.default";
+                              b.precision = fc.precision;
+                              b.inputs = {g, fc.inputs[0]};
+                              std::vector<IrValue> a(fc.args.begin() + 1, fc.args.end());
+                              const std::vector<IrValue> defaults{
+                                  ints({}), ints({}), ints({0}), flag(false), flag(true), none()};
+                              while (a.size() < 6) a.push_back(defaults[a.size()]);
+                              b.args = {in(0), in(1)};
+                              for (auto& e : a) b.args.push_back(e);
+                              b.outDtypes = fc.outDtypes;
+                              return b;
+                            });
+    checkBackwardMatchesVjp("avg_pool3d", avgPool3dCases(),
+                            [](const OpCase& fc, const RuleCall&, const Tensor& g) {
+                              OpCase b;
+                              b.op = "aten.avg_pool3d_backward.default";
                               b.precision = fc.precision;
                               b.inputs = {g, fc.inputs[0]};
                               std::vector<IrValue> a(fc.args.begin() + 1, fc.args.end());
@@ -599,6 +742,134 @@ class TestPoolOps : public QObject {
     compareValues("max3d indices (depth-1 kernel)", m[1], {1, 1, 3, 4, 3},
                   {2,  3,  9,  12, 13, 9,  17, 13, 17, 17, 13, 17, 22, 26, 29, 32, 26, 29,
                    32, 36, 39, 32, 36, 39, 42, 41, 49, 52, 41, 49, 52, 58, 59, 52, 58, 59});
+    // avg_pool3d on the same volume (printed by PyTorch 1.13 and 2.15, identical): padding and
+    // ceil_mode with and without counting the padding, a divisor override; and the backward of
+    // the first for g = 1..36.
+    const auto avg3 = [&vol](std::vector<IrValue> args) {
+      OpCase c;
+      c.op = "aten.avg_pool3d.default";
+      c.precision = modelFor(std::nullopt);
+      c.inputs = {Tensor::point({1, 1, 3, 4, 5}, DType::Float64, vol)};
+      c.args = {in(0)};
+      for (auto& e : args) c.args.push_back(e);
+      c.outDtypes = {DType::Float64};
+      return c;
+    };
+    const std::vector<IrValue> padCeil{ints({2, 3, 2}), ints({1, 2, 2}), ints({1, 1, 1}),
+                                       flag(true),      flag(true),      none()};
+    compareValues("avg3d (count_include_pad, ceil)", RuleCall(avg3(padCeil)).point()[0],
+                  {1, 1, 4, 3, 3},
+                  {0x1.p+0,
+                   0x1.caaaaaaaaaaabp+1,
+                   0x1.1aaaaaaaaaaabp+2,
+                   0x1.1555555555555p+1,
+                   0x1.b800000000000p+3,
+                   0x1.c000000000000p+2,
+                   0x1.a000000000000p+0,
+                   0x1.e000000000000p+3,
+                   0x1.d000000000000p+1,
+                   0x1.2aaaaaaaaaaabp+1,
+                   0x1.f555555555555p+2,
+                   0x1.e555555555555p+2,
+                   0x1.3555555555555p+2,
+                   0x1.4800000000000p+4,
+                   0x1.a2aaaaaaaaaabp+3,
+                   0x1.c000000000000p+1,
+                   0x1.2800000000000p+4,
+                   0x1.f000000000000p+2,
+                   0x1.8000000000000p+1,
+                   0x1.d555555555555p+3,
+                   0x1.c000000000000p+2,
+                   0x1.7555555555555p+2,
+                   0x1.5555555555555p+3,
+                   0x1.a555555555555p+3,
+                   0x1.p+2,
+                   0x1.2800000000000p+2,
+                   0x1.1800000000000p+3,
+                   0x1.aaaaaaaaaaaabp+0,
+                   0x1.4d55555555555p+3,
+                   0x1.eaaaaaaaaaaabp+1,
+                   0x1.9555555555555p+1,
+                   0x1.f555555555555p+1,
+                   0x1.c555555555555p+2,
+                   0x1.1000000000000p+1,
+                   0x1.2000000000000p+0,
+                   0x1.2800000000000p+2});
+    std::vector<IrValue> noPadCount = padCeil;
+    noPadCount[4] = flag(false);
+    compareValues("avg3d (no pad count, ceil)", RuleCall(avg3(noPadCount)).point()[0],
+                  {1, 1, 4, 3, 3},
+                  {0x1.8000000000000p+2,
+                   0x1.5800000000000p+3,
+                   0x1.a800000000000p+3,
+                   0x1.1555555555555p+3,
+                   0x1.b800000000000p+4,
+                   0x1.c000000000000p+3,
+                   0x1.a000000000000p+3,
+                   0x1.e000000000000p+5,
+                   0x1.d000000000000p+3,
+                   0x1.c000000000000p+2,
+                   0x1.7800000000000p+3,
+                   0x1.6c00000000000p+3,
+                   0x1.3555555555555p+3,
+                   0x1.4800000000000p+4,
+                   0x1.a2aaaaaaaaaabp+3,
+                   0x1.c000000000000p+3,
+                   0x1.2800000000000p+5,
+                   0x1.f000000000000p+3,
+                   0x1.2000000000000p+3,
+                   0x1.6000000000000p+4,
+                   0x1.5000000000000p+3,
+                   0x1.7555555555555p+3,
+                   0x1.5555555555555p+3,
+                   0x1.a555555555555p+3,
+                   0x1.p+4,
+                   0x1.2800000000000p+3,
+                   0x1.1800000000000p+4,
+                   0x1.4000000000000p+3,
+                   0x1.f400000000000p+4,
+                   0x1.7000000000000p+3,
+                   0x1.9555555555555p+3,
+                   0x1.f555555555555p+2,
+                   0x1.c555555555555p+3,
+                   0x1.1000000000000p+4,
+                   0x1.2000000000000p+2,
+                   0x1.2800000000000p+4});
+    compareValues(
+        "avg3d (divisor_override 5)",
+        RuleCall(avg3({ints({3, 2, 2}), ints({2, 1, 2}), ints({1, 0, 1}), flag(false), flag(true),
+                       integer(5)}))
+            .point()[0],
+        {1, 1, 2, 3, 3},
+        {0x1.6666666666666p+2, 0x1.2cccccccccccdp+4, 0x1.2333333333333p+4, 0x1.8000000000000p+2,
+         0x1.399999999999ap+4, 0x1.3000000000000p+4, 0x1.999999999999ap+2, 0x1.3cccccccccccdp+5,
+         0x1.3cccccccccccdp+4, 0x1.ccccccccccccdp+2, 0x1.199999999999ap+5, 0x1.0cccccccccccdp+4,
+         0x1.e666666666666p+2, 0x1.2333333333333p+4, 0x1.199999999999ap+4, 0x1.p+3,
+         0x1.3000000000000p+4, 0x1.2666666666666p+4});
+    OpCase b3 = avg3(padCeil);
+    b3.op = "aten.avg_pool3d_backward.default";
+    std::vector<double> g36(36);
+    for (std::size_t i = 0; i < g36.size(); ++i) g36[i] = static_cast<double>(i + 1);
+    b3.inputs.insert(b3.inputs.begin(), Tensor::point({1, 1, 4, 3, 3}, DType::Float64, g36));
+    b3.args = {in(0), in(1)};
+    for (const IrValue& e : padCeil) b3.args.push_back(e);
+    compareValues(
+        "avg3d backward (count_include_pad, ceil)", RuleCall(b3).point()[0], {1, 1, 3, 4, 5},
+        {0x1.d555555555556p-1, 0x1.1555555555555p+0, 0x1.1555555555555p+0, 0x1.4000000000000p+0,
+         0x1.4000000000000p+0, 0x1.2aaaaaaaaaaaap+1, 0x1.5555555555556p+1, 0x1.5555555555556p+1,
+         0x1.8000000000000p+1, 0x1.8000000000000p+1, 0x1.6aaaaaaaaaaaap+0, 0x1.9555555555556p+0,
+         0x1.9555555555556p+0, 0x1.c000000000000p+0, 0x1.c000000000000p+0, 0x1.12aaaaaaaaaaap+2,
+         0x1.2d55555555556p+2, 0x1.2d55555555556p+2, 0x1.4800000000000p+2, 0x1.4800000000000p+2,
+         0x1.3555555555555p+1, 0x1.4aaaaaaaaaaabp+1, 0x1.4aaaaaaaaaaabp+1, 0x1.6000000000000p+1,
+         0x1.6000000000000p+1, 0x1.5555555555555p+2, 0x1.6aaaaaaaaaaabp+2, 0x1.6aaaaaaaaaaabp+2,
+         0x1.8000000000000p+2, 0x1.8000000000000p+2, 0x1.7555555555555p+1, 0x1.8aaaaaaaaaaabp+1,
+         0x1.8aaaaaaaaaaabp+1, 0x1.a000000000000p+1, 0x1.a000000000000p+1, 0x1.0155555555555p+3,
+         0x1.0eaaaaaaaaaabp+3, 0x1.0eaaaaaaaaaabp+3, 0x1.1c00000000000p+3, 0x1.1c00000000000p+3,
+         0x1.f555555555556p+1, 0x1.0555555555555p+2, 0x1.0555555555555p+2, 0x1.1000000000000p+2,
+         0x1.1000000000000p+2, 0x1.0aaaaaaaaaaabp+3, 0x1.1555555555555p+3, 0x1.1555555555555p+3,
+         0x1.2000000000000p+3, 0x1.2000000000000p+3, 0x1.1aaaaaaaaaaabp+2, 0x1.2555555555555p+2,
+         0x1.2555555555555p+2, 0x1.3000000000000p+2, 0x1.3000000000000p+2, 0x1.7955555555555p+3,
+         0x1.86aaaaaaaaaabp+3, 0x1.86aaaaaaaaaabp+3, 0x1.9400000000000p+3, 0x1.9400000000000p+3});
     const std::vector<DType> f64{DType::Float64};
     auto a = run("aten.avg_pool2d.default",
                  {ints({3, 3}), ints({2, 2}), ints({1, 1}), flag(true), flag(true), none()}, f64);
@@ -756,6 +1027,11 @@ class TestPoolOps : public QObject {
     expectError(mp3, {ints({2, 2, 2}), ints({}), ints({0, 2, 0})}, {1, 2, 4, 4}, mo);
     expectError(mp3, {ints({2, 2, 2}), ints({}), ints({0}), ints({1, 0, 1})}, {1, 2, 4, 4}, mo);
     expectError(mp3, {ints({3, 2, 2})}, {1, 2, 4, 4}, mo);
+    const std::string ap3 = "aten.avg_pool3d.default";
+    expectError(ap3, {ints({2, 2, 2})}, {4, 4}, ao);
+    expectError(ap3, {ints({2, 2})}, {1, 2, 4, 4}, ao);
+    expectError(ap3, {ints({2, 2, 2}), ints({1, 0, 1})}, {1, 2, 4, 4}, ao);
+    expectError(ap3, {ints({2, 5, 2})}, {1, 2, 4, 4}, ao);
   }
   void maxPoolBackwardBadIndexIsAnError() {
     // A 2×2 plane pooled to one output: a point index past the plane, or a NaN one, is reported
