@@ -17,13 +17,15 @@
 namespace lossbound::kernels {
 
 /// How the candidate averages: the accumulation and storage formats, whether the sum and the
-/// division may also run in the storage format (adaptive forward), and whether the adaptive
-/// kernels' divisions by kH and kW apply.
+/// division may also run in the storage format (adaptive forward), whether the adaptive
+/// kernels' divisions by kH and kW apply, and whether the backward may sum the undivided
+/// gradients in acc before one multiplication (CUDA avg_pool3d at stride 1).
 struct AvgPoolModel {
   Format acc = Format::Fp64;
   Format store = Format::Fp64;
   bool narrow = false;
   bool adaptive = false;
+  bool rawSum = false;
 };
 
 /// Encloses an integer n as the kernels' formats hold it: n, RN_acc(n) and (narrow) RN_store(n).
@@ -89,13 +91,14 @@ struct AvgPoolBackwardShape {
 /// order, -1 past the last), each quotient avgPoolDivide of the sanitized gradient with window
 /// o's divisor, kH and kW (params[3o..]), accumulated in that order and finished as a sum in any
 /// order in the storage format (the backward kernels accumulate in scalar_t: sumFinish,
-/// γ_(n−1)·Σ|x|, Higham 2002 eq. 4.4), stored ([0, 0] where no window contains q). The host rule
+/// γ_(n−1)·Σ|x|, Higham 2002 eq. 4.4), stored ([0, 0] where no window contains q); with rawSum,
+/// the entire line when the undivided gradients' sum may overflow acc. The host rule
 /// (core/ops/avg_pool_ops.cpp) and Backend::avgPoolBackward run it per input.
 LB_HD inline Interval avgPoolBackwardInput(ConstIntervalSpan g, std::int64_t i, const double* wins,
                                            const double* params, const AvgPoolBackwardShape& s,
                                            const AvgPoolModel& m) {
   const std::int64_t plane = i / s.inPlane, q = i % s.inPlane;
-  SumState e;
+  SumState e, raw;
   double count = 0.0;
   for (std::int64_t j = 0; j < s.k; ++j) {
     const double w = wins[q * s.k + j];
@@ -103,9 +106,16 @@ LB_HD inline Interval avgPoolBackwardInput(ConstIntervalSpan g, std::int64_t i, 
     const auto o = static_cast<std::int64_t>(w);
     const std::int64_t at = plane * s.windows + o;
     const double* p = params + 3 * o;
-    accumulate(e, avgPoolDivide(sanitize(Interval{g.lo[at], g.hi[at]}), p[0], p[1], p[2], m));
+    const Interval gi = sanitize(Interval{g.lo[at], g.hi[at]});
+    accumulate(e, avgPoolDivide(gi, p[0], p[1], p[2], m));
+    accumulate(raw, gi);
     count += 1.0;
   }
+  // The undivided sum (rawSum) may overflow acc where the quotients' sum does not: ±inf there.
+  if (m.rawSum && count > 0.0 &&
+      !(add_up(raw.absSumUp, sumErrorBound(count, raw.absSumUp, unitRoundoff(m.acc))) <
+        largestFinite(m.acc)))
+    return entireInterval();
   return sumFinish(e, count, m.store, m.store, false);
 }
 

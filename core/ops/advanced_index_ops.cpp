@@ -160,12 +160,16 @@ class IndexRule final : public OpRule {
     // x[idx] with one exact integer index tensor on the leading dim (a relative-position bias
     // table, rotary frequencies by position): rows of x taken by index, as embedding does
     // (kernels::tableRow; binary64 storage keeps every endpoint). The backend declines an index
-    // outside [0, rows), a negative one included: the map below wraps or reports it.
+    // outside [0, rows), a negative one included: the map below wraps or reports it. An index
+    // of interval form qualifies when every element is exact (an integer cast of exact floats).
     const Tensor& x = a.tensor(0);
     const std::vector<const Tensor*> list = a.optionalTensorList(1);
+    const auto exact = [](const Tensor& t) {
+      return !t.isInterval() || std::equal(t.lo().begin(), t.lo().end(), t.hi().begin());
+    };
     if (list.size() == 1 && list[0] && isIntegral(list[0]->dtype()) &&
-        list[0]->dtype() != DType::Bool && list[0]->dtype() != DType::UInt8 &&
-        !list[0]->isInterval() && x.rank() >= 1) {
+        list[0]->dtype() != DType::Bool && list[0]->dtype() != DType::UInt8 && exact(*list[0]) &&
+        x.rank() >= 1) {
       Shape out = list[0]->shape();
       out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
       if (auto r = offerTakeRows(ctx.backend, {Format::Fp64, Format::Fp64, 0}, x, *list[0], out,

@@ -7,8 +7,8 @@
 // The kernels modelled (PyTorch 1.13 and 2.x, CPU and CUDA) and how the rules enclose them:
 // - the sum runs in any order and bracketing (threads, vector lanes, atomics). avg_pool2d sums in
 //   the accumulation format (CPU scalar_t for fp32/fp64, CUDA accscalar_t), and so does avg_pool3d
-//   (CPU AvgPoolKernel.cpp's opmath acc_t, 1.13's AveragePool3d.cpp scalar_t for fp32/fp64, CUDA
-//   AveragePool3d.cu accscalar_t). Adaptive pooling on
+//   (CPU AveragePool3d.cpp's avg_pool3d_out_frame in scalar_t, fp32/fp64 only, in 1.13 and 2.15;
+//   CUDA AveragePool3d.cu accscalar_t). Adaptive pooling on
 //   CUDA before PyTorch 2.1 summed in the storage format (`T sum`, pytorch/pytorch#99378 moved it
 //   to opmath), and every backward kernel accumulates grad_input in the storage format (CPU
 //   `grad_input += grad_delta` in scalar_t, CUDA NCHW `*ptr_gradInput += grad_delta` in T, atomics
@@ -26,7 +26,10 @@
 //   multiplies once: RN(RN_acc(Σg)·RN(1/d)). d is the same for every window there, so the exact
 //   value Σ(g·RN(1/d)) lies in the sum of the per-term enclosures (each holds g·RN(1/d) exactly),
 //   the sum's error γ_{n−1}·Σ|g|·RN(1/d) is within the bound taken over those terms, and the last
-//   rounding is the storage rounding above: enclosed, though the random rule does not draw it.
+//   rounding is the storage rounding above. The undivided sum can overflow acc where the
+//   quotients' cannot (Σ|g| is d times larger): the 3-d backward gives the entire line when
+//   Σ|g| + γ_{n−1}·Σ|g| may reach acc's largest finite value (kernels::AvgPoolModel::rawSum).
+//   The random rule draws this kernel when every window has the same divisor.
 // The interval rule takes the hull of every variant (rounding outward in the storage format
 // encloses a rounding to the accumulation format, and any double rounding through it); the random
 // rule picks one per execution. localError = distance from the point value to the interval rule's
@@ -61,10 +64,10 @@ enum class Pool { Avg, Adaptive };
 /// division may also run in the storage format (adaptive forward, every backward).
 using Arith = kernels::AvgPoolModel;
 
-Arith arithOf(const OpArgs& a, const OpContext& ctx, Pool pool, bool backward) {
+Arith arithOf(const OpArgs& a, const OpContext& ctx, Pool pool, int dims, bool backward) {
   const DType t = a.outSpec(0).dtype;
   return {accumulationFormat(ctx.precision, t), outFormat(a, ctx),
-          backward || pool == Pool::Adaptive, pool == Pool::Adaptive};
+          backward || pool == Pool::Adaptive, pool == Pool::Adaptive, backward && dims == 3};
 }
 
 void requireFloating(const OpArgs& a, const Tensor& t, const char* what) {
@@ -88,10 +91,12 @@ struct RandomArith {
   Format sumIn, opIn, store;
   bool sumToStore;
   int mode;  // 0: v / d; 1: v·RN(1/d); 2: v / kH / kW; 3: v / kW / kH; 4: v·RN(RN(1/kW)·RN(1/kH))
+  bool rawSum = false;  // the backward sums the undivided gradients in acc, then ·RN_acc(1/d)
 };
 
 RandomArith pickArith(const Arith& m, std::mt19937_64& rng) {
   RandomArith r{m.acc, m.acc, m.store, false, 0};
+  if (m.rawSum) r.rawSum = (rng() & 1) != 0;
   if (m.narrow) {
     if (rng() & 1) r.sumIn = m.store;
     if (rng() & 1) r.opIn = m.store;
@@ -154,7 +159,7 @@ class AvgPoolRule final : public OpRule {
     const Tensor& x = a.tensor(0);
     requireFloating(a, x, "self");
     const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
-    const Arith m = arithOf(a, ctx, mPool, false);
+    const Arith m = arithOf(a, ctx, mPool, mDims, false);
     // Each window through kernels::avgPoolWindow (core/kernels/avg_pool.h): its elements
     // gathered into a row of k (plane offsets, -1 past the window's end), with its divisor, kH
     // and kW; offered to the backend (a device gathers and averages where x is), else here.
@@ -186,7 +191,7 @@ class AvgPoolRule final : public OpRule {
     requireFloating(a, x, "self");
     const PoolLayout l = forwardLayout(a, mPool, mDims, x.shape(), 1);
     std::mt19937_64& rng = *ctx.rng;
-    const RandomArith r = pickArith(arithOf(a, ctx, mPool, false), rng);
+    const RandomArith r = pickArith(arithOf(a, ctx, mPool, mDims, false), rng);
     std::vector<double> y(static_cast<std::size_t>(l.planes * l.outPlane())), terms;
     forEachWindow(l, [&](std::size_t k, std::int64_t base, const PoolWindow& w) {
       if (w.offsets.empty()) {
@@ -249,7 +254,7 @@ class AvgPoolBackwardRule final : public OpRule {
 
   std::vector<Tensor> interval(const OpArgs& a, OpContext& ctx) const override {
     const Parts c = parts(a);
-    const Arith m = arithOf(a, ctx, mPool, true);
+    const Arith m = arithOf(a, ctx, mPool, mDims, true);
     // Each input through kernels::avgPoolBackwardInput (core/kernels/avg_pool.h): the windows
     // that contain its plane position, in window order (a shape-only list, -1 past the last), and
     // every window's divisor, kH and kW; offered to the backend (a device reads grad where it
@@ -286,7 +291,25 @@ class AvgPoolBackwardRule final : public OpRule {
   std::vector<Tensor> random(const OpArgs& a, OpContext& ctx) const override {
     const Parts c = parts(a);
     std::mt19937_64& rng = *ctx.rng;
-    const RandomArith r = pickArith(arithOf(a, ctx, mPool, true), rng);
+    const Arith m = arithOf(a, ctx, mPool, mDims, true);
+    const RandomArith r = pickArith(m, rng);
+    const auto& ws = c.l.windows;
+    if (r.rawSum && !ws.empty() && std::all_of(ws.begin(), ws.end(), [&](const PoolWindow& w) {
+          return w.divisor == ws.front().divisor;
+        })) {
+      // CUDA avg_pool3d's stride-1 backward: Σg in acc (any order), times RN_acc(1/d), stored.
+      const double c1 =
+          roundNearest(1.0 / roundNearest(static_cast<double>(ws.front().divisor), m.acc), m.acc);
+      std::vector<std::vector<double>> raw(static_cast<std::size_t>(c.self.numel()));
+      scatter(c, [&](std::size_t k, std::size_t target, const PoolWindow&) {
+        raw[target].push_back(c.grad.values()[k]);
+      });
+      std::vector<double> gx(raw.size(), 0.0);
+      for (std::size_t p = 0; p < raw.size(); ++p)
+        if (!raw[p].empty())
+          gx[p] = roundNearest(roundNearest(randomSum(raw[p], m.acc, rng) * c1, m.acc), r.store);
+      return {Tensor::point(c.self.shape(), a.outSpec(0).dtype, std::move(gx))};
+    }
     std::vector<double> term(static_cast<std::size_t>(c.grad.numel()));
     AvgPoolRule::forEachWindow(c.l, [&](std::size_t k, std::int64_t, const PoolWindow& w) {
       term[k] = randomDivide(c.grad.values()[k], w, r);

@@ -198,6 +198,12 @@ PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, in
   const bool countPad = a.boolArg(first + 4, "count_include_pad", true);
   const std::int64_t override = a.intArg(first + 5, "divisor_override", 0);
   g.setOutput(a, k, s, p, {1, 1, 1}, ceil);
+  // avg_pool3d's pool3d_shape_check (check_input_size): no kernel larger than its dim, padding or
+  // not.
+  for (int i = 0; dims == 3 && i < 3; ++i)
+    if (g.size[i] < k[i])
+      a.fail("the input volume " + listText(g.size, 3, "(", " x ") +
+             " is smaller than the kernel " + listText(k, 3));
   // CPU cpu_avg_pool / cpu_avg_pool3d, CUDA avg_pool2d_out_cuda_frame / avg_pool3d_cuda_update_
   // output: pool_size counts the padding inside the window (clipped at input + pad), the sum runs
   // over the window clipped to the input.

@@ -72,7 +72,8 @@ void windowElements(const Tensor& x, const PoolLayout& l, std::int64_t pl, const
 PoolLayout maxPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims = 2);
 /// Returns the layout of avg_pool2d (dims 2) or avg_pool3d (dims 3), or of their backward ops:
 /// kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override from positions
-/// first, first + 1, ...; the checks and the scan order of maxPoolLayout.
+/// first, first + 1, ...; the checks and the scan order of maxPoolLayout, and (3-d, as
+/// avg_pool3d checks) no kernel larger than the input in any dim.
 PoolLayout avgPoolLayout(const OpArgs& a, const Shape& in, std::size_t first, int dims = 2);
 /// Returns the layout of _adaptive_avg_pool2d (or its backward) from `in` to oH × oW outputs.
 PoolLayout adaptivePoolLayout(const OpArgs& a, const Shape& in, std::int64_t oH, std::int64_t oW);

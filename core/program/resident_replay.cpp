@@ -682,14 +682,17 @@ bool readsFirstOperandShapeOnly(const std::string& op) {
   return madeFromShapeOnly(op) || op == "aten.fill.Tensor" || op == "aten.fill_.Tensor";
 }
 
-/// Records one plan of `rule` on `node` with placeholder operands (see the file comment).
+/// Records one plan of `rule` on `node` with placeholder operands (see the file comment), or the
+/// operand's own value where `fixedValues` holds one (an operand that is the same in every replay).
 Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef>& refs,
-                const std::vector<Meta>& metas, double p, double step, double w, double marker,
-                const PrecisionModel& precision, Backend& host) {
+                const std::vector<Meta>& metas, const std::vector<const Tensor*>& fixedValues,
+                double p, double step, double w, double marker, const PrecisionModel& precision,
+                Backend& host) {
   Plan plan;
   std::vector<Tensor> args;
   args.reserve(metas.size());
-  for (const Meta& m : metas) args.push_back(placeholder(m, p, step, w));
+  for (std::size_t k = 0; k < metas.size(); ++k)
+    args.push_back(fixedValues[k] ? *fixedValues[k] : placeholder(metas[k], p, step, w));
   RecordingBackend rec(host, args, marker);
   OpContext ctx{precision, rec, nullptr};
   std::vector<Tensor> results;
@@ -886,17 +889,33 @@ struct ResidentEvaluator::Impl {
     kept[i] = Kept{key, vs};
   }
 
-  /// Returns the plan of node i for operands of these forms (recorded once per form).
+  /// Returns the plan of node i for operands of these forms (recorded once per form). Operands
+  /// marked in `fixed` are integer values no program input reaches (indices computed from arange
+  /// in the program, as MViT's relative positions): the same bits in every replay from the same
+  /// start node (`from`), so the plan is recorded with their values instead of placeholders (a
+  /// rule that needs exact indices can then make its plan) and keyed on `from`. Their values are
+  /// copied out (if on the device) only when a plan is recorded.
   Plan& planFor(std::size_t i, const OpRule& rule, const std::vector<ValueRef>& refs,
-                const std::vector<Meta>& metas, const PrecisionModel& precision) {
+                const std::vector<Meta>& metas, const std::vector<char>& fixed, std::size_t from,
+                const PrecisionModel& precision) {
     std::string key;
-    for (const Meta& m : metas) key += m.interval ? 'i' : 'p';
+    for (std::size_t k = 0; k < metas.size(); ++k)
+      key += fixed[k] ? (metas[k].interval ? 'I' : 'P') : (metas[k].interval ? 'i' : 'p');
+    if (std::find(fixed.begin(), fixed.end(), 1) != fixed.end()) key += "@" + std::to_string(from);
     if (plans[i] && planKeys[i] == key) return *plans[i];
     const Node& node = program.nodes[i];
-    Plan a = recordPlan(node, rule, refs, metas, 0.5, 0x1p-12, 0.25, 17.25, precision, host);
+    std::vector<const Tensor*> values(refs.size(), nullptr);
+    for (std::size_t k = 0; k < refs.size(); ++k)
+      if (fixed[k]) {
+        Value& v = valueOf(refs[k]);
+        ensureHost(v, stats->boundaryDownloads);
+        values[k] = &*v.host;
+      }
+    Plan a =
+        recordPlan(node, rule, refs, metas, values, 0.5, 0x1p-12, 0.25, 17.25, precision, host);
     if (a.device) {
-      const Plan b =
-          recordPlan(node, rule, refs, metas, -1.75, -0x1p-11, 3.0, -2049.5, precision, host);
+      const Plan b = recordPlan(node, rule, refs, metas, values, -1.75, -0x1p-11, 3.0, -2049.5,
+                                precision, host);
       if (!samePlan(a, b)) a = Plan{false, "the rule's work depends on operand values", {}, {}};
     }
     plans[i] = std::move(a);
@@ -1307,8 +1326,14 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
                                           : "no device memory for the replay";
     if (i >= intervalFrom && flag) {
       std::vector<Meta> metas;
-      for (const ValueRef& r : refs) metas.push_back(m.valueOf(r).meta);
-      Plan& plan = m.planFor(i, rule, refs, metas, pm);
+      std::vector<char> fixedInts;
+      for (const ValueRef& r : refs) {
+        const Meta& meta = m.valueOf(r).meta;
+        metas.push_back(meta);
+        fixedInts.push_back(fixed[m.slotOf.at(r.name)] && !isFloating(meta.dtype) &&
+                            meta.dtype != DType::Bool);
+      }
+      Plan& plan = m.planFor(i, rule, refs, metas, fixedInts, intervalFrom, pm);
       reason = plan.reason;
       if (plan.device) {
         reason = "an operand with a non-finite endpoint (the rule keeps it on the host)";

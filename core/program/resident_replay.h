@@ -13,10 +13,13 @@
 // device plan, with each hook operand resolved to an operand of the node, an earlier hook's
 // result or a constant the rule made (a scalar's enclosure). The rule runs twice, on two
 // different placeholder fillings, and the two plans must agree bit for bit, so a plan cannot
-// depend on operand values (those are on the device); any difference, a GEMM, host arithmetic on
-// the operands, or an exception makes the node a host-fallback node: its operands are copied out,
-// the CPU rule runs on the host Backend, and its results are copied in when a device node needs
-// them. Plans depend only on metadata and are kept per node across replays.
+// depend on operand values (those are on the device). The exception is an integer operand that no
+// program input reaches (an index computed from arange in the program): it is the same in every
+// replay from the same start node, so both recordings use its value (copied out once, when the
+// plan is made) and a rule that needs exact indices can plan. Any difference, a GEMM, host
+// arithmetic on the operands, or an exception makes the node a host-fallback node: its operands are
+// copied out, the CPU rule runs on the host Backend, and its results are copied in when a device
+// node needs them. Plans depend only on metadata and are kept per node across replays.
 //
 // Bit-identity with evaluate(): a device node runs the hook calls the CPU rule makes with a
 // kernel-offering backend, and the hooks give the same bits as the CPU rules'

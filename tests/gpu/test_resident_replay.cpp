@@ -222,6 +222,7 @@ class TestResidentReplay : public QObject {
   void castsMasksAndPaddingRunOnTheDevice();
   void normsClampsRoundingAndUpsamplingRunOnTheDevice();
   void chainedIndicesAndNonFiniteTablesGiveTheCpuResults();
+  void indicesComputedInTheProgramRunOnTheDevice();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -1524,6 +1525,76 @@ void TestResidentReplay::chainedIndicesAndNonFiniteTablesGiveTheCpuResults() {
     QCOMPARE(deviceError, cpuError);
   }
   QCOMPARE(device.liveAllocations(), std::size_t{0});
+}
+
+void TestResidentReplay::indicesComputedInTheProgramRunOnTheDevice() {
+  // MViT's relative positions: an index made in the program from arange through float
+  // arithmetic (exact: an interval of equal endpoints in the interval domain) and a cast to
+  // int64, then t[ix] on a parameter table. No program input reaches the index, so its plan is
+  // recorded with its values (copied out once, when the plan is made); the lookup runs on the
+  // device with the CPU's bits, and a later replay copies in the table and copies out the
+  // outputs only. The same program with the arithmetic reading a program input (a value that
+  // can change between replays) keeps the lookup on the host, as before.
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {%6},
+     "outputs": [{"shape": [%4], "dtype": "%5"}]})";
+  for (const bool fromInput : {false, true}) {
+    const std::vector<std::array<QString, 6>> nodes = {
+        {"ar", "arange.default", "4", "4", "int64", ""},
+        {"f", "mul.Tensor", fromInput ? R"({"ref": "batch:k"}, 1.0)" : R"({"ref": "ar"}, 1.0)", "4",
+         "float32", ""},
+        {"d", "add.Tensor", R"({"ref": "f"}, 1.0)", "4", "float32", ""},
+        {"ix", "_to_copy.default", R"({"ref": "d"})", "4", "int64",
+         R"("dtype": {"dtype": "int64"})"},
+        {"iy", "index.Tensor", R"({"ref": "param:t"}, [{"ref": "ix"}])", "4, 2", "float32", ""},
+        {"l", "sum.default", R"({"ref": "iy"})", "", "float32", ""}};
+    QStringList nodeJson;
+    for (const auto& [name, op, args, shape, dtype, kwargs] : nodes)
+      nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, dtype, kwargs);
+    const QString json = QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+    "torch_version": "2.15.0",
+    "inputs": [{"name": "param:t", "shape": [6, 2], "dtype": "float32"},
+               {"name": "batch:k", "shape": [4], "dtype": "int64"}],
+    "nodes": [%1], "outputs": [{"name": "loss", "ref": {"ref": "l"}},
+                               {"name": "iy", "ref": {"ref": "iy"}}]})")
+                             .arg(nodeJson.join(QStringLiteral(",\n")));
+    Program p;
+    try {
+      p = parseProgram(json.toStdString(), "computed-indices");
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    EvalOptions o;
+    o.domain = EvalDomain::Interval;
+    o.outputs = {"loss", "iy"};
+    const TensorMap in{
+        {"param:t", Tensor::point({6, 2}, DType::Float32, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})},
+        {"batch:k", Tensor::point({4}, DType::Int64, {0, 1, 2, 3})}};
+    const auto cpu = createCpuBackend(1);
+    const EvalResult ref = evaluate(p, in, *cpu, o);
+    QVERIFY(ref.outputs.at("iy").isInterval() || ref.outputs.at("iy").numel() == 8);
+    HostDevice device;
+    {
+      ResidentEvaluator ev(p, device, *cpu);
+      for (int replay = 0; replay < 2; ++replay) {
+        const ResidentResult r = ev.evaluate(in, o);
+        for (const std::string& name : o.outputs)
+          QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)), name.c_str());
+        if (fromInput) {
+          QCOMPARE(r.stats.hostOps.count("aten.index.Tensor"), std::size_t{1});
+          continue;
+        }
+        for (const auto& [op, why] : r.stats.hostReasons) qInfo("%s: %s", op.c_str(), why.c_str());
+        QCOMPARE(r.stats.nodesOnHost, std::size_t{0});
+        // The index is copied out once, to make the plan (an interval: two arrays).
+        QCOMPARE(r.stats.boundaryDownloads, replay == 0 ? std::int64_t{2} : std::int64_t{0});
+        if (replay == 1)
+          QCOMPARE(r.stats.device.transfers(),
+                   r.stats.inputUploads + r.stats.outputDownloads + r.stats.controlTransfers);
+        if (replay == 1) QCOMPARE(r.stats.inputUploads, std::int64_t{1});
+      }
+    }
+    QCOMPARE(device.liveAllocations(), std::size_t{0});
+  }
 }
 
 QTEST_GUILESS_MAIN(TestResidentReplay)

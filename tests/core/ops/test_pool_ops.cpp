@@ -304,7 +304,8 @@ OpCase avgPool3dCase(Format f, bool iv, std::mt19937_64& rng, Shape* out = nullp
   Shape o = s;
   for (std::size_t i = s.size() - 3; i < s.size(); ++i)
     for (;;) {
-      DimParams q{uniformInt(rng, 1, 3), uniformInt(rng, 1, 3), 0, 1};
+      // avg_pool3d refuses a kernel larger than its dim, padding or not.
+      DimParams q{uniformInt(rng, 1, std::min<std::int64_t>(3, s[i])), uniformInt(rng, 1, 3), 0, 1};
       q.p = uniformInt(rng, 0, q.k / 2);
       o[i] = outSize(s[i], q.k, q.p, q.s, 1, ceil);
       if (o[i] >= 1) {
@@ -565,7 +566,7 @@ class TestPoolOps : public QObject {
   }
   void avgPool3dWithUnitDepthIsAvgPool2d() {
     // A depth-1 window over a (C, 1, H, W) volume is the 2-d window over (C, H, W): the same bits,
-    // point, interval and random (the same draws), forward and backward.
+    // point and interval, forward and backward, and the forward's random executions.
     std::mt19937_64 rng(31);
     for (int i = 0; i < 200; ++i) {
       const bool iv = i % 2 == 1;
@@ -573,6 +574,7 @@ class TestPoolOps : public QObject {
       const Shape s2 = inputShape(rng);
       if (s2.size() != 3) continue;
       const AvgParams p = avgParams(s2[1], s2[2], rng);
+      if (p.kh > s2[1] || p.kw > s2[2]) continue;  // avg_pool3d refuses (avg_pool2d does not)
       OpCase c2;
       c2.op = "aten.avg_pool2d.default";
       c2.precision = modelFor(std::nullopt);
@@ -611,9 +613,35 @@ class TestPoolOps : public QObject {
         QVERIFY(same(r2->point()[0].values(), r3->point()[0].values()));
         QVERIFY(same(r2->interval()[0].lo(), r3->interval()[0].lo()));
         QVERIFY(same(r2->interval()[0].hi(), r3->interval()[0].hi()));
-        std::mt19937_64 g2(i), g3(i);
-        QVERIFY(same(r2->random(g2)[0].values(), r3->random(g3)[0].values()));
       }
+      // The forward's random executions too (the same draws; the 3-d backward draws one more
+      // kernel, CUDA's stride-1 sum of undivided gradients).
+      std::mt19937_64 g2(i), g3(i);
+      QVERIFY(same(f2.random(g2)[0].values(), f3.random(g3)[0].values()));
+    }
+  }
+  void avgPool3dBackwardUndividedSumMayOverflow() {
+    // CUDA's stride-1 avg_pool3d backward sums the gradients before dividing: two gradients of
+    // 0x1.7p+127 reaching one input overflow fp32 (inf, times 1/8, is inf) although every quotient
+    // and their sum are finite. The enclosure must hold inf, and a random execution can give it.
+    // (Found by a review: the per-quotient bound alone gave about 4.9e37.)
+    for (const DType t : {DType::Float32, DType::BFloat16}) {
+      OpCase b;
+      b.op = "aten.avg_pool3d_backward.default";
+      b.precision = modelFor(std::nullopt);
+      b.inputs = {Tensor::point({1, 1, 1, 1, 2}, t, {0x1.7p+127, 0x1.7p+127}),
+                  Tensor::point({1, 1, 2, 2, 3}, t, std::vector<double>(12, 1.0))};
+      b.args = {in(0), in(1), ints({2}), ints({1}), ints({0}), flag(false), flag(true), none()};
+      b.outDtypes = {t};
+      const RuleCall call(b);
+      QCOMPARE(call.interval()[0].at(1).hi, HUGE_VAL);
+      QVERIFY(std::isfinite(call.point()[0].values()[1]));
+      std::mt19937_64 rng(7);
+      bool sawInf = false;
+      for (int i = 0; i < 64 && !sawInf; ++i) sawInf = std::isinf(call.random(rng)[0].values()[1]);
+      QVERIFY(sawInf);
+      // Away from overflow the 3-d backward keeps the 2-d bound (inputs of one window: finite).
+      QVERIFY(std::isfinite(call.interval()[0].at(0).hi));
     }
   }
   void adaptiveAvgPool2d() {
@@ -1032,6 +1060,8 @@ class TestPoolOps : public QObject {
     expectError(ap3, {ints({2, 2})}, {1, 2, 4, 4}, ao);
     expectError(ap3, {ints({2, 2, 2}), ints({1, 0, 1})}, {1, 2, 4, 4}, ao);
     expectError(ap3, {ints({2, 5, 2})}, {1, 2, 4, 4}, ao);
+    // a kernel deeper than the input even with padding that would make the output non-empty
+    expectError(ap3, {ints({3, 2, 2}), ints({1, 1, 1}), ints({1, 0, 0})}, {1, 2, 4, 4}, ao);
   }
   void maxPoolBackwardBadIndexIsAnError() {
     // A 2×2 plane pooled to one output: a point index past the plane, or a NaN one, is reported
