@@ -477,6 +477,12 @@ class FpnClassifier(nn.Module):
         return self.head(sum(v.mean(dim=(2, 3)) for v in levels.values()))
 
 
+def _swin3d() -> nn.Module:
+    from torchvision.models.video.swin_transformer import SwinTransformer3d
+    return SwinTransformer3d(patch_size=[2, 4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2],
+                             window_size=[2, 4, 4], stochastic_depth_prob=0.0, num_classes=10)
+
+
 class SmallS3D(nn.Module):
     """torchvision S3D's own blocks at a small size, in its layout: a temporally separable stem,
     (1, 3, 3) max pooling, a separable Inception block, (3, 3, 3) max pooling, then S3D's head
@@ -599,6 +605,10 @@ EXTRA: Dict[str, Arch] = {
     "mvit": Arch(_mvit, "classify", images(2, (3, 4, 32, 32), 10), torch2=True,
                  about="torchvision MViT (video, two multiscale blocks, relative position "
                        "embeddings, pooled attention: max_pool3d), 3x4x32x32 clips, batch 2"),
+    "swin3d": Arch(_swin3d, "classify", images(2, (3, 4, 32, 32), 10), torch2=True,
+                   about="torchvision SwinTransformer3d (video Swin: embed 16, depths [1, 1], "
+                         "window 2x4x4): 3-d shifted windows, 3-d relative position bias, "
+                         "3x4x32x32 clips, batch 2"),
     "s3d": Arch(SmallS3D, "classify", images(2, (3, 8, 32, 32), 10),
                 about="torchvision S3D's TemporalSeparableConv and SepInceptionBlock3D (16-32 "
                       "channels): 3-d max pooling, S3D's AvgPool3d head, 3x8x32x32 clips, "
