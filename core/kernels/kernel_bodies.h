@@ -170,6 +170,11 @@ LB_HD inline Interval unaryExact(UnaryOp op, Interval x) {
       return {::ceil(x.lo), ::ceil(x.hi)};
     case UnaryOp::RoundEven:  // the default rounding mode: half to even, as torch.round
       return {::rint(x.lo), ::rint(x.hi)};
+    case UnaryOp::Sign: {  // nondecreasing, exact; a NaN endpoint may be any value: [-1, 1]
+      if (lossbound::hasNan(x)) return {-1.0, 1.0};
+      const auto sgn = [](double v) { return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 0.0); };
+      return {sgn(x.lo), sgn(x.hi)};
+    }
     case UnaryOp::NonZero:
       if (x.lo == 0.0 && x.hi == 0.0) return {0.0, 0.0};
       return contains(x, 0.0) ? Interval{0.0, 1.0} : Interval{1.0, 1.0};

@@ -41,10 +41,11 @@ enum class UnaryOp : int {
   Floor,        ///< floor(x): exact and nondecreasing, so [floor(lo), floor(hi)]
   Ceil,         ///< ceil(x), likewise
   RoundEven,    ///< torch.round: to the nearest integer, half to even (rint), likewise
-  Clamp         ///< clamp(x, lo, hi) with Python bounds (±inf: none), exact, stored
+  Clamp,        ///< clamp(x, lo, hi) with Python bounds (±inf: none), exact, stored
+  Sign          ///< sign(x) = (0 < x) − (x < 0), NaN giving 0 as PyTorch's kernels: exact
 };
 /// Number of UnaryOp values (for tests and tables).
-inline constexpr int kUnaryOpCount = 30;
+inline constexpr int kUnaryOpCount = 31;
 
 /// Elementwise operations with two interval operands. DivRecip is a division by a scalar that
 /// the candidate may carry out as x · RN(1/y) (PyTorch's kernels do for a 0-d divisor). Eq … Ge

@@ -353,12 +353,14 @@ enum class Unary {
   Floor,
   Ceil,
   Trunc,
-  Round
+  Round,
+  Sign
 };
 
-/// floor ceil trunc round: an integer-valued result, exact in the input's format.
+/// floor ceil trunc round sign: an integer-valued result, exact in the input's format.
 bool roundsToInteger(Unary op) {
-  return op == Unary::Floor || op == Unary::Ceil || op == Unary::Trunc || op == Unary::Round;
+  return op == Unary::Floor || op == Unary::Ceil || op == Unary::Trunc || op == Unary::Round ||
+         op == Unary::Sign;
 }
 
 /// Encloses {x^p} exactly (binary64 directed rounding; real-valued domain only): the body
@@ -366,11 +368,13 @@ bool roundsToInteger(Unary op) {
 Interval powExact(Interval x, double p) { return kernels::powScalarExact(x, p); }
 
 /// neg abs reciprocal sqrt rsqrt exp expm1 log log1p sin cos pow.Tensor_Scalar floor ceil trunc
-/// round: exact, one correctly rounded op, or the candidate's libm within modelUlps, computed in
-/// opmath C and stored in F. floor, ceil, trunc and round (half to even, std::nearbyint) are exact
-/// (an integer no larger in magnitude than a value of F is a value of F) and nondecreasing, so an
-/// interval maps to [f(lo), f(hi)]; their derivative is 0, taken at the point (a first-order
-/// envelope does not cover a jump to the next integer, as with comparisons; intervals do).
+/// round sign: exact, one correctly rounded op, or the candidate's libm within modelUlps, computed
+/// in opmath C and stored in F. floor, ceil, trunc and round (half to even, std::nearbyint) are
+/// exact (an integer no larger in magnitude than a value of F is a value of F) and nondecreasing,
+/// so an interval maps to [f(lo), f(hi)]; so is sign ((0 < x) − (x < 0): −1, 0 or 1, NaN giving
+/// 0 as PyTorch's CPU and CUDA kernels do; DeBERTa's log-bucket positions). Their derivative is 0,
+/// taken at the point (a first-order envelope does not cover a jump to the next integer, as with
+/// comparisons; intervals do).
 class UnaryRule final : public OpRule {
  public:
   explicit UnaryRule(Unary op) : mOp(op) {}
@@ -451,6 +455,7 @@ class UnaryRule final : public OpRule {
         case Unary::Ceil:
         case Unary::Trunc:
         case Unary::Round:
+        case Unary::Sign:
           return 0.0;
         case Unary::Sin:
           return std::cos(xv);
@@ -510,6 +515,8 @@ class UnaryRule final : public OpRule {
         return std::trunc(x);
       case Unary::Round:
         return std::nearbyint(x);  // half to even in the default rounding mode, as torch.round
+      case Unary::Sign:
+        return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);  // NaN: 0, as PyTorch
       case Unary::Sin:
         return std::sin(x);
       case Unary::Cos:
@@ -571,6 +578,8 @@ class UnaryRule final : public OpRule {
       case Unary::Trunc:
       case Unary::Round:
         return {exactValue(op, x.lo, p), exactValue(op, x.hi, p)};
+      case Unary::Sign:
+        return kernels::unaryExact(kernels::UnaryOp::Sign, x);
       case Unary::Sin:
         return lossbound::sin(x);
       case Unary::Cos:
@@ -610,6 +619,8 @@ class UnaryRule final : public OpRule {
         return kernels::UnaryOp::Trunc;
       case Unary::Round:
         return kernels::UnaryOp::RoundEven;
+      case Unary::Sign:
+        return kernels::UnaryOp::Sign;
       case Unary::Sin:
         return kernels::UnaryOp::Sin;
       case Unary::Cos:
@@ -1467,7 +1478,8 @@ void registerElementwiseOps(OpRegistry& r) {
       {"sqrt", Unary::Sqrt},   {"rsqrt", Unary::Rsqrt}, {"exp", Unary::Exp},
       {"log", Unary::Log},     {"sin", Unary::Sin},     {"cos", Unary::Cos},
       {"expm1", Unary::Expm1}, {"log1p", Unary::Log1p}, {"floor", Unary::Floor},
-      {"ceil", Unary::Ceil},   {"trunc", Unary::Trunc}, {"round", Unary::Round}};
+      {"ceil", Unary::Ceil},   {"trunc", Unary::Trunc}, {"round", Unary::Round},
+      {"sign", Unary::Sign}};
   for (const auto& [name, op] : unary) {
     const auto rule = std::make_shared<const UnaryRule>(op);
     r.add(std::string("aten.") + name + ".default", rule);

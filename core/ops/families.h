@@ -56,6 +56,8 @@ void registerSliceScatterOps(OpRegistry& r);
 void registerAsStridedOps(OpRegistry& r);
 /// constant_pad_nd.
 void registerPadOps(OpRegistry& r);
+/// im2col col2im (F.unfold, F.fold).
+void registerIm2ColOps(OpRegistry& r);
 /// cumsum cumsum_.
 void registerCumsumOps(OpRegistry& r);
 /// gather index_select scatter (src, value) scatter_add index_add.

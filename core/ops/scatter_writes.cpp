@@ -51,11 +51,14 @@ Tensor scatterInterval(const Tensor& base, const Tensor& src, std::span<const Sc
     if (mode == ScatterMode::Overwrite) {
       for (std::size_t j = k; j < end; ++j) r = hull(r, src.at(writes[order[j]].source));
     } else {
+      // A base element of exactly 0 adds no rounding in any order (x + 0 = x): k terms, not 1 + k.
       SumEnclosure s{{0.0, 0.0}, 0.0};
-      accumulate(s, sanitize(base.at(target)));
+      const Interval b = base.at(target);
+      const bool zeroBase = b.lo == 0.0 && b.hi == 0.0;
+      if (!zeroBase) accumulate(s, sanitize(b));
       for (std::size_t j = k; j < end; ++j)
         accumulate(s, sanitize(src.at(writes[order[j]].source)));
-      const auto n = static_cast<std::int64_t>(end - k + 1);
+      const auto n = static_cast<std::int64_t>(end - k + (zeroBase ? 0 : 1));
       r = integral ? s.sum : roundedSumEnclosure(s, n, store, store);
     }
     lo[t] = r.lo;
@@ -73,24 +76,24 @@ std::optional<Tensor> offerScatterSum(Backend& backend, const Shape& shape, cons
       writes.size() % static_cast<std::size_t>(targets) != 0)
     return std::nullopt;
   const auto k = static_cast<std::int64_t>(writes.size()) / targets;
+  if (k == 0) return std::nullopt;
   const std::vector<std::size_t> order = byTarget(writes);
   std::vector<std::int64_t> offsets;
-  offsets.reserve(static_cast<std::size_t>(targets * (k + 1)));
+  offsets.reserve(static_cast<std::size_t>(targets * k));
   for (std::int64_t t = 0; t < targets; ++t) {
-    offsets.push_back(-1);  // the base's 0
     for (std::int64_t j = 0; j < k; ++j) {
       const ScatterWrite& w = writes[order[static_cast<std::size_t>(t * k + j)]];
       if (w.target != t) return std::nullopt;  // another count per target
       offsets.push_back(w.source);
     }
   }
-  const auto rows = offerGather(backend, src, offsets, {targets, k + 1}, src.dtype(), {0.0, 0.0});
+  const auto rows = offerGather(backend, src, offsets, {targets, k}, src.dtype(), {0.0, 0.0});
   if (!rows) return std::nullopt;
   kernels::SumModel m;
   m.accumulation = store;
   m.storage = store;
   m.exact = integral;
-  return offerRowSum(backend, m, *rows, targets, k + 1, shape, dtype);
+  return offerRowSum(backend, m, *rows, targets, k, shape, dtype);
 }
 
 Tensor scatterRandom(const Tensor& base, const Tensor& src, std::span<const ScatterWrite> writes,

@@ -6,7 +6,8 @@
 //
 // Contracts: overwrite is exact, and a target written more than once holds the hull of its
 // candidate values (PyTorch leaves the winner unspecified); accumulate is the order-free sum of
-// the 1 + k terms of a target, |fl(Σ) − Σ| <= γ_k Σ|terms| (Higham 2002, eq. 4.4) with every
+// the 1 + k terms of a target (k terms when the base element is exactly 0: adding an exact zero
+// rounds nothing, in any order), |fl(Σ) − Σ| <= γ_k Σ|terms| (Higham 2002, eq. 4.4) with every
 // partial sum rounded to the storage format F (CPU kernels add in scalar_t, CUDA atomics in F):
 // a finer accumulator rounded to F once at the end lies inside the same enclosure (it is the
 // rounding to F of a value inside the γ_k(u_F) interval). Integer dtypes are exact.
@@ -42,10 +43,10 @@ Tensor scatterInterval(const Tensor& base, const Tensor& src, std::span<const Sc
                        ScatterMode mode, DType dtype, Format store, bool integral);
 /// Returns scatterInterval(zeros of `shape`, src, writes, Accumulate, dtype, store, integral)
 /// computed through the backend's gather and row sums, when every element of the result
-/// receives the same number of writes (nearest upsampling's backward at an integer scale): row t
-/// is the base's 0, then target t's terms in write order, summed as scatterInterval sums them
-/// (kernels::sumFinish of the same sequence); nullopt when the counts differ or the backend
-/// declines.
+/// receives the same number k > 0 of writes (nearest upsampling's backward at an integer scale,
+/// a fold of non-overlapping windows): row t is target t's terms in write order, summed as
+/// scatterInterval sums them onto a zero base (kernels::sumFinish of the same sequence); nullopt
+/// when the counts differ or the backend declines.
 std::optional<Tensor> offerScatterSum(Backend& backend, const Shape& shape, const Tensor& src,
                                       std::span<const ScatterWrite> writes, DType dtype,
                                       Format store, bool integral);

@@ -236,8 +236,29 @@ MORE: Dict[str, tuple] = {
                 "attention_head_dim": 8, "use_mem_rope": True,
                 "layers_block_type": ["mamba", "hybrid"], "hybrid_layer_ids": [1],
                 "use_shared_attention_adapter": False}),
+    # Masked LMs with their own position schemes, and two early causal LMs.
+    "deberta_v2": ("DebertaV2Config", "DebertaV2ForMaskedLM",
+                   {"relative_attention": True, "position_buckets": 8,
+                    "pos_att_type": ["p2c", "c2p"], "max_relative_positions": CONTEXT,
+                    "num_key_value_heads": None}),
+    "mpnet": ("MPNetConfig", "MPNetForMaskedLM",
+              {"max_position_embeddings": CONTEXT + 2, "pad_token_id": 1,
+               "num_key_value_heads": None}),
+    "roformer": ("RoFormerConfig", "RoFormerForMaskedLM", {"num_key_value_heads": None}),
+    "mobilebert": ("MobileBertConfig", "MobileBertForMaskedLM",
+                   {"embedding_size": 16, "intra_bottleneck_size": 16, "true_hidden_size": 16,
+                    "num_feedforward_networks": 2, "num_key_value_heads": None}),
+    "convbert": ("ConvBertConfig", "ConvBertForMaskedLM",
+                 {"embedding_size": 32, "head_ratio": 2, "conv_kernel_size": 3,
+                  "num_key_value_heads": None}),
+    "openai_gpt": ("OpenAIGPTConfig", "OpenAIGPTLMHeadModel",
+                   {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": CONTEXT}),
+    "ctrl": ("CTRLConfig", "CTRLLMHeadModel",
+             {"n_embd": 32, "dff": 64, "n_layer": 2, "n_head": 2, "n_positions": CONTEXT}),
 }
-MASKED = ("bert", "distilbert", "roberta", "electra", "albert")  # masked LMs: 25% of the tokens masked and labelled
+# masked LMs: 25% of the tokens masked and labelled
+MASKED = ("bert", "distilbert", "roberta", "electra", "albert", "deberta_v2", "mpnet", "roformer",
+          "mobilebert", "convbert")
 STYLES = ("buggy", "fixed")
 
 
@@ -357,7 +378,10 @@ def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) ->
     """Trains one run from the initial weights and records it; returns the seconds it took."""
     start = time.perf_counter()
     model = build_model(kind, attn)
-    params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+    # Parameters the model freezes (RoFormer's sinusoidal positions) stay frozen: not trained,
+    # no gradient in the step.
+    params = {k: v.detach().clone().requires_grad_(v.requires_grad)
+              for k, v in model.named_parameters()}
     params.update({k: v.detach().clone() for k, v in model.named_buffers()})
     trainable = {k: v for k, v in params.items() if v.requires_grad}
     opt = torch.optim.AdamW(trainable.values(), lr=LR, weight_decay=0.01)

@@ -76,7 +76,7 @@ const char* unaryName(UnaryOp op) {
       "neg",   "abs",     "sqr",   "sqrt",      "rsqrt",       "reciprocal", "exp",      "expm1",
       "log",   "log1p",   "tanh",  "erf",       "sigmoid",     "relu",       "gelu",     "sin",
       "cos",   "silu",    "pow",   "hardswish", "hardsigmoid", "gelu_tanh",  "hardtanh", "round",
-      "trunc", "nonzero", "floor", "ceil",      "round_even",  "clamp"};
+      "trunc", "nonzero", "floor", "ceil",      "round_even",  "clamp",      "sign"};
   static_assert(std::size(names) == lossbound::kernels::kUnaryOpCount);
   return names[static_cast<int>(op)];
 }
@@ -155,6 +155,11 @@ Interval cpuUnaryExact(UnaryOp op, Interval x) {
       return {std::ceil(x.lo), std::ceil(x.hi)};
     case UnaryOp::RoundEven:  // half to even
       return {std::nearbyint(x.lo), std::nearbyint(x.hi)};
+    case UnaryOp::Sign: {  // -1, 0 or 1 at each endpoint (nondecreasing); NaN may be anything
+      if (std::isnan(x.lo) || std::isnan(x.hi)) return {-1.0, 1.0};
+      const auto sign = [](double v) { return double((0.0 < v) - (v < 0.0)); };  // PyTorch's
+      return {sign(x.lo), sign(x.hi)};
+    }
     case UnaryOp::NonZero: {  // a cast to bool: 1 unless the value is 0
       const bool zeroOnly = x.lo == 0.0 && x.hi == 0.0;
       const bool mayBeZero = x.lo <= 0.0 && 0.0 <= x.hi;
@@ -798,7 +803,8 @@ void TestKernelBodies::bodiesMatchRegisteredCpuRules() {
       {"aten.floor.default", UnaryOp::Floor},
       {"aten.ceil.default", UnaryOp::Ceil},
       {"aten.round.default", UnaryOp::RoundEven},
-      {"aten.trunc.default", UnaryOp::Trunc}};
+      {"aten.trunc.default", UnaryOp::Trunc},
+      {"aten.sign.default", UnaryOp::Sign}};
   const std::map<std::string, BinaryOp> binaryOps = {
       {"aten.add.Tensor", BinaryOp::Add},
       {"aten.sub.Tensor", BinaryOp::Sub},

@@ -441,6 +441,19 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
        true,
        2},
       {"aten._adaptive_avg_pool2d.default", {ref("I4"), intList({2, 3})}, false, true, 2},
+      // im2col (F.unfold) with padding: one gather; col2im (F.fold) of non-overlapping 2 x 2
+      // windows (I4 as 2 x 100 x 1 columns: every pixel one term): a gather into rows, row sums.
+      {"aten.im2col.default",
+       {ref("I4"), intList({2, 2}), intList({1, 2}), intList({1, 1}), intList({2, 1})},
+       false,
+       true,
+       1},
+      {"aten.col2im.default",
+       {ref("C100"), intList({2, 2}), intList({2, 2}), intList({1, 1}), intList({0, 0}),
+        intList({2, 2})},
+       false,
+       true,
+       2},
       // 3-d average pooling (I4 as two batches of two 2 x 5 x 5 volumes): the same row kernel.
       {"aten.avg_pool3d.default",
        {ref("V5"), intList({2, 3, 3}), intList({1, 2, 2}), intList({1, 1, 1}), boolean(true),
@@ -599,6 +612,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
       }
       const Tensor x9 = Tensor::interval({2, 4, 3, 3}, DType::Int64, xlo, xhi);
       const Tensor v5 = i4.reshaped({2, 2, 2, 5, 5});
+      const Tensor c100 = i4.reshaped({2, 100, 1});
       const Tensor g5 = randomOperand(rng, 2 * 2 * 3 * 3, 3, c.positive)
                             .reshaped({2, 2, 3, 3, 3})
                             .withDtype(dtype);
@@ -616,6 +630,7 @@ void TestKernelOffload::everyOfferIsBitIdenticalToTheHostRule() {
         if (r.name == "W3") return w3;
         if (r.name == "I4") return i4;
         if (r.name == "V5") return v5;
+        if (r.name == "C100") return c100;
         if (r.name == "G5") return g5;
         if (r.name == "K4") return k4;
         if (r.name == "B6") return b6;

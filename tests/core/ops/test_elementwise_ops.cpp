@@ -91,8 +91,8 @@ std::vector<OpSpec> specs() {
   s.push_back({"aten.exp.default", 1, Domain::Small, none});
   s.push_back({"aten.expm1.default", 1, Domain::Small, none});
   s.push_back({"aten.log1p.default", 1, Domain::Positive, none});
-  for (const char* op :
-       {"aten.floor.default", "aten.ceil.default", "aten.trunc.default", "aten.round.default"})
+  for (const char* op : {"aten.floor.default", "aten.ceil.default", "aten.trunc.default",
+                         "aten.round.default", "aten.sign.default"})
     s.push_back({op, 1, Domain::Any, none, false, false});
   for (const char* op : {"aten.sin.default", "aten.cos.default", "aten.nan_to_num.default"})
     s.push_back({op, 1, Domain::Any, none});
@@ -280,8 +280,8 @@ class TestElementwiseOps : public QObject {
 
   /// nan_to_num replaces NaN, +inf and -inf by the given numbers or the format's extremes; an
   /// interval reaching an infinity holds the replacement and every finite value.
-  /// floor, ceil, trunc and round against PyTorch's results (round: half to even), on points
-  /// and on an interval across an integer.
+  /// floor, ceil, trunc, round and sign against PyTorch's results (round: half to even), on
+  /// points and on an interval across an integer (sign: across zero).
   void integerRoundingOps() {
     const Tensor x =
         Tensor::point({8}, DType::Float32, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.25, 16777215.0});
@@ -289,7 +289,8 @@ class TestElementwiseOps : public QObject {
         {"aten.floor.default", {-3, -2, -1, 0, 1, 2, -2, 16777215}},
         {"aten.ceil.default", {-2, -1, -0.0, 1, 2, 3, -1, 16777215}},
         {"aten.trunc.default", {-2, -1, -0.0, 0, 1, 2, -1, 16777215}},
-        {"aten.round.default", {-2, -2, -0.0, 0, 2, 2, -1, 16777215}}};
+        {"aten.round.default", {-2, -2, -0.0, 0, 2, 2, -1, 16777215}},
+        {"aten.sign.default", {-1, -1, -1, 1, 1, 1, -1, 1}}};
     for (const auto& [op, w] : want) {
       const OpCase pc{op, {in(0)}, {}, {DType::Float32}, {x}, modelFor(std::nullopt)};
       std::vector<Tensor> pointOut;
@@ -306,6 +307,27 @@ class TestElementwiseOps : public QObject {
       QCOMPARE(y.lo()[0], lo);
       QCOMPARE(y.hi()[0], hi);
     }
+    // sign: 0 for ±0 and NaN (PyTorch 1.13 and 2.15 print 0., +0), -1 to 1 across zero.
+    const OpCase zc{"aten.sign.default",
+                    {in(0)},
+                    {},
+                    {DType::Float32},
+                    {Tensor::point({3}, DType::Float32, {-0.0, 0.0, __builtin_nan("")})},
+                    modelFor(std::nullopt)};
+    std::vector<Tensor> zeros;
+    localErrorOutputs(zc, &zeros);
+    for (double v : zeros[0].values()) QVERIFY(v == 0.0 && !std::signbit(v));
+    const OpCase sc{"aten.sign.default",
+                    {in(0)},
+                    {},
+                    {DType::Float32},
+                    {Tensor::interval({2}, DType::Float32, {-0.5, 0.0}, {0.25, 3.0})},
+                    modelFor(std::nullopt)};
+    const Tensor ys = intervalOutputs(sc)[0];
+    QCOMPARE(ys.lo()[0], -1.0);
+    QCOMPARE(ys.hi()[0], 1.0);
+    QCOMPARE(ys.lo()[1], 0.0);
+    QCOMPARE(ys.hi()[1], 1.0);
   }
 
   void nanToNumReplacesNonFinite() {
