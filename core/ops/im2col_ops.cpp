@@ -63,6 +63,9 @@ Windows windows(const OpArgs& a, const Shape& image, std::size_t first) {
   const bool batched = image.size() == 4;
   const std::int64_t n = batched ? image[0] : 1, c = image[image.size() - 3];
   const std::int64_t h = image[image.size() - 2], w = image.back();
+  if (c <= 0 || h <= 0 || w <= 0)
+    a.fail("expected non-zero channels, height and width (a zero batch is allowed), found " +
+           shapeString(image));
   const std::int64_t oh = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
   const std::int64_t ow = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
   if (h + 2 * ph < dh * (kh - 1) + 1 || w + 2 * pw < dw * (kw - 1) + 1 || oh < 1 || ow < 1)
@@ -88,6 +91,8 @@ Windows windows(const OpArgs& a, const Shape& image, std::size_t first) {
 
 /// im2col's image shape is its operand's.
 Windows im2colWindows(const OpArgs& a, const Tensor& x) {
+  if (!isFloating(x.dtype()))
+    a.fail("expected a floating input, found " + std::string(dtypeName(x.dtype())));
   if (x.rank() != 3 && x.rank() != 4)
     a.fail("expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, found shape " +
            shapeString(x.shape()));
@@ -96,6 +101,8 @@ Windows im2colWindows(const OpArgs& a, const Tensor& x) {
 
 /// col2im's image shape: (N, C, output_size) from columns (N, C·kh·kw, L) or (C·kh·kw, L).
 Windows col2imWindows(const OpArgs& a, const Tensor& cols) {
+  if (!isFloating(cols.dtype()))
+    a.fail("expected floating columns, found " + std::string(dtypeName(cols.dtype())));
   if (cols.rank() != 2 && cols.rank() != 3)
     a.fail("expected 2-d (C·kh·kw, L) or 3-d (N, C·kh·kw, L) columns, found shape " +
            shapeString(cols.shape()));
@@ -103,7 +110,10 @@ Windows col2imWindows(const OpArgs& a, const Tensor& cols) {
   const auto [kh, kw] = pairArg(a, 2, "kernel_size");
   const Shape& s = cols.shape();
   const std::int64_t rows = s[s.size() - 2];
-  if (kh <= 0 || kw <= 0 || rows % (kh * kw) != 0)
+  if (h <= 0 || w <= 0)
+    a.fail("output_size should be positive, found (" + std::to_string(h) + ", " +
+           std::to_string(w) + ")");
+  if (kh <= 0 || kw <= 0 || rows <= 0 || rows % (kh * kw) != 0)
     a.fail("the columns' " + std::to_string(rows) +
            " rows should be a multiple of kh·kw = " + std::to_string(kh * kw));
   Shape image{rows / (kh * kw), h, w};

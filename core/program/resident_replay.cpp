@@ -174,7 +174,8 @@ bool sameModel(const kernels::EmbeddingBackwardModel& a, const kernels::Embeddin
          a.padding == b.padding;
 }
 bool sameModel(const kernels::AvgPoolModel& a, const kernels::AvgPoolModel& b) {
-  return a.acc == b.acc && a.store == b.store && a.narrow == b.narrow && a.adaptive == b.adaptive;
+  return a.acc == b.acc && a.store == b.store && a.narrow == b.narrow && a.adaptive == b.adaptive &&
+         a.rawSum == b.rawSum;
 }
 bool sameModel(const kernels::AvgPoolBackwardShape& a, const kernels::AvgPoolBackwardShape& b) {
   return a.planes == b.planes && a.windows == b.windows && a.inPlane == b.inPlane && a.k == b.k;
@@ -704,7 +705,10 @@ Plan recordPlan(const Node& node, const OpRule& rule, const std::vector<ValueRef
     });
     results = rule.interval(a, ctx);
   } catch (const std::exception& e) {
-    plan.reason = std::string("the rule fails on placeholder operands: ") + e.what();
+    plan.reason = std::string(
+                      "the rule fails on its recording operands (placeholders, and the "
+                      "values of fixed integer operands): ") +
+                  e.what();
     return plan;
   }
   if (rec.foreign) {
@@ -1378,7 +1382,10 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
         }
       }
     }
-    std::string keptKey = i < intervalFrom ? "point:" : "interval:";
+    // A kept result holds for the start node it was computed under: an interval node's value
+    // depends on which of its producers ran in point arithmetic.
+    std::string keptKey =
+        i < intervalFrom ? "point:" : "interval@" + std::to_string(intervalFrom) + ":";
     for (const ValueRef& r : refs) keptKey += m.valueOf(r).meta.interval ? 'i' : 'p';
     if (!onDevice && fixed[leaves + i] && m.kept[i] && m.kept[i]->key == keptKey) {
       m.values[m.slotOf.at(node.name)] = m.kept[i]->values;  // device copies shared, not copied
@@ -1481,6 +1488,15 @@ ResidentResult ResidentEvaluator::evaluate(const TensorMap& inputs, const EvalOp
                          std::to_string(stats.nodesFlagged) +
                          " nodes that met one run on the host in later replays");
   }
+  // A replay evaluated again on the host may have recorded plans from values of fixed operands
+  // that device nodes made before a flag (wider than the host's), and pinned nodes make them on
+  // the host from now on: such plans are recorded again.
+  if (stats.rerunOnHost)
+    for (std::size_t i = 0; i < m.plans.size(); ++i)
+      if (m.planKeys[i].find('@') != std::string::npos) {
+        m.plans[i].reset();
+        m.planKeys[i].clear();
+      }
   m.device.synchronize();
   m.values.clear();
   flag.reset();

@@ -223,6 +223,7 @@ class TestResidentReplay : public QObject {
   void normsClampsRoundingAndUpsamplingRunOnTheDevice();
   void chainedIndicesAndNonFiniteTablesGiveTheCpuResults();
   void indicesComputedInTheProgramRunOnTheDevice();
+  void keptResultsAndPlansFollowTheStartNode();
   void groupNormBackwardRunsOnTheDevice();
   void extremaRunOnTheDevice();
   void lossTargetOutOfRangeIsReported();
@@ -1595,6 +1596,66 @@ void TestResidentReplay::indicesComputedInTheProgramRunOnTheDevice() {
     }
     QCOMPARE(device.liveAllocations(), std::size_t{0});
   }
+}
+
+void TestResidentReplay::keptResultsAndPlansFollowTheStartNode() {
+  // A review's case: an index made from arange through u = ar·0.1 and w = u·10 is exact when
+  // the bounds start at w (u in point arithmetic) and not exact when they start at u (0.1 is
+  // rounded): t[n] is then an error on the CPU ("not exactly known"). One evaluator replays
+  // with the start nodes w, u, l, u: every replay must give the CPU's bits or the CPU's error.
+  // Before the fix, a result kept under one start node was reused under another, and a plan made
+  // from exact index values was reused on inexact ones (reading their lower endpoints).
+  const char* node = R"({"name": "%1", "op": "aten.%2", "args": [%3], "kwargs": {%6},
+     "outputs": [{"shape": [%4], "dtype": "%5"}]})";
+  const std::vector<std::array<QString, 6>> nodes = {
+      {"ar", "arange.default", "4", "4", "int64", ""},
+      {"u", "mul.Tensor", R"({"ref": "ar"}, 0.1)", "4", "float32", ""},
+      {"w", "mul.Tensor", R"({"ref": "u"}, 10.0)", "4", "float32", ""},
+      {"ix", "_to_copy.default", R"({"ref": "w"})", "4", "int64", R"("dtype": {"dtype": "int64"})"},
+      {"n", "floor.default", R"({"ref": "ix"})", "4", "int64", ""},
+      {"iy", "index.Tensor", R"({"ref": "param:t"}, [{"ref": "n"}])", "4, 2", "float32", ""},
+      {"l", "sum.default", R"({"ref": "iy"})", "", "float32", ""}};
+  QStringList nodeJson;
+  for (const auto& [name, op, args, shape, dtype, kwargs] : nodes)
+    nodeJson << QString::fromLatin1(node).arg(name, op, args, shape, dtype, kwargs);
+  const QString json = QStringLiteral(R"({"format": "lossbound-step-program", "ir_version": 1,
+  "torch_version": "2.15.0", "inputs": [{"name": "param:t", "shape": [6, 2], "dtype": "float32"}],
+  "nodes": [%1], "outputs": [{"name": "loss", "ref": {"ref": "l"}}, {"name": "n", "ref": {"ref": "n"}},
+                             {"name": "iy", "ref": {"ref": "iy"}}]})")
+                           .arg(nodeJson.join(QStringLiteral(",\n")));
+  Program p;
+  try {
+    p = parseProgram(json.toStdString(), "start-nodes");
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  const TensorMap in{
+      {"param:t", Tensor::point({6, 2}, DType::Float32, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}};
+  const auto cpu = createCpuBackend(1);
+  HostDevice device;
+  int errors = 0;
+  {
+    ResidentEvaluator ev(p, device, *cpu);
+    for (const char* start : {"w", "u", "l", "u", "w", "u"}) {
+      EvalOptions o;
+      o.domain = EvalDomain::Interval;
+      o.startNode = start;
+      o.outputs = {"loss", "n", "iy"};
+      const auto [cpuError, deviceError] = errorsOf(p, in, *cpu, ev, o);
+      QCOMPARE(deviceError, cpuError);
+      if (!cpuError.isEmpty()) {
+        ++errors;
+        continue;
+      }
+      const EvalResult ref = evaluate(p, in, *cpu, o);
+      const ResidentResult r = ev.evaluate(in, o);
+      for (const std::string& name : o.outputs)
+        QVERIFY2(sameBits(ref.outputs.at(name), r.result.outputs.at(name)),
+                 (name + " from " + start).c_str());
+    }
+  }
+  QCOMPARE(errors, 3);  // every replay from u
+  QCOMPARE(device.liveAllocations(), std::size_t{0});
 }
 
 QTEST_GUILESS_MAIN(TestResidentReplay)

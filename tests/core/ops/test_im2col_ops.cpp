@@ -224,6 +224,11 @@ class TestIm2ColOps : public QObject {
                 "the windows do not fit"));
     QVERIFY(has(fails(i2c, {4, 4}, {ints({2, 2}), ints({1, 1}), ints({0, 0}), ints({1, 1})}),
                 "expected a 3-d (C, H, W) or 4-d (N, C, H, W) input"));
+    QVERIFY(has(fails(i2c, {0, 4, 4}, {ints({2, 2}), ints({1, 1}), ints({1, 1}), ints({1, 1})}),
+                "expected non-zero channels, height and width"));
+    QVERIFY(has(
+        fails(c2i, {4, 4}, {ints({0, 3}), ints({2, 2}), ints({1, 1}), ints({1, 1}), ints({1, 1})}),
+        "output_size should be positive"));
     // 5 rows are not C·kh·kw for a 2 x 2 kernel; 4 rows of 8 windows where 3 x 3 gives 4.
     QVERIFY(has(
         fails(c2i, {5, 4}, {ints({3, 3}), ints({2, 2}), ints({1, 1}), ints({0, 0}), ints({1, 1})}),
