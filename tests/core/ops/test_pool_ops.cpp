@@ -480,6 +480,26 @@ void checkBackwardMatchesVjp(
   QVERIFY(skipped < 100);
 }
 
+/// The backward case of an average-pooling forward case fc for output gradient g: the forward's
+/// arguments with every default spelled out.
+std::function<OpCase(const OpCase&, const RuleCall&, const Tensor&)> avgPoolBackwardOf(
+    std::string op) {
+  return [op](const OpCase& fc, const RuleCall&, const Tensor& g) {
+    OpCase b;
+    b.op = op;
+    b.precision = fc.precision;
+    b.inputs = {g, fc.inputs[0]};
+    std::vector<IrValue> a(fc.args.begin() + 1, fc.args.end());
+    const std::vector<IrValue> defaults{ints({}),    ints({}),   ints({0}),
+                                        flag(false), flag(true), none()};
+    while (a.size() < 6) a.push_back(defaults[a.size()]);
+    b.args = {in(0), in(1)};
+    for (auto& e : a) b.args.push_back(e);
+    b.outDtypes = fc.outDtypes;
+    return b;
+  };
+}
+
 }  // namespace
 
 class TestPoolOps : public QObject {
@@ -674,35 +694,9 @@ class TestPoolOps : public QObject {
                                 return b;
                               });
     checkBackwardMatchesVjp("avg_pool2d", avgPool(),
-                            [](const OpCase& fc, const RuleCall&, const Tensor& g) {
-                              OpCase b;
-                              b.op = "aten.avg_pool2d_backward.default";
-                              b.precision = fc.precision;
-                              b.inputs = {g, fc.inputs[0]};
-                              std::vector<IrValue> a(fc.args.begin() + 1, fc.args.end());
-                              const std::vector<IrValue> defaults{
-                                  ints({}), ints({}), ints({0}), flag(false), flag(true), none()};
-                              while (a.size() < 6) a.push_back(defaults[a.size()]);
-                              b.args = {in(0), in(1)};
-                              for (auto& e : a) b.args.push_back(e);
-                              b.outDtypes = fc.outDtypes;
-                              return b;
-                            });
+                            avgPoolBackwardOf("aten.avg_pool2d_backward.default"));
     checkBackwardMatchesVjp("avg_pool3d", avgPool3dCases(),
-                            [](const OpCase& fc, const RuleCall&, const Tensor& g) {
-                              OpCase b;
-                              b.op = "aten.avg_pool3d_backward.default";
-                              b.precision = fc.precision;
-                              b.inputs = {g, fc.inputs[0]};
-                              std::vector<IrValue> a(fc.args.begin() + 1, fc.args.end());
-                              const std::vector<IrValue> defaults{
-                                  ints({}), ints({}), ints({0}), flag(false), flag(true), none()};
-                              while (a.size() < 6) a.push_back(defaults[a.size()]);
-                              b.args = {in(0), in(1)};
-                              for (auto& e : a) b.args.push_back(e);
-                              b.outDtypes = fc.outDtypes;
-                              return b;
-                            });
+                            avgPoolBackwardOf("aten.avg_pool3d_backward.default"));
     checkBackwardMatchesVjp("_adaptive_avg_pool2d", adaptive(),
                             [](const OpCase& fc, const RuleCall&, const Tensor& g) {
                               OpCase b;
