@@ -198,21 +198,33 @@ LB_HD inline Interval tanh(Interval x) { return elementary_detail::monotone(Elem
 /// Returns an enclosure of {erf a}.
 LB_HD inline Interval erf(Interval x) { return elementary_detail::monotone(Elementary::Erf, x); }
 
-/// Returns an enclosure of {log a : a > 0}: [-inf, ..] when x reaches 0, empty when x <= 0
-/// entirely (log(0) is -inf, which is not a real: only the part of x inside the domain counts).
+/// Returns an enclosure of {log a : a >= 0} in the extended reals: log(±0) = -inf, the pole's
+/// value IEEE 754-2019 §9.2.1 and C11 F.10.3.7 give it (torch.log(0) is -inf). So [-inf, ..] when x
+/// reaches 0, the point -inf when 0 is its only point in the domain, empty when x < 0 entirely
+/// (only the part of x inside the domain counts; a negative a gives NaN).
 LB_HD inline Interval log(Interval x) {
   x = sanitize(x);
-  if (isEmpty(x) || x.hi <= 0.0) return emptyInterval();
-  const double lo = x.lo <= 0.0 ? -interval_detail::inf() : elementaryDown(Elementary::Log, x.lo);
+  const double inf = interval_detail::inf();
+  if (isEmpty(x) || x.hi < 0.0) return emptyInterval();
+  if (x.hi == 0.0) return {-inf, -inf};
+  const double lo = x.lo <= 0.0 ? -inf : elementaryDown(Elementary::Log, x.lo);
   return {lo, elementaryUp(Elementary::Log, x.hi)};
 }
-/// Returns an enclosure of {log(1 + a) : a > -1}; empty when x <= -1 entirely.
+/// Returns an enclosure of {log(1 + a) : a >= -1}, log1p(-1) = -inf as log(0) (same sources);
+/// empty when x < -1 entirely.
 LB_HD inline Interval log1p(Interval x) {
   x = sanitize(x);
-  if (isEmpty(x) || x.hi <= -1.0) return emptyInterval();
-  const double lo =
-      x.lo <= -1.0 ? -interval_detail::inf() : elementaryDown(Elementary::Log1p, x.lo);
+  const double inf = interval_detail::inf();
+  if (isEmpty(x) || x.hi < -1.0) return emptyInterval();
+  if (x.hi == -1.0) return {-inf, -inf};
+  const double lo = x.lo <= -1.0 ? -inf : elementaryDown(Elementary::Log1p, x.lo);
   return {lo, elementaryUp(Elementary::Log1p, x.hi)};
+}
+/// Returns true when x is the point -inf: the value of log and log1p at their pole, exact in
+/// every format (a stored -inf is -inf), which outward rounding would read as an overflow past
+/// -DBL_MAX and widen.
+LB_HD inline bool isPoleValue(Interval x) {
+  return x.lo == -interval_detail::inf() && x.hi == -interval_detail::inf();
 }
 
 /// Returns a value <= 1 / (1 + e^-a). For a > 0 it is 1 / (1 + e^-a) from e^-a rounded up; for

@@ -315,6 +315,11 @@ LB_HD inline Interval unaryBody(UnaryOp op, Interval x, const ElementwiseModel& 
       const bool infinitePoint = x.lo == x.hi && (x.lo == inf || x.lo == -inf);
       return infinitePoint ? x : roundOutward(x, model.storage);  // an exact ±inf stays exact
     }
+    case UnaryOp::Log:
+    case UnaryOp::Log1p: {  // the pole's -inf is what every libm returns: kept exact
+      const Interval r = unaryExact(op, x);
+      return isPoleValue(r) ? r : storeResult(r, model);
+    }
     default:
       return storeResult(unaryExact(op, x), model);
   }

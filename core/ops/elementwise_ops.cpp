@@ -403,6 +403,8 @@ class UnaryRule final : public OpRule {
     return {mapInterval(a.tensor(0), t, [&](Interval x) {
       const Interval e = exactEnclosure(mOp, x, p);
       if (integral) return e;
+      // log(±0), log1p(-1): the pole's -inf, what every libm returns (unaryBody's rule too).
+      if ((mOp == Unary::Log || mOp == Unary::Log1p) && isPoleValue(e)) return e;
       if (fn) return libmEnclosure(e, *fn, c, f);
       return roundOutward(e, f);
     })};

@@ -342,6 +342,8 @@ Interval cpuUnary(UnaryOp op, Interval x, Format compute, Format store) {
     return c.lo == c.hi && std::isinf(c.lo) ? c : lossbound::roundOutward(c, store);
   }
   const Interval exact = cpuUnaryExact(op, x);
+  // log(±0) and log1p(-1): the pole's -inf, exact (the unary rule's exception).
+  if ((op == UnaryOp::Log || op == UnaryOp::Log1p) && lossbound::isPoleValue(exact)) return exact;
   if (const auto fn = libmFn(op)) return ops::libmEnclosure(exact, *fn, compute, store);
   return lossbound::roundOutward(exact, store);
 }

@@ -330,6 +330,42 @@ class TestElementwiseOps : public QObject {
     QCOMPARE(ys.hi()[1], 1.0);
   }
 
+  /// log(±0) and log1p(-1) are -inf in PyTorch (1.13 and 2.15: torch.log(torch.zeros(1)) prints
+  /// -inf, in every dtype): T5's relative position buckets take the log of a zero distance and
+  /// discard it with torch.where. The enclosure is that exact point, not an empty set or a
+  /// widened one; an interval reaching the pole reaches -inf, and a wholly negative one is an
+  /// error (NaN in PyTorch: no value to enclose).
+  void logOfZeroIsMinusInfinity() {
+    const double inf = __builtin_huge_val();
+    std::mt19937_64 rng(11);
+    for (Format f : kFormats) {
+      const DType t = dtypeFor(f);
+      for (const auto& [op, pole] :
+           {std::pair{"aten.log.default", 0.0}, std::pair{"aten.log1p.default", -1.0}}) {
+        const Tensor x = Tensor::point({2}, t, {pole, pole == 0.0 ? -0.0 : pole});
+        const OpCase c{op, {in(0)}, {}, {t}, {x}, modelFor(std::nullopt)};
+        std::vector<Tensor> pointOut;
+        localErrorOutputs(c, &pointOut);
+        const Tensor y = intervalOutputs(c)[0];
+        for (int i = 0; i < 2; ++i) {
+          QCOMPARE(pointOut[0].values()[i], -inf);
+          QCOMPARE(y.lo()[i], -inf);
+          QCOMPARE(y.hi()[i], -inf);
+        }
+        const EnclosureReport r = checkEnclosure(c, 20, rng);
+        QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+        const Tensor reach = Tensor::interval({1}, t, {pole - 0.5}, {pole + 0.5});
+        const OpCase cr{op, {in(0)}, {}, {t}, {reach}, modelFor(std::nullopt)};
+        const Tensor yr = intervalOutputs(cr)[0];
+        QCOMPARE(yr.lo()[0], -inf);
+        QVERIFY(yr.hi()[0] >= std::log(0.5) && yr.hi()[0] < 0.0);
+        const Tensor below = Tensor::interval({1}, t, {pole - 2.0}, {pole - 1.0});
+        const OpCase cb{op, {in(0)}, {}, {t}, {below}, modelFor(std::nullopt)};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, intervalOutputs(cb));
+      }
+    }
+  }
+
   void nanToNumReplacesNonFinite() {
     const double inf = __builtin_huge_val(), nan = __builtin_nan("");
     const Tensor x = Tensor::point({5}, DType::Float32, {nan, inf, -inf, 1.5, -0.0});
