@@ -979,6 +979,7 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
 
     nodes: List[dict] = []
     outputs: List[dict] = []
+    constant_names: set = set()
     for n in graph.nodes:
         if n.op == "placeholder":
             continue
@@ -989,11 +990,15 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
                                             f"{type(value).__name__}, not a tensor")
             _check_not_module_state(n, value, module_tensors)
             name = str(n.target)
+            if name in constant_names:  # the same constant read again (forward and backward)
+                rename[n.name] = name
+                continue
             if name != n.name and (name in rename.values() or
                                    any(m.name == name for m in graph.nodes)):
                 raise UnsupportedGraphError(f"tensor constant '{name}' (node '{n.name}') has the "
                                             f"name of another value of the program")
             constants.append(_constant_entry(name, value, n))
+            constant_names.add(name)
             rename[n.name] = name
             continue
         if n.op == "output":

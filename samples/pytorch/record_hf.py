@@ -61,6 +61,28 @@ MODELS = ("gpt2", "llama", "bert")
 # More families, each a tiny config of its own transformers classes (causal LMs unless masked):
 # tried with lossbound-cli on transformers 5 and PyTorch 2.x (README); not in the Hugging Face
 # stage of ctest, which runs MODELS.
+# The common config arguments (build_model) that the encoder-decoders name otherwise.
+_NO_LM_SIZES = {"hidden_size": None, "intermediate_size": None, "num_hidden_layers": None,
+                "num_attention_heads": None, "num_key_value_heads": None,
+                "max_position_embeddings": None}
+
+
+def _bart_sizes(**extra) -> dict:
+    """Tiny sizes of BART and the families that share its config names."""
+    return {**_NO_LM_SIZES, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
+            "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64,
+            "decoder_ffn_dim": 64, "max_position_embeddings": CONTEXT, "pad_token_id": 1,
+            "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, **extra}
+
+
+def _t5_sizes(**extra) -> dict:
+    """Tiny sizes of T5 and the families that share its config names."""
+    return {**_NO_LM_SIZES, "d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2,
+            "num_heads": 4, "relative_attention_num_buckets": 8,
+            "relative_attention_max_distance": CONTEXT, "decoder_start_token_id": 0,
+            "pad_token_id": 0, "eos_token_id": 1, **extra}
+
+
 MORE: Dict[str, tuple] = {
     # name: (config class, model class, config arguments beyond the common ones)
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
@@ -255,10 +277,43 @@ MORE: Dict[str, tuple] = {
                    {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": CONTEXT}),
     "ctrl": ("CTRLConfig", "CTRLLMHeadModel",
              {"n_embd": 32, "dff": 64, "n_layer": 2, "n_head": 2, "n_positions": CONTEXT}),
+    # Encoder-decoders (text to text): the decoder reads the labels shifted right, as their
+    # forward(labels=...) does, and the loss is over every unshifted label.
+    "t5": ("T5Config", "T5ForConditionalGeneration", _t5_sizes()),
+    "mt5": ("MT5Config", "MT5ForConditionalGeneration", _t5_sizes()),
+    "umt5": ("UMT5Config", "UMT5ForConditionalGeneration", _t5_sizes()),
+    "longt5": ("LongT5Config", "LongT5ForConditionalGeneration",
+               _t5_sizes(local_radius=4, encoder_attention_type="transient-global",
+                         global_block_size=4)),
+    "switch_transformers": ("SwitchTransformersConfig", "SwitchTransformersForConditionalGeneration",
+                            _t5_sizes(num_experts=4, expert_capacity=8, encoder_sparse_step=2,
+                                      decoder_sparse_step=2)),
+    "bart": ("BartConfig", "BartForConditionalGeneration", _bart_sizes()),
+    "mbart": ("MBartConfig", "MBartForConditionalGeneration", _bart_sizes()),
+    "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration", _bart_sizes()),
+    "marian": ("MarianConfig", "MarianMTModel", _bart_sizes(decoder_start_token_id=1)),
+    "blenderbot": ("BlenderbotConfig", "BlenderbotForConditionalGeneration", _bart_sizes()),
+    "blenderbot_small": ("BlenderbotSmallConfig", "BlenderbotSmallForConditionalGeneration",
+                         _bart_sizes()),
+    "plbart": ("PLBartConfig", "PLBartForConditionalGeneration", _bart_sizes()),
+    "m2m_100": ("M2M100Config", "M2M100ForConditionalGeneration", _bart_sizes()),
+    "mvp": ("MvpConfig", "MvpForConditionalGeneration", _bart_sizes()),
+    "bigbird_pegasus": ("BigBirdPegasusConfig", "BigBirdPegasusForConditionalGeneration",
+                        _bart_sizes(attention_type="original_full")),
+    "led": ("LEDConfig", "LEDForConditionalGeneration",
+            _bart_sizes(max_encoder_position_embeddings=CONTEXT,
+                        max_decoder_position_embeddings=CONTEXT, attention_window=[8, 8])),
+    "nllb_moe": ("NllbMoeConfig", "NllbMoeForConditionalGeneration",
+                 _bart_sizes(num_experts=4, expert_capacity=8, encoder_sparse_step=2,
+                             decoder_sparse_step=2)),
 }
 # masked LMs: 25% of the tokens masked and labelled
 MASKED = ("bert", "distilbert", "roberta", "electra", "albert", "deberta_v2", "mpnet", "roformer",
           "mobilebert", "convbert")
+# encoder-decoders: the source sequence in, its next tokens out
+SEQ2SEQ = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
+           "marian", "blenderbot", "blenderbot_small", "plbart", "m2m_100", "mvp",
+           "bigbird_pegasus", "led", "nllb_moe")
 STYLES = ("buggy", "fixed")
 
 
@@ -325,10 +380,14 @@ def make_batches(kind: str, steps: int) -> List[Batch]:
                 pick = torch.randperm(n, generator=g)[:max(1, n // 4)]
                 labels[i, pick] = seq[pick]
                 ids[i, pick] = 0
+            elif kind in SEQ2SEQ:
+                m = int(torch.randint(2, CONTEXT + 1, (1,), generator=g))
+                labels[i, :m] = torch.tensor([1 + (s + (n + j) * d) % (VOCAB - 1)
+                                              for j in range(m)])
             else:
                 labels[i, :n] = seq
         batch = {"input_ids": ids, "labels": labels}
-        if kind in MASKED:
+        if kind in MASKED or kind in SEQ2SEQ:
             batch["attention_mask"] = mask
         batches.append(batch)
     return batches
@@ -338,7 +397,7 @@ def num_items(kind: str, labels: torch.Tensor) -> torch.Tensor:
     """The number of tokens the loss averages over: causal LMs predict token t+1 at position t,
     so the first label of each sequence is never a target (what Trainer counts as
     num_items_in_batch)."""
-    if kind not in MASKED:
+    if kind not in MASKED and kind not in SEQ2SEQ:
         labels = labels[:, 1:]
     return (labels != IGNORE).sum()
 
@@ -352,6 +411,10 @@ def make_step(model: torch.nn.Module, kind: str, style: str) -> Callable[[Batch,
     The logged loss is sum_i loss_i; the gradients are accumulated over the micro-batches.
     """
     micro = 1 if style == "reference" else MICRO
+    if kind in SEQ2SEQ:  # no shift: the decoder's inputs are the labels shifted right
+        from transformers.loss.loss_utils import ForMaskedLMLoss as loss_function
+    else:
+        loss_function = model.loss_function
 
     def step(params: Batch, batch: Batch) -> Batch:
         trainable = [k for k, v in params.items() if v.requires_grad]
@@ -361,17 +424,32 @@ def make_step(model: torch.nn.Module, kind: str, style: str) -> Callable[[Batch,
         for i in range(micro):
             part = {k: v[i * size:(i + 1) * size] for k, v in batch.items()}
             inputs = {k: v for k, v in part.items() if k != "labels"}
+            if kind in SEQ2SEQ:
+                inputs["decoder_input_ids"] = decoder_inputs(model, part["labels"])
             logits = functional_call(model, params, (), inputs).logits
-            li = model.loss_function(logits=logits, labels=part["labels"],
-                                     vocab_size=model.config.vocab_size,
-                                     num_items_in_batch=total)
+            li = loss_function(logits=logits, labels=part["labels"],
+                               vocab_size=model.config.vocab_size, num_items_in_batch=total)
             if style == "buggy":
                 li = li / micro
-            gi = torch.autograd.grad(li, [params[k] for k in trainable])
+            # A parameter the step does not reach (LED's global-attention projections without a
+            # global mask) has no gradient: the optimizer skips it, as in a Trainer.
+            gi = torch.autograd.grad(li, [params[k] for k in trainable], allow_unused=True)
             loss = li if loss is None else loss + li
-            grads = list(gi) if grads is None else [a + b for a, b in zip(grads, gi)]
-        return {"loss": loss, **{"grad:" + k: g for k, g in zip(trainable, grads)}}
+            grads = list(gi) if grads is None else [
+                b if a is None else a if b is None else a + b for a, b in zip(grads, gi)]
+        return {"loss": loss,
+                **{"grad:" + k: g for k, g in zip(trainable, grads) if g is not None}}
     return step
+
+
+def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:
+    """The decoder's inputs of an encoder-decoder: the labels shifted right, -100 as padding,
+    what its forward(labels=...) computes (the model's own method, or its module's
+    shift_tokens_right)."""
+    if hasattr(model, "prepare_decoder_input_ids_from_labels"):
+        return model.prepare_decoder_input_ids_from_labels(labels=labels)
+    shift = sys.modules[type(model).__module__].shift_tokens_right
+    return shift(labels, model.config.pad_token_id, model.config.decoder_start_token_id)
 
 
 def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) -> float:
@@ -398,7 +476,7 @@ def record(path: str, kind: str, attn: str, style: str, batches: List[Batch]) ->
             out = step(params, batch)
             rec.log(step_no, out["loss"].item(), lr=LR)
             for k, p in trainable.items():
-                p.grad = out["grad:" + k]
+                p.grad = out.get("grad:" + k)
             opt.step()
             opt.zero_grad(set_to_none=True)
     return time.perf_counter() - start

@@ -526,6 +526,30 @@ class ConstantTest(TempDirTest):
         got64 = replay(program, params, batch, torch.float64)
         self.assertLess(abs(float(got64["loss"]) / eager["loss"].item() - 1), 1e-5)
 
+    def test_a_constant_read_twice_is_one_constant(self):
+        # A tensor that is not module state, indexing a parameter: the forward and the backward
+        # each read it (make_fx's get_attr nodes _tensor_constant0 and _tensor_constant0_1, one
+        # target), as BEiT's relative position index does in transformers 5.
+        idx = torch.tensor([2, 0, 1, 2])
+
+        def step(p, b):
+            y = p["w"][idx]
+            loss = (y * y).sum()
+            return {"loss": loss, "grad:w": torch.autograd.grad(loss, [p["w"]])[0]}
+
+        params = {"w": torch.randn(3, 2, generator=torch.Generator().manual_seed(2),
+                                   requires_grad=True)}
+        program, _, _ = trace_quietly(step, params, {})
+        self.assertEqual([c["data"] for c in program["constants"]], [[2, 0, 1, 2]])
+        name = program["constants"][0]["name"]
+        readers = [n for n in program["nodes"] if name in {r["ref"] for r in _refs(n["args"])}]
+        self.assertGreaterEqual(len(readers), 2, "the forward and the backward read it")
+        validate_program(json.loads(program_json(program)))
+        eager = step(params, {})
+        got = replay(program, params, {})
+        self.assertEqual(got["loss"].item(), eager["loss"].item())
+        self.assertTrue(torch.equal(got["grad:w"], eager["grad:w"]))
+
     def test_constant_values_are_exact_and_typed(self):
         vals = [1.0, -0.0, 1e-45, 3.4028234663852886e38, math.inf, -math.inf, math.nan, 0.1]
 

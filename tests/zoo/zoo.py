@@ -5,10 +5,10 @@
                                       [--work DIR] [--keep] [--json FILE]
     /usr/bin/python3 tests/zoo/zoo.py --list
 
-ctest runs the zoo (ZOO below); --extra runs twelve more architectures instead (EXTRA:
-ShuffleNetV2, SqueezeNet, EfficientNet, ConvNeXt, Swin, Swin V2, RegNet, MobileNetV2, MnasNet,
-EfficientNetV2, an upsampling decoder and a segmentation head of torch.nn layers, GoogLeNet),
-which CI's time leaves out; --only picks from both.
+ctest runs the zoo (ZOO below); --extra runs the other architectures instead (EXTRA: more
+torchvision models, video ones among them, heads and recurrent layers of torch.nn, and
+transformers' image classifiers, HF_VISION: these and the recurrent layers need PyTorch 2.x and
+the venv of scripts/torch2-env.sh), which CI's time leaves out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -231,8 +231,10 @@ def token_batches(n: int, t: int, mask_after: Optional[int] = None) -> List[Batc
 
 def _grads(loss: torch.Tensor, params: Batch) -> Dict[str, torch.Tensor]:
     names = [k for k, v in params.items() if v.requires_grad]
-    gs = torch.autograd.grad(loss, [params[k] for k in names])
-    return {"grad:" + k: g for k, g in zip(names, gs)}
+    # A parameter the step does not reach (DINOv2's mask token when nothing is masked) has no
+    # gradient, and the optimizer skips it.
+    gs = torch.autograd.grad(loss, [params[k] for k in names], allow_unused=True)
+    return {"grad:" + k: g for k, g in zip(names, gs) if g is not None}
 
 
 def classify_step(model: nn.Module, variant: str, layout: str) -> StepFn:
@@ -648,6 +650,86 @@ EXTRA: Dict[str, Arch] = {
                       about="torchvision GoogLeNet(num_classes=10, aux_logits=False): inception "
                             "blocks of 64-832 channels, 3x32x32, batch 2"),
 }
+
+
+class HfImageClassifier(nn.Module):
+    """A transformers image classifier (AutoModelForImageClassification's classes) built from a
+    tiny config with random weights (nothing is downloaded), returning its logits: SDPA attention
+    where transformers has it, else eager."""
+
+    def __init__(self, config: str, model: str, **kw):
+        super().__init__()
+        import transformers
+        transformers.logging.set_verbosity_error()
+        cls, make = getattr(transformers, model), getattr(transformers, config)
+        try:
+            self.m = cls._from_config(make(num_labels=10, **kw), attn_implementation="sdpa")
+        except ValueError:  # "does not support an attention implementation through SDPA"
+            self.m = cls._from_config(make(num_labels=10, **kw), attn_implementation="eager")
+
+    def forward(self, x):
+        return self.m(pixel_values=x).logits
+
+
+_VIT_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, image_size=32, patch_size=8)
+_STAGES = dict(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1])
+_SWIN_SIZES = dict(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[1, 2],
+                   window_size=4)
+# name: (config class, model class, config arguments, what it exercises beyond the zoo's own
+# architectures); transformers 5 on
+# PyTorch 2.x, 3x32x32 images, batch 2.
+HF_VISION: Dict[str, tuple] = {
+    "hf_vit": ("ViTConfig", "ViTForImageClassification", _VIT_SIZES, ""),
+    "hf_deit": ("DeiTConfig", "DeiTForImageClassification", _VIT_SIZES,
+                "class and distillation tokens"),
+    "hf_beit": ("BeitConfig", "BeitForImageClassification",
+                dict(_VIT_SIZES, use_relative_position_bias=True, use_mean_pooling=True),
+                "relative position bias by a constant index, layer scale, mean pooling"),
+    "hf_dinov2": ("Dinov2Config", "Dinov2ForImageClassification", _VIT_SIZES,
+                  "interpolated position embeddings, layer scale; its mask token unused"),
+    "hf_swin": ("SwinConfig", "SwinForImageClassification", _SWIN_SIZES, ""),
+    "hf_swinv2": ("Swinv2Config", "Swinv2ForImageClassification", _SWIN_SIZES,
+                  "cosine attention, continuous position bias"),
+    "hf_focalnet": ("FocalNetConfig", "FocalNetForImageClassification",
+                    dict(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1],
+                         focal_levels=[2, 2], focal_windows=[3, 3]),
+                    "focal modulation: depthwise convolutions, gates"),
+    "hf_hiera": ("HieraConfig", "HieraForImageClassification",
+                 dict(image_size=[32, 32], patch_size=[3, 3], patch_stride=[2, 2],
+                      patch_padding=[1, 1], embed_dim=16, depths=[1, 1], num_heads=[1, 2],
+                      query_stride=[2, 2], masked_unit_size=[4, 4], num_query_pool=1),
+                 "unrolled mask units, query pooling"),
+    "hf_convnext": ("ConvNextConfig", "ConvNextForImageClassification", _STAGES, ""),
+    "hf_convnextv2": ("ConvNextV2Config", "ConvNextV2ForImageClassification", _STAGES,
+                      "global response normalization"),
+    "hf_resnet": ("ResNetConfig", "ResNetForImageClassification",
+                  dict(_STAGES, embedding_size=8, layer_type="basic"), ""),
+    "hf_regnet": ("RegNetConfig", "RegNetForImageClassification",
+                  dict(_STAGES, embedding_size=8, groups_width=8), ""),
+    "hf_poolformer": ("PoolFormerConfig", "PoolFormerForImageClassification", _STAGES,
+                      "average pooling as the token mixer, group norm"),
+    "hf_segformer": ("SegformerConfig", "SegformerForImageClassification",
+                     dict(_STAGES, num_attention_heads=[1, 1, 2, 2], decoder_hidden_size=32),
+                     "overlapping patches, reduced attention"),
+    "hf_pvt_v2": ("PvtV2Config", "PvtV2ForImageClassification",
+                  dict(_STAGES, num_attention_heads=[1, 1, 2, 2]),
+                  "spatial-reduction attention, depthwise convolutions"),
+    "hf_mobilevit": ("MobileViTConfig", "MobileViTForImageClassification",
+                     dict(image_size=32, hidden_sizes=[16, 24, 32],
+                          neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]),
+                     "unfolded patches through transformer blocks"),
+    "hf_mobilenet_v2": ("MobileNetV2Config", "MobileNetV2ForImageClassification",
+                        dict(image_size=32, depth_multiplier=0.25),
+                        "TensorFlow-style padding"),
+    # Not LeViT: in eval mode it caches its attention biases, a tensor of the previous call's
+    # graph, so a second step reuses stale weights (and autograd refuses to backward through it).
+}
+for _name, (_config, _model, _kw, _what) in HF_VISION.items():
+    EXTRA[_name] = Arch((lambda c=_config, m=_model, k=_kw: HfImageClassifier(c, m, **k)),
+                        "classify", images(2, (3, 32, 32), 10), torch2=True,
+                        about=f"transformers {_model}{': ' + _what if _what else ''}; tiny "
+                              f"config, random weights, 3x32x32, batch 2")
 ARCHS: Dict[str, Arch] = {**ZOO, **EXTRA}
 
 VARIANTS = ("reference", "correct", "buggy")
@@ -725,7 +807,8 @@ def record(name: str, folder: str) -> Dict[str, float]:
                     rec.log(step_no, out["loss"].item(), lr=LR)
                     for k, p in params.items():
                         if p.requires_grad:
-                            p.grad = out["grad:" + k].detach()
+                            g = out.get("grad:" + k)
+                            p.grad = None if g is None else g.detach()
                     opt.step()
                     opt.zero_grad(set_to_none=True)
         seconds[variant] = time.perf_counter() - start
