@@ -327,6 +327,36 @@ def _lstm_without_onednn() -> Any:
     return LstmWithoutOneDnn()
 
 
+def _weight_norm_composite(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """torch._weight_norm(v, g, dim) as v * (g / norm_except_dim(v, 2, dim)).
+
+    The fused kernel eager runs (_weight_norm_interface: WeightNormKernel.cpp on the CPU,
+    WeightNorm.cu on CUDA) computes the same arithmetic: each slice's sum of squares in some
+    order, its square root, a = g / norm rounded to the weight's dtype, then w = v * a. Its
+    backward is one fused op with no rule; traced as these ops, autograd differentiates them one
+    by one, which computes the same gradients with other roundings (the loss, what the analysis
+    bounds, is the forward's)."""
+    return v * (g / torch.norm_except_dim(v, 2, dim))
+
+
+@contextlib.contextmanager
+def _weight_norm_as_ops() -> Iterator[None]:
+    """Traces weight normalization (nn.utils.weight_norm and nn.utils.parametrizations.weight_norm:
+    wav2vec 2.0's and HuBERT's positional convolution, WaveNet and HiFi-GAN layers) as the ops of
+    _weight_norm_composite while tracing: both modules call torch._weight_norm, the first through
+    its own import of the name."""
+    holders = [torch, sys.modules.get("torch.nn.utils.weight_norm")]
+    holders = [h for h in holders if h is not None and hasattr(h, "_weight_norm")]
+    before = [h._weight_norm for h in holders]
+    for h in holders:
+        h._weight_norm = _weight_norm_composite
+    try:
+        yield
+    finally:
+        for h, f in zip(holders, before):
+            h._weight_norm = f
+
+
 @contextlib.contextmanager
 def _mha_fastpath_off() -> Iterator[None]:
     """Disables nn.MultiheadAttention / TransformerEncoderLayer's fused inference fast path
@@ -838,7 +868,7 @@ def _trace(step_fn: Callable[..., Mapping[str, torch.Tensor]], params: Mapping[s
     fx_kwargs = _make_fx_kwargs()
     try:
         with torch.enable_grad(), _sdpa_math(), _mha_fastpath_off(), _lstm_without_onednn(), \
-                _allow_data_reads(info.data_dependent):
+                _weight_norm_as_ops(), _allow_data_reads(info.data_dependent):
             gm1 = make_fx(flat_step, **fx_kwargs)(p_in, b_in)
     except RecorderError:
         raise

@@ -201,6 +201,40 @@ class TracingTest(TempDirTest):
             self.assertTrue(any("self-check" in str(w.message) for w in caught))
 
 
+class WeightNormTest(TempDirTest):
+    def test_weight_norm_is_traced_as_its_ops(self):
+        # nn.utils.weight_norm (dims 0 and the last: the fused kernel's two paths) and, on torch
+        # >= 2, the parametrization: no fused _weight_norm_interface (no rule, nor for its fused
+        # backward) but norm, div and mul, whose loss is eager's bit for bit.
+        torch.manual_seed(3)
+        layers = [nn.utils.weight_norm(nn.Conv1d(4, 6, 3), dim=0), nn.ReLU(),
+                  nn.utils.weight_norm(nn.Conv1d(6, 8, 3, groups=2), dim=2)]
+        parametrizations = getattr(nn.utils, "parametrizations", None)
+        if parametrizations is not None and hasattr(parametrizations, "weight_norm"):
+            layers.append(parametrizations.weight_norm(nn.Linear(8, 3)))
+        model = nn.Sequential(*layers)
+        params = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+        batch = {"x": torch.randn(2, 4, 12)}
+
+        def step(p, b):
+            loss = functional_call(model, p, (b["x"],)).square().mean()
+            names = [k for k in p if p[k].requires_grad]
+            grads = torch.autograd.grad(loss, [p[k] for k in names])
+            return {"loss": loss, **{"grad:" + k: g for k, g in zip(names, grads)}}
+
+        original = torch._weight_norm
+        program, _, _ = trace_quietly(step, params, batch)
+        self.assertIs(torch._weight_norm, original, "the trace restores torch._weight_norm")
+        ops = {n["op"] for n in program["nodes"]}
+        self.assertFalse({o for o in ops if "weight_norm" in o}, ops)
+        self.assertIn("aten.norm.ScalarOpt_dim", ops)
+        eager = step(params, batch)
+        got = replay(program, params, batch)
+        self.assertEqual(got["loss"].item(), eager["loss"].item())
+        for k in eager:
+            self.assertTrue(torch.allclose(got[k], eager[k], rtol=1e-5, atol=1e-7), k)
+
+
 class DtypeTest(TempDirTest):
     def test_round_trips(self):
         g = torch.Generator().manual_seed(3)
