@@ -49,7 +49,8 @@ struct FamilyEntry {
 constexpr FamilyEntry kFamilies[] = {
     {"Elementwise",
      "Arithmetic, exp, expm1, log, log1p, sqrt, sin, cos, pow, comparisons, logical and bitwise "
-     "ops, floor, ceil, trunc, round, sign and integer floor and trunc division (exact), where, "
+     "ops, floor, ceil, trunc, round, sign, integer floor and trunc division and remainder "
+     "(exact), where, "
      "clamp "
      "(and the in-place op_ forms, here and below): one correctly rounded op in opmath, libm "
      "functions within the published ulps + 1, stored in the dtype",

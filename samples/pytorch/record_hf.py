@@ -15,20 +15,24 @@ Writes, in --out:
   candidate-fixed.h5  the same 4 micro-batches, each micro-batch's summed token loss divided by
                       num_items_in_batch (the token count of the whole batch): the fix
 
-The model (GPT2LMHeadModel, LlamaForCausalLM, BertForMaskedLM, or a causal or masked LM of
-another family: Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and 3, OLMo 2, GPT-NeoX, OPT, Falcon,
-GPTBigCode, DistilBERT, RoBERTa) is built from a tiny config
+The model (GPT2LMHeadModel, LlamaForCausalLM, BertForMaskedLM, or a causal LM, masked LM or
+encoder-decoder of another family: MORE below) is built from a tiny config
 with random weights (nothing is downloaded) and runs in eval mode (dropout off). The sequences
 have random lengths and are right-padded (labels -100, attention_mask 0), so the micro-batches
 hold unequal token counts from step 0; the masked LMs mask 25% of the real tokens of each sequence (at
-least one). Each run trains with AdamW for --steps steps from the same initial weights on the
-same batches and records a checkpoint and the logged loss at every step.
+least one); the encoder-decoders (T5, BART and their kin: SEQ2SEQ) read the sequence and predict
+the next 2 to 16 tokens, their decoder reading the labels shifted right as their
+forward(labels=...) does, the loss over every label. Each run trains with AdamW for --steps
+steps from the same initial weights on the same batches and records a checkpoint and the logged
+loss at every step.
 
 The step function is what the training loop calls and what the recorder traces: the parameters
 go through torch.func.functional_call, the loss is the model's loss_function (ForCausalLMLoss or
-ForMaskedLMLoss: a token mean, or a token sum divided by num_items_in_batch when it is given,
-exactly what a causal LM's forward(labels=..., num_items_in_batch=...) computes), the gradients
-come from torch.autograd.grad. Deterministic: fixed seeds, CPU, one thread.
+ForMaskedLMLoss, the latter for the encoder-decoders too: a token mean, or a token sum divided by
+num_items_in_batch when it is given, exactly what a causal LM's forward(labels=...,
+num_items_in_batch=...) computes), the gradients come from torch.autograd.grad (a parameter the
+step does not reach gets none, and the optimizer skips it). Deterministic: fixed seeds, CPU, one
+thread.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-// The mixture-of-experts routing ops: topk, sort, histc, floor_divide and _grouped_mm. PyTorch's
+// The mixture-of-experts routing ops: topk, sort, histc, floor_divide and _grouped_mm, and the
+// integer remainder (LongT5). PyTorch's
 // values on small cases; zero escapes of the randomized executor (which breaks ties in a random
 // order) from the interval rules over random shapes, dims, ties and interval inputs; adjoints
 // against finite differences; the order statistics' near-tie term against perturbed inputs; the
@@ -424,6 +425,53 @@ class TestSortGroupedOps : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(big, integer(-1))));
     const Tensor z = Tensor::interval({1}, DType::Int64, {-1}, {1});
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(a, in(1), {z})).interval());
+  }
+
+  /// remainder on integers (LongT5's block padding: arange % 4): Python's %, the sign of the
+  /// divisor; intervals against every pair inside, a point divisor within one period exactly.
+  void integerRemainder() {
+    const auto rem = [](Tensor x, IrValue other, std::vector<Tensor> more = {}) {
+      OpCase c;
+      c.op = more.empty() ? "aten.remainder.Scalar" : "aten.remainder.Tensor";
+      c.args = {in(0), std::move(other)};
+      c.outDtypes = {x.dtype()};
+      c.inputs = {std::move(x)};
+      for (Tensor& t : more) c.inputs.push_back(std::move(t));
+      c.precision = modelFor(std::nullopt);
+      return c;
+    };
+    const Tensor x = vec({-7, 7, -8, 0, 9}, DType::Int64);
+    // torch 1.13 and 2.15: torch.remainder(x, 2), (x, -3), (x, tensor([2, -2, 3, 5, -4])).
+    QCOMPARE(values(RuleCall(rem(x, integer(2))).point()[0]), (std::vector<double>{1, 1, 0, 0, 1}));
+    QCOMPARE(values(RuleCall(rem(x, integer(-3))).point()[0]),
+             (std::vector<double>{-1, -2, -2, 0, 0}));
+    QCOMPARE(values(RuleCall(rem(x, in(1), {vec({2, -2, 3, 5, -4}, DType::Int64)})).point()[0]),
+             (std::vector<double>{1, -1, 1, 0, -3}));
+    const Tensor within = Tensor::interval({1}, DType::Int64, {9}, {11});
+    const Interval w = RuleCall(rem(within, integer(4))).interval()[0].at(0);
+    QVERIFY(w.lo == 1.0 && w.hi == 3.0);
+    const Interval wn = RuleCall(rem(within, integer(-4))).interval()[0].at(0);
+    QVERIFY(wn.lo == -3.0 && wn.hi == -1.0);
+    const Tensor across = Tensor::interval({1}, DType::Int64, {10}, {13});
+    const Interval c = RuleCall(rem(across, integer(4))).interval()[0].at(0);
+    QVERIFY(c.lo == 0.0 && c.hi == 3.0);
+    std::mt19937_64 rng(13);
+    for (int t = 0; t < 200; ++t) {
+      std::vector<double> alo(6), ahi(6), blo(6), bhi(6);
+      for (std::size_t i = 0; i < 6; ++i) {
+        alo[i] = static_cast<double>(static_cast<int>(rng() % 41) - 20);
+        ahi[i] = alo[i] + static_cast<double>(rng() % 6);
+        blo[i] =
+            rng() % 2 ? static_cast<double>(1 + rng() % 5) : -static_cast<double>(6 + rng() % 5);
+        bhi[i] = blo[i] + static_cast<double>(t % 2 ? rng() % 5 : 0);  // odd trials: points
+      }
+      const OpCase ic = rem(Tensor::interval({6}, DType::Int64, alo, ahi), in(1),
+                            {Tensor::interval({6}, DType::Int64, blo, bhi)});
+      const EnclosureReport r = checkEnclosure(ic, 20, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(rem(x, integer(0))));
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(rem(vec({1.5}), integer(2))));
   }
 
   void groupedMatchesALoopOfProducts() {
