@@ -7,8 +7,8 @@
 
 ctest runs the zoo (ZOO below); --extra runs the other architectures instead (EXTRA: more
 torchvision models, video ones among them, heads and recurrent layers of torch.nn, and
-transformers' image classifiers, HF_VISION: these and the recurrent layers need PyTorch 2.x and
-the venv of scripts/torch2-env.sh), which CI's time leaves out; --only picks from both.
+transformers' image and audio classifiers, HF_VISION and HF_AUDIO: these and the recurrent
+layers need PyTorch 2.x and the venv of scripts/torch2-env.sh), which CI's time leaves out; --only picks from both.
 
 For every architecture it records, with samples/pytorch/lossbound_recorder.py, three 10-step (--steps)
 training runs from the same initial weights on the same batches (SGD outside the step, a
@@ -652,10 +652,11 @@ EXTRA: Dict[str, Arch] = {
 }
 
 
-class HfImageClassifier(nn.Module):
-    """A transformers image classifier (AutoModelForImageClassification's classes) built from a
-    tiny config with random weights (nothing is downloaded), returning its logits: SDPA attention
-    where transformers has it, else eager."""
+class HfClassifier(nn.Module):
+    """A transformers image or audio classifier (AutoModelForImageClassification's and
+    AutoModelForAudioClassification's classes) built from a tiny config with random weights
+    (nothing is downloaded), returning its logits: SDPA attention where transformers has it, else
+    eager. Audio models read a waveform stored as one channel, N x 1 x L."""
 
     def __init__(self, config: str, model: str, **kw):
         super().__init__()
@@ -668,12 +669,16 @@ class HfImageClassifier(nn.Module):
             self.m = cls._from_config(make(num_labels=10, **kw), attn_implementation="eager")
 
     def forward(self, x):
+        if x.dim() == 3:  # a waveform: input_values, N x L
+            return self.m(input_values=x[:, 0]).logits
         return self.m(pixel_values=x).logits
 
 
 _VIT_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                   intermediate_size=64, image_size=32, patch_size=8)
 _STAGES = dict(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1])
+_TEXT_SIZES = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                   intermediate_size=64)
 _SWIN_SIZES = dict(image_size=32, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[1, 2],
                    window_size=4)
 # name: (config class, model class, config arguments, what it exercises beyond the zoo's own
@@ -722,14 +727,43 @@ HF_VISION: Dict[str, tuple] = {
     "hf_mobilenet_v2": ("MobileNetV2Config", "MobileNetV2ForImageClassification",
                         dict(image_size=32, depth_multiplier=0.25),
                         "TensorFlow-style padding"),
+    "hf_bit": ("BitConfig", "BitForImageClassification",
+               dict(embedding_size=32, hidden_sizes=[32, 64], depths=[1, 1],
+                    layer_type="bottleneck", num_groups=8),
+               "weight-standardized convolutions, group norm"),
+    "hf_swiftformer": ("SwiftFormerConfig", "SwiftFormerForImageClassification",
+                       dict(image_size=32, depths=[1, 1, 1, 1], embed_dims=[8, 16, 32, 64]),
+                       "additive attention, batch-normed convolutions"),
+    "hf_clip": ("CLIPConfig", "CLIPForImageClassification",
+                dict(vision_config=_VIT_SIZES, text_config=_TEXT_SIZES),
+                "CLIP's vision tower, quick GELU"),
+    "hf_siglip": ("SiglipConfig", "SiglipForImageClassification",
+                  dict(vision_config=_VIT_SIZES, text_config=_TEXT_SIZES),
+                  "SigLIP's vision tower"),
     # Not LeViT: in eval mode it caches its attention biases, a tensor of the previous call's
     # graph, so a second step reuses stale weights (and autograd refuses to backward through it).
 }
-for _name, (_config, _model, _kw, _what) in HF_VISION.items():
-    EXTRA[_name] = Arch((lambda c=_config, m=_model, k=_kw: HfImageClassifier(c, m, **k)),
-                        "classify", images(2, (3, 32, 32), 10), torch2=True,
+# Audio classifiers: a 1x800 waveform through the convolutional feature encoder (strides 5, 2, 2),
+# its group norm, the positional convolution (weight normalization) and 2 transformer layers.
+_AUDIO_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=64, conv_dim=[16, 16, 16], conv_stride=[5, 2, 2],
+                    conv_kernel=[10, 3, 3], num_conv_pos_embeddings=16,
+                    num_conv_pos_embedding_groups=4, classifier_proj_size=16)
+HF_AUDIO: Dict[str, tuple] = {
+    "hf_wav2vec2": ("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", _AUDIO_SIZES, ""),
+    "hf_hubert": ("HubertConfig", "HubertForSequenceClassification", _AUDIO_SIZES, ""),
+    "hf_wavlm": ("WavLMConfig", "WavLMForSequenceClassification",
+                 dict(_AUDIO_SIZES, num_buckets=16, max_bucket_distance=64),
+                 "gated relative position bias, log-spaced buckets"),
+}
+for _name, (_config, _model, _kw, _what) in {**HF_VISION, **HF_AUDIO}.items():
+    _audio = _name in HF_AUDIO
+    EXTRA[_name] = Arch((lambda c=_config, m=_model, k=_kw: HfClassifier(c, m, **k)),
+                        "classify", images(2, (1, 800) if _audio else (3, 32, 32), 10),
+                        layout="1d" if _audio else "2d", torch2=True,
                         about=f"transformers {_model}{': ' + _what if _what else ''}; tiny "
-                              f"config, random weights, 3x32x32, batch 2")
+                              f"config, random weights, "
+                              f"{'a 1x800 waveform' if _audio else '3x32x32'}, batch 2")
 ARCHS: Dict[str, Arch] = {**ZOO, **EXTRA}
 
 VARIANTS = ("reference", "correct", "buggy")
