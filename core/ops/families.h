@@ -58,6 +58,8 @@ void registerAsStridedOps(OpRegistry& r);
 void registerPadOps(OpRegistry& r);
 /// im2col col2im (F.unfold, F.fold).
 void registerIm2ColOps(OpRegistry& r);
+/// linalg_solve_triangular (unit diagonal, left).
+void registerTriangularSolveOps(OpRegistry& r);
 /// cumsum cumsum_.
 void registerCumsumOps(OpRegistry& r);
 /// gather index_select scatter (src, value) scatter_add index_add.

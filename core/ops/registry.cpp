@@ -109,6 +109,10 @@ constexpr FamilyEntry kFamilies[] = {
      registerIm2ColOps},
     {"Prefix sums", "Each prefix a sum in any order, γ_i·Σ|x| (Higham 2002, eq. 4.4)",
      registerCumsumOps},
+    {"Triangular solves",
+     "linalg_solve_triangular with a unit diagonal: each row b_i − Σa_ij·x_j a dot product in any "
+     "order, γ_m·(|b_i| + Σ|a_ij||x_j|) (Higham 2002, §8.1), carried through the later rows",
+     registerTriangularSolveOps},
     {"Gather and scatter", "Exact selections and writes; accumulating scatters summed in any order",
      registerGatherScatterOps},
     {"Advanced indexing",
