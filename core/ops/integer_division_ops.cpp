@@ -47,9 +47,10 @@ class IntegerDivideRule final : public OpRule {
     return {mapInterval2(a, x, y, a.outSpec().dtype, [&](Interval p, Interval q) -> Interval {
       if (p.lo == p.hi && q.lo == q.hi) return lossbound::point(quotient(a, p.lo, q.lo));
       if (q.lo <= 0 && q.hi >= 0)
-        a.fail("integer division: the divisor [" + std::to_string(q.lo) + ", " +
-               std::to_string(q.hi) + "] may be 0");
+        a.fail(what() + ": the divisor [" + std::to_string(q.lo) + ", " + std::to_string(q.hi) +
+               "] may be 0");
       if (mMode == Rounding::Remainder) {
+        if (q.lo == q.hi && (q.lo == 1.0 || q.lo == -1.0)) return {0.0, 0.0};
         if (q.lo == q.hi && floorQuotient(a, p.lo, q.lo) == floorQuotient(a, p.hi, q.lo))
           return {quotient(a, p.lo, q.lo), quotient(a, p.hi, q.lo)};
         return q.lo > 0 ? Interval{0.0, q.hi - 1} : Interval{q.lo + 1, 0.0};
@@ -92,21 +93,21 @@ class IntegerDivideRule final : public OpRule {
                " of floating-point values is not supported (integer tensors only), found " +
                std::string(dtypeName(t->dtype())));
     if (isNumber(a, 1) && a.numberArg(1, "") != std::floor(a.numberArg(1, "")))
-      a.fail("integer division by a non-integer number is not supported");
+      a.fail(what() + " by a non-integer number is not supported");
     return {std::move(x), std::move(y)};
   }
 
   /// ⌊p/q⌋ of two int64 values held in doubles; a.fail for one outside int64, q = 0 and
   /// INT64_MIN / -1 (which overflows).
-  static std::int64_t floorQuotient(const OpArgs& a, double p, double q) {
+  std::int64_t floorQuotient(const OpArgs& a, double p, double q) const {
     constexpr double kRange = 9223372036854775808.0;  // 2^63
     for (double v : {p, q})
       if (!(v >= -kRange && v < kRange))
-        a.fail("integer division: operand " + std::to_string(v) + " is outside int64");
+        a.fail(what() + ": operand " + std::to_string(v) + " is outside int64");
     const auto i = static_cast<std::int64_t>(p), j = static_cast<std::int64_t>(q);
-    if (j == 0) a.fail("integer division by zero");
+    if (j == 0) a.fail(what() + " by zero");
     if (j == -1 && i == std::numeric_limits<std::int64_t>::min())
-      a.fail("integer division: INT64_MIN / -1 overflows int64");
+      a.fail(what() + ": INT64_MIN / -1 overflows int64");
     std::int64_t d = i / j;  // toward 0
     if ((i % j != 0) && ((i < 0) != (j < 0))) --d;
     return d;
@@ -114,6 +115,11 @@ class IntegerDivideRule final : public OpRule {
 
   /// The rule's result for int64 values p and q: ⌊p/q⌋, trunc(p/q) or p − q·⌊p/q⌋.
   double quotient(const OpArgs& a, double p, double q) const {
+    // x % ±1 is 0, INT64_MIN % -1 too (PyTorch 2.x; the quotient alone overflows).
+    if (mMode == Rounding::Remainder && (q == 1.0 || q == -1.0)) {
+      floorQuotient(a, p, 1.0);  // p must be an int64
+      return 0.0;
+    }
     const std::int64_t d = floorQuotient(a, p, q);
     const auto i = static_cast<std::int64_t>(p), j = static_cast<std::int64_t>(q);
     if (mMode == Rounding::Floor) return static_cast<double>(d);

@@ -328,14 +328,23 @@ def _lstm_without_onednn() -> Any:
 
 
 def _weight_norm_composite(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> torch.Tensor:
-    """torch._weight_norm(v, g, dim) as v * (g / norm_except_dim(v, 2, dim)).
+    """torch._weight_norm(v, g, dim) as ops with rules, following at::_weight_norm's dispatch.
 
-    The fused kernel eager runs (_weight_norm_interface: WeightNormKernel.cpp on the CPU,
-    WeightNorm.cu on CUDA) computes the same arithmetic: each slice's sum of squares in some
-    order, its square root, a = g / norm rounded to the weight's dtype, then w = v * a. Its
-    backward is one fused op with no rule; traced as these ops, autograd differentiates them one
-    by one, which computes the same gradients with other roundings (the loss, what the analysis
-    bounds, is the forward's)."""
+    For dim 0 or the last dim (on torch 1.13 only without float16) eager runs the fused kernel
+    (_weight_norm_interface: WeightNormKernel.cpp on the CPU, WeightNorm.cu on CUDA): each slice's
+    sum of squares and its square root in the accumulation type (float for 16-bit weights),
+    a = g / norm there, then w = v * a rounded once to the weight's dtype. Traced as
+    (v.float() * (g.float() / norm_except_dim(v.float(), 2, dim))).to(dtype) for 16-bit weights,
+    and in the weight's dtype otherwise: the same operations, the sum of squares in another
+    order. The other dims run eager's own composite, v * (g / norm_except_dim(v, 2, dim)). The
+    fused backward has no rule; traced as these ops, autograd differentiates them one by one,
+    which gives the same gradients with other roundings (the loss, what the analysis bounds, is
+    the forward's)."""
+    fused = dim in (0, v.dim() - 1) and not (
+        int(torch.__version__.split(".")[0]) < 2 and torch.float16 in (v.dtype, g.dtype))
+    if fused and v.dtype in (torch.float16, torch.bfloat16):
+        vf = v.float()
+        return (vf * (g.float() / torch.norm_except_dim(vf, 2, dim))).to(v.dtype)
     return v * (g / torch.norm_except_dim(v, 2, dim))
 
 

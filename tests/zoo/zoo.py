@@ -287,7 +287,10 @@ def lm_step(model: nn.Module, variant: str, mask_after: Optional[int],
             li = s / (ml != IGNORE).sum() / MICRO if variant == "buggy" else s / total
             gi = _grads(li, params)
             loss = li if loss is None else loss + li
-            grads = gi if grads is None else {k: grads[k] + gi[k] for k in grads}
+            # a parameter one micro-batch does not reach has no gradient from it
+            grads = gi if grads is None else {k: grads[k] + gi[k] if k in grads and k in gi
+                                              else grads.get(k, gi.get(k))
+                                              for k in {**grads, **gi}}
         return {"loss": loss, **grads}
     return step
 
