@@ -1,9 +1,9 @@
-// Creation ops: ones zeros full empty (+ _like and new_ forms), arange (all overloads),
-// scalar_tensor, fill and fill_ (Scalar, Tensor), zero_. A constant v stored in a floating dtype is
-// RN_F(v) in every implementation (IEEE 754-2019 §5.4.2 conversion); the point rule keeps the exact
-// v, so the interval rule is RO_F(v) (which holds both) and the local error |RN_F(v) - v|. empty*
-// values are unspecified: they are modelled as zeros (a program that reads them before writing is
-// wrong with any arithmetic).
+// Creation ops: ones zeros full empty (+ _like and new_ forms), arange (all overloads), eye
+// (.default, .m), scalar_tensor, fill and fill_ (Scalar, Tensor), zero_. A constant v stored in a
+// floating dtype is RN_F(v) in every implementation (IEEE 754-2019 §5.4.2 conversion); the point
+// rule keeps the exact v, so the interval rule is RO_F(v) (which holds both) and the local error
+// |RN_F(v) - v|. empty* values are unspecified: they are modelled as zeros (a program that reads
+// them before writing is wrong with any arithmetic).
 #include "core/ops/families.h"
 #include "core/ops/formats.h"
 #include "core/ops/registry.h"
@@ -23,7 +23,7 @@ namespace {
 using namespace ops;
 
 /// Where the shape and the fill value of a creation op come from.
-enum class Src { Size, Like, NewSize, Scalar, Arange, Fill };
+enum class Src { Size, Like, NewSize, Scalar, Arange, Fill, Eye };
 
 struct CreateSpec {
   Src src;
@@ -69,6 +69,15 @@ std::pair<Shape, std::vector<double>> created(const CreateSpec& s, const OpArgs&
       for (std::int64_t i = 0; i < count; ++i)
         v[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
       return {Shape{count}, std::move(v)};
+    }
+    case Src::Eye: {  // n × m, ones on the diagonal (Kimi Linear's delta rule)
+      const std::int64_t n = a.intArg(0, "n");
+      const std::int64_t m = a.node().op.ends_with(".m") ? a.intArg(1, "m") : n;
+      if (n < 0 || m < 0)
+        a.fail("eye: negative size " + std::to_string(n) + " x " + std::to_string(m));
+      std::vector<double> v(static_cast<std::size_t>(n * m), 0.0);
+      for (std::int64_t i = 0; i < std::min(n, m); ++i) v[static_cast<std::size_t>(i * m + i)] = 1;
+      return {Shape{n, m}, std::move(v)};
     }
   }
   for (auto d : shape)
@@ -225,6 +234,8 @@ void registerCreationOps(OpRegistry& r) {
   r.add("aten.arange.default", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
   r.add("aten.arange.start", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
   r.add("aten.arange.start_step", std::make_shared<const CreateRule>(Src::Arange, std::nullopt));
+  r.add("aten.eye.default", std::make_shared<const CreateRule>(Src::Eye, std::nullopt));
+  r.add("aten.eye.m", std::make_shared<const CreateRule>(Src::Eye, std::nullopt));
   r.add("aten.fill_.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.fill_.Tensor", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));
   r.add("aten.fill.Scalar", std::make_shared<const CreateRule>(Src::Fill, std::nullopt, 1));

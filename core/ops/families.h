@@ -17,7 +17,7 @@ void registerReductionOps(OpRegistry& r);
 /// squeeze flip roll cat stack split chunk unbind clone detach alias lift_fresh_copy tril triu
 /// _to_copy to copy, and the *_copy forms of the views.
 void registerViewOps(OpRegistry& r);
-/// ones zeros full empty (and _like, new_ forms) arange scalar_tensor fill fill_ zero_.
+/// ones zeros full empty (and _like, new_ forms) arange eye scalar_tensor fill fill_ zero_.
 void registerCreationOps(OpRegistry& r);
 /// addcmul addcdiv lerp (SGD and AdamW updates).
 void registerOptimizerOps(OpRegistry& r);

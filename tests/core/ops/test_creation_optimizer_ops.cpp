@@ -111,6 +111,44 @@ class TestCreationOptimizerOps : public QObject {
   Q_OBJECT
 
  private slots:
+  /// eye(n) and eye(n, m): torch.eye(3, 2) is [[1, 0], [0, 1], [0, 0]], exact in every dtype.
+  void eyeIsTheIdentity() {
+    for (DType t : {DType::Float32, DType::BFloat16, DType::Int64, DType::Bool}) {
+      OpCase c;
+      c.op = "aten.eye.m";
+      c.args = {integer(3), integer(2)};
+      c.outDtypes = {t};
+      c.precision = modelFor(std::nullopt);
+      const std::vector<Tensor> y = intervalOutputs(c);
+      QCOMPARE(y[0].shape(), (Shape{3, 2}));
+      const std::vector<double> want{1, 0, 0, 1, 0, 0};
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        QCOMPARE(y[0].lo()[i], want[i]);
+        QCOMPARE(y[0].hi()[i], want[i]);
+      }
+      std::mt19937_64 rng(2);
+      const EnclosureReport r = checkEnclosure(c, 3, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+    OpCase sq;
+    sq.op = "aten.eye.default";
+    sq.args = {integer(4)};
+    sq.outDtypes = {DType::Float32};
+    sq.precision = modelFor(std::nullopt);
+    std::vector<Tensor> p;
+    localErrorOutputs(sq, &p);
+    QCOMPARE(p[0].shape(), (Shape{4, 4}));
+    double trace = 0, total = 0;
+    for (std::int64_t i = 0; i < 16; ++i) {
+      total += p[0].values()[static_cast<std::size_t>(i)];
+      if (i % 5 == 0) trace += p[0].values()[static_cast<std::size_t>(i)];
+    }
+    QCOMPARE(trace, 4.0);
+    QCOMPARE(total, 4.0);
+    sq.args = {integer(-1)};
+    QVERIFY_THROWS_EXCEPTION(OpError, intervalOutputs(sq));
+  }
+
   void zeroIsExactZerosOfTheInputShape() {
     // aten.zero (functionalized zero_): zeros of the input's shape and dtype, whatever it holds.
     std::mt19937_64 rng(5);
