@@ -7,16 +7,21 @@
 // the m − 1 products) computed in any order and bracketing, with or without FMA, in the
 // accumulation format, and stored; the rows after it read the stored x_j. Its error is within
 // γ_m·(|b_i| + Σ|a_ij||x_j|) + m·η (Higham 2002, eq. 3.5; the forward-substitution analysis of his
-// §8.1 rounds every x_i so). A blocked trsm (LAPACK/BLAS, cuBLAS) computes each x_i as b_i minus
-// partial sums that its GEMM updates subtract from the stored right-hand side: one of those
-// orders, every addition rounded in the storage format, which is the accumulation format here
-// (fp32 or fp64: PyTorch solves no 16-bit triangular system). The interval rule runs the
-// substitution on enclosures; the local error is the distance of the binary64 solution to that
-// enclosure on exact inputs, which carries each row's rounding through the later rows as the
-// comparison matrix does (Higham 2002, Thm. 8.10). Refused, by name: a non-unit diagonal (trsm
-// divides, or multiplies by a rounded reciprocal: not modelled yet), left=False, batch dims that
-// differ (broadcasting), 16-bit dtypes and a tf32 matmul model (trsm's GEMM updates would round
-// their inputs).
+// §8.1 rounds every x_i so). This covers a trsm that substitutes row by row, blocked or not: each
+// x_i is b_i minus partial sums that its GEMM updates subtract from the stored right-hand side,
+// one of those orders, every addition rounded in the storage format, which is the accumulation
+// format here (fp32 or fp64: PyTorch solves no 16-bit triangular system). PyTorch's CPU BLAS do
+// (MKL, OpenBLAS, the reference BLAS: a review found no value outside the enclosure on ~1,700
+// adversarial systems with MKL 2024.2 and the reference BLAS). Not covered: a trsm that inverts
+// its diagonal blocks and multiplies (rocBLAS, MAGMA's batched solves; a review built an fp32
+// system with off-diagonals near 500 whose emulated result leaves the enclosure), and cuBLAS,
+// whose order is undocumented. The interval rule runs the substitution on enclosures; the local
+// error is the distance of the binary64 solution to that enclosure on exact inputs, which
+// carries each row's rounding through the later rows as the comparison matrix does (Higham
+// 2002, Thm. 8.10). Refused, by name: a non-unit diagonal (trsm divides, or multiplies by a
+// rounded reciprocal: not modelled yet), left=False, batch dims that differ (broadcasting),
+// operands of two dtypes, 16-bit dtypes, a tf32 matmul model (trsm's GEMM updates would round
+// their inputs) and truncating accumulation.
 //
 // vjp: G_B = A⁻ᵀ·G (the transposed solve), G_A = −G_B·Xᵀ on the strict triangle (the unit
 // diagonal and the other triangle are not read).
@@ -172,6 +177,9 @@ class TriangularSolveRule final : public OpRule {
         sb[sb.size() - 2] != sa.back())
       a.fail("linalg_solve_triangular: A " + shapeString(sa) + " and B " + shapeString(sb) +
              " must have the same batch dims and B n rows (broadcasting is not supported)");
+    if (A.dtype() != B.dtype())
+      a.fail("linalg_solve_triangular: A is " + std::string(dtypeName(A.dtype())) + " and B " +
+             std::string(dtypeName(B.dtype())) + " (PyTorch requires one dtype)");
     for (DType t : {A.dtype(), B.dtype(), a.outSpec().dtype})
       if (t != DType::Float32 && t != DType::Float64)
         a.fail("linalg_solve_triangular of " + std::string(dtypeName(t)) +
@@ -195,6 +203,8 @@ class TriangularSolveRule final : public OpRule {
       a.fail(
           "linalg_solve_triangular under a tf32 matmul model is not modelled (trsm's GEMM "
           "updates would round their inputs to tf32)");
+    if (ctx.precision.truncatingAccumulation)
+      a.fail("linalg_solve_triangular with truncating accumulation is not modelled");
     return store;
   }
 

@@ -133,6 +133,11 @@ class TestTriangularSolveOps : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(solveCase(ab, b, false)));  // broadcasting
     const Tensor wide = Tensor::point({3, 1}, DType::Float32, {1, 2, 3});
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(solveCase(a, wide, false)));  // 3 rows, n = 2
+    const Tensor b64 = Tensor::point({2, 1}, DType::Float64, {3, 4});
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(solveCase(a, b64, false)));  // two dtypes
+    OpCase truncating = solveCase(a, b, false);
+    truncating.precision.truncatingAccumulation = true;
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(truncating).interval());
     OpCase tf32 = solveCase(a, b, false);
     tf32.precision.tf32Matmul = true;
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(tf32).interval());
