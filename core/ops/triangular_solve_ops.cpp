@@ -63,6 +63,14 @@ struct Solve {
   /// The p-th row in solving order, and whether row j is solved before row i.
   std::int64_t row(std::int64_t p) const { return upper ? n - 1 - p : p; }
   bool before(std::int64_t j, std::int64_t i) const { return upper ? j > i : j < i; }
+  /// Calls f(b, c, i) for every system b, right-hand side c and row i, in solving order (the
+  /// opposite order for the transposed system).
+  template <typename F>
+  void forEachRow(F&& f, bool transposed = false) const {
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t c = 0; c < k; ++c)
+        for (std::int64_t p = 0; p < n; ++p) f(b, c, row(transposed ? n - 1 - p : p));
+  }
 };
 
 /// linalg_solve_triangular with a unit diagonal (the file comment's contract).
@@ -83,29 +91,26 @@ class TriangularSolveRule final : public OpRule {
     const double u = unitRoundoff(acc), eta = smallestSubnormal(acc);
     const double maxAcc = largestFinite(acc);
     std::vector<double> lo(static_cast<std::size_t>(s.batch * s.n * s.k)), hi(lo.size());
-    for (std::int64_t b = 0; b < s.batch; ++b)
-      for (std::int64_t c = 0; c < s.k; ++c)
-        for (std::int64_t p = 0; p < s.n; ++p) {
-          const std::int64_t i = s.row(p);
-          SumEnclosure sum{sanitize(B.at(static_cast<std::int64_t>(s.x(b, i, c)))), 0.0};
-          sum.absSumUp = std::fmax(std::fabs(sum.sum.lo), std::fabs(sum.sum.hi));
-          std::int64_t m = 1;
-          for (std::int64_t j = 0; j < s.n; ++j) {
-            if (!s.before(j, i)) continue;
-            const Interval xj{lo[s.x(b, j, c)], hi[s.x(b, j, c)]};
-            accumulate(sum, neg(mul(sanitize(A.at(static_cast<std::int64_t>(s.a(b, i, j)))), xj)));
-            ++m;
-          }
-          Interval r = entireInterval();
-          if (m == 1) {  // no operation: x_i is b_i
-            r = sum.sum;
-          } else if (sum.absSumUp <= maxAcc) {
-            const double err = dotErrorBound(m, sum.absSumUp, u, eta);
-            r = roundOutward({sub_down(sum.sum.lo, err), add_up(sum.sum.hi, err)}, store);
-          }
-          lo[s.x(b, i, c)] = r.lo;
-          hi[s.x(b, i, c)] = r.hi;
-        }
+    s.forEachRow([&](std::int64_t b, std::int64_t c, std::int64_t i) {
+      SumEnclosure sum{sanitize(B.at(static_cast<std::int64_t>(s.x(b, i, c)))), 0.0};
+      sum.absSumUp = std::fmax(std::fabs(sum.sum.lo), std::fabs(sum.sum.hi));
+      std::int64_t m = 1;
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        if (!s.before(j, i)) continue;
+        const Interval xj{lo[s.x(b, j, c)], hi[s.x(b, j, c)]};
+        accumulate(sum, neg(mul(sanitize(A.at(static_cast<std::int64_t>(s.a(b, i, j)))), xj)));
+        ++m;
+      }
+      Interval r = entireInterval();
+      if (m == 1) {  // no operation: x_i is b_i
+        r = sum.sum;
+      } else if (sum.absSumUp <= maxAcc) {
+        const double err = dotErrorBound(m, sum.absSumUp, u, eta);
+        r = roundOutward({sub_down(sum.sum.lo, err), add_up(sum.sum.hi, err)}, store);
+      }
+      lo[s.x(b, i, c)] = r.lo;
+      hi[s.x(b, i, c)] = r.hi;
+    });
     return {Tensor::interval(a.tensor(1).shape(), t, std::move(lo), std::move(hi))};
   }
 
@@ -117,19 +122,16 @@ class TriangularSolveRule final : public OpRule {
     const Tensor B = roundNearestTensor(a.tensor(1), store);
     const auto av = A.values(), bv = B.values();
     std::vector<double> x(bv.size()), coef, val, scratch;
-    for (std::int64_t b = 0; b < s.batch; ++b)
-      for (std::int64_t c = 0; c < s.k; ++c)
-        for (std::int64_t p = 0; p < s.n; ++p) {
-          const std::int64_t i = s.row(p);
-          coef.assign(1, 1.0);  // b_i, then −a_ij·x_j for the rows solved before
-          val.assign(1, bv[s.x(b, i, c)]);
-          for (std::int64_t j = 0; j < s.n; ++j)
-            if (s.before(j, i)) {
-              coef.push_back(-av[s.a(b, i, j)]);
-              val.push_back(x[s.x(b, j, c)]);
-            }
-          x[s.x(b, i, c)] = roundNearest(randomDot(coef, val, acc, *ctx.rng, scratch), store);
+    s.forEachRow([&](std::int64_t b, std::int64_t c, std::int64_t i) {
+      coef.assign(1, 1.0);  // b_i, then −a_ij·x_j for the rows solved before
+      val.assign(1, bv[s.x(b, i, c)]);
+      for (std::int64_t j = 0; j < s.n; ++j)
+        if (s.before(j, i)) {
+          coef.push_back(-av[s.a(b, i, j)]);
+          val.push_back(x[s.x(b, j, c)]);
         }
+      x[s.x(b, i, c)] = roundNearest(randomDot(coef, val, acc, *ctx.rng, scratch), store);
+    });
     return {Tensor::point(a.tensor(1).shape(), t, std::move(x))};
   }
 
@@ -212,17 +214,16 @@ class TriangularSolveRule final : public OpRule {
   static Tensor solvePoint(const Solve& s, std::span<const double> av, std::span<const double> bv,
                            const Shape& shape, DType t, bool transposed) {
     std::vector<double> x(bv.size());
-    for (std::int64_t b = 0; b < s.batch; ++b)
-      for (std::int64_t c = 0; c < s.k; ++c)
-        for (std::int64_t p = 0; p < s.n; ++p) {
-          const std::int64_t i = transposed ? s.row(s.n - 1 - p) : s.row(p);
+    s.forEachRow(
+        [&](std::int64_t b, std::int64_t c, std::int64_t i) {
           double v = bv[s.x(b, i, c)];
           for (std::int64_t j = 0; j < s.n; ++j) {
             if (transposed ? !s.before(i, j) : !s.before(j, i)) continue;
             v -= (transposed ? av[s.a(b, j, i)] : av[s.a(b, i, j)]) * x[s.x(b, j, c)];
           }
           x[s.x(b, i, c)] = v;
-        }
+        },
+        transposed);
     return Tensor::point(shape, t, std::move(x));
   }
 };

@@ -758,6 +758,12 @@ HF_AUDIO: Dict[str, tuple] = {
     "hf_wavlm": ("WavLMConfig", "WavLMForSequenceClassification",
                  dict(_AUDIO_SIZES, num_buckets=16, max_bucket_distance=64),
                  "gated relative position bias, log-spaced buckets"),
+    "hf_data2vec_audio": ("Data2VecAudioConfig", "Data2VecAudioForSequenceClassification",
+                          _AUDIO_SIZES, "layer-normed feature encoder, stacked positional "
+                                        "convolutions"),
+    "hf_sew": ("SEWConfig", "SEWForSequenceClassification", dict(_AUDIO_SIZES, squeeze_factor=2),
+               "squeezed sequence: pooling and upsampling around the encoder"),
+    "hf_unispeech": ("UniSpeechConfig", "UniSpeechForSequenceClassification", _AUDIO_SIZES, ""),
 }
 for _name, (_config, _model, _kw, _what) in {**HF_VISION, **HF_AUDIO}.items():
     _audio = _name in HF_AUDIO

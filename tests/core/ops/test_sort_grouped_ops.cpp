@@ -31,6 +31,36 @@ Tensor vec(std::vector<double> v, DType t = DType::Float32) {
 
 std::vector<double> values(const Tensor& t) { return {t.values().begin(), t.values().end()}; }
 
+/// An integer op of x and `other`: a constant, or in(1) with `more` holding that tensor.
+OpCase integerCase(const std::string& op, Tensor x, IrValue other, std::vector<Tensor> more = {}) {
+  OpCase c;
+  c.op = op;
+  c.args = {in(0), std::move(other)};
+  c.outDtypes = {x.dtype()};
+  c.inputs = {std::move(x)};
+  for (Tensor& t : more) c.inputs.push_back(std::move(t));
+  c.precision = modelFor(std::nullopt);
+  return c;
+}
+
+/// Checks `op` on 200 random int64 interval operands against the randomized executor: dividends
+/// in [-20, 25], divisors in [1, 9] or [-10, -2] (points on odd trials when `pointsToo`).
+void checkIntegerEnclosures(const std::string& op, std::mt19937_64& rng, bool pointsToo) {
+  for (int t = 0; t < 200; ++t) {
+    std::vector<double> alo(6), ahi(6), blo(6), bhi(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      alo[i] = static_cast<double>(static_cast<int>(rng() % 41) - 20);
+      ahi[i] = alo[i] + static_cast<double>(rng() % 6);
+      blo[i] = rng() % 2 ? static_cast<double>(1 + rng() % 5) : -static_cast<double>(6 + rng() % 5);
+      bhi[i] = blo[i] + static_cast<double>(pointsToo && t % 2 ? 0 : rng() % 5);
+    }
+    const OpCase ic = integerCase(op, Tensor::interval({6}, DType::Int64, alo, ahi), in(1),
+                                  {Tensor::interval({6}, DType::Int64, blo, bhi)});
+    const EnclosureReport r = checkEnclosure(ic, 20, rng);
+    QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+  }
+}
+
 OpCase orderCase(const std::string& op, Tensor x, std::vector<IrValue> args,
                  std::map<std::string, IrValue> kwargs = {}) {
   OpCase c;
@@ -360,14 +390,8 @@ class TestSortGroupedOps : public QObject {
 
   void floorDivide() {
     const auto fd = [](Tensor x, IrValue other, std::vector<Tensor> more = {}) {
-      OpCase c;
-      c.op = "aten.floor_divide.default";
-      c.args = {in(0), std::move(other)};
-      c.outDtypes = {x.dtype()};
-      c.inputs = {std::move(x)};
-      for (Tensor& t : more) c.inputs.push_back(std::move(t));
-      c.precision = modelFor(std::nullopt);
-      return c;
+      return integerCase("aten.floor_divide.default", std::move(x), std::move(other),
+                         std::move(more));
     };
     const Tensor x = vec({-7, 7, -8, 0, 9}, DType::Int64);
     // torch: x // 2 and x // -3 (Python's floor division).
@@ -406,21 +430,7 @@ class TestSortGroupedOps : public QObject {
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(x, integer(0))));
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(vec({1.5}), integer(2))));
     std::mt19937_64 rng(12);
-    for (int t = 0; t < 200; ++t) {
-      std::vector<double> alo(6), ahi(6), blo(6), bhi(6);
-      for (std::size_t i = 0; i < 6; ++i) {
-        alo[i] = static_cast<double>(static_cast<int>(rng() % 41) - 20);
-        ahi[i] = alo[i] + static_cast<double>(rng() % 6);
-        const double sign = rng() % 2 ? 1.0 : -1.0;
-        blo[i] =
-            sign > 0 ? static_cast<double>(1 + rng() % 5) : -static_cast<double>(6 + rng() % 5);
-        bhi[i] = blo[i] + static_cast<double>(rng() % 5);
-      }
-      const OpCase ic = fd(Tensor::interval({6}, DType::Int64, alo, ahi), in(1),
-                           {Tensor::interval({6}, DType::Int64, blo, bhi)});
-      const EnclosureReport r = checkEnclosure(ic, 20, rng);
-      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
-    }
+    checkIntegerEnclosures("aten.floor_divide.default", rng, false);
     const Tensor big = Tensor::point({1}, DType::Int64, {-9223372036854775808.0});
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(fd(big, integer(-1))));
     const Tensor z = Tensor::interval({1}, DType::Int64, {-1}, {1});
@@ -431,14 +441,8 @@ class TestSortGroupedOps : public QObject {
   /// divisor; intervals against every pair inside, a point divisor within one period exactly.
   void integerRemainder() {
     const auto rem = [](Tensor x, IrValue other, std::vector<Tensor> more = {}) {
-      OpCase c;
-      c.op = more.empty() ? "aten.remainder.Scalar" : "aten.remainder.Tensor";
-      c.args = {in(0), std::move(other)};
-      c.outDtypes = {x.dtype()};
-      c.inputs = {std::move(x)};
-      for (Tensor& t : more) c.inputs.push_back(std::move(t));
-      c.precision = modelFor(std::nullopt);
-      return c;
+      const char* op = more.empty() ? "aten.remainder.Scalar" : "aten.remainder.Tensor";
+      return integerCase(op, std::move(x), std::move(other), std::move(more));
     };
     const Tensor x = vec({-7, 7, -8, 0, 9}, DType::Int64);
     // torch 1.13 and 2.15: torch.remainder(x, 2), (x, -3), (x, tensor([2, -2, 3, 5, -4])).
@@ -456,20 +460,7 @@ class TestSortGroupedOps : public QObject {
     const Interval c = RuleCall(rem(across, integer(4))).interval()[0].at(0);
     QVERIFY(c.lo == 0.0 && c.hi == 3.0);
     std::mt19937_64 rng(13);
-    for (int t = 0; t < 200; ++t) {
-      std::vector<double> alo(6), ahi(6), blo(6), bhi(6);
-      for (std::size_t i = 0; i < 6; ++i) {
-        alo[i] = static_cast<double>(static_cast<int>(rng() % 41) - 20);
-        ahi[i] = alo[i] + static_cast<double>(rng() % 6);
-        blo[i] =
-            rng() % 2 ? static_cast<double>(1 + rng() % 5) : -static_cast<double>(6 + rng() % 5);
-        bhi[i] = blo[i] + static_cast<double>(t % 2 ? rng() % 5 : 0);  // odd trials: points
-      }
-      const OpCase ic = rem(Tensor::interval({6}, DType::Int64, alo, ahi), in(1),
-                            {Tensor::interval({6}, DType::Int64, blo, bhi)});
-      const EnclosureReport r = checkEnclosure(ic, 20, rng);
-      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
-    }
+    checkIntegerEnclosures("aten.remainder.Tensor", rng, true);
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(rem(x, integer(0))));
     QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(rem(vec({1.5}), integer(2))));
     // INT64_MIN % -1 is 0 in PyTorch 2.15 (the quotient alone overflows; a review found the rule
