@@ -1,5 +1,5 @@
 // Advanced indexing and masks: index.Tensor index_put (accumulate or not; index_put_
-// _index_put_impl_ _unsafe_index _unsafe_index_put) masked_select masked_scatter.
+// _index_put_impl_ _unsafe_index _unsafe_index_put) masked_select nonzero masked_scatter.
 //
 // aten.index(x, indices): PyTorch advanced indexing (long indices broadcast together, bool masks
 // replaced by their nonzero coordinates, negative indices wrapped; the indexed dims go in place
@@ -16,6 +16,10 @@
 // row-major order, exact. Its length depends on the mask: the mask must be exact (a mask that
 // depends on rounded values is refused, naming the node), and a count that differs from the
 // trace's is reported as such (the later shapes of the program were traced for that count).
+// aten.nonzero(x): the coordinates of the nonzero elements (NaN counts as nonzero), one row per
+// element in row-major order, exact. Like masked_select, its length depends on the values: every
+// element must be certainly zero or certainly nonzero (an enclosure holding 0 and other values is
+// refused, naming the element), and a count that differs from the trace's is reported as such.
 // aten.masked_scatter(x, mask, source): x (broadcast with mask) with its masked positions taking
 // source's elements in order, exact.
 // Index tensors and masks must be exact (index_map.h).
@@ -370,6 +374,57 @@ class MaskedSelectRule final : public OpRule {
   }
 };
 
+/// nonzero(x): the coordinates of the nonzero elements in every domain, exact (file comment).
+class NonzeroRule final : public OpRule {
+ public:
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override { return apply(a); }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override { return apply(a); }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext&) const override { return apply(a); }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
+    return noGradients(a);
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  static std::vector<Tensor> apply(const OpArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const Shape& s = x.shape();
+    const auto st = contiguousStrides(s);
+    const auto lo = x.lo(), hi = x.hi();
+    std::vector<double> coords;
+    std::int64_t count = 0;
+    for (std::size_t i = 0; i < lo.size(); ++i) {
+      const bool zero = lo[i] == 0 && hi[i] == 0;
+      const bool nonzero = std::isnan(lo[i]) || std::isnan(hi[i]) || lo[i] > 0 || hi[i] < 0;
+      if (!zero && !nonzero)
+        a.fail("nonzero: element " + std::to_string(i) + " of " + shapeString(s) + " is [" +
+               std::to_string(lo[i]) + ", " + std::to_string(hi[i]) +
+               "], zero or not depending on rounded values; the number of nonzero elements sets "
+               "the output's shape and must be exact");
+      if (zero) continue;
+      ++count;
+      for (std::size_t d = 0; d < s.size(); ++d)
+        coords.push_back(static_cast<double>((static_cast<std::int64_t>(i) / st[d]) % s[d]));
+    }
+    const Shape& traced = a.outSpec().shape;
+    if (traced.size() == 2 && traced[0] != count)
+      a.fail("nonzero finds " + std::to_string(count) + " nonzero elements here, " +
+             std::to_string(traced[0]) +
+             " when the program was traced: its later shapes hold only for that count (record "
+             "the program again for this batch)");
+    return {Tensor::point({count, static_cast<std::int64_t>(s.size())}, DType::Int64,
+                          std::move(coords))};
+  }
+};
+
 /// masked_scatter(x, mask, source): masked positions take source's elements in order, exact.
 class MaskedScatterRule final : public OpRule {
  public:
@@ -455,6 +510,7 @@ void registerAdvancedIndexOps(OpRegistry& r) {
                          "aten._index_put_impl_.default", "aten._unsafe_index_put.default"})
     r.add(op, indexPut);
   r.add("aten.masked_select.default", std::make_shared<const MaskedSelectRule>());
+  r.add("aten.nonzero.default", std::make_shared<const NonzeroRule>());
   const auto maskedScatter = std::make_shared<const MaskedScatterRule>();
   r.add("aten.masked_scatter.default", maskedScatter);
   r.add("aten.masked_scatter_.default", maskedScatter);

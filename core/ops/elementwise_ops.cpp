@@ -14,6 +14,9 @@
 //   publishedUlps + 1) around the exact value's enclosure (core/interval/elementary.h; sin and
 //   cos are not monotone: the enclosure takes ±1 where a turning point kπ/2 may lie in the input
 //   interval). The first-order local error of sin/cos is the same ulp bound relative to |y|.
+// - local errors (exact operands): zero where the op is exact: add, sub, rsub and mul whose
+//   products and sums are exact in binary64 and whose result is an F value (an attention mask's
+//   1 − m and (1 − m)·finfo.min), and selections (where, clamp) of F values.
 #include "core/interval/elementary.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/ops/arg_readers.h"
@@ -254,10 +257,15 @@ class ArithRule final : public OpRule {
     const double ex = x.scalar ? eps(x.value) : 0.0, ey = y.scalar ? eps(y.value) : 0.0;
     // Intermediates may round in opmath or directly in F (the coarser): u_F bounds both.
     const double ea = eps(alpha), uc = unitRoundoff(f);
+    // Scalars used as they are, and an exact result that is an F value: no rounding at all
+    // (1 − mask and mask·finfo.min of an attention mask, whose adjoints are ~1e38).
+    const bool scalarsExact = ex == 0 && ey == 0 && ea == 0;
+    constexpr double kExact = -1;  // the inner map's mark of an exact element
     const Tensor ys = mapPoint2(
         a, outs[0],
         mapPoint2(a, x.t, y.t, t,
                   [&](double p, double q) {
+                    if (scalarsExact && exactIn(p, q, alpha, f)) return kExact;
                     double extra = 0.0;
                     if (mOp == Arith::Add || mOp == Arith::Sub || mOp == Arith::Rsub) {
                       const double other = mOp == Arith::Rsub ? p : q;
@@ -276,6 +284,7 @@ class ArithRule final : public OpRule {
                     return extra;
                   }),
         t, [&](double yv, double extra) {
+          if (extra == kExact) return 0.0;
           return add_up(roundingError(yv, c, f), extra * (1 + 4 * uc));
         });
     return {ys};
@@ -313,6 +322,28 @@ class ArithRule final : public OpRule {
         return std::nullopt;
     }
     return std::nullopt;
+  }
+
+  /// Returns true when every evaluation of the op on the exact operands x, y is exact: the
+  /// product (alpha·other, or x·y) is exact in binary64 (its FMA residual is 0) and an F value,
+  /// the sum is exact in binary64 (its TwoSum residual is 0, Knuth; Higham 2002 §4.3), and the
+  /// result is an F value, so that every rounding, fused or not, in C or F, is of a
+  /// representable value (IEEE 754-2019 §4.3). Division: never claimed.
+  bool exactIn(double x, double y, double alpha, Format f) const {
+    const auto productExact = [](double u, double v, double w) {
+      return std::isfinite(w) && std::fma(u, v, -w) == 0.0;
+    };
+    if (mOp == Arith::Mul) {
+      const double r = x * y;
+      return productExact(x, y, r) && roundNearest(r, f) == r;
+    }
+    if (mOp == Arith::Div) return false;
+    const double base = mOp == Arith::Rsub ? y : x, other = mOp == Arith::Rsub ? x : y;
+    const double t = alpha * other;
+    // alpha·other may be rounded in C or directly in F (the coarser: F values are C values)
+    if (!productExact(alpha, other, t) || roundNearest(t, f) != t) return false;
+    const double b = mOp == Arith::Add ? t : -t, r = base + b, bb = r - base;
+    return std::isfinite(r) && (base - (r - bb)) + (b - bb) == 0.0 && roundNearest(r, f) == r;
   }
 
   double exact(double x, double y, double alpha) const {
@@ -1112,7 +1143,7 @@ std::vector<Tensor> selectionLocalError(const OpArgs& a, std::span<const Tensor>
   const Format fo = outFormat(a, ctx);
   if (isIntegral(a.outSpec().dtype)) return zeroLocalError(o);
   return std::vector<Tensor>{
-      mapPoint(o[0], o[0].dtype(), [&](double v) { return roundingError(v, fo, fo); })};
+      mapPoint(o[0], o[0].dtype(), [&](double v) { return storageRoundingError(v, fo); })};
 }
 
 /// clamp clamp_min clamp_max with scalar bounds (enclosed as converted to F): exact selection,

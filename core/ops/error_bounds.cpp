@@ -2,6 +2,7 @@
 #include "core/ops/error_bounds.h"
 
 #include "core/kernels/kernel_bodies.h"
+#include "core/ops/formats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +47,11 @@ double roundingError(double y, Format c, Format f) {
       add_up(mul_up(unitRoundoff(f), mul_up(a, 1.0 + unitRoundoff(c))), 0.5 * smallestSubnormal(f));
   if (c != f) e = add_up(e, add_up(mul_up(unitRoundoff(c), a), 0.5 * smallestSubnormal(c)));
   return e;
+}
+
+double storageRoundingError(double y, Format f) {
+  if (std::isfinite(y) && roundNearest(y, f) == y) return 0.0;
+  return roundingError(y, f, f);
 }
 
 }  // namespace lossbound::ops

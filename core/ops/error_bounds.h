@@ -36,6 +36,9 @@ double dotErrorBound(std::int64_t n, double absDotUp, double u, double eta);
 /// Returns the local error of one correctly rounded operation whose exact result is y, stored in
 /// f after being computed in c (double rounding when c ≠ f): u_c|y| + u_f|y|(1+u_c) + eta terms.
 double roundingError(double y, Format c, Format f);
+/// Returns the error of storing the exact value y in f: 0 when y is an f value (rounding a
+/// representable value is exact, IEEE 754-2019 §4.3), else roundingError(y, f, f).
+double storageRoundingError(double y, Format f);
 
 /// Returns the enclosure of Σ x_i over the given element offsets of t, plus an upper bound of
 /// Σ|x_i| (both in directed binary64 arithmetic): {sum, absSumUp}.

@@ -64,9 +64,9 @@ void registerTriangularSolveOps(OpRegistry& r);
 void registerCumsumOps(OpRegistry& r);
 /// gather index_select scatter (src, value) scatter_add index_add.
 void registerGatherScatterOps(OpRegistry& r);
-/// index.Tensor index_put (accumulate or not) masked_select masked_scatter.
+/// index.Tensor index_put (accumulate or not) masked_select nonzero masked_scatter.
 void registerAdvancedIndexOps(OpRegistry& r);
-/// topk sort (.default, .stable) histc.
+/// topk sort (.default, .stable) histc argmax argmin.
 void registerSortOps(OpRegistry& r);
 /// _grouped_mm (mixture-of-experts products, each group lowered to the GEMM of gemm.h).
 void registerGroupedMmOps(OpRegistry& r);

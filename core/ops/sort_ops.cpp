@@ -1,4 +1,4 @@
-// Sorting and counting: topk, sort (.default, .stable), histc.
+// Sorting and counting: topk, sort (.default, .stable), histc, argmax, argmin.
 //
 // topk(self, k, dim=-1, largest=True, sorted=True) and sort(self, dim=-1, descending=False),
 // sort.stable(self, *, stable, dim=-1, descending=False) -> (values, indices): selections, no
@@ -21,6 +21,17 @@
 // (the order statistic's argument of max_pool_ops.cpp). Larger upstream errors that reorder the
 // elements, and the indices (integers, no adjoint: a swap reroutes what they select), are
 // outside the first-order model; the interval method covers both.
+//
+// argmax(self, dim=None, keepdim=False), argmin: the position of the first extremum along dim
+// (over the flattened tensor when dim is None), NaN winning over every number (PyTorch's reductions
+// keep the lower index on ties and propagate NaN, on the CPU and on CUDA alike). Contract: the
+// index output encloses every position that can hold the first extremum for inputs in the
+// enclosures: a row of points (NaN included) has the exact index; otherwise element e can hold
+// it only when its key reaches the largest certain lower key, hi_e >= max_m lo_m (keys negated
+// for argmin), and the result is the hull of those positions (the whole row when an endpoint is
+// NaN). No adjoint and no local error: an upstream rounding that moves the extremum to another
+// element is outside the first-order model (as topk's indices); the interval method covers it.
+// Mixture-of-experts top-1 routing (Switch Transformers, NLLB-MoE).
 //
 // histc(self, bins=100, min=0, max=0): counts of the elements in bins equal-width bins between
 // min and max (both 0, or equal: the data's extrema, widened by 1 when those are equal). The
@@ -376,6 +387,106 @@ class OrderRule final : public OpRule {
   OrderKind mKind;
 };
 
+/// argmax, argmin: encloses every position of the first extremum (the file comment's contract).
+class ArgExtremumRule final : public OpRule {
+ public:
+  explicit ArgExtremumRule(bool largest) : mLargest(largest) {}
+
+  std::vector<Tensor> point(const OpArgs& a, OpContext&) const override { return find(a, false); }
+
+  std::vector<Tensor> interval(const OpArgs& a, OpContext&) const override { return find(a, true); }
+
+  std::vector<Tensor> random(const OpArgs& a, OpContext&) const override { return find(a, false); }
+
+  std::vector<std::optional<Tensor>> vjp(const OpArgs& a, std::span<const Tensor>,
+                                         std::span<const Tensor>, OpContext&) const override {
+    return noGradients(a);
+  }
+
+  std::vector<Tensor> localError(const OpArgs&, std::span<const Tensor> o,
+                                 OpContext&) const override {
+    return zeroLocalError(o);
+  }
+
+ private:
+  std::vector<Tensor> find(const OpArgs& a, bool intervals) const {
+    const Tensor& x = a.tensor(0);
+    const char* name = mLargest ? "argmax" : "argmin";
+    const IrValue* dimArg = a.kwarg("dim");
+    if (!dimArg) dimArg = &a.arg(1);
+    const bool keepdim = a.boolArg(2, "keepdim", false);
+    RowLayout l;
+    Shape out;
+    if (dimArg->kind == IrValue::Kind::None) {  // over the flattened tensor
+      l.n = x.numel();
+      if (keepdim) out.assign(x.shape().size(), 1);
+    } else {
+      const std::int64_t dim = a.intArg(1, "dim");
+      l = rowLayout(a, x.shape(), dim);
+      out = x.shape();
+      if (!out.empty()) {
+        const auto d = static_cast<std::size_t>(normalizeDim(dim, out.size()));
+        if (keepdim)
+          out[d] = 1;
+        else
+          out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
+      }
+    }
+    if (l.n == 0)
+      a.fail(std::string(name) + " of an empty dimension (shape " + shapeString(x.shape()) +
+             "): PyTorch refuses it too");
+    const auto lo = x.lo(), hi = x.hi();
+    const auto rows = static_cast<std::size_t>(l.rows());
+    std::vector<double> ilo(rows), ihi(rows);
+    for (std::int64_t r = 0; r < l.rows(); ++r) {
+      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(l.at(r, j)); };
+      bool points = true, nanEnd = false;
+      for (std::int64_t j = 0; j < l.n; ++j) {
+        const double u = lo[at(j)], v = hi[at(j)];
+        points = points && (u == v || (std::isnan(u) && std::isnan(v)));
+        nanEnd = nanEnd || std::isnan(u) || std::isnan(v);
+      }
+      const auto ri = static_cast<std::size_t>(r);
+      if (!intervals || points) {  // the first extremum of the lower endpoints (the values)
+        std::int64_t best = 0;
+        for (std::int64_t j = 1; j < l.n; ++j)
+          if (wins(lo[at(j)], lo[at(best)])) best = j;
+        ilo[ri] = ihi[ri] = static_cast<double>(best);
+        continue;
+      }
+      if (nanEnd) {  // a NaN endpoint in an uncertain row: any position
+        ilo[ri] = 0;
+        ihi[ri] = static_cast<double>(l.n - 1);
+        continue;
+      }
+      // Keys: larger first. The extremum's key is at least the largest lower key.
+      const auto keyLo = [&](std::int64_t j) { return mLargest ? lo[at(j)] : -hi[at(j)]; };
+      const auto keyHi = [&](std::int64_t j) { return mLargest ? hi[at(j)] : -lo[at(j)]; };
+      double floor = -std::numeric_limits<double>::infinity();
+      for (std::int64_t j = 0; j < l.n; ++j) floor = std::fmax(floor, keyLo(j));
+      std::int64_t first = l.n, last = -1;
+      for (std::int64_t j = 0; j < l.n; ++j)
+        if (keyHi(j) >= floor) {
+          first = std::min(first, j);
+          last = j;
+        }
+      ilo[ri] = static_cast<double>(first);
+      ihi[ri] = static_cast<double>(last);
+    }
+    if (!intervals) return {Tensor::point(out, DType::Int64, std::move(ilo))};
+    return {Tensor::interval(out, DType::Int64, std::move(ilo), std::move(ihi))};
+  }
+
+  /// Returns true when a is a strictly better extremum than b; NaN beats every number (both
+  /// reductions propagate NaN).
+  bool wins(double a, double b) const {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && !std::isnan(b);
+    return mLargest ? a > b : a < b;
+  }
+
+  bool mLargest;
+};
+
 /// histc: counts per bin (the file comment's contract).
 class HistcRule final : public OpRule {
  public:
@@ -484,6 +595,8 @@ void registerSortOps(OpRegistry& r) {
   r.add("aten.sort.default", std::make_shared<const OrderRule>(OrderKind::Sort));
   r.add("aten.sort.stable", std::make_shared<const OrderRule>(OrderKind::SortStable));
   r.add("aten.histc.default", std::make_shared<const HistcRule>());
+  r.add("aten.argmax.default", std::make_shared<const ArgExtremumRule>(true));
+  r.add("aten.argmin.default", std::make_shared<const ArgExtremumRule>(false));
 }
 
 }  // namespace lossbound

@@ -647,7 +647,7 @@ kernels::ElementwiseModel castModel(DType to, Format f) {
 }
 
 /// _to_copy(self, dtype=...) and copy_(self, src): a correctly rounded cast (file comment);
-/// localError is the rounding error of one cast to the output format.
+/// localError is the rounding error of one cast to the output format (0 for an F value).
 class CastRule final : public OpRule {
  public:
   explicit CastRule(bool isCopy) : mIsCopy(isCopy) {}
@@ -711,8 +711,9 @@ class CastRule final : public OpRule {
     const DType to = a.outSpec().dtype;
     if (!isFloating(to)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx);
-    return std::vector<Tensor>{mapPoint(
-        o[0], to, [fo](double y) { return fo == Format::Fp64 ? 0.0 : roundingError(y, fo, fo); })};
+    return std::vector<Tensor>{mapPoint(o[0], to, [fo](double y) {
+      return fo == Format::Fp64 ? 0.0 : storageRoundingError(y, fo);
+    })};
   }
 
  private:

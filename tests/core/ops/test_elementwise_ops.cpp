@@ -7,6 +7,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -228,6 +229,72 @@ class TestElementwiseOps : public QObject {
           QVERIFY2(r.violations == 0, r.first.c_str());
         }
       }
+    }
+  }
+
+  /// add, sub, rsub and mul whose exact result is an F value round nothing: local error 0, and
+  /// no randomized execution moves them (checkLocalError fails on any difference from the point);
+  /// an inexact product or sum, or a scalar that converts inexactly, keeps its term. The
+  /// attention-mask chain (1 − m)·finfo.min of a {0, 1} mask cast to the dtype is exact.
+  void exactResultsHaveNoLocalError() {
+    std::mt19937_64 rng(23);
+    const auto localErrorOf = [](const OpCase& c) { return localErrorOutputs(c)[0]; };
+    const auto allZero = [](const Tensor& e) {
+      return std::all_of(e.values().begin(), e.values().end(), [](double v) { return v == 0; });
+    };
+    for (Format f : kFormats) {
+      const DType t = dtypeFor(f);
+      // Small integers and halves: every sum and product below is exact in every format.
+      const Tensor x = Tensor::point({6}, t, {0, 1, -3, 0.5, 7, -2});
+      const Tensor y = Tensor::point({6}, t, {1, 1, 4, -0.25, 2, 8});
+      for (const char* op :
+           {"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.rsub.Tensor"}) {
+        const OpCase c{op, {in(0), in(1)}, {}, {t}, {x, y}, modelFor(std::nullopt)};
+        QVERIFY(allZero(localErrorOf(c)));
+        const LocalErrorReport r = checkLocalError(c, 20, rng);
+        QVERIFY2(r.violations == 0, r.first.c_str());
+      }
+      for (const char* op : {"aten.rsub.Scalar", "aten.mul.Scalar", "aten.add.Scalar"}) {
+        const OpCase c{op, {in(0), num(1.0)}, {}, {t}, {x}, modelFor(std::nullopt)};
+        QVERIFY(allZero(localErrorOf(c)));
+      }
+      // The mask chain: cast, 1 − m, ·finfo.min (fp16's and bf16's own minimum).
+      const double lowest = f == Format::Fp64 ? -std::numeric_limits<double>::max()
+                            : f == Format::Fp32
+                                ? -static_cast<double>(std::numeric_limits<float>::max())
+                            : f == Format::Bf16 ? -0x1.fep127
+                                                : -65504.0;
+      const Tensor ids = Tensor::point({4}, DType::Int64, {1, 1, 0, 1});
+      const OpCase cast{"aten._to_copy.default", {in(0)}, {}, {t}, {ids}, modelFor(std::nullopt)};
+      QVERIFY(allZero(localErrorOf(cast)));
+      const Tensor m = Tensor::point({4}, t, {1, 1, 0, 1});
+      const OpCase inv{"aten.rsub.Scalar", {in(0), num(1.0)}, {}, {t}, {m}, modelFor(std::nullopt)};
+      QVERIFY(allZero(localErrorOf(inv)));
+      const OpCase big{"aten.mul.Scalar",     {in(0), num(lowest)}, {}, {t}, {m},
+                       modelFor(std::nullopt)};
+      QVERIFY(allZero(localErrorOf(big)));
+      const LocalErrorReport rb = checkLocalError(big, 20, rng);
+      QVERIFY2(rb.violations == 0, rb.first.c_str());
+      if (f == Format::Fp64) continue;
+      // Inexact: a product that needs more digits than F, a sum that does, a scalar that does not
+      // convert exactly (0.3), an alpha that does not: the term stays.
+      const double a = 1 + std::ldexp(1.0, f == Format::Fp32 ? -13 : -6), b = std::ldexp(1.0, -14);
+      const Tensor p = Tensor::point({1}, t, {a});
+      const OpCase sq{"aten.mul.Tensor", {in(0), in(1)}, {}, {t}, {p, p}, modelFor(std::nullopt)};
+      QVERIFY(localErrorOf(sq).values()[0] > 0);
+      const OpCase sum{"aten.add.Tensor",
+                       {in(0), in(1)},
+                       {},
+                       {t},
+                       {Tensor::point({1}, t, {1.0}), Tensor::point({1}, t, {b * b})},
+                       modelFor(std::nullopt)};
+      QVERIFY(localErrorOf(sum).values()[0] > 0);
+      const OpCase third{"aten.mul.Scalar",     {in(0), num(0.3)}, {}, {t}, {m},
+                         modelFor(std::nullopt)};
+      QVERIFY(localErrorOf(third).values()[0] > 0);
+      const OpCase alpha{"aten.add.Tensor",     {in(0), in(1)}, {{"alpha", num(0.3)}}, {t}, {x, y},
+                         modelFor(std::nullopt)};
+      QVERIFY(localErrorOf(alpha).values()[1] > 0);
     }
   }
 

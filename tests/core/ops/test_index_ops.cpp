@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include <limits>
+#include <memory>
 #include <random>
 #include <tuple>
 
@@ -370,6 +372,65 @@ class TestIndexOps : public QObject {
                      {x3, Tensor::scalar(1.0, DType::Bool), Tensor::scalar(-7.0, DType::Float32)},
                      {in(0), lossbound::test::list({in(1)}), in(2)}))
             .interval());
+  }
+
+  /// nonzero (the experts a mixture-of-experts layer runs): torch.nonzero's coordinates, NaN
+  /// counting as nonzero, 0-d inputs, certain intervals; an element that may be zero or not, and
+  /// a count other than the trace's, are errors that say so.
+  void nonzeroCoordinates() {
+    const char* op = "aten.nonzero.default";
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const Tensor x = Tensor::point({2, 3}, DType::Float32, {0, 1.5, 0, nan, 0, -2});
+    const RuleCall call(one(op, {x}, {in(0)}, DType::Int64));
+    QCOMPARE(call.point()[0].shape(), (Shape{3, 2}));
+    QCOMPARE(vals(call.point()[0]), (std::vector<double>{0, 1, 1, 0, 1, 2}));
+    QCOMPARE(vals(call.interval()[0]), vals(call.point()[0]));
+    const auto g = call.vjp({Tensor::full({3, 2}, DType::Float32, 1.0)})[0];
+    QVERIFY(g);  // a float input: a zero gradient
+    for (double v : g->values()) QCOMPARE(v, 0.0);
+    const Tensor err = call.localError()[0];
+    for (double v : err.values()) QCOMPARE(v, 0.0);
+    QCOMPARE(RuleCall(one(op, {Tensor::scalar(3.0, DType::Float32)}, {in(0)}, DType::Int64))
+                 .point()[0]
+                 .shape(),
+             (Shape{1, 0}));
+    QCOMPARE(RuleCall(one(op, {Tensor::scalar(0.0, DType::Int64)}, {in(0)}, DType::Int64))
+                 .point()[0]
+                 .shape(),
+             (Shape{0, 0}));
+    const Tensor certain = Tensor::interval({3}, DType::Float32, {0, 0.5, -2}, {0, 1, -1});
+    QCOMPARE(vals(RuleCall(one(op, {certain}, {in(0)}, DType::Int64)).interval()[0]),
+             (std::vector<double>{1, 2}));
+    std::mt19937_64 rng(5);
+    for (int t = 0; t < 50; ++t) {
+      const Tensor b = randomPoint(shapeOf(1 + static_cast<int>(rng() % 3), rng), DType::Bool, rng);
+      const EnclosureReport r = checkEnclosure(one(op, {b}, {in(0)}, DType::Int64), 3, rng);
+      QVERIFY2(r.escapes == 0, r.firstEscape.c_str());
+    }
+    const Tensor maybe = Tensor::interval({3}, DType::Float32, {0, -1, 1}, {0, 1, 1});
+    const auto message = [&](const Tensor& in0, Shape traced) {
+      Node node;
+      node.name = "case";
+      node.op = op;
+      node.args = {in(0)};
+      node.outputs = {TensorSpec{std::move(traced), DType::Int64}};
+      const OpArgs args(node, [&](const ValueRef&) -> const Tensor& { return in0; });
+      const std::unique_ptr<Backend> backend = createCpuBackend();
+      const PrecisionModel pm = modelFor(std::nullopt);
+      OpContext ctx{pm, *backend};
+      try {
+        opRegistry().find(op)->interval(args, ctx);
+      } catch (const OpError& e) {
+        return QString(e.what());
+      }
+      return QString();
+    };
+    QVERIFY(message(maybe, {1, 1}).contains("element 1 of [3] is [-1.000000, 1.000000]"));
+    QVERIFY(message(maybe, {1, 1}).contains("node 'case'"));
+    QVERIFY(message(certain, {3, 1})
+                .contains("finds 2 nonzero elements here, 3 when the program "
+                          "was traced"));
+    QVERIFY(message(certain, {2, 1}).isEmpty());
   }
 
   void uncertainIndicesAreRefused() {

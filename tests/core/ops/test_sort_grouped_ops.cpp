@@ -100,6 +100,34 @@ OpCase randomOrderCase(std::mt19937_64& rng, bool iv, bool ties) {
                     {"descending", flag(rng() % 2 == 0)}});
 }
 
+/// A random argmax / argmin case over a random shape: dim None or a dim, keepdim or not.
+OpCase randomArgCase(std::mt19937_64& rng, bool iv, bool ties) {
+  const int rank = static_cast<int>(rng() % 4);
+  Shape s = randomShape(rank, rng, 6, 0.0);
+  for (std::int64_t& e : s) e = std::max<std::int64_t>(e, 1);
+  const DType t = ties ? DType::Int64 : DType::Float32;
+  Tensor x = iv ? randomInterval(s, t, rng, rng() % 2 ? 1e-3 : 0.5) : randomPoint(s, t, rng);
+  if (ties) {  // integers in [0, 4), a third of them uncertain by one when `iv`
+    std::vector<double> lo(static_cast<std::size_t>(numel(s))), hi(lo.size());
+    for (std::size_t i = 0; i < lo.size(); ++i) {
+      lo[i] = static_cast<double>(rng() % 4);
+      hi[i] = lo[i] + (iv && rng() % 3 == 0 ? 1 : 0);
+    }
+    x = iv ? Tensor::interval(s, t, lo, hi) : Tensor::point(s, t, lo);
+  }
+  OpCase c = orderCase(rng() % 2 ? "aten.argmax.default" : "aten.argmin.default", x, {});
+  c.outDtypes = {DType::Int64};
+  const bool keepdim = rng() % 2;
+  if (rank == 0 || rng() % 3 == 0) {
+    c.args.push_back(IrValue{});
+  } else {
+    const auto d = static_cast<std::int64_t>(rng() % static_cast<unsigned>(rank));
+    c.args.push_back(integer(rng() % 2 ? d : d - rank));
+  }
+  c.args.push_back(flag(keepdim));
+  return c;
+}
+
 Tensor ints32(std::vector<double> v) { return vec(std::move(v), DType::Int32); }
 
 /// The grouped product by a loop of plain products (binary64), for the four modes.
@@ -319,6 +347,59 @@ class TestSortGroupedOps : public QObject {
         OpError, checkEnclosure(orderCase("aten.topk.default", vec({1, 2}), {integer(3)}), 1, rng));
     QVERIFY_THROWS_EXCEPTION(
         OpError, checkEnclosure(orderCase("aten.sort.default", vec({1, 2}), {integer(2)}), 1, rng));
+  }
+
+  /// argmax / argmin (Switch Transformers' and NLLB-MoE's top-1 routers): PyTorch's values (the
+  /// first extremum, NaN winning), the hull of the possible positions for intervals, no escape
+  /// of the randomized executor, no gradient, errors.
+  void argExtrema() {
+    const auto arg = [](const char* op, Tensor x, std::vector<IrValue> args = {}) {
+      OpCase c = orderCase(op, std::move(x), std::move(args));
+      c.outDtypes = {DType::Int64};
+      return c;
+    };
+    const char* amax = "aten.argmax.default";
+    const char* amin = "aten.argmin.default";
+    // torch.argmax / argmin (PyTorch 1.13 and 2.15 agree).
+    const Tensor x = vec({3, 1, 4, 1, 5, 9, 2, 6, 9});
+    QCOMPARE(values(RuleCall(arg(amax, x)).point()[0]), (std::vector<double>{5}));
+    QCOMPARE(values(RuleCall(arg(amin, x)).point()[0]), (std::vector<double>{1}));
+    QVERIFY(RuleCall(arg(amax, x)).point()[0].shape().empty());
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const char* op : {amax, amin})
+      QCOMPARE(values(RuleCall(arg(op, vec({1, nan, 2, nan}))).point()[0]),
+               (std::vector<double>{1}));
+    const Tensor m = Tensor::point({2, 3}, DType::Float32, {1, 5, 5, 7, 0, 7});
+    QCOMPARE(values(RuleCall(arg(amax, m, {integer(1)})).point()[0]), (std::vector<double>{1, 0}));
+    QCOMPARE(values(RuleCall(arg(amin, m, {integer(0)})).point()[0]),
+             (std::vector<double>{0, 1, 0}));
+    const Tensor kept = RuleCall(arg(amax, m, {integer(-1), flag(true)})).point()[0];
+    QCOMPARE(kept.shape(), (Shape{2, 1}));
+    const Tensor flat = RuleCall(arg(amax, m, {IrValue{}, flag(true)})).point()[0];
+    QCOMPARE(flat.shape(), (Shape{1, 1}));
+    QCOMPARE(values(flat), (std::vector<double>{3}));
+    // Intervals: the positions whose upper end reaches the largest lower end, as a hull.
+    const Tensor iv = Tensor::interval({4}, DType::Float32, {0, 2.5, 3, -1}, {1, 4, 3.5, -0.5});
+    const Tensor r = RuleCall(arg(amax, iv)).interval()[0];
+    QCOMPARE(r.at(0).lo, 1.0);
+    QCOMPARE(r.at(0).hi, 2.0);
+    const Tensor rmin = RuleCall(arg(amin, iv)).interval()[0];  // certainly the lowest
+    QCOMPARE(rmin.at(0).lo, 3.0);
+    QCOMPARE(rmin.at(0).hi, 3.0);
+    std::mt19937_64 rng(20261130);
+    for (int trial = 0; trial < 600; ++trial) {
+      const OpCase c = randomArgCase(rng, trial % 2 == 0, trial % 3 == 0);
+      const EnclosureReport e = checkEnclosure(c, 10, rng);
+      QVERIFY2(e.escapes == 0, (c.op + ": " + e.firstEscape).c_str());
+      RuleCall call(c);
+      const auto g = call.vjp({Tensor::full(call.point()[0].shape(), DType::Float32, 1.0)})[0];
+      for (double v : g ? g->values() : std::span<const double>{}) QCOMPARE(v, 0.0);
+      const Tensor err = call.localError()[0];
+      for (double v : err.values()) QCOMPARE(v, 0.0);
+    }
+    QVERIFY_THROWS_EXCEPTION(
+        OpError, RuleCall(arg(amax, Tensor::point({2, 0}, DType::Float32, {}), {integer(1)})));
+    QVERIFY_THROWS_EXCEPTION(OpError, RuleCall(arg(amin, m, {integer(2)})));
   }
 
   void histcCounts() {
