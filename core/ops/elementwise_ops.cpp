@@ -327,12 +327,14 @@ class ArithRule final : public OpRule {
   /// Returns true when every evaluation of the op on the exact operands x, y is exact: the
   /// product (alpha·other, or x·y) is exact in binary64 (its FMA residual is 0) and an F value,
   /// the sum is exact in binary64 (its TwoSum residual is 0, Knuth; Higham 2002 §4.3), and the
-  /// result is an F value, so that every rounding, fused or not, in C or F, is of a
+  /// operands and the result are F values, so that every rounding, fused or not, in C or F, is of a
   /// representable value (IEEE 754-2019 §4.3). Division: never claimed.
   bool exactIn(double x, double y, double alpha, Format f) const {
     const auto productExact = [](double u, double v, double w) {
       return std::isfinite(w) && std::fma(u, v, -w) == 0.0;
     };
+    // Operands that are F values: an integer tensor promoted to F converts exactly
+    if (roundNearest(x, f) != x || roundNearest(y, f) != y) return false;
     if (mOp == Arith::Mul) {
       const double r = x * y;
       return productExact(x, y, r) && roundNearest(r, f) == r;
