@@ -77,8 +77,28 @@ Tensor enclosureOf(const Operand& o, Format f, bool integral) {
   const Interval e = scalarEnclosure(o.value, f);
   return Tensor::interval({}, DType::Float64, {e.lo}, {e.hi});
 }
-/// Operand value for random rules: scalars become s, RN_fp32(s) or RN_F(s) at random.
+/// True for an integer (or bool) tensor operand of an op with a floating output: PyTorch's
+/// kernels convert it to the output dtype first (TensorIterator's common dtype).
+bool promoted(const Operand& o, bool integral) {
+  return !integral && !o.scalar && isIntegral(o.t.dtype());
+}
+
+/// A promoted operand's enclosure converted to F outward, with the cast rule's body (the
+/// identity on the F values it usually holds: masks, counts below 2^24 in fp32).
+Tensor promotedEnclosure(Backend& backend, const Operand& o, Tensor e, Format f, DType t,
+                         bool integral) {
+  if (!promoted(o, integral)) return e;
+  const kernels::ElementwiseModel model{f, f, 0};
+  if (auto r = offerUnary(backend, kernels::UnaryOp::Round, model, e, t)) return std::move(*r);
+  return mapInterval(
+      e, t, [&](Interval v) { return kernels::unaryBody(kernels::UnaryOp::Round, v, model); });
+}
+
+/// Operand value for random rules: scalars become s, RN_fp32(s) or RN_F(s) at random; a
+/// promoted tensor RN_F of its values.
 Tensor randomOf(const Operand& o, Format f, bool integral, std::mt19937_64& rng) {
+  if (promoted(o, integral))
+    return mapPoint(o.t, DType::Float64, [f](double v) { return roundNearest(v, f); });
   if (!o.scalar || integral) return o.t;
   return Tensor::scalar(randomScalar(o.value, f, rng), DType::Float64);
 }
@@ -119,7 +139,10 @@ class ArithRule final : public OpRule {
     const bool integral = isIntegral(t);
     const Format f = outFormat(a, ctx);
     const Operand ox = operand(a, 0), oy = operand(a, 1);
-    const Tensor x = enclosureOf(ox, f, integral), y = enclosureOf(oy, f, integral);
+    const Tensor x = promotedEnclosure(ctx.backend, ox, enclosureOf(ox, f, integral), f, t,
+                                       integral),
+                 y = promotedEnclosure(ctx.backend, oy, enclosureOf(oy, f, integral), f, t,
+                                       integral);
     const double alpha = alphaOf(a);
     const Interval al = integral ? lossbound::point(alpha) : scalarEnclosure(alpha, f);
     const bool recip = divisorIsScalar(oy) && !integral;
@@ -254,18 +277,20 @@ class ArithRule final : public OpRule {
           e = kInf;
       return e;
     };
-    const double ex = x.scalar ? eps(x.value) : 0.0, ey = y.scalar ? eps(y.value) : 0.0;
+    const double exs = x.scalar ? eps(x.value) : 0.0, eys = y.scalar ? eps(y.value) : 0.0;
     // Intermediates may round in opmath or directly in F (the coarser): u_F bounds both.
     const double ea = eps(alpha), uc = unitRoundoff(f);
-    // Scalars used as they are, and an exact result that is an F value: no rounding at all
+    // Operands converted exactly and an exact result that is an F value: no rounding at all
     // (1 − mask and mask·finfo.min of an attention mask, whose adjoints are ~1e38).
-    const bool scalarsExact = ex == 0 && ey == 0 && ea == 0;
     constexpr double kExact = -1;  // the inner map's mark of an exact element
     const Tensor ys = mapPoint2(
         a, outs[0],
         mapPoint2(a, x.t, y.t, t,
                   [&](double p, double q) {
-                    if (scalarsExact && exactIn(p, q, alpha, f)) return kExact;
+                    // a promoted integer converts like a scalar: relative change <= eps
+                    const double ex = promoted(x, false) ? eps(p) : exs,
+                                 ey = promoted(y, false) ? eps(q) : eys;
+                    if (ex == 0 && ey == 0 && ea == 0 && exactIn(p, q, alpha, f)) return kExact;
                     double extra = 0.0;
                     if (mOp == Arith::Add || mOp == Arith::Sub || mOp == Arith::Rsub) {
                       const double other = mOp == Arith::Rsub ? p : q;

@@ -4,6 +4,7 @@
 // rounding.
 #include "core/ops/registry.h"
 #include "tests/core/ops/op_harness.h"
+#include "tests/core/ops/rule_call.h"
 
 #include <QtTest>
 
@@ -295,6 +296,41 @@ class TestElementwiseOps : public QObject {
       const OpCase alpha{"aten.add.Tensor",     {in(0), in(1)}, {{"alpha", num(0.3)}}, {t}, {x, y},
                          modelFor(std::nullopt)};
       QVERIFY(localErrorOf(alpha).values()[1] > 0);
+    }
+  }
+
+  /// An integer tensor operand of a floating op is converted to the output dtype first, as
+  /// PyTorch's kernels do: torch 1.13 gives int64 16777217 + fp32 -1.0 = 16777215 and int64
+  /// 257 · bf16 1.0 = 256. The interval rule encloses them, the randomized executor computes them,
+  /// the local error covers them.
+  void integerOperandsConvertToTheOutputDtype() {
+    std::mt19937_64 rng(29);
+    struct Case {
+      const char* op;
+      double integer, other, torchValue;
+      DType t;
+    };
+    for (const Case& k : {Case{"aten.add.Tensor", 16777217, -1.0, 16777215, DType::Float32},
+                          Case{"aten.mul.Tensor", 257, 1.0, 256, DType::BFloat16},
+                          Case{"aten.add.Tensor", 257, 0.0, 256, DType::BFloat16},
+                          Case{"aten.div.Tensor", 16777217, 1.0, 16777216, DType::Float32}}) {
+      const OpCase c{
+          k.op,
+          {in(0), in(1)},
+          {},
+          {k.t},
+          {Tensor::point({1}, DType::Int64, {k.integer}), Tensor::point({1}, k.t, {k.other})},
+          modelFor(std::nullopt)};
+      const Tensor y = intervalOutputs(c)[0];
+      QVERIFY2(y.lo()[0] <= k.torchValue && k.torchValue <= y.hi()[0], k.op);
+      std::vector<Tensor> pointOut;
+      const Tensor err = localErrorOutputs(c, &pointOut)[0];
+      QVERIFY2(std::fabs(k.torchValue - pointOut[0].values()[0]) <= err.values()[0], k.op);
+      const LocalErrorReport r = checkLocalError(c, 20, rng);
+      QVERIFY2(r.violations == 0, r.first.c_str());
+      bool seen = false;
+      for (int i = 0; i < 20; ++i) seen |= RuleCall(c).random(rng)[0].values()[0] == k.torchValue;
+      QVERIFY2(seen, k.op);
     }
   }
 
