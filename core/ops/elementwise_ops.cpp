@@ -15,8 +15,12 @@
 //   cos are not monotone: the enclosure takes ±1 where a turning point kπ/2 may lie in the input
 //   interval). The first-order local error of sin/cos is the same ulp bound relative to |y|.
 // - local errors (exact operands): zero where the op is exact: add, sub, rsub and mul whose
-//   products and sums are exact in binary64 and whose result is an F value (an attention mask's
-//   1 − m and (1 − m)·finfo.min), and selections (where, clamp) of F values.
+//   products and sums are exact in binary64, whose operands and result are F values and whose
+//   operands the execution holds exactly (OpContext::exactOperands: an attention mask's 1 − m
+//   and (1 − m)·finfo.min), and selections (where, clamp) of F values.
+// - an integer tensor operand of a floating op is converted to F first (TensorIterator's common
+//   dtype): rounded outward in the interval rule, to nearest in the random rule, and its
+//   conversion error in the local error.
 #include "core/interval/elementary.h"
 #include "core/kernels/kernel_bodies.h"
 #include "core/ops/arg_readers.h"
@@ -278,6 +282,9 @@ class ArithRule final : public OpRule {
       return e;
     };
     const double exs = x.scalar ? eps(x.value) : 0.0, eys = y.scalar ? eps(y.value) : 0.0;
+    // Tensor operands held exactly by the execution bounded (OpContext::exactOperands).
+    const bool xHeld = x.scalar || ctx.operandExact(0),
+               yHeld = y.scalar || ctx.operandExact(x.scalar ? 0 : 1);
     // Intermediates may round in opmath or directly in F (the coarser): u_F bounds both.
     const double ea = eps(alpha), uc = unitRoundoff(f);
     // Operands converted exactly and an exact result that is an F value: no rounding at all
@@ -290,7 +297,8 @@ class ArithRule final : public OpRule {
                     // a promoted integer converts like a scalar: relative change <= eps
                     const double ex = promoted(x, false) ? eps(p) : exs,
                                  ey = promoted(y, false) ? eps(q) : eys;
-                    if (ex == 0 && ey == 0 && ea == 0 && exactIn(p, q, alpha, f)) return kExact;
+                    if (xHeld && yHeld && ex == 0 && ey == 0 && ea == 0 && exactIn(p, q, alpha, f))
+                      return kExact;
                     double extra = 0.0;
                     if (mOp == Arith::Add || mOp == Arith::Sub || mOp == Arith::Rsub) {
                       const double other = mOp == Arith::Rsub ? p : q;

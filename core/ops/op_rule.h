@@ -133,6 +133,18 @@ struct OpContext {
   /// The caller reads only AdjointLocalError::bound (the first-order evaluators' binary64 term):
   /// a rule may skip its probabilistic sum of squares and leave it 0.
   bool boundOnly = false;
+  /// Local errors: one flag per OpArgs::tensorInputs() entry, true when the execution being
+  /// bounded holds that operand exactly at its point value (the candidate: program inputs,
+  /// constants, results of exact operations on such operands, core/program/evaluator.cpp; the
+  /// binary64 point evaluation: every operand); null: none. Only on such operands may a rule take
+  /// as zero the rounding of an operation whose point result is representable: an operand that
+  /// carries upstream error moves the result off the grid, which is a first-order term.
+  const std::vector<bool>* exactOperands = nullptr;
+
+  /// Returns true when tensor input k is exact (see exactOperands).
+  bool operandExact(std::size_t k) const {
+    return exactOperands && k < exactOperands->size() && (*exactOperands)[k];
+  }
 };
 
 /// One node's rounding error weighted by the adjoints of its outputs (OpRule::adjointLocalError).

@@ -647,7 +647,8 @@ kernels::ElementwiseModel castModel(DType to, Format f) {
 }
 
 /// _to_copy(self, dtype=...) and copy_(self, src): a correctly rounded cast (file comment);
-/// localError is the rounding error of one cast to the output format (0 for an F value).
+/// localError is the rounding error of one cast to the output format (0 for an F value held
+/// exactly).
 class CastRule final : public OpRule {
  public:
   explicit CastRule(bool isCopy) : mIsCopy(isCopy) {}
@@ -711,8 +712,11 @@ class CastRule final : public OpRule {
     const DType to = a.outSpec().dtype;
     if (!isFloating(to)) return zeroLocalError(o);
     const Format fo = outFormat(a, ctx);
-    return std::vector<Tensor>{mapPoint(o[0], to, [fo](double y) {
-      return fo == Format::Fp64 ? 0.0 : storageRoundingError(y, fo);
+    // an F value held exactly converts exactly (OpContext::exactOperands)
+    const bool held = ctx.operandExact(mIsCopy ? 1 : 0);
+    return std::vector<Tensor>{mapPoint(o[0], to, [&](double y) {
+      if (fo == Format::Fp64) return 0.0;
+      return held ? storageRoundingError(y, fo) : roundingError(y, fo, fo);
     })};
   }
 

@@ -5,12 +5,14 @@
 #include "core/ops/op_rule.h"
 #include "core/ops/registry.h"
 #include "core/program/equal_operands.h"
+#include "core/program/exact_values.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -90,6 +92,10 @@ class Schedule {
   const std::vector<std::string>& outputNames() const { return mOutputs; }
   std::size_t slotOf(const std::string& name) const { return mSlotOf.at(name); }
   std::size_t nodeSlot(std::size_t node) const { return mLeaves + node; }
+  std::size_t slots() const { return mValues.size(); }
+  std::function<std::size_t(const std::string&)> slotFinder() const {
+    return [this](const std::string& name) { return slotOf(name); };
+  }
 
   // Checks that every needed input is given with the traced shape and dtype, and stores it.
   void setInputs(const TensorMap& inputs) {
@@ -394,17 +400,21 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
   const std::size_t forward = schedule.order().size();
   const std::size_t total = 2 * forward;
   std::size_t done = 0;
-  // Forward, in point arithmetic, keeping every value for the reverse pass.
+  // Forward, in point arithmetic, keeping every value for the reverse pass, and marking the
+  // values the candidate holds exactly (core/program/exact_values.h).
+  ExactValues exact(schedule.nodeSlot(0), schedule.slots());
+  const auto slotOf = schedule.slotFinder();
   for (std::size_t i : schedule.order()) {
     checkCancel(options);
     const Node& node = program.nodes[i];
-    std::vector<Tensor> results = guarded(node, "evaluation", [&] {
-      const OpArgs args(node,
-                        [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
-      return rules[i]->point(args, ctx);
-    });
+    const OpArgs args(node, [&](const ValueRef& r) -> const Tensor& { return schedule.lookup(r); });
+    std::vector<Tensor> results =
+        guarded(node, "evaluation", [&] { return rules[i]->point(args, ctx); });
     checkResults(node, results, "point");
-    schedule.values(schedule.nodeSlot(i)) = std::move(results);
+    const std::size_t slot = schedule.nodeSlot(i);
+    schedule.values(slot) = std::move(results);
+    exact.evaluated(slot, *rules[i], args, schedule.values(slot), ctx,
+                    exact.operands(args, slotOf));
     if (options.progress) options.progress(++done, total);
   }
 
@@ -454,6 +464,11 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       std::map<std::string, std::vector<double>> memo;  // shared by both models' rules
       ctx.nodeMemo = &memo;
       ctx64.nodeMemo = &memo;
+      // The candidate's exactly held operands; the binary64 evaluation holds all of its own.
+      const std::vector<bool> held = exact.operands(args, slotOf),
+                              own(args.tensorInputs().size(), true);
+      ctx.exactOperands = &held;
+      ctx64.exactOperands = &own;
       for (OpContext* c : {&ctx, &ctx64}) {
         if (c == &ctx64) {
           // The point evaluation's own error in closed form where the rule has one.
@@ -493,6 +508,8 @@ FirstOrderResult evaluateFirstOrder(const Program& program, const TensorMap& inp
       }
       ctx.nodeMemo = nullptr;
       ctx64.nodeMemo = nullptr;
+      ctx.exactOperands = nullptr;
+      ctx64.exactOperands = nullptr;
       out.bound += b.bound;
       out.sumSquares += b.sumSquares;
       budgets.push_back(std::move(b));
@@ -565,6 +582,7 @@ struct LinearizedProgram::State {
   std::vector<std::optional<std::vector<std::vector<std::uint64_t>>>> keys;  // equalOperandKeys
   std::vector<std::string> names;
   std::size_t forward = 0;
+  std::optional<ExactValues> exact;  // the candidate's exactly held values
 };
 
 namespace {
@@ -592,16 +610,20 @@ LinearizedProgram::LinearizedProgram(const Program& program, const TensorMap& in
   st.spread.resize(program.nodes.size());
   st.keys.resize(program.nodes.size());
   OpContext ctx{st.options.precision, backend, nullptr};
+  st.exact.emplace(st.schedule.nodeSlot(0), st.schedule.slots());
+  const auto slotOf = st.schedule.slotFinder();
   for (std::size_t i : st.schedule.order()) {
     checkCancel(options);
     const Node& node = program.nodes[i];
-    std::vector<Tensor> results = guarded(node, "evaluation", [&] {
-      const OpArgs args(node,
-                        [&](const ValueRef& r) -> const Tensor& { return st.schedule.lookup(r); });
-      return st.rules[i]->point(args, ctx);
-    });
+    const OpArgs args(node,
+                      [&](const ValueRef& r) -> const Tensor& { return st.schedule.lookup(r); });
+    std::vector<Tensor> results =
+        guarded(node, "evaluation", [&] { return st.rules[i]->point(args, ctx); });
     checkResults(node, results, "point");
-    st.schedule.values(st.schedule.nodeSlot(i)) = std::move(results);
+    const std::size_t slot = st.schedule.nodeSlot(i);
+    st.schedule.values(slot) = std::move(results);
+    st.exact->evaluated(slot, *st.rules[i], args, st.schedule.values(slot), ctx,
+                        st.exact->operands(args, slotOf));
   }
   st.forward = st.schedule.order().size();
 }
@@ -665,6 +687,11 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
     std::map<std::string, std::vector<double>> memo;  // shared by both models' rules
     ctx.nodeMemo = &memo;
     ctx64.nodeMemo = &memo;
+    // As in evaluateFirstOrder: the candidate's exactly held operands, all for binary64.
+    const std::vector<bool> held = st.exact->operands(args, st.schedule.slotFinder()),
+                            own(args.tensorInputs().size(), true);
+    ctx.exactOperands = &held;
+    ctx64.exactOperands = &own;
     for (auto [cache, c] : {std::pair{&st.local, &ctx}, std::pair{&st.local64, &ctx64}}) {
       double& sum = c == &ctx ? out.bound : out.pointBound;
       double unusedSquares = 0.0;  // the binary64 term has no probabilistic part
@@ -711,6 +738,8 @@ FunctionalBound LinearizedProgram::functional(const std::string& name, const Ten
 
     ctx.nodeMemo = nullptr;
     ctx64.nodeMemo = nullptr;
+    ctx.exactOperands = nullptr;
+    ctx64.exactOperands = nullptr;
     const std::vector<std::optional<Tensor>> grads =
         guarded(node, "vjp", [&] { return st.rules[i]->vjp(args, outputs, outGrads, ctx); });
     const auto& refs = args.tensorRefs();

@@ -309,6 +309,8 @@ std::vector<Tensor> localErrorOutputs(const OpCase& c, std::vector<Tensor>* poin
   const std::vector<Tensor> out = rule.point(b.args(), ctx);
   b.setShapes(out);
   if (pointOut) *pointOut = out;
+  const std::vector<bool> held(b.args().tensorInputs().size(), true);  // exact point inputs
+  ctx.exactOperands = &held;
   return rule.localError(b.args(), out, ctx);
 }
 
@@ -436,7 +438,10 @@ LocalErrorReport checkLocalError(const OpCase& c, int trials, std::mt19937_64& r
   Bound b(c, ins);
   const auto out = rule.point(b.args(), ctx);
   b.setShapes(out);
+  const std::vector<bool> held(b.args().tensorInputs().size(), true);  // exact inputs
+  ctx.exactOperands = &held;
   const auto le = rule.localError(b.args(), out, ctx);
+  ctx.exactOperands = nullptr;
   for (int t = 0; t < trials; ++t) {
     const auto r = rule.random(b.args(), ctx);
     ++rep.trials;

@@ -66,7 +66,8 @@ EnclosureReport checkEnclosure(const OpCase& c, int trials, std::mt19937_64& rng
 
 /// Returns the interval rule's outputs for the case (output shapes taken from point()).
 std::vector<Tensor> intervalOutputs(const OpCase& c);
-/// Returns the point rule's outputs and the local error bounds of each (for exact point inputs).
+/// Returns the point rule's outputs and the local error bounds of each (for exact point inputs,
+/// held exactly: OpContext::exactOperands).
 std::vector<Tensor> localErrorOutputs(const OpCase& c, std::vector<Tensor>* pointOut = nullptr);
 
 /// The result of a finite-difference check of vjp().

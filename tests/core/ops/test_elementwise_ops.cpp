@@ -274,9 +274,31 @@ class TestElementwiseOps : public QObject {
       const OpCase big{"aten.mul.Scalar",     {in(0), num(lowest)}, {}, {t}, {m},
                        modelFor(std::nullopt)};
       QVERIFY(allZero(localErrorOf(big)));
+      // Operands not known to be held exactly (OpContext::exactOperands unset): a candidate
+      // operand off by upstream error rounds there, so the term stays.
+      if (f != Format::Fp64) {
+        const Tensor unheld = RuleCall(inv).localError()[0];
+        QVERIFY(unheld.values()[0] > 0 || unheld.values()[2] > 0);
+        QVERIFY(RuleCall(cast).localError()[0].values()[0] > 0);
+      }
       const LocalErrorReport rb = checkLocalError(big, 20, rng);
       QVERIFY2(rb.violations == 0, rb.first.c_str());
-      if (f == Format::Fp64) continue;
+      if (f == Format::Fp64) {
+        // binary64 itself rounds: the FMA residual of (1 + 2^-30)² and the TwoSum residual of
+        // 1 + 2^-100 are not 0, so the terms stay.
+        const Tensor p = Tensor::point({1}, t, {1 + std::ldexp(1.0, -30)});
+        const OpCase sq{"aten.mul.Tensor", {in(0), in(1)}, {}, {t}, {p, p}, modelFor(std::nullopt)};
+        QVERIFY(localErrorOf(sq).values()[0] > 0);
+        const OpCase sum{
+            "aten.add.Tensor",
+            {in(0), in(1)},
+            {},
+            {t},
+            {Tensor::point({1}, t, {1.0}), Tensor::point({1}, t, {std::ldexp(1.0, -100)})},
+            modelFor(std::nullopt)};
+        QVERIFY(localErrorOf(sum).values()[0] > 0);
+        continue;
+      }
       // Inexact: a product that needs more digits than F, a sum that does, a scalar that does not
       // convert exactly (0.3), an alpha that does not: the term stays.
       const double a = 1 + std::ldexp(1.0, f == Format::Fp32 ? -13 : -6), b = std::ldexp(1.0, -14);
@@ -290,6 +312,16 @@ class TestElementwiseOps : public QObject {
                        {Tensor::point({1}, t, {1.0}), Tensor::point({1}, t, {b * b})},
                        modelFor(std::nullopt)};
       QVERIFY(localErrorOf(sum).values()[0] > 0);
+      if (f == Format::Fp32 || f == Format::Bf16) {  // binary64 rounds 1 + 2^-100 to 1
+        const OpCase tiny{
+            "aten.add.Tensor",
+            {in(0), in(1)},
+            {},
+            {t},
+            {Tensor::point({1}, t, {1.0}), Tensor::point({1}, t, {std::ldexp(1.0, -100)})},
+            modelFor(std::nullopt)};
+        QVERIFY(localErrorOf(tiny).values()[0] > 0);
+      }
       const OpCase third{"aten.mul.Scalar",     {in(0), num(0.3)}, {}, {t}, {m},
                          modelFor(std::nullopt)};
       QVERIFY(localErrorOf(third).values()[0] > 0);

@@ -457,4 +457,79 @@ void TestProgram::probabilisticTermCoversRepeatedValues() {
   QVERIFY(equalOperandKeys(args, {3, 2}).empty());
 }
 
+void TestProgram::exactOperationsOnlyOnExactlyHeldOperands() {
+  // An operation whose point result is representable rounds nothing at its point operands, but a
+  // candidate operand off by upstream rounding moves it off the grid (a review's case): in fp32,
+  // (x + y) − y with x = 1, y = 3·2^-26 is exactly 1 at the point and 1 − 2^-24 in fp32; the
+  // three ·3 that follow then round. The first-order bound must cover the fp32 loss.
+  const char* json =
+      R"({"format": "lossbound-step-program", "ir_version": 1, "torch_version": "1.13.0",
+  "inputs": [{"name": "param:x", "shape": [1], "dtype": "float32"},
+             {"name": "batch:y", "shape": [1], "dtype": "float32"},
+             {"name": "batch:mask", "shape": [1, 4], "dtype": "int64"},
+             {"name": "batch:s", "shape": [1, 4], "dtype": "float32"}],
+  "nodes": [
+    {"name": "a", "op": "aten.add.Tensor", "args": [{"ref": "param:x"}, {"ref": "batch:y"}],
+     "kwargs": {}, "outputs": [{"shape": [1], "dtype": "float32"}]},
+    {"name": "b", "op": "aten.sub.Tensor", "args": [{"ref": "a"}, {"ref": "batch:y"}],
+     "kwargs": {}, "outputs": [{"shape": [1], "dtype": "float32"}]},
+    {"name": "c1", "op": "aten.mul.Scalar", "args": [{"ref": "b"}, 3.0], "kwargs": {},
+     "outputs": [{"shape": [1], "dtype": "float32"}]},
+    {"name": "c2", "op": "aten.mul.Scalar", "args": [{"ref": "c1"}, 3.0], "kwargs": {},
+     "outputs": [{"shape": [1], "dtype": "float32"}]},
+    {"name": "c3", "op": "aten.mul.Scalar", "args": [{"ref": "c2"}, 3.0], "kwargs": {},
+     "outputs": [{"shape": [1], "dtype": "float32"}]},
+    {"name": "cast", "op": "aten._to_copy.default", "args": [{"ref": "batch:mask"}],
+     "kwargs": {}, "outputs": [{"shape": [1, 4], "dtype": "float32"}]},
+    {"name": "inv", "op": "aten.rsub.Scalar", "args": [{"ref": "cast"}, 1.0], "kwargs": {},
+     "outputs": [{"shape": [1, 4], "dtype": "float32"}]},
+    {"name": "bias", "op": "aten.mul.Scalar", "args": [{"ref": "inv"}, -3.4028234663852886e+38],
+     "kwargs": {}, "outputs": [{"shape": [1, 4], "dtype": "float32"}]},
+    {"name": "scores", "op": "aten.add.Tensor", "args": [{"ref": "batch:s"}, {"ref": "bias"}],
+     "kwargs": {}, "outputs": [{"shape": [1, 4], "dtype": "float32"}]},
+    {"name": "e", "op": "aten.exp.default", "args": [{"ref": "scores"}], "kwargs": {},
+     "outputs": [{"shape": [1, 4], "dtype": "float32"}]},
+    {"name": "se", "op": "aten.sum.default", "args": [{"ref": "e"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "sc", "op": "aten.sum.default", "args": [{"ref": "c3"}], "kwargs": {},
+     "outputs": [{"shape": [], "dtype": "float32"}]},
+    {"name": "loss", "op": "aten.add.Tensor", "args": [{"ref": "sc"}, {"ref": "se"}],
+     "kwargs": {}, "outputs": [{"shape": [], "dtype": "float32"}]}],
+  "outputs": [{"name": "loss", "ref": {"ref": "loss"}}]})";
+  const Program p = parseProgram(json);
+  const float x = 1.0f, y = std::ldexp(3.0f, -26);
+  const std::vector<double> s{0.25, -0.5, 0.75, 0.125};
+  const TensorMap in{{"param:x", Tensor::point({1}, DType::Float32, {x})},
+                     {"batch:y", Tensor::point({1}, DType::Float32, {y})},
+                     {"batch:mask", Tensor::point({1, 4}, DType::Int64, {1, 0, 1, 1})},
+                     {"batch:s", Tensor::point({1, 4}, DType::Float32, s)}};
+  const auto backend = createCpuBackend();
+  EvalOptions o;
+  const FirstOrderResult r = evaluateFirstOrder(p, in, *backend, o);
+  const float chain = ((x + y) - y) * 3.0f * 3.0f * 3.0f;
+  QVERIFY(chain != 27.0f);  // fp32 moved the exact point result off the grid
+  double pointChain = 27.0, candidateChain = chain;
+  const auto byName = [&](const char* name) {
+    for (const NodeBudget& b : r.nodes)
+      if (b.node == name) return b.bound;
+    return -1.0;
+  };
+  // The chain's candidate error is covered by its nodes' terms (first order: the rest is tiny).
+  const double chainTerms = byName("a") + byName("b") + byName("c1") + byName("c2") + byName("c3");
+  QVERIFY2(
+      std::fabs(candidateChain - pointChain) <= chainTerms,
+      qPrintable(
+          QStringLiteral("%1 > %2").arg(std::fabs(candidateChain - pointChain)).arg(chainTerms)));
+  QVERIFY(byName("c1") > 0 && byName("c3") > 0);
+  // The mask chain: held exactly from the int64 input on, so its huge adjoints own nothing.
+  QCOMPARE(byName("cast"), 0.0);
+  QCOMPARE(byName("inv"), 0.0);
+  QCOMPARE(byName("bias"), 0.0);
+  // The functional pass agrees.
+  LinearizedProgram lp(p, in, *backend, o);
+  const FunctionalBound f = lp.functional("loss", Tensor::full({}, DType::Float32, 1.0));
+  QCOMPARE(f.bound, r.bound);
+  QVERIFY(r.bound < 1e-3);
+}
+
 QTEST_GUILESS_MAIN(TestProgram)

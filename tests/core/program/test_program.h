@@ -19,4 +19,5 @@ class TestProgram : public QObject {
   void firstOrderAdjointsAndBudget();
   void adjointLocalErrorInBothReversePasses();
   void probabilisticTermCoversRepeatedValues();
+  void exactOperationsOnlyOnExactlyHeldOperands();
 };
