@@ -277,6 +277,28 @@ class TestSortGroupedOps : public QObject {
                                     {integer(0)})));
   }
 
+  /// The point topk breaks ties as PyTorch's CPU kernel does (torch 1.13 and 2.15 print these
+  /// indices): a router initialised to zero (AFMoE) scores every expert 0.5, and the replay must
+  /// route as the recording did. Both the nth_element path and the partial_sort one (k·64 <= n).
+  void topkPointBreaksTiesAsPyTorch() {
+    const auto idx = [](Tensor x, std::int64_t k, bool largest, bool sorted) {
+      return values(RuleCall(orderCase("aten.topk.default", std::move(x),
+                                       {integer(k), integer(0), flag(largest), flag(sorted)}))
+                        .point()[1]);
+    };
+    QCOMPARE(idx(vec({0.5, 0.5, 0.5, 0.5}), 2, true, true), (std::vector<double>{2, 3}));
+    QCOMPARE(idx(vec({0.5, 0.5, 0.5, 0.5}), 2, true, false), (std::vector<double>{2, 3}));
+    QCOMPARE(idx(vec({0.5, 0.5, 0.5, 0.25}), 2, false, true), (std::vector<double>{3, 2}));
+    QCOMPARE(idx(vec({0.5, 0.25, 0.5, 0.5, 0.5, 0.5}), 3, true, true),
+             (std::vector<double>{3, 5, 4}));
+    QCOMPARE(idx(vec({0.75, 0.75, 0.75, 0.25, 0.75, 0.25}), 3, false, true),
+             (std::vector<double>{3, 5, 4}));
+    std::vector<double> wide(130, 0.5);
+    wide[7] = wide[100] = 0.25;
+    QCOMPARE(idx(vec(wide), 2, true, true), (std::vector<double>{0, 1}));
+    QCOMPARE(idx(vec(wide), 3, false, true), (std::vector<double>{7, 100, 86}));
+  }
+
   void ordersEncloseEveryExecution() {
     std::mt19937_64 rng(20261129);
     for (int trial = 0; trial < 600; ++trial) {
