@@ -263,13 +263,34 @@ FAST_PATH_OPS = frozenset({"_transformer_encoder_layer_fwd", "_native_multi_head
                            "_nested_tensor_from_mask", "_transformer_decoder_only_layer_fwd"})
 
 
+def _logsumexp_as_eager(self: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
+    """aten.logsumexp as eager computes it (ReduceOps.cpp, logsumexp_out_impl), op by op in the
+    input's dtype: the row maxima with ±inf set to 0 (in place through the squeezed view, so the
+    shift uses them too), exp of the shifted values, sum, log, add. torch._decomp's own entry
+    computes 16-bit inputs in float on PyTorch 2.x, and shifts by an infinite maximum on 1.13.
+    (GraniteSWA's attention sinks call it.)"""
+    if not (self.is_floating_point() or self.is_complex()):
+        self = self.to(torch.get_default_dtype())
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if self.numel() == 0:
+        return torch.sum(torch.exp(self), dims, keepdim).log()
+    maxes = torch.amax(self, dims, keepdim=True)
+    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
+    squeezed = maxes
+    if not keepdim:
+        for d in sorted((d % self.dim() for d in dims), reverse=True):
+            squeezed = torch.squeeze(squeezed, d)
+    return torch.sum(torch.exp(self - maxes), dims, keepdim).log().add(squeezed)
+
+
 def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
-    """The torch._decomp entries for DECOMPOSED_OPS that exist on this torch version."""
+    """The torch._decomp entries for DECOMPOSED_OPS that exist on this torch version, and
+    aten.logsumexp as eager computes it."""
+    table: Dict[Any, Callable[..., Any]] = {torch.ops.aten.logsumexp.default: _logsumexp_as_eager}
     try:
         from torch._decomp import decomposition_table
     except ImportError:  # pragma: no cover - every supported torch has it
-        return {}
-    table = {}
+        return table
     for name in DECOMPOSED_OPS:
         try:
             packet = getattr(torch.ops.aten, name)

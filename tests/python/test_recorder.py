@@ -1072,6 +1072,30 @@ class AsStridedTest(TempDirTest):
             trace_quietly(step, {"w": torch.arange(8.0, requires_grad=True)}, {})
 
 
+class DecompositionTest(TempDirTest):
+    def test_logsumexp_is_decomposed(self):
+        # eager's logsumexp is amax, exp(x - max), sum, log, add: the program has those ops (which
+        # have rules) and computes what eager does, in fp32 and bf16, with a -inf in a row
+        for dtype in (torch.float32, torch.bfloat16):
+            def step(p, b):
+                s = (p["w"] @ b["x"]).masked_fill(b["mask"], float("-inf"))
+                loss = torch.logsumexp(s.to(dtype), dim=-1).float().sum()
+                grads = torch.autograd.grad(loss, list(p.values()))
+                return {"loss": loss, **{"grad:" + n: g for n, g in zip(p, grads)}}
+            g = torch.Generator().manual_seed(3)
+            params = {"w": torch.randn(4, 6, generator=g).requires_grad_()}
+            batch = {"x": torch.randn(6, 5, generator=g),
+                     "mask": torch.tensor([[False] * 4 + [True]] * 4)}
+            program, _, _ = trace_quietly(step, params, batch)
+            ops = ops_of(program)
+            self.assertNotIn("aten.logsumexp.default", ops)
+            self.assertIn("aten.amax.default", ops)
+            eager = step(params, batch)
+            got = replay(program, params, batch)
+            for k in eager:
+                self.assertTrue(torch.equal(got[k], eager[k]), (dtype, k))
+
+
 @unittest.skipUnless(TORCH2, "torch 2.x only")
 class Torch2Test(TempDirTest):
     def test_compiled_step_fn_is_refused(self):
