@@ -274,17 +274,22 @@ class OrderRule final : public OpRule {
         rho[js] = std::isfinite(row[js]) ? roundingError(row[js], sx, sx) : 0.0;
         rhoMax = std::fmax(rhoMax, rho[js]);
       }
-      // The full order: position j of the output is position j here, and the elements within
-      // rounding of it are its neighbours in this order.
+      // The full order: the element at output position j (the point's index output: an
+      // unsorted topk leaves its k in nth_element's order) stands at rank[i] here, and the
+      // elements within rounding of it are its neighbours in this order.
       const std::vector<std::int64_t> ord = pointOrder(row, q, nullptr);
+      std::vector<std::int64_t> rank(ord.size());
+      for (std::size_t p = 0; p < ord.size(); ++p)
+        rank[static_cast<std::size_t>(ord[p])] = static_cast<std::int64_t>(p);
       for (std::int64_t j = 0; j < q.k; ++j) {
-        const auto i = static_cast<std::size_t>(ord[static_cast<std::size_t>(j)]);
+        const auto o = static_cast<std::size_t>((r / l.post * q.k + j) * l.post + r % l.post);
+        const auto i = static_cast<std::size_t>(outs[1].values()[o]);
         const double xi = row[i];
         if (!std::isfinite(xi)) continue;
         double tie = 0;
         const double reach = add_up(rho[i], rhoMax);
         for (int dir : {-1, 1})
-          for (std::int64_t p = j + dir; p >= 0 && p < l.n; p += dir) {
+          for (std::int64_t p = rank[i] + dir; p >= 0 && p < l.n; p += dir) {
             const double xm = row[static_cast<std::size_t>(ord[static_cast<std::size_t>(p)])];
             if (!std::isfinite(xm)) break;
             const double gapDown = sub_down(std::fmax(xi, xm), std::fmin(xi, xm));
@@ -293,7 +298,7 @@ class OrderRule final : public OpRule {
             const double slack = sub_up(add_up(rho[i], rhoM), gapDown);
             tie = std::fmax(tie, slack);
           }
-        err[static_cast<std::size_t>((r / l.post * q.k + j) * l.post + r % l.post)] = tie;
+        err[o] = tie;
       }
     }
     return {Tensor::point(outs[0].shape(), outs[0].dtype(), std::move(err)),

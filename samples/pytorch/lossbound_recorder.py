@@ -277,7 +277,7 @@ def _logsumexp_as_eager(self: torch.Tensor, dim: Any, keepdim: bool = False) -> 
     maxes = torch.amax(self, dims, keepdim=True)
     maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
     squeezed = maxes
-    if not keepdim:
+    if not keepdim and self.dim() > 0:  # a 0-d input's maximum is 0-d already
         for d in sorted((d % self.dim() for d in dims), reverse=True):
             squeezed = torch.squeeze(squeezed, d)
     return torch.sum(torch.exp(self - maxes), dims, keepdim).log().add(squeezed)

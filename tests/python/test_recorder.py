@@ -1095,6 +1095,17 @@ class DecompositionTest(TempDirTest):
             for k in eager:
                 self.assertTrue(torch.equal(got[k], eager[k]), (dtype, k))
 
+        def scalar_step(p, b):  # a 0-d input, keepdim False (a review's case)
+            loss = torch.logsumexp(p["w"] * b["x"], 0)
+            return {"loss": loss, "grad:w": torch.autograd.grad(loss, [p["w"]])[0]}
+        params = {"w": torch.tensor(1.5, requires_grad=True)}
+        batch = {"x": torch.tensor(0.75)}
+        program, _, _ = trace_quietly(scalar_step, params, batch)
+        eager = scalar_step(params, batch)
+        got = replay(program, params, batch)
+        for k in eager:
+            self.assertTrue(torch.equal(got[k], eager[k]), k)
+
 
 @unittest.skipUnless(TORCH2, "torch 2.x only")
 class Torch2Test(TempDirTest):

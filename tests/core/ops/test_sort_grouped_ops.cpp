@@ -358,6 +358,19 @@ class TestSortGroupedOps : public QObject {
       }
     }
     QVERIFY(tied > 100);  // the perturbations do swap elements
+    // An unsorted topk leaves its k in nth_element's order (a review's case: torch gives values
+    // [2.0000002, 7, 5, 2]): each position's term follows the element it holds.
+    const double near2 = static_cast<float>(2.0000002);
+    RuleCall unsorted(orderCase("aten.topk.default", vec({near2, 1, 2, 5, 7, 0}),
+                                {integer(4), integer(0), flag(true), flag(false)}));
+    const Tensor uIdx = unsorted.point()[1], uErr = unsorted.localError()[0];
+    for (std::int64_t j = 0; j < 4; ++j) {
+      const double e = uIdx.values()[static_cast<std::size_t>(j)];
+      const bool tied = e == 0 || e == 2;  // 2.0000002 and 2, one ulp apart
+      QVERIFY2(tied == (uErr.values()[static_cast<std::size_t>(j)] > 0),
+               qPrintable(QStringLiteral("position %1 holds element %2").arg(j).arg(e)));
+    }
+    QCOMPARE(uIdx.values()[0], 0.0);  // torch puts 2.0000002 first
     // Well separated values: no term.
     RuleCall far(orderCase("aten.topk.default", vec({1, 2, 4}), {integer(2)}));
     QCOMPARE(values(far.localError()[0]), (std::vector<double>{0, 0}));
