@@ -91,7 +91,7 @@ VerdictSummary summarize(const AnalysisReport& report) {
           : QObject::tr(
                 "Self-check FAILED at %1 of %2 steps: the candidate's own loss is not inside its "
                 "envelope, so the recording or the precision model is wrong (dropout, dtype, an "
-                "untraced side effect)")
+                "untraced side effect, ties broken otherwise than on the CPU)")
                 .arg(overall.untrustworthy)
                 .arg(checked);
 

@@ -108,7 +108,7 @@ std::string overallVerdictSentence(const OverallSummary& s, EnvelopeMethod metho
              n +
              " steps (the candidate's own loss is not inside a finite envelope on its own "
              "checkpoint: dropout, a wrong dtype, an untraced side effect, a checkpoint value "
-             "that is not finite; see the step notes).";
+             "that is not finite, ties broken otherwise than on the CPU; see the step notes).";
     case OverallVerdict::Inconclusive:
       return "inconclusive: no exit among the " + std::to_string(s.analysed - s.notBounded) +
              " bounded steps, but " + std::to_string(s.notBounded) + " of " + n +

@@ -106,8 +106,10 @@ void classifyStep(StepResult& r, bool rigorous) {
                            numberText(r.candidateLoss, 9) + " is outside its envelope " +
                            envelopeText(r.selfLo, r.selfHi) +
                            " on its own checkpoint, so the recording or the precision model is "
-                           "wrong (dropout, a wrong dtype, an untraced side effect) and this "
-                           "envelope cannot be trusted.");
+                           "wrong (dropout, a wrong dtype, an untraced side effect, or ties in "
+                           "topk, sort or argmax that the recording broke otherwise than "
+                           "PyTorch's CPU kernels: a GPU recording) and this envelope cannot be "
+                           "trusted.");
 }
 
 void markNotBounded(StepResult& r, const std::string& reason) {
